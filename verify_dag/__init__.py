@@ -1,0 +1,1 @@
+"""verify-dag: change verification as a Celery DAG."""

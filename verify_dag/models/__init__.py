@@ -1,0 +1,15 @@
+"""Pydantic models that cross a task boundary or reach a report."""
+
+from __future__ import annotations
+
+from verify_dag.models.findings import Finding, Location, SkillOutcome
+from verify_dag.models.request import VerifyRequest
+from verify_dag.models.scope import ALL_OTHER_FILES, ExcludedFile, FileChange, LineRange, Scope, ScopeError
+from verify_dag.models.state import RunState
+from verify_dag.models.toolchain import Command, EngineerContext, Toolchain
+
+__all__ = [
+    "ALL_OTHER_FILES", "Command", "EngineerContext", "ExcludedFile", "FileChange", "Finding",
+    "LineRange", "Location", "RunState", "Scope", "ScopeError", "SkillOutcome", "Toolchain",
+    "VerifyRequest",
+]

@@ -1,0 +1,40 @@
+"""Phase 2-3 outputs: engineer skill context and the discovered TOOLCHAIN."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from verify_dag.models.base import Frozen
+
+CommandKind = Literal["test", "build", "lint", "typecheck"]
+
+
+class Command(Frozen):
+    kind: CommandKind
+    argv: tuple[str, ...]
+    source: str  # where it was discovered: "pyproject.toml [tool.pytest.ini_options]", ...
+    exists: bool  # the executable was found (which/type check)
+    tool: str | None = None  # a ToolSpec name when a structured parser exists (ruff, mypy, pytest)
+
+    def display(self) -> str:
+        return " ".join(self.argv)
+
+
+class Toolchain(Frozen):
+    commands: tuple[Command, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def of(self, kind: CommandKind) -> tuple[Command, ...]:
+        return tuple(c for c in self.commands if c.kind == kind)
+
+    @property
+    def test(self) -> Command | None:
+        found = self.of("test")
+        return found[0] if found else None
+
+
+class EngineerContext(Frozen):
+    skill_dir: str | None = None  # repo-relative directory of the *-engineer skill
+    summary: str = ""
+    verification_md: str | None = None
+    notes: tuple[str, ...] = ()

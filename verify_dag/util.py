@@ -1,0 +1,177 @@
+"""The one subprocess chokepoint: time limit, capped output, scrubbed environment.
+
+Every external command (git, linters, test suites) goes through :func:`run`. Repository code is
+untrusted (DESIGN §5): it gets an environment without broker URLs, API keys or tokens, runs in its
+own process group so a time-out kills the whole tree, and its output is capped.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from verify_dag.errors import CalledProcessError
+
+DEFAULT_CAP = 1_000_000  # bytes kept per stream; the rest is drained and counted
+
+# Names that look like credentials or point at our own infrastructure. Repository code has no
+# business seeing them, and a finding must never echo one.
+_SECRET_NAME = re.compile(
+    r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|SESSION|AUTH|COOKIE)",
+    re.IGNORECASE,
+)
+_SECRET_PREFIXES = ("VERIFY_DAG_", "CELERY_", "AWS_", "AZURE_", "GOOGLE_", "GCP_", "OPENAI_",
+                    "ANTHROPIC_", "CLAUDE_", "CODEX_", "GITHUB_", "GITLAB_", "NPM_", "PYPI_",
+                    "TWINE_", "DOCKER_", "REDIS_", "AMQP_", "BROKER_", "SSH_AUTH_SOCK")
+# Git variables set by a hook or an outer git process would redirect commands in a scratch
+# worktree to the user's repository.
+_GIT_LEAKS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+              "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_PREFIX")
+
+
+def scrubbed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment repository code runs in: ours, minus anything secret-looking."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not _SECRET_NAME.search(k) and not k.startswith(_SECRET_PREFIXES) and k not in _GIT_LEAKS
+    }
+    if extra:
+        env.update(extra)
+    return env
+
+
+def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Environment for our own git calls: no pager, no prompts, stable output."""
+    env = {k: v for k, v in os.environ.items() if k not in _GIT_LEAKS}
+    env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "LC_ALL": "C", "LANG": "C"})
+    if extra:
+        env.update(extra)
+    return env
+
+
+def redact(text: str) -> str:
+    """Replace the values of secret-looking environment variables found in ``text``."""
+    for key, value in os.environ.items():
+        if len(value) >= 8 and (_SECRET_NAME.search(key) or key.startswith(_SECRET_PREFIXES)):
+            text = text.replace(value, "[REDACTED]")
+    return text
+
+
+@dataclass(frozen=True)
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    truncated: bool = False
+    duration: float = 0.0
+    not_found: bool = False
+
+
+def _drain(stream: IO[bytes], cap: int, out: list[bytes], flags: list[bool]) -> None:
+    kept = 0
+    while True:
+        chunk = stream.read(65536)
+        if not chunk:
+            break
+        if kept < cap:
+            take = chunk[: cap - kept]
+            out.append(take)
+            kept += len(take)
+            if len(take) < len(chunk):
+                flags.append(True)
+        else:
+            flags.append(True)
+    stream.close()
+
+
+def _limits() -> None:  # pragma: no cover - runs in the child between fork and exec
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    cwd: str | Path | None = None,
+    timeout: float | None = 600.0,
+    env: Mapping[str, str] | None = None,
+    input_data: bytes | None = None,
+    cap: int = DEFAULT_CAP,
+    check: bool = False,
+) -> Result:
+    """Run ``argv`` (never through a shell) and return what came back.
+
+    A missing executable is reported as ``not_found`` with return code 127, like a shell would,
+    so callers can tell "could not run" from "ran and failed".
+    """
+    argv = [str(a) for a in argv]
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=dict(env) if env is not None else git_env(),
+            stdin=subprocess.PIPE if input_data is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            preexec_fn=_limits,
+        )
+    except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+        res = Result(127, "", f"{argv[0]}: {exc.strerror or exc}", not_found=True)
+        if check:
+            raise CalledProcessError(argv, res.returncode, res.stderr) from exc
+        return res
+    out: list[bytes] = []
+    err: list[bytes] = []
+    flags: list[bool] = []
+    assert proc.stdout is not None and proc.stderr is not None
+    readers = [
+        threading.Thread(target=_drain, args=(proc.stdout, cap, out, flags), daemon=True),
+        threading.Thread(target=_drain, args=(proc.stderr, cap, err, flags), daemon=True),
+    ]
+    for t in readers:
+        t.start()
+    if input_data is not None and proc.stdin is not None:
+        try:
+            proc.stdin.write(input_data)
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc)
+    for t in readers:
+        t.join(timeout=5)
+    res = Result(
+        returncode=proc.returncode if not timed_out else -signal.SIGKILL,
+        stdout=b"".join(out).decode("utf-8", "replace"),
+        stderr=b"".join(err).decode("utf-8", "replace"),
+        timed_out=timed_out,
+        truncated=bool(flags),
+        duration=time.monotonic() - start,
+    )
+    if check and (res.returncode != 0 or timed_out):
+        raise CalledProcessError(argv, res.returncode, res.stderr)
+    return res
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
