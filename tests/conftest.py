@@ -64,5 +64,4 @@ def _isolated_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.delenv("GIT_DIR", raising=False)
     monkeypatch.delenv("VERIFY_DAG_BROKER_URL", raising=False)
-    os.environ.setdefault("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
     yield
