@@ -1,0 +1,378 @@
+"""Every git call of the product: small helpers over the git CLI that return plain types.
+
+All calls go through :func:`verify_dag.util.run`. Path lists use ``-z``, pathspecs are literal
+(``GIT_LITERAL_PATHSPECS``) and always follow ``--``; refs are validated before they reach argv.
+Uncommitted states are captured as commits using a temporary index file, so the user's index and
+work tree are never written.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from verify_dag.errors import CalledProcessError, FatalError, UsageError
+from verify_dag.util import Result, git_env, run
+
+GIT_TIMEOUT = 120.0
+FETCH_TIMEOUT = 60.0
+# Listings and -U0 patches of big changes easily pass util's default 1 MB cap; a truncated
+# listing would silently shrink the scope, so allow far more and fail loudly beyond it.
+_CAP = 256 * 1024 * 1024
+# Snapshot commits need an identity even where the user configured none.
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "verify-dag", "GIT_AUTHOR_EMAIL": "verify-dag@localhost",
+    "GIT_COMMITTER_NAME": "verify-dag", "GIT_COMMITTER_EMAIL": "verify-dag@localhost",
+}
+_DIFF_OPTS = ("--no-color", "--no-ext-diff", "--no-textconv", "--no-relative")
+
+
+@dataclass(frozen=True)
+class Delta:
+    """One entry of ``git diff --name-status``: status letter A/C/D/M/R/T, paths."""
+
+    status: str
+    path: str
+    old_path: str | None = None
+
+
+# --- plumbing --------------------------------------------------------------------------------
+
+
+def _env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    # Paths from users may contain glob or ":(magic)" characters: match them literally.
+    return git_env({"GIT_LITERAL_PATHSPECS": "1", "GIT_OPTIONAL_LOCKS": "0", **(extra or {})})
+
+
+def _git(repo: str | Path, *args: str, check: bool = True, timeout: float = GIT_TIMEOUT,
+         env: Mapping[str, str] | None = None) -> Result:
+    argv = ["git", "-c", "core.quotepath=false", *args]
+    res = run(argv, cwd=repo, timeout=timeout, env=env or _env(), cap=_CAP, check=check)
+    if res.truncated:
+        raise FatalError(f"git {args[0]} output exceeded {_CAP} bytes", hint="scope too large")
+    return res
+
+
+def _zsplit(out: str) -> list[str]:
+    return [p for p in out.split("\0") if p]
+
+
+# --- refs ------------------------------------------------------------------------------------
+
+_SHA = re.compile(r"[0-9a-fA-F]{4,64}")
+_REV_SUFFIX = re.compile(r"(?:[~^][0-9]*)*(?:\^\{(?:commit|tree)?\})?")
+_BAD_REF_CHARS = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
+
+
+def valid_ref_name(name: str) -> bool:
+    """The rules of ``git check-ref-format --allow-onelevel``, without a process per ref."""
+    if not name or name == "@" or ".." in name or "@{" in name or _BAD_REF_CHARS.search(name):
+        return False
+    if name.startswith("/") or name.endswith(("/", ".")) or "//" in name:
+        return False
+    return not any(c.startswith(".") or c.endswith(".lock") for c in name.split("/"))
+
+
+def valid_ref(ref: str) -> bool:
+    """A ref, tag, SHA or ``name~N``/``name^N`` revision that is safe to put in argv."""
+    if not ref or ref.startswith("-") or any(c.isspace() or ord(c) < 0x20 for c in ref):
+        return False
+    cut = min((i for i in (ref.find("~"), ref.find("^")) if i >= 0), default=len(ref))
+    name, suffix = ref[:cut], ref[cut:]
+    if not _REV_SUFFIX.fullmatch(suffix):
+        return False
+    return name in ("HEAD", "@") or bool(_SHA.fullmatch(name)) or valid_ref_name(name)
+
+
+def check_ref(ref: str, what: str = "ref") -> str:
+    if not valid_ref(ref):
+        raise UsageError(f"invalid {what}: {ref!r}")
+    return ref
+
+
+# --- repository and refs ---------------------------------------------------------------------
+
+
+def toplevel(path: str | Path) -> Path:
+    p = Path(path)
+    res = _git(p, "rev-parse", "--show-toplevel", check=False) if p.is_dir() else None
+    if res is None or res.returncode != 0 or not res.stdout.strip():
+        raise UsageError(f"not a git repository: {path}")
+    return Path(res.stdout.strip()).resolve()
+
+
+def rev_parse(repo: str | Path, rev: str) -> str | None:
+    """Full SHA of any object ``rev`` names, or None."""
+    if not valid_ref(rev):
+        return None
+    res = _git(repo, "rev-parse", "--verify", "--quiet", rev, check=False)
+    return res.stdout.strip() or None if res.returncode == 0 else None
+
+
+def verify_commit(repo: str | Path, rev: str) -> str | None:
+    """Full SHA of the commit ``rev`` names (``git rev-parse --verify REV^{commit}``), or None."""
+    return rev_parse(repo, f"{rev}^{{commit}}") if valid_ref(rev) else None
+
+
+def has_commits(repo: str | Path) -> bool:
+    return verify_commit(repo, "HEAD") is not None
+
+
+def head(repo: str | Path) -> str:
+    sha = verify_commit(repo, "HEAD")
+    if sha is None:
+        raise FatalError("HEAD does not name a commit")
+    return sha
+
+
+def merge_base(repo: str | Path, a: str, b: str) -> str | None:
+    if not (valid_ref(a) and valid_ref(b)):
+        return None
+    res = _git(repo, "merge-base", a, b, check=False)
+    return res.stdout.strip() or None if res.returncode == 0 else None
+
+
+def remote_exists(repo: str | Path, name: str) -> bool:
+    return name in _git(repo, "remote").stdout.split()
+
+
+def fetch(repo: str | Path, remote: str, refspec: str | None = None,
+          timeout: float = FETCH_TIMEOUT) -> tuple[bool, str]:
+    """Fetch without prompting or hanging; returns (ok, reason)."""
+    args = ["fetch", "--quiet", "--no-recurse-submodules", remote, *([refspec] if refspec else [])]
+    res = _git(repo, *args, check=False, timeout=timeout)
+    if res.timed_out:
+        return False, f"git fetch {remote} timed out after {timeout:g}s"
+    if res.returncode != 0:
+        lines = [ln for ln in res.stderr.strip().splitlines() if ln.strip()]
+        return False, lines[-1] if lines else f"git fetch {remote} exited {res.returncode}"
+    return True, ""
+
+
+def symbolic_ref(repo: str | Path, name: str) -> str | None:
+    """Short name a symbolic ref points to (``origin/main`` for refs/remotes/origin/HEAD)."""
+    res = _git(repo, "symbolic-ref", "--quiet", "--short", name, check=False)
+    return res.stdout.strip() or None if res.returncode == 0 else None
+
+
+def remote_show_head_branch(repo: str | Path, remote: str,
+                            timeout: float = FETCH_TIMEOUT) -> str | None:
+    """The provider's default branch as ``git remote show REMOTE`` reports it."""
+    res = _git(repo, "remote", "show", remote, check=False, timeout=timeout)
+    if res.returncode != 0:
+        return None
+    for line in res.stdout.splitlines():
+        key, _, value = line.strip().partition(": ")
+        if key == "HEAD branch" and value and value != "(unknown)" and valid_ref(value):
+            return value
+    return None
+
+
+# --- diffs -----------------------------------------------------------------------------------
+
+
+def _pathspec(paths: Sequence[str]) -> list[str]:
+    return ["--", *paths] if paths else []
+
+
+def _renames(renames: bool) -> str:
+    return "-M" if renames else "--no-renames"
+
+
+def name_status(repo: str | Path, old: str, new: str, paths: Sequence[str] = (),
+                renames: bool = True) -> list[Delta]:
+    out = _git(repo, "diff", "--name-status", "-z", _renames(renames), *_DIFF_OPTS,
+               old, new, *_pathspec(paths)).stdout
+    tokens, deltas, i = _zsplit(out), [], 0
+    while i < len(tokens):
+        letter = tokens[i][0]
+        if letter in "RC":  # R100\0old\0new
+            deltas.append(Delta(letter, tokens[i + 2], tokens[i + 1]))
+            i += 3
+        else:
+            deltas.append(Delta(letter, tokens[i + 1]))
+            i += 2
+    return deltas
+
+
+def binary_paths(repo: str | Path, old: str, new: str, paths: Sequence[str] = (),
+                 renames: bool = True) -> set[str]:
+    """New-side paths that ``git diff --numstat`` reports as binary (``-\\t-``)."""
+    out = _git(repo, "diff", "--numstat", "-z", _renames(renames), *_DIFF_OPTS,
+               old, new, *_pathspec(paths)).stdout
+    tokens, found, i = out.split("\0"), set(), 0
+    while i < len(tokens):
+        added, _, rest = tokens[i].partition("\t")
+        deleted, _, path = rest.partition("\t")
+        if not path and i + 2 < len(tokens):  # rename or copy: "A\tD\t\0old\0new"
+            path, i = tokens[i + 2], i + 3
+        else:
+            i += 1
+        if added == "-" and deleted == "-":
+            found.add(path)
+    return found
+
+
+_HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_CQUOTE = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "a": "\a", "b": "\b", "f": "\f",
+           "r": "\r", "v": "\v"}
+
+
+def _unquote(s: str) -> str:
+    """Undo git's C-style quoting of a path in a patch header."""
+    if not (s.startswith('"') and s.endswith('"') and len(s) >= 2):
+        return s
+    out, body, i = bytearray(), s[1:-1], 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and body[i + 1 : i + 4].isdigit() and len(body[i + 1 : i + 4]) == 3:
+            out.append(int(body[i + 1 : i + 4], 8))
+            i += 4
+        elif c == "\\" and i + 1 < len(body):
+            out += _CQUOTE.get(body[i + 1], body[i + 1]).encode()
+            i += 2
+        else:
+            out += c.encode()
+            i += 1
+    return out.decode("utf-8", "replace")
+
+
+def _count(group: str | None) -> int:
+    return 1 if group is None else int(group)  # "+a" alone means one line
+
+
+def parse_hunks(patch: str) -> dict[str, list[tuple[int, int]]]:
+    """New-side (start, end) line ranges per new path from a ``git diff -U0`` patch.
+
+    Hunk bodies are skipped by their counts, so added lines that look like headers ("+++ x")
+    are never mistaken for one. A pure deletion hunk (``+a,0``) contributes no range.
+    """
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    path: str | None = None
+    body = 0
+    for line in patch.split("\n"):  # not splitlines(): content may hold \r or \x0c
+        if body:
+            if not line.startswith("\\"):
+                body -= 1
+        elif line.startswith("diff --git "):
+            path = None
+        elif line.startswith("+++ "):
+            name = _unquote(line[4:].rstrip("\t"))
+            path = name[2:] if name.startswith("b/") else None
+        elif line.startswith("@@ ") and (m := _HUNK.match(line)):
+            old_n, start, new_n = _count(m.group(1)), int(m.group(2)), _count(m.group(3))
+            body = old_n + new_n
+            if path is not None and new_n:
+                ranges.setdefault(path, []).append((start, start + new_n - 1))
+    return ranges
+
+
+def line_ranges(repo: str | Path, old: str, new: str, paths: Sequence[str] = (),
+                renames: bool = True) -> dict[str, list[tuple[int, int]]]:
+    out = _git(repo, "diff", "-U0", _renames(renames), *_DIFF_OPTS, "--src-prefix=a/",
+               "--dst-prefix=b/", old, new, *_pathspec(paths)).stdout
+    return parse_hunks(out)
+
+
+def diff_stat(repo: str | Path, old: str, new: str, paths: Sequence[str] = (),
+              renames: bool = True) -> str:
+    return _git(repo, "diff", "--stat=200", _renames(renames), *_DIFF_OPTS, old, new,
+                *_pathspec(paths)).stdout
+
+
+def ls_files(repo: str | Path, paths: Sequence[str] = ()) -> list[str]:
+    """Tracked paths in the index."""
+    return _zsplit(_git(repo, "ls-files", "-z", *_pathspec(paths)).stdout)
+
+
+def untracked(repo: str | Path) -> list[str]:
+    """Untracked paths that are not ignored."""
+    return _zsplit(_git(repo, "ls-files", "-z", "--others", "--exclude-standard").stdout)
+
+
+def ls_tree(repo: str | Path, commit: str, paths: Sequence[str] = ()) -> list[str]:
+    """Every file path in ``commit`` (optionally under ``paths``)."""
+    return _zsplit(_git(repo, "ls-tree", "-r", "-z", "--name-only", "--full-tree", commit,
+                        *_pathspec(paths)).stdout)
+
+
+def list_files(repo: str | Path, commit: str) -> list[str]:
+    """Every file path in ``commit``: read a commit without checking it out."""
+    return ls_tree(repo, commit)
+
+
+def read_file(repo: str | Path, commit: str, path: str) -> str | None:
+    """Content of ``path`` at ``commit``, or None when it is not a file there."""
+    if not valid_ref(commit):
+        return None
+    res = _git(repo, "cat-file", "blob", f"{commit}:{path}", check=False)
+    return res.stdout if res.returncode == 0 else None
+
+
+def empty_tree(repo: str | Path) -> str:
+    """The empty tree's id in this repository's hash format (sha1 or sha256)."""
+    return _git(repo, "hash-object", "-t", "tree", "--stdin").stdout.strip()
+
+
+# --- snapshots -------------------------------------------------------------------------------
+
+
+@contextmanager
+def _temp_index(repo: str | Path) -> Iterator[dict[str, str]]:
+    """An environment whose GIT_INDEX_FILE is a throwaway copy of the user's index."""
+    src = Path(_git(repo, "rev-parse", "--git-path", "index").stdout.strip())
+    src = src if src.is_absolute() else Path(repo) / src
+    with tempfile.TemporaryDirectory(prefix="verify-dag-index-") as tmp:
+        copy = Path(tmp) / "index"
+        if src.exists():
+            shutil.copyfile(src, copy)
+        yield _env({"GIT_INDEX_FILE": str(copy), **_IDENTITY})
+
+
+def _commit_tree(repo: str | Path, tree: str, parent: str, message: str) -> str:
+    # An unchanged state is the parent itself: callers can then compare SHAs to find "no change".
+    if rev_parse(repo, f"{parent}^{{tree}}") == tree:
+        return parent
+    env = _env(_IDENTITY)
+    return _git(repo, "commit-tree", tree, "-p", parent, "-m", message, env=env).stdout.strip()
+
+
+def snapshot_index(repo: str | Path) -> str:
+    """Commit of the staged state (parent HEAD), or HEAD when nothing is staged."""
+    with _temp_index(repo) as env:
+        try:
+            tree = _git(repo, "write-tree", env=env).stdout.strip()
+        except CalledProcessError as exc:
+            raise FatalError("cannot snapshot the index: " + exc.message,
+                             hint="resolve merge conflicts first") from exc
+    return _commit_tree(repo, tree, head(repo), "verify-dag: index snapshot")
+
+
+def snapshot_worktree(repo: str | Path, parent: str) -> str:
+    """Commit of the work tree including untracked, non-ignored files, or ``parent`` if equal."""
+    with _temp_index(repo) as env:
+        _git(repo, "add", "-A", env=env)
+        tree = _git(repo, "write-tree", env=env).stdout.strip()
+    return _commit_tree(repo, tree, parent, "verify-dag: work tree snapshot")
+
+
+@contextmanager
+def worktree(repo: str | Path, sha: str) -> Iterator[Path]:
+    """A throwaway detached checkout of ``sha``, removed on exit."""
+    check_ref(sha, "commit")
+    parent = Path(tempfile.mkdtemp(prefix="verify-dag-wt-"))
+    path = parent / "tree"
+    try:
+        # Repository hooks are untrusted code: a checkout must not run post-checkout.
+        _git(repo, "-c", "core.hooksPath=/dev/null", "worktree", "add", "--detach", "--quiet",
+             str(path), sha)
+        yield path
+    finally:
+        _git(repo, "worktree", "remove", "--force", str(path), check=False)
+        shutil.rmtree(parent, ignore_errors=True)
+        _git(repo, "worktree", "prune", check=False)

@@ -1,0 +1,1 @@
+"""Pipeline phases: each module is a pure function ``run(inputs) -> outputs`` without Celery."""
