@@ -1,0 +1,497 @@
+"""Phase 8: dedup, JSON v1, Markdown and exit codes, from RunStates built by hand."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from verify_dag import report
+from verify_dag.errors import EXIT_ERROR, EXIT_ISSUES, EXIT_OK
+from verify_dag.models import (
+    ALL_OTHER_FILES,
+    EngineerContext,
+    FileChange,
+    Finding,
+    LineRange,
+    Location,
+    RunState,
+    Scope,
+    ScopeError,
+    SkillOutcome,
+    Toolchain,
+    VerifyRequest,
+)
+from verify_dag.report.dedup import dedup
+
+GOLDEN = Path(__file__).parent / "golden"
+HEAD = "89abcdef0123456789abcdef0123456789abcdef"
+MERGE_BASE = "0123456789abcdef0123456789abcdef01234567"
+PIPELINE = [
+    "static-analysis", "tester", "reviewer", "codex-reviewer", "comment-review", "qa",
+    "ux-reviewer", "visual-verify", "plan-completeness", "debugger", "exerciser",
+]
+
+
+def built(state: RunState) -> dict[str, Any]:
+    """Every report a test makes is also checked against the schema."""
+    doc = report.build(state)
+    report.validate(doc)
+    return doc
+
+
+def finding(source: str, title: str, sev: int, path: str | None = "src/app.py",
+            line: int | None = 30, **kw: Any) -> Finding:
+    kw.setdefault("issue_class", "correctness")
+    kw.setdefault("description", f"{title} ({source})")
+    loc = Location(path=path, line=line, end_line=kw.pop("end_line", None)) if path else None
+    return Finding(title=title, severity=sev, source=source, location=loc, **kw)
+
+
+def outcome(skill: str, status: Any, notes: str = "", *findings: Finding,
+            ran: bool = True, reason: str = "") -> SkillOutcome:
+    return SkillOutcome(skill=skill, status=status, notes=notes, ran=ran,
+                        reason=reason or f"{skill} applies", findings=findings)
+
+
+def skipped(skill: str, why: str) -> SkillOutcome:
+    return SkillOutcome(skill=skill, status="SKIPPED", notes=why, reason=why, ran=False)
+
+
+def request(**kw: Any) -> VerifyRequest:
+    kw.setdefault("repo", "/srv/repo")
+    return VerifyRequest(**kw)
+
+
+def branch_scope(**kw: Any) -> Scope:
+    base: dict[str, Any] = dict(
+        mode="branch", requested_mode="branch", base_ref="origin/release", compare_ref="HEAD",
+        diff_command=f"git diff -U0 {MERGE_BASE} {HEAD}", merge_base=MERGE_BASE, head_sha=HEAD,
+        old_commit=MERGE_BASE, new_commit=HEAD, excluded=(ALL_OTHER_FILES,),
+        included=(
+            FileChange(path="src/app.py", status="modified",
+                       lines=(LineRange(start=27, end=36), LineRange(start=40, end=40))),
+            FileChange(path="src/new.py", status="added"),
+            FileChange(path="src/old.py", status="deleted", lines=()),
+            FileChange(path="src/util.py", status="renamed", old_path="src/helpers.py",
+                       lines=(LineRange(start=3, end=5),)),
+            FileChange(path="assets/logo.png", status="added", binary=True),
+        ),
+    )
+    return Scope(**{**base, **kw})
+
+
+def light_branch_state(**kw: Any) -> RunState:
+    """Light branch run: static findings, failing tests, reviewer NOT_RUN, exerciser BLOCKED."""
+    static = outcome(
+        "static-analysis", "COMPLETED", "ruff (1 finding), mypy (1 finding)",
+        finding("static-analysis", "`os` imported but unused", 3, line=27, rule="F401",
+                tool="ruff", issue_class="style"),
+        finding("static-analysis", "Incompatible return value type (got \"str\", expected \"int\")",
+                7, line=33, rule="return-value", tool="mypy"),
+        reason="ruff and mypy discovered in pyproject.toml",
+    )
+    outcomes = (
+        outcome("tester", "FAILED", "41 passed, 2 failed",
+                finding("tester", "test_total fails: assert 3 == 4", 9, path="tests/test_app.py",
+                        line=12, issue_class="test-failure", in_scope=True),
+                finding("tester", "test_parse fails | TypeError", 9, path="tests/test_app.py",
+                        line=20, issue_class="test-failure",
+                        description="TypeError: unsupported operand\nwhile parsing \"1|2\""),
+                reason="pytest discovered in pyproject.toml"),
+        outcome("reviewer", "NOT_RUN", "provider rate limit: 429 Too Many Requests",
+                reason="judgement reviewer at light depth (Codex unavailable)"),
+        skipped("codex-reviewer", "codex CLI not found on PATH"),
+        *(skipped(s, "not in light composition")
+          for s in ("comment-review", "qa", "ux-reviewer", "visual-verify")),
+        skipped("plan-completeness", "no plan resolved"),
+        outcome("debugger", "COMPLETED", "2 failures: PRE_EXISTING no",
+                reason="tester reported failures of severity 7+"),
+        outcome("exerciser", "BLOCKED", "SERVICE_UNAVAILABLE: no way to start the app was found",
+                reason="exerciser runs at every depth"),
+    )
+    base: dict[str, Any] = dict(
+        run_id="run-light-1", request=request(scope="branch", base="origin/release"),
+        scope=branch_scope(), engineer=EngineerContext(), toolchain=Toolchain(),
+        static=static, outcomes=outcomes,
+    )
+    return RunState(**{**base, **kw})
+
+
+def deep_staged_state() -> RunState:
+    """Deep staged run: codex BLOCKED, a duplicate across reviewers, a plan finding, no debugger."""
+    scope = Scope(
+        mode="staged", base_ref="HEAD", compare_ref="INDEX",
+        path_filter=("src/app.py",), diff_command="git diff --cached -U0 -- src/app.py",
+        head_sha=HEAD, new_commit="f" * 40, old_commit=HEAD,
+        included=(FileChange(path="src/app.py", status="modified",
+                             lines=(LineRange(start=45, end=67), LineRange(start=89, end=102))),),
+        excluded=(ALL_OTHER_FILES,), notes=("git fetch origin failed: offline",),
+    )
+    outcomes = (
+        outcome("tester", "PASSED", "120 passed"),
+        outcome("reviewer", "COMPLETED", "Found 2 items",
+                finding("reviewer", "Unchecked None from lookup()", 6, line=50, end_line=52),
+                finding("reviewer", "Retry loop never gives up", 8, line=90)),
+        outcome("codex-reviewer", "BLOCKED", "Codex auth missing: run `codex login`"),
+        outcome("comment-review", "COMPLETED", "Found 1 item",
+                finding("comment-review", "Comment narrates history", 5, line=60,
+                        issue_class="comment", description="\"previously we ...\": delete it")),
+        outcome("qa", "COMPLETED", "Found 1 item",
+                finding("qa", "unchecked none from lookup", 4, line=50, issue_class="coverage",
+                        description="No test covers the None branch.")),
+        skipped("ux-reviewer", "gated: no user-facing surface in scope"),
+        skipped("visual-verify", "gated: no UI-rendering files in scope"),
+        outcome("plan-completeness", "COMPLETED", "Incomplete: phase 2 of 3 missing",
+                finding("plan-completeness", "Plan incomplete — only phase 1 of 3 implemented",
+                        8, path=None, issue_class="plan-completeness")),
+        outcome("exerciser", "PASSED", "Flow completed; visual lens inactive at deep"),
+    )
+    return RunState(
+        run_id="run-deep-1",
+        request=request(scope="staged", depth="deep", mode="report-only", plan_file="PLAN.md"),
+        scope=scope, engineer=EngineerContext(), toolchain=Toolchain(),
+        static=outcome("static-analysis", "COMPLETED", "ruff (0 findings)"),
+        outcomes=outcomes,
+    )
+
+
+def invalid_base_state() -> RunState:
+    message = "base ref origin/nope does not resolve to a commit"
+    scope = Scope(mode="branch", requested_mode="branch", base_ref="origin/nope", head_sha=HEAD,
+                  error=ScopeError(code="INVALID_BASE", message=message))
+    return RunState(run_id="run-error-1", request=request(scope="branch", base="origin/nope"),
+                    scope=scope, error_code="INVALID_BASE", error_message=message)
+
+
+# -- golden files ------------------------------------------------------------------------------
+
+GOLDEN_CASES = {
+    "light_branch": light_branch_state,
+    "deep_staged": deep_staged_state,
+    "invalid_base": invalid_base_state,
+}
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN_CASES))
+def test_golden(name: str) -> None:
+    doc = built(GOLDEN_CASES[name]())
+    outputs = {f"{name}.json": report.to_json(doc), f"{name}.md": report.markdown(doc)}
+    for filename, text in outputs.items():
+        path = GOLDEN / filename
+        if os.environ.get("UPDATE_GOLDEN") == "1":
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        assert text == path.read_text(encoding="utf-8"), f"{filename} differs (UPDATE_GOLDEN=1)"
+
+
+# -- JSON v1 -----------------------------------------------------------------------------------
+
+def test_branch_run_shape() -> None:
+    doc = built(light_branch_state(request=request(scope="branch", base="origin/release",
+                                                   ledger="/tmp/ledger.md")))
+    assert (doc["schemaVersion"], doc["status"], doc["error"]) == (1, "ok", None)
+    assert doc["overall"] == {"result": "issues-found", "mode": "branch"}
+    sc = doc["scope"]
+    assert (sc["depth"], sc["mode"], sc["baseRef"]) == ("light", "branch", "origin/release")
+    assert (sc["mergeBase"], sc["headSha"]) == (MERGE_BASE, HEAD)
+    assert sc["includedFiles"] == sc["files"] and sc["excludedFiles"] == sc["excluded"]
+    assert sc["includedFiles"] == [
+        {"path": "src/app.py", "status": "modified", "lines": ["27-36", "40"]},
+        {"path": "src/new.py", "status": "added", "lines": ["entire file"]},
+        {"path": "src/old.py", "status": "deleted", "lines": []},
+        {"path": "src/util.py", "status": "renamed", "lines": ["3-5"], "oldPath": "src/helpers.py"},
+        {"path": "assets/logo.png", "status": "added", "lines": ["entire file"], "binary": True},
+    ]
+    assert sc["excludedFiles"] == [{"path": "ALL_OTHER_FILES", "reason": "outside selected scope"}]
+    assert (sc["deltaBaseSha"], sc["deltaFiles"]) == (None, [])
+    assert sc["compareRef"] == "HEAD" and sc["pathFilter"] == [] and sc["notes"] == []
+    # No ledger support yet: a supplied ledger still gives null, never a made-up summary.
+    assert doc["knownFindings"] is None and doc["deferredToEpic"] == []
+    assert [r["skill"] for r in doc["skillResults"]] == [
+        "static-analysis", "tester", "reviewer", "codex-reviewer", "comment-review", "qa",
+        "ux-reviewer", "visual-verify", "plan-completeness", "debugger", "exerciser",
+    ]
+    assert all(set(r) == {"skill", "status", "notes"} for r in doc["skillResults"])
+    status = {r["skill"]: r["status"] for r in doc["skillResults"]}
+    assert status["reviewer"] == "NOT_RUN" and status["exerciser"] == "BLOCKED"
+    assert status["qa"] == "SKIPPED" and status["tester"] == "FAILED"
+    t = doc["triage"]
+    assert t["skills_run"] == ["static-analysis", "tester", "reviewer", "debugger", "exerciser"]
+    assert t["skillsRun"][0] == {"skill": "static-analysis",
+                                 "reason": "ruff and mypy discovered in pyproject.toml"}
+    assert t["skills_skipped"] == [e["skill"] for e in t["skillsSkipped"]]
+    assert {"skill": "qa", "reason": "not in light composition"} in t["skillsSkipped"]
+    assert [i["id"] for i in doc["issues"]] == ["VI-1", "VI-2", "VI-3", "VI-4"]
+    assert [i["severity"] for i in doc["issues"]] == [9, 9, 7, 3]
+    assert doc["issues"][0]["location"] == {"path": "tests/test_app.py", "line": 12}
+    assert doc["issues"][0]["class"] == "test-failure"
+    assert doc["findings"][0] == {
+        "title": "test_total fails: assert 3 == 4", "severity": 9,
+        "description": "test_total fails: assert 3 == 4 (tester)", "sources": ["tester"],
+        "location": {"path": "tests/test_app.py", "line": 12},
+    }
+    assert [f["title"] for f in doc["findings"]] == [i["title"] for i in doc["issues"]]
+    assert doc["exerciserVerification"] == [] and doc["customGates"] == {"exerciser": [],
+                                                                        "review": []}
+    assert doc["run"] == {"id": "run-light-1", "requestedMode": "interactive",
+                          "mode": "report-only", "note": report.json_v1.REPORT_ONLY_NOTE}
+
+
+def test_issue_location_projections() -> None:
+    doc = built(deep_staged_state())
+    by_title = {i["title"]: i for i in doc["issues"]}
+    merged = by_title["Unchecked None from lookup()"]
+    assert merged["location"] == {"path": "src/app.py", "line": 50, "endLine": 52}
+    plan = by_title["Plan incomplete — only phase 1 of 3 implemented"]
+    assert plan["location"] is None and plan["class"] == "plan-completeness"
+    mirrored = {f["title"]: f for f in doc["findings"]}
+    assert mirrored["Unchecked None from lookup()"]["location"] == {"path": "src/app.py",
+                                                                     "line": 50}
+    assert "location" not in mirrored[plan["title"]]
+    # Outside branch scope there is no base ref and no merge base, whatever the scope holds.
+    assert (doc["scope"]["baseRef"], doc["scope"]["mergeBase"]) == (None, None)
+    assert doc["scope"]["pathFilter"] == ["src/app.py"] and doc["run"]["note"] is None
+    # The debugger was not recorded and nothing failed: SKIPPED with the reason, not NOT_RUN.
+    debugger = next(r for r in doc["skillResults"] if r["skill"] == "debugger")
+    assert debugger["status"] == "SKIPPED" and "no failures" in debugger["notes"]
+
+
+def test_duplicate_findings_merge() -> None:
+    issues = dedup([
+        finding("reviewer", "Off-by-one in page count", 6, description="Last page dropped."),
+        finding("tester", "off-by-one in page count!", 8, issue_class="test-failure",
+                description="test_pages fails"),
+        finding("codex-reviewer", "Off-by-one in page count", 5, description="Last page dropped."),
+        finding("qa", "Off-by-one in page count", 4, line=31, issue_class="coverage"),
+    ])
+    assert len(issues) == 2
+    merged = issues[0]
+    assert merged.sources == ("reviewer", "tester", "codex-reviewer")
+    assert merged.severity == 8 and merged.title == "off-by-one in page count!"
+    assert merged.description == "Last page dropped.\n\ntest_pages fails"
+    assert merged.issue_class == "correctness"  # correctness outranks test-failure and coverage
+    assert issues[1].line == 31  # another line is another issue
+
+
+def test_same_rule_merges_across_titles_and_tools() -> None:
+    issues = dedup([
+        finding("static-analysis", "F401 `os` imported but unused", 3, rule="F401",
+                issue_class="style"),
+        finding("reviewer", "Unused import", 4, rule="F401", issue_class="coverage"),
+        finding("static-analysis", "Line too long", 2, rule="E501", issue_class="style"),
+    ])
+    assert [(i.severity, i.sources) for i in issues] == [
+        (4, ("static-analysis", "reviewer")), (2, ("static-analysis",)),
+    ]
+    assert issues[0].issue_class == "coverage"
+
+
+def test_correctness_wins_over_coverage() -> None:
+    (issue,) = dedup([
+        finding("qa", "Test asserts nothing", 5, issue_class="coverage"),
+        finding("reviewer", "Test asserts nothing", 5, issue_class="correctness"),
+    ])
+    assert issue.issue_class == "correctness"
+
+
+def test_comment_review_severity_never_lowered() -> None:
+    issues = dedup([
+        finding("reviewer", "Stale docstring", 2, issue_class="style"),
+        finding("comment-review", "Stale docstring", 6, issue_class="comment"),
+        finding("comment-review", "Comment narrates history", 5, line=60, issue_class="comment"),
+    ])
+    assert [(i.title, i.severity) for i in issues] == [
+        ("Stale docstring", 6), ("Comment narrates history", 5),
+    ]
+    doc = built(deep_staged_state())
+    comment = next(i for i in doc["issues"] if i["sources"] == ["comment-review"])
+    assert comment["severity"] == 5 and comment["class"] == "comment"
+
+
+def test_sort_order_and_line_zero() -> None:
+    issues = dedup([
+        finding("reviewer", "b", 5, path="z.py", line=1),
+        finding("reviewer", "a", 5, path=None),
+        finding("reviewer", "c", 5, path="a.py", line=9),
+        finding("reviewer", "d", 5, path="a.py", line=0),
+        finding("reviewer", "e", 11, path="a.py", line=2),
+    ])
+    assert [i.title for i in issues] == ["e", "d", "c", "b", "a"]
+    assert issues[0].severity == 10  # clamped into the schema's range, never dropped
+    assert issues[1].line is None  # line 0 is "the whole file"
+
+
+def test_error_invalid_base_keeps_complete_shape() -> None:
+    doc = built(invalid_base_state())
+    assert doc["status"] == "error"
+    assert doc["error"] == {"code": "INVALID_BASE",
+                            "message": "base ref origin/nope does not resolve to a commit"}
+    assert doc["overall"] == {"result": "error", "mode": "branch"}
+    sc = doc["scope"]
+    assert (sc["baseRef"], sc["mergeBase"], sc["headSha"]) == ("origin/nope", None, HEAD)
+    assert sc["includedFiles"] == [] and sc["excludedFiles"] == []
+    assert [r["skill"] for r in doc["skillResults"]] == PIPELINE
+    assert all(r["status"] == "NOT_RUN" for r in doc["skillResults"])
+    assert doc["skillResults"][0]["notes"] == (
+        "not run: verification stopped at scope: base ref origin/nope does not resolve to a commit"
+    )
+    assert doc["triage"]["skills_run"] == [] and doc["triage"]["skills_skipped"] == PIPELINE
+    assert report.exit_code(doc, 7) == EXIT_ERROR
+
+
+def test_error_before_scope_preserves_requested_base() -> None:
+    state = RunState(run_id="r", request=request(scope="branch", base="origin/x"),
+                     error_code="INTERNAL_ERROR", error_message="scope: OSError: disk full")
+    doc = built(state)
+    sc = doc["scope"]
+    assert (sc["mode"], sc["baseRef"], sc["mergeBase"], sc["headSha"]) == (
+        "branch", "origin/x", None, None)
+    assert doc["skillResults"][1]["notes"] == (
+        "not run: verification stopped at scope: OSError: disk full")
+
+
+def test_error_mid_pipeline_keeps_what_ran() -> None:
+    state = light_branch_state(outcomes=(), error_code="INTERNAL_ERROR",
+                               error_message="review: RuntimeError: broker gone")
+    doc = built(state)
+    assert doc["status"] == "error" and doc["overall"]["result"] == "error"
+    assert doc["skillResults"][0]["status"] == "COMPLETED"  # static ran and is kept
+    assert doc["triage"]["skills_run"] == ["static-analysis"]
+    tester = doc["skillResults"][1]
+    assert tester == {"skill": "tester", "status": "NOT_RUN",
+                      "notes": "not run: verification stopped at review: RuntimeError: broker gone"}
+    assert len(doc["issues"]) == 2  # findings made before the error are still reported
+
+
+def test_stopped_phase_inferred_without_prefix() -> None:
+    state = light_branch_state(static=None, outcomes=(), error_code="TOOL_FAILED",
+                               error_message="ruff crashed")
+    notes = built(state)["skillResults"][0]["notes"]
+    assert notes == "not run: verification stopped at static: ruff crashed"
+
+
+def test_nothing_to_verify() -> None:
+    scope = Scope(mode="staged", head_sha=HEAD, nothing_to_verify=True, excluded=(ALL_OTHER_FILES,))
+    doc = built(RunState(run_id="r", request=request(mode="report-only"), scope=scope))
+    assert (doc["status"], doc["overall"]["result"], doc["error"]) == ("ok", "pass", None)
+    assert doc["scope"]["nothingToVerify"] is True
+    assert [r["skill"] for r in doc["skillResults"]] == PIPELINE
+    assert {(r["status"], r["notes"]) for r in doc["skillResults"]} == {
+        ("SKIPPED", "nothing to verify")}
+    assert report.exit_code(doc, 1) == EXIT_OK
+    assert "**Nothing to verify:**" in report.markdown(doc)
+
+
+def test_blocked_when_nothing_analysed() -> None:
+    state = light_branch_state(
+        static=skipped("static-analysis", "no linters or type checkers discovered"),
+        outcomes=(
+            outcome("tester", "BLOCKED", "no test command discovered"),
+            outcome("codex-reviewer", "BLOCKED", "Codex auth missing"),
+            skipped("reviewer", "Codex is available"),
+            outcome("exerciser", "PASSED", "Flow completed"),
+        ),
+    )
+    doc = built(state)
+    assert (doc["status"], doc["overall"]["result"], doc["error"]) == ("blocked", "blocked", None)
+    assert report.exit_code(doc, 10) == EXIT_ERROR
+    md = report.markdown(doc)
+    assert "**Verification blocked:**" in md
+    assert "> **Warning: codex-reviewer was BLOCKED.**" in md
+    assert "**Judgement reviewer:** codex-reviewer — BLOCKED" in md
+
+
+@pytest.mark.parametrize(("skill", "status"), [
+    ("tester", "FAILED"), ("static-analysis", "COMPLETED"), ("qa", "COMPLETED"),
+])
+def test_one_analysing_skill_is_enough(skill: str, status: Any) -> None:
+    recorded = outcome(skill, status)
+    state = light_branch_state(static=recorded if skill == "static-analysis" else None,
+                               outcomes=() if skill == "static-analysis" else (recorded,))
+    assert built(state)["status"] == "ok"
+
+
+def test_unrecorded_skills_are_not_run() -> None:
+    tester = outcome("tester", "FAILED", "1 failed", finding("tester", "boom", 9))
+    doc = built(light_branch_state(outcomes=(tester,)))
+    status = {r["skill"]: (r["status"], r["notes"]) for r in doc["skillResults"]}
+    assert status["qa"] == ("SKIPPED", "not in light composition")
+    assert status["plan-completeness"] == ("SKIPPED", "no plan resolved")
+    # A failure of severity 7+ needed the debugger: its absence is a hole, shown as one.
+    assert status["debugger"] == ("NOT_RUN", "not run: no result was recorded for this skill")
+    assert status["exerciser"][0] == "NOT_RUN"
+    assert "> **Not run:** reviewer, codex-reviewer, debugger, exerciser." in report.markdown(doc)
+
+
+@pytest.mark.parametrize(("fail_on", "expected"), [
+    (1, EXIT_ISSUES), (9, EXIT_ISSUES), (10, EXIT_OK), (11, EXIT_OK),
+])
+def test_exit_code_fail_on(fail_on: int, expected: int) -> None:
+    doc = built(light_branch_state())  # highest severity 9
+    assert report.exit_code(doc, fail_on) == expected
+
+
+def test_exit_code_pass() -> None:
+    doc = built(light_branch_state(static=outcome("static-analysis", "COMPLETED"), outcomes=()))
+    assert doc["overall"]["result"] == "pass" and report.exit_code(doc, 1) == EXIT_OK
+
+
+# -- Markdown ----------------------------------------------------------------------------------
+
+def test_markdown_escapes_table_cells() -> None:
+    md = report.markdown(built(light_branch_state()))
+    row = next(line for line in md.splitlines() if line.startswith("| VI-2 "))
+    assert "test_parse fails \\| TypeError" in row
+    assert "TypeError: unsupported operand<br>while parsing \"1\\|2\"" in row
+    assert len(re.findall(r"(?<!\\)\|", row)) == 7  # 6 columns: no cell split the row
+
+
+def test_markdown_sections() -> None:
+    md = report.markdown(built(light_branch_state()))
+    assert md.startswith("# Verification Report\n\n> Mode: report-only — interactive and auto-fix")
+    assert "- src/app.py (modified, lines 27-36, 40)" in md
+    assert "- src/new.py (added, entire file)" in md
+    assert "- src/old.py (deleted)" in md
+    assert "- src/util.py (renamed from src/helpers.py, lines 3-5)" in md
+    assert "**Files Excluded:** All other files (outside selected scope)" in md
+    assert "**Judgement reviewer:** reviewer (Codex unavailable) — NOT_RUN" in md
+    assert "**Static analysis:** ruff (1 finding), mypy (1 finding)" in md
+    assert "| reviewer | **NOT_RUN** | provider rate limit: 429 Too Many Requests |" in md
+    assert "> **Not run:** reviewer." in md
+    assert "**Total: 4 issues from 4 skill findings (deduplicated)**" in md
+    assert "No issues were evaluated by the exerciser." in md
+    assert "Custom Verification Gates" not in md and "Deferred to Later Epic" not in md
+
+
+def test_markdown_error_block() -> None:
+    md = report.markdown(built(invalid_base_state()))
+    assert ("**Verification error** (INVALID_BASE): base ref origin/nope does not resolve to "
+            "a commit") in md
+    assert "**Base ref:** `origin/nope`" in md and "**Merge base:** `null`" in md
+
+
+def test_markdown_deep_judgement_line_and_total() -> None:
+    md = report.markdown(built(deep_staged_state()))
+    assert ("**Judgement reviewer:** 4 of five: reviewer, codex-reviewer — BLOCKED, "
+            "comment-review, qa") in md
+    assert "**Total: 4 issues from 5 skill findings (deduplicated)**" in md
+
+
+def test_markdown_renders_gates_and_verifications() -> None:
+    doc = built(deep_staged_state())
+    doc["exerciserVerification"] = [
+        {"issue": "VI-1", "status": "NOT_REPRODUCED", "evidence": "retried 3x"}]
+    doc["customGates"]["exerciser"] = [
+        {"rule": "Saved records reload", "status": "PASS", "evidence": "record 42",
+         "checker": "exerciser"}]
+    doc["customGates"]["review"] = [
+        {"rule": "Tenant scoped", "status": "BLOCKED", "evidence": "", "checker": "reviewer"}]
+    report.validate(doc)
+    md = report.markdown(doc)
+    assert "| VI-1 | Retry loop never gives up | NOT REPRODUCED | retried 3x |" in md
+    assert "| 1 | Tenant scoped | BLOCKED | reviewer |  |" in md
+    assert "**Custom Gates: 1/2 passed, 1 blocked**" in md
