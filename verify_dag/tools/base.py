@@ -1,0 +1,108 @@
+"""ToolSpec: an external analyser declared as data (diff_cover style).
+
+Running is the static phase's business; a spec only says how to build the command line, which
+exit codes mean "ran" and how to read the output. Parsers are pure functions of the output so
+they can be tested on captured text.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from verify_dag.models.findings import IssueClass
+
+# Executable names that mean "a Python interpreter": `python -m X` found in a config is run with
+# our own interpreter, so that what triage reports as existing is what the phases execute.
+PYTHON_NAMES = frozenset({"python", "python3", "py"})
+PY_SUFFIXES = frozenset({".py", ".pyi"})
+
+
+@dataclass(frozen=True)
+class RawFinding:
+    """One diagnostic as a tool printed it; ``path`` is repo-relative when it is inside the repo."""
+
+    path: str
+    line: int | None
+    col: int | None
+    code: str | None
+    message: str
+    severity: str = ""  # the tool's own word: error, warning, note, ... ("" when it gave none)
+
+
+Parser = Callable[[str, str, Path], list[RawFinding]]
+# (finding) -> (severity 1-10, issue class); see each spec for the mapping and why.
+Rater = Callable[[RawFinding], tuple[int, IssueClass]]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    # scoped file paths (repo-relative) -> argv; None when the tool cannot be found at all.
+    argv: Callable[[Sequence[str]], list[str] | None]
+    ok_exit_codes: frozenset[int]
+    parse: Parser
+    rate: Rater
+    # Files the tool is given; empty means it runs as discovered over the whole project and its
+    # output is filtered afterwards.
+    suffixes: frozenset[str] = frozenset()
+    # Rule codes a tool prints while exiting outside ok_exit_codes because it stopped early on
+    # them (mypy's blocking syntax errors exit 2): seeing one means the tool did run.
+    blocking_rules: frozenset[str] = frozenset()
+    takes_files: bool = True
+    # Undocumented exit codes (generic commands): a non-zero exit that came with parseable
+    # diagnostics is read as "ran and found something"; without any, as "could not run".
+    findings_explain_exit: bool = False
+
+    def applies_to(self, path: str) -> bool:
+        return not self.suffixes or Path(path).suffix.lower() in self.suffixes
+
+
+def module_available(module: str) -> bool:
+    """Whether ``sys.executable -m module`` would find the module (checked without running it)."""
+    try:
+        return importlib.util.find_spec(module.split(".")[0]) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def python_tool_argv(module: str) -> list[str] | None:
+    """How to run a Python tool: our interpreter when it has the module (PATH does not matter),
+    else the executable on PATH, else None."""
+    if module_available(module):
+        return [sys.executable, "-m", module]
+    exe = shutil.which(module)
+    return [exe] if exe else None
+
+
+def resolve_argv(argv: Sequence[str]) -> list[str]:
+    """A discovered command as it is executed: `python -m X` runs on our interpreter."""
+    out = list(argv)
+    if len(out) >= 3 and Path(out[0]).name in PYTHON_NAMES and out[1] == "-m":
+        out[0] = sys.executable
+    return out
+
+
+def command_exists(argv: Sequence[str]) -> bool:
+    """The executable resolves; for `python -m X`, X is importable by our interpreter."""
+    if not argv:
+        return False
+    if len(argv) >= 3 and Path(argv[0]).name in PYTHON_NAMES and argv[1] == "-m":
+        return module_available(argv[2])
+    return shutil.which(argv[0]) is not None
+
+
+def relative(path: str, workdir: Path) -> str:
+    """A tool's path as repo-relative POSIX text; paths outside the repo are returned unchanged."""
+    p = Path(path)
+    if p.is_absolute():
+        try:
+            return p.resolve().relative_to(workdir.resolve()).as_posix()
+        except ValueError:
+            return path
+    text = p.as_posix()
+    return text[2:] if text.startswith("./") else text
