@@ -1,0 +1,212 @@
+"""The tester skill: run the discovered test suite and report exact counts and every failure.
+
+Tests run the repository's code: in the checkout, through util.run, with a time limit, capped
+output and an environment without secrets. Suites that could not run (no command, missing
+executable, time-out, collection or usage errors, no tests, no readable report) are BLOCKED with a
+severity 10 environment finding: a suite that did not run is never a pass.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+from verify_dag import util
+from verify_dag.models.findings import Finding, Location, SkillOutcome
+from verify_dag.models.scope import Scope
+from verify_dag.models.toolchain import Command, Toolchain
+from verify_dag.tools.base import python_tool_argv, resolve_argv
+
+SKILL = "tester"
+_JUNIT_MAX = 64 * 1024 * 1024  # a report bigger than this is not one pytest wrote for a test suite
+# pytest's documented exit codes other than 0 (all passed) and 1 (some failed).
+_PYTEST_EXIT = {
+    2: "test execution was interrupted (collection errors or KeyboardInterrupt)",
+    3: "pytest hit an internal error",
+    4: "pytest was misused (bad command line or configuration)",
+    5: "no tests were collected",
+}
+_TRACE_PATH = re.compile(r"^(?P<path>[^\s:]+\.py):(?P<line>\d+):", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class _Counts:
+    tests: int
+    failures: int
+    errors: int
+    skipped: int
+
+    @property
+    def passed(self) -> int:
+        return max(0, self.tests - self.failures - self.errors - self.skipped)
+
+    def notes(self) -> str:
+        return (f"{self.passed} passed, {self.failures} failed, {self.errors} errors, "
+                f"{self.skipped} skipped (pytest junit)")
+
+
+def run(scope: Scope, toolchain: Toolchain, workdir: Path, timeout: float) -> SkillOutcome:
+    command = toolchain.test
+    if command is None:
+        return _blocked("no test command was discovered", ran=False)
+    if command.tool == "pytest":
+        return _pytest(scope, command, workdir, timeout)
+    return _other(command, workdir, timeout)
+
+
+def _env() -> dict[str, str]:
+    # No bytecode files: the checkout should hold what was committed, nothing else.
+    return util.scrubbed_env({"PYTHONDONTWRITEBYTECODE": "1"})
+
+
+def _pytest(scope: Scope, command: Command, workdir: Path, timeout: float) -> SkillOutcome:
+    base = python_tool_argv("pytest")
+    if base is None:
+        return _blocked("pytest is not installed (not importable, not on PATH)", ran=False)
+    # The junit report lives outside the checkout, so the suite's own files stay untouched.
+    with tempfile.TemporaryDirectory(prefix="verify-dag-junit-") as tmp:
+        junit = Path(tmp) / "junit.xml"
+        # xunit1, not xunit2: only xunit1 testcases carry the `file` and `line` attributes that
+        # locate a failure (pytest drops them under xunit2).
+        argv = [*base, "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
+                "-o", "junit_family=xunit1"]
+        res = util.run(argv, cwd=workdir, timeout=timeout, env=_env())
+        if res.not_found:
+            return _blocked(f"{argv[0]} was not found", ran=False)
+        if res.timed_out:
+            return _blocked(f"the suite timed out after {timeout:g}s", _tail(res))
+        root = _read_junit(junit)
+        if res.returncode not in (0, 1):
+            why = _PYTEST_EXIT.get(res.returncode, "pytest ended abnormally")
+            errors = _error_messages(root) if root is not None else ""
+            return _blocked(f"pytest exited {res.returncode}: {why}", errors or _tail(res))
+        if root is None:
+            return _blocked("pytest wrote no readable junit report", _tail(res))
+    counts = _counts(root)
+    findings = [_failure(tc, scope) for tc in root.iter("testcase") if _problem(tc) is not None]
+    if res.returncode == 1 and not findings:
+        # pytest says something failed but no testcase records it (a plugin, a session hook):
+        # still a failure, described by the output.
+        findings.append(Finding(title="Test run failed", severity=9, issue_class="test-failure",
+                                source=SKILL, description=f"pytest exited 1\n{_tail(res)}"))
+    failed = bool(findings)
+    return SkillOutcome(skill=SKILL, status="FAILED" if failed else "PASSED",
+                        notes=counts.notes(), reason=f"test command discovered: {_label(command)}",
+                        findings=tuple(findings))
+
+
+def _other(command: Command, workdir: Path, timeout: float) -> SkillOutcome:
+    res = util.run(resolve_argv(command.argv), cwd=workdir, timeout=timeout, env=_env())
+    if res.not_found:
+        return _blocked(f"{command.argv[0]} was not found ({_label(command)})", ran=False)
+    if res.timed_out:
+        return _blocked(f"{command.display()} timed out after {timeout:g}s", _tail(res))
+    if res.returncode in (126, 127):
+        # The shell's "not executable" / "command not found", from inside make or npm.
+        return _blocked(f"{command.display()} exited {res.returncode}: a command it runs is "
+                        "missing or not executable", _tail(res))
+    reason = f"test command discovered: {_label(command)}"
+    if res.returncode == 0:
+        return SkillOutcome(skill=SKILL, status="PASSED", reason=reason,
+                            notes=f"{command.display()} exited 0 (no per-test counts from this "
+                                  "runner)")
+    finding = Finding(
+        title=f"Test command failed: {command.display()}", severity=9, source=SKILL,
+        issue_class="test-failure", description=f"exited {res.returncode}\n{_tail(res)}",
+    )
+    return SkillOutcome(skill=SKILL, status="FAILED", reason=reason, findings=(finding,),
+                        notes=f"{command.display()} exited {res.returncode} (no per-test counts "
+                              "from this runner)")
+
+
+def _label(command: Command) -> str:
+    return f"{command.display()} ({command.source})"
+
+
+def _blocked(reason: str, detail: str = "", *, ran: bool = True) -> SkillOutcome:
+    finding = Finding(
+        title="Tests could not run", severity=10, source=SKILL, issue_class="environment",
+        description=f"{reason}. The suite's result is unknown, not passing."
+                    + (f"\n{detail}" if detail else ""),
+    )
+    return SkillOutcome(skill=SKILL, status="BLOCKED", notes=f"tests could not run: {reason}",
+                        reason=reason, ran=ran, findings=(finding,))
+
+
+def _tail(res: util.Result, lines: int = 30) -> str:
+    text = "\n".join(t for t in (res.stdout.strip(), res.stderr.strip()) if t)
+    return util.redact("\n".join(text.splitlines()[-lines:]))
+
+
+def _read_junit(path: Path) -> ET.Element | None:
+    # defusedxml is not a dependency; expat (>= 2.4) in CPython 3.11 already refuses the
+    # entity-expansion bombs a hostile suite could write over its report, and the size cap
+    # bounds the rest.
+    try:
+        if not path.is_file() or path.stat().st_size > _JUNIT_MAX:
+            return None
+        return ET.parse(path).getroot()
+    except (ET.ParseError, OSError):
+        return None
+
+
+def _counts(root: ET.Element) -> _Counts:
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+
+    def total(attr: str) -> int:
+        return sum(int(s.get(attr, "0") or 0) for s in suites)
+
+    return _Counts(total("tests"), total("failures"), total("errors"), total("skipped"))
+
+
+def _problem(tc: ET.Element) -> ET.Element | None:
+    return tc.find("failure") if tc.find("failure") is not None else tc.find("error")
+
+
+def _error_messages(root: ET.Element, limit: int = 5) -> str:
+    """Collection errors and the like, as pytest recorded them in the report."""
+    out: list[str] = []
+    for tc in root.iter("testcase"):
+        problem = _problem(tc)
+        if problem is not None and len(out) < limit:
+            text = (problem.text or problem.get("message") or "").strip().splitlines()[-12:]
+            out.append(f"{_nodeid(tc)}:\n" + "\n".join(text))
+    return util.redact("\n".join(out))
+
+
+def _nodeid(tc: ET.Element) -> str:
+    """Rebuild pytest's node id (path::Class::test) from the xunit1 attributes."""
+    file, classname, name = tc.get("file"), tc.get("classname", ""), tc.get("name", "")
+    if not file:
+        return "::".join(p for p in (classname, name) if p)
+    module = file.removesuffix(".py").replace("/", ".")
+    inner = classname[len(module) + 1:] if classname.startswith(module + ".") else ""
+    return "::".join(p for p in (file, *inner.split("."), name) if p)
+
+
+def _failure(tc: ET.Element, scope: Scope) -> Finding:
+    problem = _problem(tc)
+    assert problem is not None
+    file, line = tc.get("file"), tc.get("line")
+    text = problem.text or ""
+    message = (problem.get("message") or "").strip().splitlines()[:10]
+    # The last `path:line: Exception` line is where it broke; keep it with the message.
+    where = [m.group(0) + text[m.end():].split("\n", 1)[0] for m in _TRACE_PATH.finditer(text)]
+    scoped = {f.path for f in scope.included if f.status != "deleted"}
+    touched = {m["path"] for m in _TRACE_PATH.finditer(text)}
+    if problem.tag == "error":
+        message.insert(0, "Error outside the test body (fixture setup or teardown):")
+    return Finding(
+        title=f"Test failed: {_nodeid(tc)}",
+        severity=9,
+        description=util.redact("\n".join([*message, *where[-1:]]))[:4000],
+        source=SKILL,
+        issue_class="test-failure",
+        # pytest writes 0-based line numbers in the junit report.
+        location=Location(path=file, line=int(line) + 1 if line and line.isdigit() else None)
+        if file else None,
+        in_scope=bool(file in scoped or touched & scoped),
+    )
