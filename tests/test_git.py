@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import Repo, make_repo
 
-from verify_dag import git
+from verify_dag import git, gitparse
 from verify_dag.errors import FatalError, UsageError
 
 
@@ -144,6 +144,30 @@ def test_parse_hunks_counts_bodies_and_pure_deletions() -> None:
     assert git.parse_hunks(patch) == {"x": [(8, 8), (19, 21)], "nü x": [(1, 1)]}
 
 
+def test_parse_z_records() -> None:
+    out = "M\0a b\0R087\0old\0new\nname\0C100\0src\0copy\0D\0-gone\0T\0link\0"
+    assert gitparse.parse_name_status(out) == [
+        git.Delta("M", "a b"), git.Delta("R", "new\nname", "old"), git.Delta("C", "copy", "src"),
+        git.Delta("D", "-gone"), git.Delta("T", "link")]
+    numstat = "1\t2\ttext\twith tab\0-\t-\tpic.png\0-\t-\t\0old.bin\0new.bin\0"
+    assert gitparse.parse_numstat_binary(numstat) == {"pic.png", "new.bin"}
+
+
+def test_type_change_and_binary_rename(repo: Repo) -> None:
+    repo.write("link", "was a file\n")
+    repo.write("blob.bin", bytes(range(256)) * 4)
+    base = repo.commit()
+    (repo.path / "link").unlink()
+    (repo.path / "link").symlink_to("target")
+    repo.git("mv", "blob.bin", "moved.bin")
+    head = repo.commit()
+    deltas = {d.path: d for d in git.name_status(repo.path, base, head)}
+    assert deltas["link"].status == "T"
+    assert deltas["moved.bin"] == git.Delta("R", "moved.bin", "blob.bin")
+    assert git.binary_paths(repo.path, base, head) == {"moved.bin"}
+    assert git.line_ranges(repo.path, base, head) == {"link": [(1, 1)]}
+
+
 def test_ls_files_untracked_and_tree(repo: Repo) -> None:
     repo.write(".gitignore", "*.log\n")
     repo.write("src/a.py", "a\n")
@@ -238,6 +262,13 @@ def test_worktree_checks_out_and_cleans_up(repo: Repo) -> None:
         kept = path
     assert not kept.exists() and not kept.parent.exists()
     assert repo.git("worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+def test_worktree_rejects_non_commit(repo: Repo) -> None:
+    repo.write("a.py", "x\n")
+    repo.commit()
+    with pytest.raises(FatalError), git.worktree(repo.path, ""):
+        pass
 
 
 def test_worktree_cleans_up_after_error(repo: Repo) -> None:

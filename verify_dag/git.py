@@ -8,15 +8,18 @@ work tree are never written.
 
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from verify_dag.errors import CalledProcessError, FatalError, UsageError
+from verify_dag.gitparse import Delta as Delta
+from verify_dag.gitparse import parse_hunks as parse_hunks
+from verify_dag.gitparse import parse_name_status, parse_numstat_binary, split_z
+from verify_dag.gitparse import valid_ref as valid_ref
+from verify_dag.gitparse import valid_ref_name as valid_ref_name
 from verify_dag.util import Result, git_env, run
 
 GIT_TIMEOUT = 120.0
@@ -30,15 +33,6 @@ _IDENTITY = {
     "GIT_COMMITTER_NAME": "verify-dag", "GIT_COMMITTER_EMAIL": "verify-dag@localhost",
 }
 _DIFF_OPTS = ("--no-color", "--no-ext-diff", "--no-textconv", "--no-relative")
-
-
-@dataclass(frozen=True)
-class Delta:
-    """One entry of ``git diff --name-status``: status letter A/C/D/M/R/T, paths."""
-
-    status: str
-    path: str
-    old_path: str | None = None
 
 
 # --- plumbing --------------------------------------------------------------------------------
@@ -58,36 +52,7 @@ def _git(repo: str | Path, *args: str, check: bool = True, timeout: float = GIT_
     return res
 
 
-def _zsplit(out: str) -> list[str]:
-    return [p for p in out.split("\0") if p]
-
-
 # --- refs ------------------------------------------------------------------------------------
-
-_SHA = re.compile(r"[0-9a-fA-F]{4,64}")
-_REV_SUFFIX = re.compile(r"(?:[~^][0-9]*)*(?:\^\{(?:commit|tree)?\})?")
-_BAD_REF_CHARS = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
-
-
-def valid_ref_name(name: str) -> bool:
-    """The rules of ``git check-ref-format --allow-onelevel``, without a process per ref."""
-    if not name or name == "@" or ".." in name or "@{" in name or _BAD_REF_CHARS.search(name):
-        return False
-    if name.startswith("/") or name.endswith(("/", ".")) or "//" in name:
-        return False
-    return not any(c.startswith(".") or c.endswith(".lock") for c in name.split("/"))
-
-
-def valid_ref(ref: str) -> bool:
-    """A ref, tag, SHA or ``name~N``/``name^N`` revision that is safe to put in argv."""
-    if not ref or ref.startswith("-") or any(c.isspace() or ord(c) < 0x20 for c in ref):
-        return False
-    cut = min((i for i in (ref.find("~"), ref.find("^")) if i >= 0), default=len(ref))
-    name, suffix = ref[:cut], ref[cut:]
-    if not _REV_SUFFIX.fullmatch(suffix):
-        return False
-    return name in ("HEAD", "@") or bool(_SHA.fullmatch(name)) or valid_ref_name(name)
-
 
 def check_ref(ref: str, what: str = "ref") -> str:
     if not valid_ref(ref):
@@ -135,6 +100,10 @@ def merge_base(repo: str | Path, a: str, b: str) -> str | None:
         return None
     res = _git(repo, "merge-base", a, b, check=False)
     return res.stdout.strip() or None if res.returncode == 0 else None
+
+
+def is_shallow(repo: str | Path) -> bool:
+    return _git(repo, "rev-parse", "--is-shallow-repository").stdout.strip() == "true"
 
 
 def remote_exists(repo: str | Path, name: str) -> bool:
@@ -188,16 +157,7 @@ def name_status(repo: str | Path, old: str, new: str, paths: Sequence[str] = (),
                 renames: bool = True) -> list[Delta]:
     out = _git(repo, "diff", "--name-status", "-z", _renames(renames), *_DIFF_OPTS,
                old, new, *_pathspec(paths)).stdout
-    tokens, deltas, i = _zsplit(out), [], 0
-    while i < len(tokens):
-        letter = tokens[i][0]
-        if letter in "RC":  # R100\0old\0new
-            deltas.append(Delta(letter, tokens[i + 2], tokens[i + 1]))
-            i += 3
-        else:
-            deltas.append(Delta(letter, tokens[i + 1]))
-            i += 2
-    return deltas
+    return parse_name_status(out)
 
 
 def binary_paths(repo: str | Path, old: str, new: str, paths: Sequence[str] = (),
@@ -205,71 +165,7 @@ def binary_paths(repo: str | Path, old: str, new: str, paths: Sequence[str] = ()
     """New-side paths that ``git diff --numstat`` reports as binary (``-\\t-``)."""
     out = _git(repo, "diff", "--numstat", "-z", _renames(renames), *_DIFF_OPTS,
                old, new, *_pathspec(paths)).stdout
-    tokens, found, i = out.split("\0"), set(), 0
-    while i < len(tokens):
-        added, _, rest = tokens[i].partition("\t")
-        deleted, _, path = rest.partition("\t")
-        if not path and i + 2 < len(tokens):  # rename or copy: "A\tD\t\0old\0new"
-            path, i = tokens[i + 2], i + 3
-        else:
-            i += 1
-        if added == "-" and deleted == "-":
-            found.add(path)
-    return found
-
-
-_HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_CQUOTE = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "a": "\a", "b": "\b", "f": "\f",
-           "r": "\r", "v": "\v"}
-
-
-def _unquote(s: str) -> str:
-    """Undo git's C-style quoting of a path in a patch header."""
-    if not (s.startswith('"') and s.endswith('"') and len(s) >= 2):
-        return s
-    out, body, i = bytearray(), s[1:-1], 0
-    while i < len(body):
-        c = body[i]
-        if c == "\\" and body[i + 1 : i + 4].isdigit() and len(body[i + 1 : i + 4]) == 3:
-            out.append(int(body[i + 1 : i + 4], 8))
-            i += 4
-        elif c == "\\" and i + 1 < len(body):
-            out += _CQUOTE.get(body[i + 1], body[i + 1]).encode()
-            i += 2
-        else:
-            out += c.encode()
-            i += 1
-    return out.decode("utf-8", "replace")
-
-
-def _count(group: str | None) -> int:
-    return 1 if group is None else int(group)  # "+a" alone means one line
-
-
-def parse_hunks(patch: str) -> dict[str, list[tuple[int, int]]]:
-    """New-side (start, end) line ranges per new path from a ``git diff -U0`` patch.
-
-    Hunk bodies are skipped by their counts, so added lines that look like headers ("+++ x")
-    are never mistaken for one. A pure deletion hunk (``+a,0``) contributes no range.
-    """
-    ranges: dict[str, list[tuple[int, int]]] = {}
-    path: str | None = None
-    body = 0
-    for line in patch.split("\n"):  # not splitlines(): content may hold \r or \x0c
-        if body:
-            if not line.startswith("\\"):
-                body -= 1
-        elif line.startswith("diff --git "):
-            path = None
-        elif line.startswith("+++ "):
-            name = _unquote(line[4:].rstrip("\t"))
-            path = name[2:] if name.startswith("b/") else None
-        elif line.startswith("@@ ") and (m := _HUNK.match(line)):
-            old_n, start, new_n = _count(m.group(1)), int(m.group(2)), _count(m.group(3))
-            body = old_n + new_n
-            if path is not None and new_n:
-                ranges.setdefault(path, []).append((start, start + new_n - 1))
-    return ranges
+    return parse_numstat_binary(out)
 
 
 def line_ranges(repo: str | Path, old: str, new: str, paths: Sequence[str] = (),
@@ -287,17 +183,17 @@ def diff_stat(repo: str | Path, old: str, new: str, paths: Sequence[str] = (),
 
 def ls_files(repo: str | Path, paths: Sequence[str] = ()) -> list[str]:
     """Tracked paths in the index."""
-    return _zsplit(_git(repo, "ls-files", "-z", *_pathspec(paths)).stdout)
+    return split_z(_git(repo, "ls-files", "-z", *_pathspec(paths)).stdout)
 
 
 def untracked(repo: str | Path) -> list[str]:
     """Untracked paths that are not ignored."""
-    return _zsplit(_git(repo, "ls-files", "-z", "--others", "--exclude-standard").stdout)
+    return split_z(_git(repo, "ls-files", "-z", "--others", "--exclude-standard").stdout)
 
 
 def ls_tree(repo: str | Path, commit: str, paths: Sequence[str] = ()) -> list[str]:
     """Every file path in ``commit`` (optionally under ``paths``)."""
-    return _zsplit(_git(repo, "ls-tree", "-r", "-z", "--name-only", "--full-tree", commit,
+    return split_z(_git(repo, "ls-tree", "-r", "-z", "--name-only", "--full-tree", commit,
                         *_pathspec(paths)).stdout)
 
 
@@ -364,7 +260,8 @@ def snapshot_worktree(repo: str | Path, parent: str) -> str:
 @contextmanager
 def worktree(repo: str | Path, sha: str) -> Iterator[Path]:
     """A throwaway detached checkout of ``sha``, removed on exit."""
-    check_ref(sha, "commit")
+    if not valid_ref(sha):  # a caller's bug (an empty new_commit), not the user's input
+        raise FatalError(f"cannot check out {sha!r}: not a commit")
     parent = Path(tempfile.mkdtemp(prefix="verify-dag-wt-"))
     path = parent / "tree"
     try:

@@ -1,0 +1,135 @@
+"""Pure parsers for git output and ref syntax: no processes, so they are cheap to test.
+
+Kept apart from :mod:`verify_dag.git`, which runs the commands whose output lands here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Delta:
+    """One entry of ``git diff --name-status``: status letter A/C/D/M/R/T, paths."""
+
+    status: str
+    path: str
+    old_path: str | None = None
+
+
+def split_z(out: str) -> list[str]:
+    return [p for p in out.split("\0") if p]
+
+
+# --- refs ------------------------------------------------------------------------------------
+
+_SHA = re.compile(r"[0-9a-fA-F]{4,64}")
+_REV_SUFFIX = re.compile(r"(?:[~^][0-9]*)*(?:\^\{(?:commit|tree)?\})?")
+_BAD_REF_CHARS = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
+
+
+def valid_ref_name(name: str) -> bool:
+    """The rules of ``git check-ref-format --allow-onelevel``, without a process per ref."""
+    if not name or name == "@" or ".." in name or "@{" in name or _BAD_REF_CHARS.search(name):
+        return False
+    if name.startswith("/") or name.endswith(("/", ".")) or "//" in name:
+        return False
+    return not any(c.startswith(".") or c.endswith(".lock") for c in name.split("/"))
+
+
+def valid_ref(ref: str) -> bool:
+    """A ref, tag, SHA or ``name~N``/``name^N`` revision that is safe to put in argv."""
+    if not ref or ref.startswith("-") or any(c.isspace() or ord(c) < 0x20 for c in ref):
+        return False
+    cut = min((i for i in (ref.find("~"), ref.find("^")) if i >= 0), default=len(ref))
+    name, suffix = ref[:cut], ref[cut:]
+    if not _REV_SUFFIX.fullmatch(suffix):
+        return False
+    return name in ("HEAD", "@") or bool(_SHA.fullmatch(name)) or valid_ref_name(name)
+
+
+# --- diff output -----------------------------------------------------------------------------
+
+
+def parse_name_status(out: str) -> list[Delta]:
+    """``git diff --name-status -z``: ``M\\0path\\0`` or ``R100\\0old\\0new\\0`` records."""
+    tokens, deltas, i = split_z(out), [], 0
+    while i + 1 < len(tokens):
+        letter = tokens[i][0]
+        if letter in "RC":
+            deltas.append(Delta(letter, tokens[i + 2], tokens[i + 1]))
+            i += 3
+        else:
+            deltas.append(Delta(letter, tokens[i + 1]))
+            i += 2
+    return deltas
+
+
+def parse_numstat_binary(out: str) -> set[str]:
+    """New-side paths ``git diff --numstat -z`` reports as binary (``-\\t-``)."""
+    tokens, found, i = out.split("\0"), set(), 0
+    while i < len(tokens):
+        added, _, rest = tokens[i].partition("\t")
+        deleted, _, path = rest.partition("\t")
+        if not path and i + 2 < len(tokens):  # rename or copy: "A\tD\t\0old\0new"
+            path, i = tokens[i + 2], i + 3
+        else:
+            i += 1
+        if added == "-" and deleted == "-":
+            found.add(path)
+    return found
+
+
+_HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_CQUOTE = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "a": "\a", "b": "\b", "f": "\f",
+           "r": "\r", "v": "\v"}
+
+
+def _unquote(s: str) -> str:
+    """Undo git's C-style quoting of a path in a patch header."""
+    if not (s.startswith('"') and s.endswith('"') and len(s) >= 2):
+        return s
+    out, body, i = bytearray(), s[1:-1], 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and body[i + 1 : i + 4].isdigit() and len(body[i + 1 : i + 4]) == 3:
+            out.append(int(body[i + 1 : i + 4], 8))
+            i += 4
+        elif c == "\\" and i + 1 < len(body):
+            out += _CQUOTE.get(body[i + 1], body[i + 1]).encode()
+            i += 2
+        else:
+            out += c.encode()
+            i += 1
+    return out.decode("utf-8", "replace")
+
+
+def _count(group: str | None) -> int:
+    return 1 if group is None else int(group)  # "+a" alone means one line
+
+
+def parse_hunks(patch: str) -> dict[str, list[tuple[int, int]]]:
+    """New-side (start, end) line ranges per new path from a ``git diff -U0`` patch.
+
+    Hunk bodies are skipped by their counts, so added lines that look like headers ("+++ x")
+    are never mistaken for one. A pure deletion hunk (``+a,0``) contributes no range.
+    """
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    path: str | None = None
+    body = 0
+    for line in patch.split("\n"):  # not splitlines(): content may hold \r or \x0c
+        if body:
+            if not line.startswith("\\"):
+                body -= 1
+        elif line.startswith("diff --git "):
+            path = None
+        elif line.startswith("+++ "):
+            name = _unquote(line[4:].rstrip("\t"))
+            path = name[2:] if name.startswith("b/") else None
+        elif line.startswith("@@ ") and (m := _HUNK.match(line)):
+            old_n, start, new_n = _count(m.group(1)), int(m.group(2)), _count(m.group(3))
+            body = old_n + new_n
+            if path is not None and new_n:
+                ranges.setdefault(path, []).append((start, start + new_n - 1))
+    return ranges
