@@ -1,0 +1,390 @@
+"""Phase 1: decide what changed and turn every scope mode into a pair of commits.
+
+``validate_request`` rejects what the user can fix (exit 2); ``run`` reports a base that cannot
+be resolved as a ``ScopeError`` inside the Scope, because the seed wants that failure in the
+report rather than instead of it. ``scope_context``/``scope_metadata`` render the Scope for
+reviewers as the seed's VERIFICATION SCOPE and SCOPE_METADATA blocks.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+
+from verify_dag import git
+from verify_dag.errors import UsageError
+from verify_dag.models.request import VerifyRequest
+from verify_dag.models.scope import (
+    ALL_OTHER_FILES,
+    ExcludedFile,
+    FileChange,
+    FileStatus,
+    LineRange,
+    Scope,
+    ScopeError,
+)
+
+_STATUS: dict[str, FileStatus] = {
+    "A": "added", "M": "modified", "D": "deleted", "R": "renamed", "C": "copied",
+    "T": "type-changed",
+}
+_FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_UNTRACKED = "untracked (not part of the unstaged diff)"
+_NO_BASE = "no provider default, origin/main, origin/master, main, or master base exists"
+EMPTY_REPO = "empty repository: nothing to verify"
+
+
+# --- validation ------------------------------------------------------------------------------
+
+
+def validate_request(req: VerifyRequest) -> VerifyRequest:
+    """Check everything the user can fix; return the request with repo-relative paths."""
+    top = git.toplevel(req.repo)
+    if not git.has_commits(top):
+        raise UsageError(EMPTY_REPO)
+    chosen = [f"--scope={req.scope}"] if req.scope not in (None, "files", "module") else []
+    chosen += ["--files"] if req.files else []
+    chosen += ["--module"] if req.module is not None else []
+    if len(chosen) > 1:
+        raise UsageError(f"choose one of --scope, --files or --module, not {' and '.join(chosen)}")
+    if (req.scope == "files" and not req.files) or (req.scope == "module" and req.module is None):
+        raise UsageError(f"--scope={req.scope} needs --{req.scope}")
+    if req.base is not None:
+        if req.scope != "branch":
+            raise UsageError("--base is only valid with --scope=branch")
+        git.check_ref(req.base, "--base ref")
+    if req.since is not None:
+        if not req.ledger:
+            raise UsageError("--since requires --ledger")
+        git.check_ref(req.since, "--since commit")
+    files = tuple(dict.fromkeys(_inside(top, f, "--files", file_only=True) for f in req.files))
+    module = _inside(top, req.module, "--module") if req.module is not None else None
+    scope = "files" if files else "module" if module is not None else req.scope
+    return req.model_copy(update={"repo": str(top), "files": files, "module": module,
+                                  "scope": scope})
+
+
+def _inside(top: Path, raw: str, flag: str, file_only: bool = False) -> str:
+    """``raw`` as a repo-relative POSIX path, refusing anything that leaves the repository."""
+    if not raw.strip() or "\0" in raw:
+        raise UsageError(f"{flag}: empty path")
+    given = Path(raw)
+    full = given if given.is_absolute() else top / given
+    rel = _relative(Path(os.path.normpath(full)), top) or _relative(full.resolve(), top)
+    # A symlink inside the repository may still point outside it.
+    if rel is None or _relative(full.resolve(), top) is None or ".git" in rel.parts:
+        raise UsageError(f"{flag} path is outside the repository: {raw}")
+    if not full.exists():
+        raise UsageError(f"{flag} path does not exist: {raw}")
+    if file_only and not full.is_file():
+        raise UsageError(f"{flag} path is not a file: {raw} (use --module for a directory)")
+    return rel.as_posix()
+
+
+def _relative(path: Path, top: Path) -> Path | None:
+    try:
+        return path.relative_to(top)
+    except ValueError:
+        return None
+
+
+# --- run -------------------------------------------------------------------------------------
+
+
+def run(req: VerifyRequest) -> Scope:
+    """Resolve the scope. Expected verification failures come back as ``Scope.error``."""
+    repo = str(git.toplevel(req.repo))
+    if not git.has_commits(repo):
+        raise UsageError(EMPTY_REPO)
+    head = git.head(repo)
+    if req.files or req.scope == "files":
+        scope = _whole(repo, head, "files", req.files)
+    elif req.module is not None or req.scope == "module":
+        scope = _whole(repo, head, "module", (req.module or ".",))
+    elif req.scope == "all":
+        scope = _whole(repo, head, "all", ())
+    elif req.scope == "staged":
+        scope = _staged(repo, head, "staged", git.snapshot_index(repo))
+    elif req.scope == "unstaged":
+        idx = git.snapshot_index(repo)
+        scope = _unstaged(repo, head, "unstaged", idx, git.snapshot_worktree(repo, idx))
+    elif req.scope == "branch":
+        scope = _explicit_branch(repo, head, req.base)
+    else:
+        scope = _auto(repo, head)
+    return _with_delta(repo, scope, req.since) if req.since else scope
+
+
+def _auto(repo: str, head: str) -> Scope:
+    idx = git.snapshot_index(repo)
+    if idx != head:
+        return _staged(repo, head, None, idx)
+    wt = git.snapshot_worktree(repo, idx)
+    scope = _unstaged(repo, head, None, idx, wt)
+    if not scope.nothing_to_verify:
+        return scope
+    base, notes = _default_base(repo)
+    clean = "no staged or unstaged changes"
+    if base is None:
+        return _nothing("auto", None, head, f"{clean}, and no base branch exists ({_NO_BASE})",
+                        notes)
+    mb = git.merge_base(repo, base, head)
+    if mb is None:
+        return _nothing("auto", None, head, f"{clean}, and HEAD shares no history with {base}",
+                        notes)
+    scope = _branch(repo, head, None, base, mb, notes)
+    if scope.nothing_to_verify:
+        return _nothing("auto", None, head, f"{clean}, and HEAD has no changes ahead of {base}",
+                        notes)
+    return scope
+
+
+def _nothing(mode: str, requested: str | None, head: str, reason: str,
+             notes: Sequence[str] = ()) -> Scope:
+    return Scope(mode=mode, requested_mode=requested, head_sha=head, new_commit=head,
+                 nothing_to_verify=True, notes=(reason, *notes))
+
+
+def _staged(repo: str, head: str, requested: str | None, idx: str) -> Scope:
+    if idx == head:
+        return _nothing("staged", requested, head, "no staged changes")
+    changes = _changes(repo, head, idx)
+    paths = _filter(changes)
+    return Scope(mode="staged", requested_mode=requested, compare_ref="INDEX", path_filter=paths,
+                 diff_command=_command(["git", "diff", "--cached"], paths), head_sha=head,
+                 old_commit=head, new_commit=idx, included=changes, excluded=(ALL_OTHER_FILES,),
+                 diff_stat=git.diff_stat(repo, head, idx))
+
+
+def _unstaged(repo: str, head: str, requested: str | None, idx: str, wt: str) -> Scope:
+    # The work tree snapshot also holds untracked files (so a checkout matches the user's
+    # files), but `git diff` only reports tracked ones: those define the unstaged scope.
+    untracked = [p.rstrip("/") for p in git.untracked(repo)]
+    skip = set(untracked)
+    tracked = [d.path for d in git.name_status(repo, idx, wt, renames=False) if d.path not in skip]
+    if not tracked:
+        return _nothing("unstaged", requested, head, "no unstaged changes to tracked files")
+    changes = _changes(repo, idx, wt, tracked, renames=False)
+    paths = _filter(changes)
+    excluded = (*(ExcludedFile(path=p, reason=_UNTRACKED) for p in untracked), ALL_OTHER_FILES)
+    return Scope(mode="unstaged", requested_mode=requested, compare_ref="WORKTREE",
+                 path_filter=paths, diff_command=_command(["git", "diff"], paths), head_sha=head,
+                 old_commit=idx, new_commit=wt, included=changes, excluded=excluded,
+                 diff_stat=git.diff_stat(repo, idx, wt, paths, renames=False))
+
+
+def _explicit_branch(repo: str, head: str, base: str | None) -> Scope:
+    notes: list[str] = []
+    if base is None:
+        resolved, notes = _default_base(repo)
+        if resolved is None:
+            return _error(head, None, "NO_BASE", _NO_BASE, notes)
+        base = resolved
+    else:
+        remote, _, branch = base.partition("/")
+        if branch and git.valid_ref_name(branch) and git.remote_exists(repo, remote):
+            refspec = f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}"
+            ok, why = git.fetch(repo, remote, refspec)
+            if not ok:
+                notes.append(f"fetching {base} failed ({why}); using the local ref")
+    if git.verify_commit(repo, base) is None:
+        return _error(head, base, "INVALID_BASE", f"base ref {base!r} is not a commit", notes)
+    mb = git.merge_base(repo, base, head)
+    if mb is None:
+        shallow = " (the repository is a shallow clone)" if git.is_shallow(repo) else ""
+        return _error(head, base, "MERGE_BASE_FAILED",
+                      f"no merge base between {base!r} and HEAD {head}{shallow}", notes)
+    return _branch(repo, head, "branch", base, mb, notes)
+
+
+def _default_base(repo: str) -> tuple[str | None, list[str]]:
+    """The seed's resolution order; a stale local branch never wins over its origin/ ref."""
+    notes: list[str] = []
+    if git.remote_exists(repo, "origin"):
+        fetched, why = git.fetch(repo, "origin")
+        if not fetched:
+            notes.append(f"git fetch origin failed ({why}); using local refs")
+        pointed = git.symbolic_ref(repo, "refs/remotes/origin/HEAD")
+        if pointed and git.verify_commit(repo, pointed):
+            return pointed, notes
+        # Asking the provider needs the network again; after a failed fetch it would only wait.
+        branch = git.remote_show_head_branch(repo, "origin") if fetched else None
+        if branch and git.verify_commit(repo, f"origin/{branch}"):
+            return f"origin/{branch}", notes
+    for candidate in ("origin/main", "origin/master", "main", "master"):
+        if git.verify_commit(repo, candidate):
+            return candidate, notes
+    return None, notes
+
+
+def _error(head: str, base: str | None, code: str, message: str, notes: Sequence[str]) -> Scope:
+    return Scope(mode="branch", requested_mode="branch", base_ref=base, head_sha=head,
+                 new_commit=head, notes=tuple(notes), error=ScopeError(code=code, message=message))
+
+
+def _branch(repo: str, head: str, requested: str | None, base: str, mb: str,
+            notes: Sequence[str]) -> Scope:
+    changes = _changes(repo, mb, head) if mb != head else ()
+    fields = {"mode": "branch", "requested_mode": requested, "base_ref": base,
+              "merge_base": mb, "head_sha": head, "old_commit": mb, "new_commit": head,
+              "diff_command": _command(["git", "diff", mb, head], ())}
+    if not changes:
+        return Scope(**fields, nothing_to_verify=True,
+                     notes=(f"no changes between {base} and HEAD", *notes))
+    return Scope(**fields, included=changes, excluded=(ALL_OTHER_FILES,), notes=tuple(notes),
+                 diff_stat=git.diff_stat(repo, mb, head))
+
+
+def _whole(repo: str, head: str, mode: str, paths: Sequence[str]) -> Scope:
+    """all / files / module: whole files of the work tree as it is now."""
+    wt = git.snapshot_worktree(repo, head)
+    in_tree = git.ls_tree(repo, wt, [p for p in paths if p != "."])
+    if mode == "files" or (mode == "module" and Path(repo, paths[0]).is_file()):
+        present = set(in_tree)
+        chosen = [p for p in paths if p in present]
+        excluded = [ExcludedFile(path=p, reason="ignored by git (not in the verified snapshot)")
+                    for p in paths if p not in present]
+    else:
+        # Directories mean tracked files; untracked ones are in the snapshot only so that a
+        # checkout of it matches the user's work tree.
+        skip = {p.rstrip("/") for p in git.untracked(repo)}
+        chosen, excluded = [p for p in in_tree if p not in skip], []
+    excluded += [] if mode == "all" else [ALL_OTHER_FILES]
+    path_filter = () if mode == "all" else tuple(paths)
+    if not chosen:
+        where = "the repository" if mode == "all" else ", ".join(paths)
+        return _nothing(mode, mode, head, f"no tracked files in {where}")
+    binary = git.binary_paths(repo, git.empty_tree(repo), wt, chosen if path_filter else ())
+    included = tuple(FileChange(path=p, status="included", binary=p in binary) for p in chosen)
+    return Scope(mode=mode, requested_mode=mode, compare_ref="WORKTREE", path_filter=path_filter,
+                 diff_command=_command(["git", "ls-files"], path_filter), head_sha=head,
+                 new_commit=wt, included=included, excluded=tuple(excluded))
+
+
+def _changes(repo: str, old: str, new: str, paths: Sequence[str] = (),
+             renames: bool = True) -> tuple[FileChange, ...]:
+    deltas = git.name_status(repo, old, new, paths, renames)
+    if not deltas:
+        return ()
+    binary = git.binary_paths(repo, old, new, paths, renames)
+    ranges = git.line_ranges(repo, old, new, paths, renames)
+    out = []
+    for d in deltas:
+        status = _STATUS.get(d.status, "modified")
+        lines: tuple[LineRange, ...] | None
+        if status == "deleted":
+            lines = ()
+        elif status in ("added", "type-changed"):
+            lines = None  # the entire new file is new code
+        else:
+            lines = tuple(LineRange(start=a, end=b) for a, b in ranges.get(d.path, ()))
+        out.append(FileChange(path=d.path, status=status, old_path=d.old_path,
+                              binary=d.path in binary, lines=lines))
+    return tuple(out)
+
+
+def _filter(changes: Sequence[FileChange]) -> tuple[str, ...]:
+    # Old paths of renames belong in the filter: without them `git diff -- paths` shows an add.
+    paths = [c.path for c in changes] + [c.old_path for c in changes if c.old_path]
+    return tuple(dict.fromkeys(paths))
+
+
+def _command(argv: list[str], paths: Sequence[str]) -> str:
+    return shlex.join([*argv, *(["--", *paths] if paths else [])])
+
+
+def _with_delta(repo: str, scope: Scope, since: str) -> Scope:
+    if scope.error or scope.nothing_to_verify:
+        return scope
+    resolved = git.verify_commit(repo, since)
+    if resolved is None:
+        error = ScopeError(code="INVALID_SINCE", message=f"--since {since!r} is not a commit")
+        return scope.model_copy(update={"error": error})
+    return scope.model_copy(update={
+        "delta_base_sha": since if _FULL_SHA.fullmatch(since) else resolved,
+        "delta_files": _changes(repo, resolved, scope.new_commit),
+    })
+
+
+# --- text for reviewers ----------------------------------------------------------------------
+
+_DIFF_RULES = """CRITICAL SCOPE CONSTRAINTS:
+- ONLY flag issues in code that was ADDED or MODIFIED in these files/lines
+- DO NOT flag issues in surrounding context or old code unless it blocks the new changes
+- DO NOT flag issues in other files not listed above
+- Focus exclusively on the quality of the NEW or CHANGED code
+
+Exception: You MAY flag issues in old code IF:
+1. The new changes directly interact with or depend on that old code
+2. The old code issue is causing the new code to be incorrect
+3. The old code issue creates a blocker for the new functionality"""
+
+_WHOLE_RULES = """CRITICAL SCOPE CONSTRAINTS:
+- The ENTIRE content of the files listed above is in scope
+- DO NOT flag issues in other files not listed above"""
+
+
+def _show(path: str) -> str:
+    # One record per line: a path holding a newline or tab must not break the block.
+    return shlex.quote(path) if any(c in path for c in "\n\t\r") else path
+
+
+def describe(change: FileChange) -> str:
+    """``(modified, lines 45-67, 89-102)``, ``(added, entire file)``, ``(deleted)`` ..."""
+    status: str = change.status
+    if change.old_path:
+        status = f"{status} from {_show(change.old_path)}"
+    if change.binary:
+        status = f"binary, {status}"
+    if change.status == "deleted":
+        return f"({status})"
+    if change.lines is None:
+        return f"({status}, entire file)"
+    if not change.lines:
+        return f"({status}, no added lines)"
+    one = len(change.lines) == 1 and change.lines[0].start == change.lines[0].end
+    labels = ", ".join(r.label() for r in change.lines)
+    return f"({status}, {'line' if one else 'lines'} {labels})"
+
+
+def scope_context(scope: Scope) -> str:
+    """The VERIFICATION SCOPE block handed to every reviewer."""
+    if scope.error:
+        return f"VERIFICATION SCOPE:\nScope error {scope.error.code}: {scope.error.message}"
+    if scope.nothing_to_verify:
+        return "VERIFICATION SCOPE:\nNothing to verify: " + "; ".join(scope.notes)
+    files = "\n".join(f"- {_show(c.path)} {describe(c)}" for c in scope.included)
+    whole = scope.old_commit is None
+    commands = [scope.diff_command]
+    if not whole:
+        commands.append(_command(["git", "diff", scope.old_commit or "", scope.new_commit],
+                                 scope.path_filter))
+    return (f"VERIFICATION SCOPE:\nFiles in scope:\n{files}\n\n"
+            f"{_WHOLE_RULES if whole else _DIFF_RULES}\n\n"
+            "Git commands to see your scoped changes:\n" + "\n".join(dict.fromkeys(commands)))
+
+
+def scope_metadata(scope: Scope) -> str:
+    """The machine-usable SCOPE_METADATA block (seed Phase 1 step 3)."""
+    baseline = scope.base_ref or {"staged": "HEAD", "unstaged": "INDEX"}.get(scope.mode, "")
+    fields = [
+        ("scope_mode", scope.mode),
+        ("base_ref", baseline),
+        ("compare_ref", scope.compare_ref),
+        ("path_filter", ",".join(map(_show, scope.path_filter)) or "ALL_SCOPED_FILES"),
+        ("diff_command", scope.diff_command),
+        ("merge_base", scope.merge_base or ""),
+        ("head_sha", scope.head_sha),
+        ("included_files", ", ".join(f"{_show(c.path)} {describe(c)}" for c in scope.included)),
+        ("excluded_files", ", ".join(f"{_show(e.path)} ({e.reason})" for e in scope.excluded)),
+    ]
+    if scope.delta_base_sha:
+        fields += [
+            ("delta_base_sha", scope.delta_base_sha),
+            ("delta_files", ", ".join(f"{_show(c.path)} ({c.status})" for c in scope.delta_files)),
+            ("delta_hunks", ", ".join(f"{_show(c.path)} {describe(c)}" for c in scope.delta_files)),
+        ]
+    return "SCOPE_METADATA:\n" + "\n".join(f"- {k}: {v}".rstrip() for k, v in fields)
