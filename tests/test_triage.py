@@ -1,0 +1,249 @@
+"""Phase 3 Job A: toolchain discovery from real config files in a directory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from verify_dag.models.toolchain import Command, Toolchain
+from verify_dag.phases.triage import discover
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+def one(tc: Toolchain, kind: str, tool: str | None = None) -> Command:
+    found = [c for c in tc.commands if c.kind == kind and (tool is None or c.tool == tool)]
+    assert found, f"no {kind} command in {tc}"
+    return found[0]
+
+
+def argvs(tc: Toolchain, kind: str) -> list[tuple[str, ...]]:
+    return [c.argv for c in tc.commands if c.kind == kind]
+
+
+def test_pyproject_configures_pytest_ruff_mypy(tmp_path: Path) -> None:
+    write(tmp_path, {
+        "pyproject.toml": "[tool.pytest.ini_options]\naddopts='-q'\n[tool.ruff]\n"
+                          "line-length=100\n[tool.mypy]\nstrict=true\n",
+        "pkg/__init__.py": "",
+    })
+    tc = discover(tmp_path)
+    test = one(tc, "test")
+    assert (test.argv, test.tool, test.exists) == (("pytest",), "pytest", True)
+    assert "[tool.pytest.ini_options]" in test.source
+    lint = one(tc, "lint", "ruff")
+    assert lint.exists and lint.source == "pyproject.toml [tool.ruff]"
+    mypy = one(tc, "typecheck", "mypy")
+    assert mypy.exists and mypy.source == "pyproject.toml [tool.mypy]"
+
+
+def test_optional_dependencies_are_signals(tmp_path: Path) -> None:
+    write(tmp_path, {
+        "pyproject.toml": '[project]\nname="x"\n[project.optional-dependencies]\n'
+                          'dev=["pytest>=8", "mypy==1.10"]\n',
+        "x.py": "",
+    })
+    tc = discover(tmp_path)
+    assert one(tc, "test").tool == "pytest"
+    assert "dependencies (mypy)" in one(tc, "typecheck", "mypy").source
+
+
+def test_python_files_alone_get_ruff_but_no_mypy_or_pytest(tmp_path: Path) -> None:
+    write(tmp_path, {"script.py": "print(1)\n"})
+    tc = discover(tmp_path)
+    assert one(tc, "lint").source == "Python files (ruff default rules)"
+    assert argvs(tc, "typecheck") == [] and tc.test is None
+    assert "test: no test command discovered" in tc.notes
+
+
+def test_tests_directory_selects_pytest(tmp_path: Path) -> None:
+    write(tmp_path, {"mod.py": "", "tests/test_mod.py": "def test_x(): pass\n"})
+    assert one(discover(tmp_path), "test").tool == "pytest"
+
+
+def test_setup_cfg_sections(tmp_path: Path) -> None:
+    write(tmp_path, {
+        "setup.cfg": "[tool:pytest]\ntestpaths=tests\n[mypy]\nstrict=True\n"
+                     "[flake8]\nmax-line-length=100\n",
+        "a.py": "",
+    })
+    tc = discover(tmp_path)
+    assert one(tc, "test").source == "setup.cfg [tool:pytest]"
+    assert one(tc, "typecheck").source == "setup.cfg [mypy]"
+    flake8 = [c for c in tc.commands if c.source == "setup.cfg [flake8]"]
+    assert flake8 and flake8[0].kind == "lint" and flake8[0].tool is None
+
+
+def test_tox_ini_commands_and_pytest_section(tmp_path: Path) -> None:
+    write(tmp_path, {
+        "tox.ini": "[tox]\nenvlist=py311\n[testenv]\ncommands =\n    pytest {posargs}\n"
+                   "[testenv:lint]\ncommands = flake8 src\n",
+        "src/a.py": "",
+    })
+    tc = discover(tmp_path)
+    assert one(tc, "test").source == "tox.ini [testenv] commands"
+    assert ("flake8", "src") in argvs(tc, "lint")
+
+
+def test_tox_non_pytest_command_is_the_test_command(tmp_path: Path) -> None:
+    write(tmp_path, {"tox.ini": "[testenv]\ncommands = python -m unittest discover\n"})
+    test = one(discover(tmp_path), "test")
+    assert test.argv == ("python", "-m", "unittest", "discover") and test.tool is None
+    assert test.exists  # unittest is importable by our interpreter
+
+
+def test_ini_files(tmp_path: Path) -> None:
+    write(tmp_path, {"pytest.ini": "[pytest]\n", "mypy.ini": "[mypy]\n", "ruff.toml": "",
+                     "a.py": ""})
+    tc = discover(tmp_path)
+    assert one(tc, "test").source == "pytest.ini"
+    assert one(tc, "typecheck").source == "mypy.ini"
+    assert one(tc, "lint").source == "ruff.toml"
+
+
+def test_makefile_targets(tmp_path: Path) -> None:
+    write(tmp_path, {"Makefile": ".PHONY: test lint build\n"
+                                 "test:\n\t./run-tests.sh\n"
+                                 "lint:\n\tshellcheck *.sh\n"
+                                 "build: deps\n\tcc -o app app.c\n"
+                                 "typecheck:\n\t@echo none\n"})
+    tc = discover(tmp_path)
+    assert one(tc, "test").argv == ("make", "test")
+    assert one(tc, "test").source == "Makefile target test"
+    assert argvs(tc, "lint") == [("make", "lint")]
+    assert argvs(tc, "build") == [("make", "build")]
+    assert argvs(tc, "typecheck") == [("make", "typecheck")]
+
+
+def test_makefile_wrapping_ruff_and_mypy_is_not_run_twice(tmp_path: Path) -> None:
+    write(tmp_path, {"Makefile": "lint:\n\truff check .\n\tmypy src\n", "src/a.py": ""})
+    tc = discover(tmp_path)
+    assert argvs(tc, "lint") == [("ruff", "check")]
+    assert one(tc, "typecheck").tool == "mypy"  # the recipe says the project uses mypy
+    assert any("make lint" in n and "already run directly" in n for n in tc.notes)
+
+
+def test_package_json_scripts(tmp_path: Path) -> None:
+    write(tmp_path, {"package.json": json.dumps({"scripts": {
+        "test": "jest", "lint": "eslint .", "build": "tsc -p .", "typecheck": "tsc --noEmit",
+        "start": "node index.js"}})})
+    tc = discover(tmp_path)
+    assert one(tc, "test").argv == ("npm", "test")
+    assert one(tc, "test").source == "package.json scripts.test"
+    assert argvs(tc, "lint") == [("npm", "run", "lint")]
+    assert argvs(tc, "build") == [("npm", "run", "build")]
+    assert argvs(tc, "typecheck") == [("npm", "run", "typecheck")]
+    assert any("node_modules is absent" in n for n in tc.notes)
+
+
+def test_package_json_placeholder_test_is_not_a_suite(tmp_path: Path) -> None:
+    placeholder = 'echo "Error: no test specified" && exit 1'
+    write(tmp_path, {"package.json": json.dumps({"scripts": {"test": placeholder}})})
+    tc = discover(tmp_path)
+    assert tc.test is None
+    assert any("placeholder" in n for n in tc.notes)
+
+
+def test_cargo_toml(tmp_path: Path) -> None:
+    write(tmp_path, {"Cargo.toml": '[package]\nname="x"\nversion="0.1.0"\n'})
+    tc = discover(tmp_path)
+    assert one(tc, "test").argv == ("cargo", "test")
+    assert argvs(tc, "build") == [("cargo", "build")]
+    assert argvs(tc, "lint") == [("cargo", "clippy", "--message-format=short")]
+    assert all(c.source == "Cargo.toml" for c in tc.commands)
+
+
+def test_go_mod(tmp_path: Path) -> None:
+    write(tmp_path, {"go.mod": "module example.com/x\n\ngo 1.22\n"})
+    tc = discover(tmp_path)
+    assert one(tc, "test").argv == ("go", "test", "./...")
+    assert argvs(tc, "build") == [("go", "build", "./...")]
+    assert argvs(tc, "lint") == [("go", "vet", "./...")]
+
+
+def test_github_workflow_run_lines(tmp_path: Path) -> None:
+    write(tmp_path, {".github/workflows/ci.yml": """\
+name: ci
+on: [push]
+jobs:
+  test:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - run: pip install -e .[dev]
+      - name: lint
+        run: |
+          ruff check .
+          golangci-lint run ./...
+      - run: "mypy src"
+      - run: echo $HOME | tee out.txt
+      - run: python -m pytest -x
+""", "src/a.py": ""})
+    tc = discover(tmp_path)
+    test = one(tc, "test")
+    assert test.tool == "pytest" and ".github/workflows/ci.yml run" in test.source
+    assert one(tc, "typecheck").source == ".github/workflows/ci.yml run"
+    assert argvs(tc, "lint") == [("ruff", "check"), ("golangci-lint", "run", "./...")]
+
+
+def test_gitlab_ci_script(tmp_path: Path) -> None:
+    write(tmp_path, {".gitlab-ci.yml": """\
+test:
+  script:
+  - npm ci
+  - npm test
+lint:
+  script: ["eslint src"]
+"""})
+    tc = discover(tmp_path)
+    assert one(tc, "test").argv == ("npm", "test")
+    assert one(tc, "test").source == ".gitlab-ci.yml script"
+    assert argvs(tc, "lint") == [("eslint", "src")]
+
+
+def test_missing_executable_is_not_runnable_and_noted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path, {"Makefile": "lint:\n\tflake8\n", "go.mod": "module x\n",
+                     "pyproject.toml": "[tool.mypy]\n", "tests/test_a.py": ""})
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    tc = discover(tmp_path)
+    make = next(c for c in tc.commands if c.argv == ("make", "lint"))
+    go = next(c for c in tc.commands if c.argv == ("go", "vet", "./..."))
+    assert not make.exists and not go.exists
+    assert any("make lint (Makefile target lint) is not runnable here" in n for n in tc.notes)
+    # The tools verify-dag ships run on its own interpreter, whatever PATH says.
+    assert one(tc, "test", "pytest").exists
+    assert one(tc, "lint", "ruff").exists
+    assert one(tc, "typecheck", "mypy").exists
+
+
+def test_precedence_pytest_over_make_and_npm(tmp_path: Path) -> None:
+    write(tmp_path, {"Makefile": "test:\n\tpytest\n", "tests/test_a.py": "",
+                     "package.json": json.dumps({"scripts": {"test": "jest"}})})
+    tc = discover(tmp_path)
+    assert argvs(tc, "test") == [("pytest",)]
+    assert any(n.startswith("test: also found npm test") for n in tc.notes)
+
+
+def test_invalid_config_is_a_note_not_a_crash(tmp_path: Path) -> None:
+    write(tmp_path, {"pyproject.toml": "[tool.ruff\n", "package.json": "{nope",
+                     "setup.cfg": "no section header\n", "a.py": ""})
+    tc = discover(tmp_path)
+    assert {n.split(" ")[0] for n in tc.notes} >= {"pyproject.toml", "package.json", "setup.cfg"}
+    assert one(tc, "lint").tool == "ruff"
+
+
+def test_empty_directory(tmp_path: Path) -> None:
+    tc = discover(tmp_path)
+    assert tc.commands == () and tc.notes == ("test: no test command discovered",)
