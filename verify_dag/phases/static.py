@@ -30,7 +30,7 @@ class _ToolRun:
     name: str
     raw: list[RawFinding] = field(default_factory=list)
     failure: str | None = None  # why the tool could not run (or stopped part way)
-    detail: str = ""  # the first lines of its stderr, redacted
+    detail: str = ""  # the first lines of its stderr (stdout if stderr was empty), redacted
 
 
 def run(scope: Scope, toolchain: Toolchain, workdir: Path, timeout: float) -> SkillOutcome:
@@ -66,7 +66,7 @@ def run(scope: Scope, toolchain: Toolchain, workdir: Path, timeout: float) -> Sk
         return _skip(f"no files a discovered analyser covers ({len(files)} scoped file(s); "
                      f"analysers: {names})")
     if not ran:
-        return SkillOutcome(skill=SKILL, status="NOT_RUN", notes="; ".join(notes), ran=False,
+        return SkillOutcome(skill=SKILL, status="NOT_RUN", notes=", ".join(notes), ran=False,
                             reason="no discovered analyser could run", findings=tuple(findings))
     return SkillOutcome(skill=SKILL, status="COMPLETED", notes=", ".join(notes),
                         reason=f"analysers discovered: {names}", findings=tuple(findings))
@@ -136,9 +136,10 @@ def _head(text: str, lines: int = 6) -> str:
 def _in_scope(raw: list[RawFinding], scope: Scope) -> tuple[list[RawFinding], int]:
     """Findings on scoped files and scoped lines, deduplicated; and how many were dropped."""
     kept: dict[tuple[str, int | None, int | None, str | None, str], RawFinding] = {}
+    changes = {f.path: f for f in scope.included}
     outside = 0
     for r in raw:
-        change = scope.file(r.path)
+        change = changes.get(r.path)
         if change is None or not change.covers(r.line):
             outside += 1
             continue

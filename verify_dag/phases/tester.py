@@ -71,8 +71,10 @@ def _pytest(scope: Scope, command: Command, workdir: Path, timeout: float) -> Sk
         junit = Path(tmp) / "junit.xml"
         # xunit1, not xunit2: only xunit1 testcases carry the `file` and `line` attributes that
         # locate a failure (pytest drops them under xunit2).
-        argv = [*base, "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
-                "-o", "junit_family=xunit1"]
+        # --rootdir: junit paths and node ids are relative to the rootdir, and they must be
+        # repo-relative to be compared with the scope, even if pytest would pick an ancestor.
+        argv = [*base, "-q", "-p", "no:cacheprovider", f"--rootdir={workdir.resolve()}",
+                f"--junitxml={junit}", "-o", "junit_family=xunit1"]
         res = util.run(argv, cwd=workdir, timeout=timeout, env=_env())
         if res.not_found:
             return _blocked(f"{argv[0]} was not found", ran=False)

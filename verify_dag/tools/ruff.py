@@ -40,7 +40,8 @@ def parse(stdout: str, stderr: str, workdir: Path) -> list[RawFinding]:
     for item in items:
         if not isinstance(item, dict) or not isinstance(item.get("filename"), str):
             continue
-        loc = item.get("location") or {}
+        loc = item.get("location")
+        loc = loc if isinstance(loc, dict) else {}
         out.append(RawFinding(
             path=relative(item["filename"], workdir),
             line=loc.get("row") if isinstance(loc.get("row"), int) else None,
