@@ -1,0 +1,112 @@
+"""The Celery app: configuration, queues and routes.
+
+Queues map to resource classes (DESIGN §4): a worker picks the classes it serves with ``-Q``, and
+the ``review`` queue's total consumer concurrency is the fleet-wide cap on model calls.
+"""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+from kombu import Queue
+
+BROKER_ENV = "VERIFY_DAG_BROKER_URL"
+BACKEND_ENV = "VERIFY_DAG_RESULT_BACKEND"
+# A host name keeps kombu from warning that none was supplied.
+MEMORY_BROKER = "memory://localhost/"
+
+QUEUES = ("git", "static", "review", "test", "exercise")
+
+# Hard time limits per queue (seconds). They only bite on the prefork pool; the embedded worker
+# relies on the per-command time limits of util.run instead.
+TIME_LIMITS = {"git": 600, "static": 1800, "review": 1800, "test": 7200, "exercise": 3600}
+
+ROUTES = {
+    "verify_dag.scope": "git",
+    "verify_dag.engineer": "git",
+    "verify_dag.triage": "git",
+    "verify_dag.collect": "git",
+    "verify_dag.report": "git",
+    "verify_dag.static": "static",
+    "verify_dag.review.*": "review",
+    "verify_dag.test": "test",
+    "verify_dag.debugger": "test",
+    "verify_dag.exerciser": "exercise",
+}
+
+
+def broker_url(explicit: str | None = None) -> str:
+    """The broker: ``--broker``, else ``VERIFY_DAG_BROKER_URL``, else the in-process memory one."""
+    return explicit or os.environ.get(BROKER_ENV) or MEMORY_BROKER
+
+
+def result_backend(broker: str) -> str:
+    explicit = os.environ.get(BACKEND_ENV)
+    if explicit:
+        return explicit
+    if broker.startswith(("redis://", "rediss://", "redis+socket://")):
+        return broker
+    if broker.startswith("memory://"):
+        # The cache backend counts chord parts natively, so no chord_unlock polling in-process.
+        return "cache+memory://"
+    # AMQP brokers have no good chord-capable default; a result store must be named.
+    raise ValueError(
+        f"no result backend for broker {broker.split('://')[0]}://: set {BACKEND_ENV} (e.g. redis://...)"
+    )
+
+
+def _transport_options(url: str) -> dict[str, float]:
+    if url.startswith("memory://"):
+        # The memory transport polls once a second by default; in-process runs would wait on it.
+        return {"polling_interval": 0.002}
+    if url.startswith(("redis", "rediss")):
+        # With acks_late an unacked task is redelivered after the visibility timeout, so it must
+        # outlast the longest time limit or a long test suite would run twice.
+        return {"visibility_timeout": max(TIME_LIMITS.values()) + 600}
+    return {}
+
+
+def _task_annotations() -> dict[str, dict[str, int]]:
+    return {
+        name: {"time_limit": TIME_LIMITS[queue], "soft_time_limit": TIME_LIMITS[queue] - 30}
+        for name, queue in ROUTES.items()
+        if not name.endswith("*")
+    }
+
+
+app = Celery("verify_dag", include=["verify_dag.tasks"])
+
+
+def configure(broker: str | None = None) -> Celery:
+    """Point the app at a broker. Called once per process, before any task is sent."""
+    url = broker_url(broker)
+    memory = url.startswith("memory://")
+    app.conf.update(
+        broker_url=url,
+        result_backend=result_backend(url),
+        task_serializer="json",
+        result_serializer="json",
+        accept_content=["json"],
+        task_queues=[Queue(q) for q in QUEUES],
+        task_default_queue="git",
+        task_routes=ROUTES,
+        task_annotations=_task_annotations(),
+        # Reliability (DESIGN §4): a task is acknowledged when done, a lost worker's task goes back.
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        broker_connection_retry_on_startup=True,
+        result_extended=True,
+        task_track_started=True,
+        result_expires=7 * 24 * 3600,
+        # Operators watch runs in Flower, which reads task events.
+        worker_send_task_events=not memory,
+        task_send_sent_event=not memory,
+        broker_transport_options=_transport_options(url),
+        worker_hijack_root_logger=False,
+    )
+    return app
+
+
+configure()

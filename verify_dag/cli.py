@@ -1,0 +1,212 @@
+"""``verify-dag`` subcommands. ``main(argv) -> int``; every error is mapped to an exit code here."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+
+from verify_dag.errors import EXIT_ERROR, UsageError, VerifyDagError
+
+MODE_NOTE = (
+    "interactive and auto-fix are accepted, but only report-only is built yet: every run is "
+    "report-only and the report says so"
+)
+
+EXIT_CODES_HELP = """exit codes:
+  0  no issue at or above --fail-on
+  1  issues at or above --fail-on
+  2  usage error
+  3  the verification itself errored or was blocked
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr and exit 2 (no usage dump)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _severity(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a severity: {text!r}") from None
+    if not 1 <= value <= 10:
+        raise argparse.ArgumentTypeError(f"severity must be 1-10, got {value}")
+    return value
+
+
+def _add_broker(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--broker", metavar="URL",
+                   help="Celery broker URL (default: $VERIFY_DAG_BROKER_URL, else in-process)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="verify-dag", description="Verify a code change before calling it done.",
+                     epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    v = sub.add_parser("verify", help="verify a change and write one report",
+                       epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    v.add_argument("path", nargs="?", default=".", help="repository (default: current directory)")
+    v.add_argument("--scope", choices=["staged", "unstaged", "branch", "all"],
+                   help="what to verify (default: auto-detect staged, then unstaged, then branch)")
+    v.add_argument("--base", metavar="REF", help="exact baseline ref; only with --scope=branch")
+    v.add_argument("--files", metavar="F1,F2", help="verify these files only (comma-separated)")
+    v.add_argument("--module", metavar="PATH", help="verify this directory or file only")
+    v.add_argument("--depth", choices=["light", "deep"], default="light")
+    v.add_argument("--mode", choices=["interactive", "report-only", "auto-fix"],
+                   default="interactive", help=MODE_NOTE)
+    v.add_argument("--format", choices=["markdown", "json"], default="markdown")
+    v.add_argument("--output", metavar="PATH",
+                   help="write the report here (required with --format=json; never overwritten)")
+    v.add_argument("--fail-on", type=_severity, default=7, metavar="N",
+                   help="exit 1 when an issue has severity >= N (default 7)")
+    v.add_argument("--since", metavar="SHA", help="head the last approved run saw; needs --ledger")
+    v.add_argument("--ledger", metavar="PATH", help="run ledger to read (read-only)")
+    v.add_argument("--no-carry-forward", action="store_true")
+    v.add_argument("--epic-context", metavar="PATH")
+    v.add_argument("--plan-file", metavar="PATH")
+    v.add_argument("--skip-ux", action="store_true", help="skip ux-reviewer (deep only)")
+    v.add_argument("--skip-visual", action="store_true")
+    v.add_argument("--auto-fix-threshold", type=_severity, default=3, metavar="N")
+    v.add_argument("--test-timeout", type=float, default=1800.0, metavar="SECONDS")
+    v.add_argument("--timeout", type=float, default=7200.0, metavar="SECONDS",
+                   help="give up waiting for the report after this long")
+    _add_broker(v)
+
+    w = sub.add_parser("worker", help="start a Celery worker for the pipeline's queues")
+    _add_broker(w)
+    w.add_argument("--queues", metavar="Q1,Q2", help="queues to consume (default: all)")
+    w.add_argument("--concurrency", type=int, metavar="N")
+    w.add_argument("--pool", choices=["prefork", "threads", "solo"], default="prefork")
+    w.add_argument("--loglevel", default="INFO")
+    w.add_argument("--hostname", metavar="NAME")
+    return parser
+
+
+def _existing_file(value: str | None, flag: str) -> str | None:
+    if value is None:
+        return None
+    path = Path(value)
+    if not path.is_file():
+        raise UsageError(f"{flag}: no such file: {value}")
+    return str(path.resolve())
+
+
+def _request(args: argparse.Namespace) -> Any:
+    from verify_dag.models import VerifyRequest
+    from verify_dag.phases import scope
+
+    if args.skip_ux and args.depth == "light":
+        raise UsageError("--skip-ux is only valid with --depth=deep (light runs no ux-reviewer)")
+    if args.format == "json" and not args.output:
+        raise UsageError("--format=json requires --output=PATH")
+    output = None
+    if args.output:
+        out = Path(args.output)
+        if out.exists():
+            raise UsageError(f"--output: {args.output} already exists; pass a new path per run")
+        if not out.parent.is_dir():
+            raise UsageError(f"--output: directory {out.parent} does not exist")
+        output = str(out.resolve())
+    files = tuple(f.strip() for f in args.files.split(",") if f.strip()) if args.files else ()
+    if args.files is not None and not files:
+        raise UsageError("--files: no file names given")
+    request = VerifyRequest(
+        repo=str(Path(args.path).resolve()), scope=args.scope, base=args.base, files=files,
+        module=args.module, depth=args.depth, mode=args.mode, format=args.format, output=output,
+        fail_on=args.fail_on, since=args.since, ledger=_existing_file(args.ledger, "--ledger"),
+        no_carry_forward=args.no_carry_forward,
+        epic_context=_existing_file(args.epic_context, "--epic-context"),
+        plan_file=_existing_file(args.plan_file, "--plan-file"), skip_ux=args.skip_ux,
+        skip_visual=args.skip_visual, auto_fix_threshold=args.auto_fix_threshold,
+        test_timeout=args.test_timeout,
+    )
+    return scope.validate_request(request)
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from verify_dag import client, report
+    from verify_dag.celery_app import configure
+
+    request = _request(args)
+    app = configure(args.broker)
+    progress = client.Progress(client.progress_stream(request.format == "json"))
+    if str(app.conf.broker_url).startswith("memory://"):
+        from verify_dag import embedded
+
+        embedded.ensure_worker()
+        result = client.wait(client.submit(request), timeout=args.timeout, progress=progress)
+    else:
+        result = client.wait(client.submit(request), timeout=args.timeout, progress=progress,
+                             interval=0.05)
+    doc: dict[str, Any] = result["report"]
+    _emit(request, doc, result["markdown"])
+    return report.exit_code(doc, request.fail_on)
+
+
+def _emit(request: Any, doc: dict[str, Any], markdown: str) -> None:
+    text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n" if request.format == "json" else markdown
+    if request.output:
+        try:
+            # "x": never overwrite, even if the file appeared while the run was going.
+            with open(request.output, "x", encoding="utf-8") as fh:
+                fh.write(text)
+        except FileExistsError:
+            raise UsageError(f"--output: {request.output} already exists; not overwritten") from None
+        kind = "JSON report" if request.format == "json" else "Markdown report"
+        print(f"{kind} written to {request.output}")
+    else:
+        sys.stdout.write(text)
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from verify_dag.celery_app import QUEUES, broker_url, configure
+
+    url = broker_url(args.broker)
+    if url.startswith("memory://"):
+        raise UsageError("a worker needs a broker: pass --broker URL or set VERIFY_DAG_BROKER_URL")
+    queues = [q.strip() for q in (args.queues or ",".join(QUEUES)).split(",") if q.strip()]
+    unknown = sorted(set(queues) - set(QUEUES))
+    if unknown:
+        raise UsageError(f"--queues: unknown queue(s) {', '.join(unknown)}; known: {', '.join(QUEUES)}")
+    app = configure(url)
+    argv = ["worker", "-Q", ",".join(queues), "--pool", args.pool, "--loglevel", args.loglevel, "-E"]
+    if args.concurrency:
+        argv += ["--concurrency", str(args.concurrency)]
+    if args.hostname:
+        argv += ["--hostname", args.hostname]
+    app.worker_main(argv=argv)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        handler = {"verify": cmd_verify, "worker": cmd_worker}[args.command]
+        return handler(args)
+    except VerifyDagError as exc:
+        print(exc.line(), file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("verify-dag: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - one line, never a traceback (VERIFY_DAG_DEBUG=1 re-raises)
+        if os.environ.get("VERIFY_DAG_DEBUG"):
+            raise
+        print(f"verify-dag: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
+

@@ -1,0 +1,71 @@
+"""What every phase task shares: validation, idempotency, progress events, and no raising.
+
+Tasks are thin: validate the input model, call the phase, dump the output model. A phase that
+cannot proceed records an error on the state instead of raising, so the report task still runs
+and the user gets a complete v1 report with status "error".
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from celery import states
+
+from verify_dag.celery_app import app
+from verify_dag.errors import VerifyDagError
+from verify_dag.models import RunState
+
+log = logging.getLogger(__name__)
+
+StatePhase = Callable[[RunState], RunState]
+
+
+def previous_result(task: Any) -> Any | None:
+    """The stored result of this very task id, when a redelivery finds it already done."""
+    task_id = task.request.id
+    if not task_id or task.request.is_eager:
+        return None
+    # The module's app, not task.app: a task run by the embedded worker's thread pool was seen
+    # resolving task.app to Celery's default app, whose backend is disabled.
+    meta = app.backend.get_task_meta(task_id)
+    if meta.get("status") == states.SUCCESS:
+        return meta.get("result")
+    return None
+
+
+def progress(task: Any, run_id: str, phase: str) -> None:
+    """A task event Flower shows (custom update_state states are not shown)."""
+    if app.conf.worker_send_task_events and task.request.id:
+        task.send_event("task-progress", run_id=run_id, phase=phase)
+
+
+def state_phase(phase: str) -> Callable[[StatePhase], Callable[..., dict[str, Any]]]:
+    """Wrap a linear phase ``RunState -> RunState`` as a bound task body."""
+
+    def wrap(fn: StatePhase) -> Callable[..., dict[str, Any]]:
+        @functools.wraps(fn)
+        def body(task: Any, state: dict[str, Any]) -> dict[str, Any]:
+            done = previous_result(task)
+            if done is not None:
+                return dict(done)
+            st = RunState.model_validate(state)
+            if st.stopped:
+                return state
+            progress(task, st.run_id, phase)
+            try:
+                out = fn(st)
+            except VerifyDagError as exc:
+                out = st.model_copy(update={"error_code": "PHASE_FAILED",
+                                            "error_message": f"{phase}: {exc.message}"})
+            except Exception as exc:  # noqa: BLE001 - the report must still be written
+                log.exception("phase %s crashed", phase)
+                out = st.model_copy(update={"error_code": "INTERNAL_ERROR",
+                                            "error_message": f"{phase}: {type(exc).__name__}: {exc}"})
+            return out.model_dump(mode="json")
+
+        return body
+
+    return wrap

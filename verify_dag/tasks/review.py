@@ -1,0 +1,20 @@
+"""One task per judgement reviewer, named ``verify_dag.review.<skill>`` for Flower."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from verify_dag.celery_app import app
+from verify_dag.reviewers import REGISTRY, Reviewer
+from verify_dag.tasks.pipeline import _header
+
+
+def _make(skill: str, fn: Reviewer) -> Any:
+    @app.task(name=f"verify_dag.review.{skill}", bind=True)
+    def review_task(self: Any, state: dict[str, Any]) -> list[dict[str, Any]]:
+        return _header(self, state, skill, fn)
+
+    return review_task
+
+
+TASKS = {skill: _make(skill, fn) for skill, fn in REGISTRY.items()}

@@ -1,0 +1,87 @@
+"""All chain and chord building, and nowhere else.
+
+The DAG (DESIGN §4)::
+
+    scope -> engineer -> triage -> static
+      -> chord([test, review.<skill> ...], collect) -> debugger -> exerciser -> report
+
+Every signature gets an explicit task id up front so a client can follow the run phase by phase
+(and a redelivered task keeps its id, which is what idempotency is keyed on). The run id is the
+root task's id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from celery import chain, chord, signature, uuid
+
+from verify_dag.celery_app import app
+from verify_dag.models import RunState, VerifyRequest
+
+# Judgement reviewers of the deep composition, in the seed's invocation order.
+DEEP_REVIEWERS = ("reviewer", "codex-reviewer", "comment-review", "qa", "ux-reviewer",
+                  "visual-verify")
+
+
+@dataclass(frozen=True)
+class PhaseRef:
+    label: str  # what the progress display shows
+    task_id: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    run_id: str
+    canvas: Any  # celery.canvas.Signature; celery ships no types
+    phases: tuple[PhaseRef, ...]
+    final_id: str
+
+
+def header_tasks(request: VerifyRequest) -> list[str]:
+    """The chord header: the tester plus the judgement reviewers of the depth's composition."""
+    names = ["verify_dag.test"]
+    if request.depth == "light":
+        # One task picks codex-reviewer or reviewer on the worker that runs it, where the
+        # Codex CLI either is or is not on PATH.
+        names.append("verify_dag.review.judgement")
+    else:
+        names.extend(f"verify_dag.review.{skill}" for skill in DEEP_REVIEWERS)
+    if request.plan_file:
+        names.append("verify_dag.review.plan-completeness")
+    return names
+
+
+def plan(request: VerifyRequest, run_id: str | None = None) -> Plan:
+    run_id = run_id or uuid()
+    state = RunState(run_id=run_id, request=request).model_dump(mode="json")
+    phases: list[PhaseRef] = []
+
+    def sig(name: str, *args: Any, label: str, task_id: str | None = None, **kwargs: Any) -> Any:
+        tid = task_id or uuid()
+        phases.append(PhaseRef(label, tid))
+        phase = name.removeprefix("verify_dag.")
+        return signature(name, args=args, kwargs=kwargs, app=app).set(
+            task_id=tid,
+            # Flower shows these instead of the full state; they never carry a secret.
+            argsrepr=f"run={run_id} repo={request.repo} phase={phase}",
+            kwargsrepr="{}",
+        )
+
+    scope = sig("verify_dag.scope", state, label="scope", task_id=run_id)
+    engineer = sig("verify_dag.engineer", label="engineer skill")
+    triage = sig("verify_dag.triage", label="triage")
+    static = sig("verify_dag.static", label="static analysis")
+    static_id = phases[-1].task_id
+    header = [
+        sig(name, label=name.removeprefix("verify_dag.").replace("review.", "review: "))
+        for name in header_tasks(request)
+    ]
+    collect = sig("verify_dag.collect", label="collect", context_id=static_id)
+    debugger = sig("verify_dag.debugger", label="debugger")
+    exerciser = sig("verify_dag.exerciser", label="exerciser")
+    report = sig("verify_dag.report", label="report")
+    canvas = chain(scope, engineer, triage, static, chord(header, collect), debugger, exerciser,
+                   report)
+    return Plan(run_id=run_id, canvas=canvas, phases=tuple(phases), final_id=phases[-1].task_id)
