@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from celery import Celery
-from kombu import Queue
+from kombu.entity import Queue
 
 BROKER_ENV = "VERIFY_DAG_BROKER_URL"
 BACKEND_ENV = "VERIFY_DAG_RESULT_BACKEND"
@@ -88,7 +88,7 @@ def configure(broker: str | None = None) -> Celery:
         task_serializer="json",
         result_serializer="json",
         accept_content=["json"],
-        task_queues=[Queue(q) for q in QUEUES],
+        task_queues=[Queue(q) for q in QUEUES],  # type: ignore[no-untyped-call]
         task_default_queue="git",
         task_routes=ROUTES,
         task_annotations=_task_annotations(),

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
-
 
 from verify_dag.errors import EXIT_ERROR, UsageError, VerifyDagError
 
@@ -154,14 +152,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _emit(request: Any, doc: dict[str, Any], markdown: str) -> None:
-    text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n" if request.format == "json" else markdown
+    from verify_dag import report
+
+    text = report.to_json(doc) if request.format == "json" else markdown
     if request.output:
         try:
             # "x": never overwrite, even if the file appeared while the run was going.
             with open(request.output, "x", encoding="utf-8") as fh:
                 fh.write(text)
         except FileExistsError:
-            raise UsageError(f"--output: {request.output} already exists; not overwritten") from None
+            raise UsageError(f"--output: {request.output} already exists; not overwritten"
+                             ) from None
         kind = "JSON report" if request.format == "json" else "Markdown report"
         print(f"{kind} written to {request.output}")
     else:
@@ -177,9 +178,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
     queues = [q.strip() for q in (args.queues or ",".join(QUEUES)).split(",") if q.strip()]
     unknown = sorted(set(queues) - set(QUEUES))
     if unknown:
-        raise UsageError(f"--queues: unknown queue(s) {', '.join(unknown)}; known: {', '.join(QUEUES)}")
+        raise UsageError(f"--queues: unknown queue(s) {', '.join(unknown)}; "
+                         f"known: {', '.join(QUEUES)}")
     app = configure(url)
-    argv = ["worker", "-Q", ",".join(queues), "--pool", args.pool, "--loglevel", args.loglevel, "-E"]
+    argv = ["worker", "-Q", ",".join(queues), "--pool", args.pool, "--loglevel", args.loglevel,
+            "-E"]
     if args.concurrency:
         argv += ["--concurrency", str(args.concurrency)]
     if args.hostname:
@@ -200,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("verify-dag: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:  # noqa: BLE001 - one line, never a traceback (VERIFY_DAG_DEBUG=1 re-raises)
+    except Exception as exc:
         if os.environ.get("VERIFY_DAG_DEBUG"):
             raise
         print(f"verify-dag: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)

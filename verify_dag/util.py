@@ -7,6 +7,7 @@ own process group so a time-out kills the whole tree, and its output is capped.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import resource
@@ -170,8 +171,6 @@ def run(
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     proc.wait()

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from verify_dag.models.findings import Finding, Location, SkillOutcome
 from verify_dag.models.request import VerifyRequest
-from verify_dag.models.scope import ALL_OTHER_FILES, ExcludedFile, FileChange, LineRange, Scope, ScopeError
+from verify_dag.models.scope import (
+    ALL_OTHER_FILES,
+    ExcludedFile,
+    FileChange,
+    LineRange,
+    Scope,
+    ScopeError,
+)
 from verify_dag.models.state import RunState
 from verify_dag.models.toolchain import Command, EngineerContext, Toolchain
 

@@ -23,4 +23,5 @@ class RunState(Frozen):
     @property
     def stopped(self) -> bool:
         """Later phases skip themselves when scope failed or found nothing."""
-        return self.error_code is not None or (self.scope is not None and self.scope.nothing_to_verify)
+        nothing = self.scope is not None and self.scope.nothing_to_verify
+        return self.error_code is not None or nothing

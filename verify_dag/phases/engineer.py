@@ -30,7 +30,9 @@ def run(repo: str, commit: str) -> EngineerContext:
         return EngineerContext(
             summary="No engineer skill found — toolchain discovered via exploration")
     skill_dir = dirs[0]
-    notes = [f"several engineer skills found, using {skill_dir}: {', '.join(dirs)}"] if len(dirs) > 1 else []
+    notes = []
+    if len(dirs) > 1:
+        notes.append(f"several engineer skills found, using {skill_dir}: {', '.join(dirs)}")
     skill_md = git.read_file(repo, commit, f"{skill_dir}/SKILL.md") or ""
     summary = "\n".join(skill_md.splitlines()[:SUMMARY_LINES]).strip()
     verification = git.read_file(repo, commit, f"{skill_dir}/VERIFICATION.md")

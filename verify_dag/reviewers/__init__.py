@@ -35,7 +35,7 @@ def codex_reviewer(state: RunState) -> list[SkillOutcome]:
     reason = "independent second-model review"
     if state.scope is not None and state.scope.mode == "all":
         return [SkillOutcome(skill="codex-reviewer", status="SKIPPED", ran=False,
-                             notes="SKIPPED_UNSUPPORTED_SCOPE: --scope=all is not reviewed by Codex",
+                             notes="SKIPPED_UNSUPPORTED_SCOPE: Codex does not review --scope=all",
                              reason="SKIPPED_UNSUPPORTED_SCOPE")]
     if not codex_available():
         return [SkillOutcome(skill="codex-reviewer", status="BLOCKED",
@@ -57,7 +57,7 @@ def light_judgement(state: RunState) -> list[SkillOutcome]:
                              reason="not in light composition (codex-reviewer was chosen)")
         return [*chosen, other]
     chosen = [SkillOutcome(skill="reviewer", status="NOT_RUN",
-                           notes=f"Judgement reviewer at light depth (Codex unavailable); {NO_BACKEND}",
+                           notes=f"light judgement reviewer (Codex unavailable); {NO_BACKEND}",
                            reason="light judgement reviewer (Codex unavailable)")]
     other = SkillOutcome(skill="codex-reviewer", status="SKIPPED", ran=False,
                          notes="Codex CLI not on PATH; reviewer ran instead",

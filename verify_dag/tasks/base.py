@@ -16,11 +16,12 @@ from celery import states
 
 from verify_dag.celery_app import app
 from verify_dag.errors import VerifyDagError
-from verify_dag.models import RunState
+from verify_dag.models import RunState, SkillOutcome
 
 log = logging.getLogger(__name__)
 
 StatePhase = Callable[[RunState], RunState]
+HeaderPhase = Callable[[RunState], list[SkillOutcome]]
 
 
 def previous_result(task: Any) -> Any | None:
@@ -60,11 +61,39 @@ def state_phase(phase: str) -> Callable[[StatePhase], Callable[..., dict[str, An
             except VerifyDagError as exc:
                 out = st.model_copy(update={"error_code": "PHASE_FAILED",
                                             "error_message": f"{phase}: {exc.message}"})
-            except Exception as exc:  # noqa: BLE001 - the report must still be written
+            except Exception as exc:
                 log.exception("phase %s crashed", phase)
+                message = f"{phase}: {type(exc).__name__}: {exc}"
                 out = st.model_copy(update={"error_code": "INTERNAL_ERROR",
-                                            "error_message": f"{phase}: {type(exc).__name__}: {exc}"})
+                                            "error_message": message})
             return out.model_dump(mode="json")
+
+        return body
+
+    return wrap
+
+
+def header_phase(skill: str) -> Callable[[HeaderPhase], Callable[..., list[dict[str, Any]]]]:
+    """Wrap a chord header phase. It never raises: a header task that failed would stop the chord
+    body (ChordError), and with it the report."""
+
+    def wrap(fn: HeaderPhase) -> Callable[..., list[dict[str, Any]]]:
+        @functools.wraps(fn)
+        def body(task: Any, state: dict[str, Any]) -> list[dict[str, Any]]:
+            done = previous_result(task)
+            if done is not None:
+                return list(done)
+            st = RunState.model_validate(state)
+            if st.stopped:
+                return []
+            progress(task, st.run_id, skill)
+            try:
+                outcomes = fn(st)
+            except Exception as exc:
+                log.exception("skill %s crashed", skill)
+                outcomes = [SkillOutcome(skill=skill, status="NOT_RUN",
+                                         notes=f"crashed: {type(exc).__name__}: {exc}")]
+            return [o.model_dump(mode="json") for o in outcomes]
 
         return body
 

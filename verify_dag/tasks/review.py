@@ -6,13 +6,15 @@ from typing import Any
 
 from verify_dag.celery_app import app
 from verify_dag.reviewers import REGISTRY, Reviewer
-from verify_dag.tasks.pipeline import _header
+from verify_dag.tasks.base import header_phase
 
 
 def _make(skill: str, fn: Reviewer) -> Any:
+    body = header_phase(skill)(fn)
+
     @app.task(name=f"verify_dag.review.{skill}", bind=True)
     def review_task(self: Any, state: dict[str, Any]) -> list[dict[str, Any]]:
-        return _header(self, state, skill, fn)
+        return body(self, state)
 
     return review_task
 
