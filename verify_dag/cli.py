@@ -147,6 +147,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
         result = client.wait(client.submit(request), timeout=args.timeout, progress=progress,
                              interval=0.05)
     doc: dict[str, Any] = result["report"]
+    if doc["scope"].get("nothingToVerify") and request.format == "markdown" and not request.output:
+        # The seed's "report 'nothing to verify' and STOP": one line, not eleven SKIPPED rows.
+        notes = "; ".join(doc["scope"].get("notes") or []) or "no changes in the selected scope"
+        print(f"Nothing to verify: {notes}")
+        return report.exit_code(doc, request.fail_on)
     _emit(request, doc, result["markdown"])
     return report.exit_code(doc, request.fail_on)
 

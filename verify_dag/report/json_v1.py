@@ -51,6 +51,9 @@ def _scope(state: RunState, nothing: bool) -> dict[str, Any]:
     req = state.request
     sc: Scope | None = state.scope
     mode = sc.mode if sc is not None else req.scope
+    if mode == "auto":
+        # Auto-detection found nothing to resolve to: there is no resolved mode to report.
+        mode = None
     branch = mode == "branch" or (sc is None and req.base is not None)
     # An invalid base still reports the ref exactly as requested (seed 8c, error case).
     base_ref = (sc.base_ref if sc is not None and sc.base_ref else req.base) if branch else None
