@@ -144,8 +144,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
         embedded.ensure_worker()
         result = client.wait(client.submit(request), timeout=args.timeout, progress=progress)
     else:
-        result = client.wait(client.submit(request), timeout=args.timeout, progress=progress,
-                             interval=0.05)
+        submitted = client.submit(request)
+        try:
+            result = client.wait(submitted, timeout=args.timeout, progress=progress,
+                                 interval=0.05)
+        finally:
+            client.release(submitted)
     doc: dict[str, Any] = result["report"]
     if doc["scope"].get("nothingToVerify") and request.format == "markdown" and not request.output:
         # The seed's "report 'nothing to verify' and STOP": one line, not eleven SKIPPED rows.

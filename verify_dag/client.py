@@ -7,7 +7,6 @@ import time
 from typing import Any, TextIO
 
 from celery import states
-from celery.result import AsyncResult
 
 from verify_dag.celery_app import app
 from verify_dag.errors import FatalError
@@ -16,9 +15,9 @@ from verify_dag.workflow import Plan, plan
 
 
 def submit(request: VerifyRequest) -> Plan:
-    p = plan(request)
-    p.canvas.apply_async()
-    return p
+    built = plan(request)
+    built.canvas.apply_async()
+    return built
 
 
 class Progress:
@@ -34,7 +33,7 @@ class Progress:
         for ref in p.phases:
             if ref.task_id in self.shown:
                 continue
-            state = AsyncResult(ref.task_id, app=app).state
+            state = _meta(ref.task_id)["status"]
             if state in states.READY_STATES:
                 self.shown.add(ref.task_id)
                 mark = "done" if state == states.SUCCESS else state.lower()
@@ -50,16 +49,16 @@ def wait(p: Plan, *, timeout: float, progress: Progress | None = None,
     looked at too, for the progress display and so that a phase task that failed outright (it
     should not: phases record errors on the state) ends the wait instead of hanging it.
     """
-    final = AsyncResult(p.final_id, app=app)
     start = time.monotonic()
     next_sweep = start + sweep
     while True:
-        if final.ready():
+        final = _meta(p.final_id)
+        if final["status"] in states.READY_STATES:
             if progress is not None:
                 progress.update(p)
-            if final.state != states.SUCCESS:
-                raise FatalError(f"the report task failed: {final.result!r}")
-            result: dict[str, Any] = final.get(disable_sync_subtasks=False)
+            if final["status"] != states.SUCCESS:
+                raise FatalError(f"the report task failed: {final.get('result')!r}")
+            result: dict[str, Any] = final["result"]
             return result
         now = time.monotonic()
         if now >= next_sweep:
@@ -67,15 +66,35 @@ def wait(p: Plan, *, timeout: float, progress: Progress | None = None,
             if progress is not None:
                 progress.update(p)
             for ref in p.phases:
-                res = AsyncResult(ref.task_id, app=app)
-                if res.state == states.FAILURE:
-                    raise FatalError(f"phase {ref.label} failed: {res.result!r}")
+                meta = _meta(ref.task_id)
+                if meta["status"] == states.FAILURE:
+                    raise FatalError(f"phase {ref.label} failed: {meta.get('result')!r}")
         if now - start > timeout:
             raise FatalError(
                 f"no report after {timeout:.0f} s (run {p.run_id})",
                 hint="is a worker consuming the git, static, review, test and exercise queues?",
             )
         time.sleep(interval)
+
+
+def release(p: Plan) -> None:
+    """Cancel the result subscriptions that sending the canvas opened (Redis pub/sub).
+
+    The client reads results with ``_meta`` and never needs them. Left open, each is cancelled
+    from AsyncResult.__del__ during interpreter shutdown, which prints a traceback.
+    """
+    consumer = getattr(app.backend, "result_consumer", None)
+    if consumer is None:
+        return
+    for ref in p.phases:
+        consumer.cancel_for(ref.task_id)
+
+
+def _meta(task_id: str) -> dict[str, Any]:
+    # Plain reads of the result store. AsyncResult would subscribe to Redis pub/sub and try to
+    # unsubscribe from __del__ while the interpreter shuts down, printing a traceback.
+    meta: dict[str, Any] = app.backend.get_task_meta(task_id)
+    return meta
 
 
 def progress_stream(json_output: bool) -> TextIO | None:

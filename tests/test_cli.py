@@ -1,0 +1,114 @@
+"""Bad input: one clear line on stderr, the documented exit code, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import Repo
+
+from verify_dag.cli import main
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "verify_dag.cli", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess[str], code: int, needle: str) -> None:
+    assert proc.returncode == code, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("verify-dag: error: ") and needle in lines[0]
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+def test_not_a_git_repository(tmp_path: Path) -> None:
+    assert_one_line_error(run_cli("verify", str(tmp_path)), 2, "not a git repository")
+
+
+def test_empty_repository(repo: Repo) -> None:
+    assert_one_line_error(run_cli("verify", str(repo.path)), 2, "empty repository")
+
+
+@pytest.mark.parametrize(
+    ("flags", "needle"),
+    [
+        (["--scope=staged", "--base=main"], "--base is only valid with --scope=branch"),
+        (["--base=main"], "--base is only valid with --scope=branch"),
+        (["--since=HEAD"], "--since requires --ledger"),
+        (["--files=../outside.py"], "outside the repository"),
+        (["--files=missing.py"], "missing.py"),
+        (["--module=/etc"], "outside the repository"),
+        (["--skip-ux"], "--skip-ux is only valid with --depth=deep"),
+        (["--format=json"], "--format=json requires --output"),
+        (["--scope=sideways"], "invalid choice"),
+        (["--fail-on=11"], "severity must be 1-10"),
+        (["--ledger=nope.json", "--since=HEAD"], "--ledger: no such file"),
+    ],
+)
+def test_usage_errors(repo: Repo, flags: list[str], needle: str) -> None:
+    repo.write("a.py", "x = 1\n")
+    repo.commit()
+    assert_one_line_error(run_cli("verify", str(repo.path), *flags), 2, needle)
+
+
+def test_output_is_never_overwritten(repo: Repo, tmp_path: Path) -> None:
+    repo.write("a.py", "x = 1\n")
+    repo.commit()
+    existing = tmp_path / "r.json"
+    existing.write_text("keep me", encoding="utf-8")
+    proc = run_cli("verify", str(repo.path), "--format=json", f"--output={existing}")
+    assert_one_line_error(proc, 2, "already exists")
+    assert existing.read_text(encoding="utf-8") == "keep me"
+
+
+def test_worker_needs_a_broker() -> None:
+    assert_one_line_error(run_cli("worker"), 2, "a worker needs a broker")
+
+
+def test_file_names_that_look_like_flags(repo: Repo, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    repo.write("-dash é space.py", "import os\n")
+    repo.commit()
+    out = tmp_path / "r.json"
+    assert main(["verify", str(repo.path), "--files=-dash é space.py", "--format=json",
+                 f"--output={out}"]) in (0, 1)
+    text = out.read_text(encoding="utf-8")
+    assert '"path": "-dash é space.py"' in text and "F401" in text
+
+
+def test_help_names_modes_and_exit_codes() -> None:
+    proc = run_cli("verify", "--help")
+    assert proc.returncode == 0
+    assert "only report-only is built yet" in " ".join(proc.stdout.split())
+    assert "exit codes:" in proc.stdout
+
+
+def test_progress_only_on_a_terminal(scenario: Repo) -> None:
+    args = [sys.executable, "-m", "verify_dag.cli", "verify", str(scenario.path),
+            "--scope=branch", "--base=base"]
+    piped = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert piped.returncode == 1 and "[1/" not in piped.stderr
+    # On a terminal: one line per phase as it finishes, on stderr.
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(args, stdout=follower, stderr=subprocess.PIPE, text=True)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    _, err = proc.communicate(timeout=120)
+    os.close(leader)
+    assert proc.returncode == 1
+    assert "scope: done" in err and "report: done" in err
+    assert b"# Verification Report" in b"".join(chunks)

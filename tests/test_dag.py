@@ -1,0 +1,119 @@
+"""The whole DAG through the in-process worker, on real repositories, via the CLI entry point."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Repo
+
+from verify_dag import report
+from verify_dag.cli import main
+
+
+def verify_json(repo: Repo, tmp_path: Path, *flags: str) -> tuple[int, dict[str, Any]]:
+    out = tmp_path / f"report-{len(list(tmp_path.glob('report-*')))}.json"
+    rc = main(["verify", str(repo.path), *flags, "--format=json", f"--output={out}"])
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    report.validate(doc)
+    return rc, doc
+
+
+def skill(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(s for s in doc["skillResults"] if s["skill"] == name)
+
+
+def test_acceptance_branch_scenario(scenario: Repo, tmp_path: Path,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    rc, doc = verify_json(scenario, tmp_path, "--scope=branch", "--base=base")
+    assert rc == 1
+    assert capsys.readouterr().out.startswith("JSON report written to ")
+    assert doc["status"] == "ok" and doc["overall"] == {"result": "issues-found", "mode": "branch"}
+    assert doc["scope"]["baseRef"] == "base"
+    assert doc["scope"]["mergeBase"] == scenario.git("rev-parse", "base")
+    assert doc["scope"]["headSha"] == scenario.head()
+    titles = [f["title"] for f in doc["findings"]]
+    # The new lint error is reported; the old one (import os, line 1, unchanged) is not.
+    assert any("F841" in t for t in titles)
+    assert not any("F401" in t for t in titles)
+    lint = next(i for i in doc["issues"] if "F841" in i["title"])
+    assert lint["location"] == {"path": "src/calc.py", "line": 9}
+    failing = next(i for i in doc["issues"] if "test_mul" in i["title"])
+    assert failing["severity"] >= 9 and failing["class"] == "test-failure"
+    assert skill(doc, "tester")["status"] == "FAILED"
+    assert skill(doc, "tester")["notes"].startswith("1 passed, 1 failed, 0 errors, 0 skipped")
+    assert skill(doc, "reviewer")["status"] == "NOT_RUN"
+    assert skill(doc, "qa") == {"skill": "qa", "status": "SKIPPED",
+                                "notes": "not in light composition"}
+    assert skill(doc, "exerciser")["status"] == "BLOCKED"
+    assert doc["run"]["mode"] == "report-only" and doc["run"]["requestedMode"] == "interactive"
+
+
+def test_markdown_report_on_stdout(scenario: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["verify", str(scenario.path), "--scope=branch", "--base=base", "--fail-on=10"])
+    out = capsys.readouterr().out
+    assert rc == 0  # the worst issue is severity 9, below --fail-on=10
+    assert out.startswith("# Verification Report")
+    assert "**Judgement reviewer:** reviewer (Codex unavailable)" in out
+    assert "Test failed: tests/test_calc.py::test_mul" in out
+
+
+def test_invalid_base_is_a_complete_error_report(scenario: Repo, tmp_path: Path) -> None:
+    rc, doc = verify_json(scenario, tmp_path, "--scope=branch", "--base=no-such-ref")
+    assert rc == 3
+    assert doc["status"] == "error" and doc["error"]["code"] == "INVALID_BASE"
+    assert doc["scope"]["baseRef"] == "no-such-ref" and doc["scope"]["mergeBase"] is None
+    assert doc["scope"]["includedFiles"] == [] and doc["findings"] == []
+    assert {s["status"] for s in doc["skillResults"]} == {"NOT_RUN"}
+
+
+def test_nothing_to_verify(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+    repo.write("a.py", "x = 1\n")
+    repo.commit()
+    assert main(["verify", str(repo.path)]) == 0
+    assert capsys.readouterr().out.startswith("Nothing to verify: ")
+
+
+def test_staged_scope_leaves_index_and_worktree_alone(repo: Repo, tmp_path: Path) -> None:
+    repo.write("mod.py", "def f():\n    return 1\n")
+    repo.commit()
+    repo.write("mod.py", "import sys\n\n\ndef f():\n    return 1\n")
+    repo.git("add", "mod.py")
+    repo.write("mod.py", "import sys\nimport json\n\n\ndef f():\n    return 1\n")
+    index = (repo.path / ".git" / "index").read_bytes()
+    status = repo.git("status", "--porcelain")
+    rc, doc = verify_json(repo, tmp_path)
+    assert doc["scope"]["mode"] == "staged" and doc["scope"]["compareRef"] == "INDEX"
+    # Only the staged import is in scope; the unstaged one is not.
+    assert [i["title"] for i in doc["issues"] if i["sources"] == ["static-analysis"]] == [
+        "ruff F401: `sys` imported but unused"]
+    assert (repo.path / ".git" / "index").read_bytes() == index
+    assert repo.git("status", "--porcelain") == status
+    # No test command in this repository: that is a finding, never a pass.
+    assert skill(doc, "tester")["status"] in {"NOT_RUN", "BLOCKED"}
+    assert rc == 1
+
+
+def test_deep_composition_reports_every_reviewer(scenario: Repo, tmp_path: Path) -> None:
+    _, doc = verify_json(scenario, tmp_path, "--scope=branch", "--base=base", "--depth=deep",
+                         "--skip-ux")
+    assert doc["scope"]["depth"] == "deep"
+    statuses = {s["skill"]: s["status"] for s in doc["skillResults"]}
+    for name in ("reviewer", "comment-review", "qa"):
+        assert statuses[name] == "NOT_RUN"
+    assert statuses["codex-reviewer"] in {"BLOCKED", "SKIPPED"}
+    assert statuses["ux-reviewer"] == "SKIPPED"
+    assert skill(doc, "ux-reviewer")["notes"] == "--skip-ux"
+    assert statuses["visual-verify"] == "SKIPPED"
+    assert "ux-reviewer" in doc["triage"]["skills_skipped"]
+
+
+def test_scope_all_on_dirty_worktree(scenario: Repo, tmp_path: Path) -> None:
+    scenario.write("src/extra.py", "import json\n")
+    _, doc = verify_json(scenario, tmp_path, "--scope=all")
+    paths = [f["path"] for f in doc["scope"]["includedFiles"]]
+    assert "src/calc.py" in paths and "src/extra.py" not in paths  # untracked: not in all
+    titles = [i["title"] for i in doc["issues"]]
+    assert any("F401" in t for t in titles)  # whole-file scope: the old import is in scope now

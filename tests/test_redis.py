@@ -1,0 +1,110 @@
+"""The same DAG on a real Redis with a real worker process started separately."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from celery import Celery
+from conftest import Repo
+
+from verify_dag import report
+
+# CI sets VERIFY_DAG_TEST_REDIS and starts Redis, so there a missing server fails the test
+# instead of skipping it. Database 14 keeps these tests away from anything else on the server.
+CI_URL = os.environ.get("VERIFY_DAG_TEST_REDIS")
+URL = (CI_URL or "redis://127.0.0.1:6379").rstrip("/") + "/14"
+
+
+@pytest.fixture(scope="module")
+def broker() -> str:
+    client = redis.Redis.from_url(URL)
+    try:
+        client.ping()
+    except redis.exceptions.ConnectionError as exc:
+        if CI_URL:
+            raise
+        pytest.skip(f"no Redis at {URL}: {exc}")
+    client.flushdb()
+    return URL
+
+
+@pytest.fixture(scope="module")
+def worker(broker: str,
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[subprocess.Popen[bytes]]:
+    log = tmp_path_factory.mktemp("worker") / "worker.log"
+    env = {k: v for k, v in os.environ.items() if k != "VERIFY_DAG_BROKER_URL"}
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "verify_dag.cli", "worker", "--broker", broker,
+             "--concurrency", "2", "--loglevel", "INFO", "--hostname", "test-worker@%h"],
+            stdout=fh, stderr=subprocess.STDOUT, env=env,
+        )
+    try:
+        pinger = Celery(broker=broker)
+        deadline = time.monotonic() + 60
+        while not pinger.control.ping(timeout=0.5):
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "worker did not come up:\n" + log.read_text()
+        yield proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def run_verify(repo: Repo, out: Path, *flags: str) -> tuple[int, dict[str, Any]]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "verify_dag.cli", "verify", str(repo.path), "--scope=branch",
+         "--base=base", "--format=json", f"--output={out}", "--timeout=120", *flags],
+        capture_output=True, text=True, timeout=180,
+    )
+    assert proc.stderr == "", proc.stderr
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    report.validate(doc)
+    return proc.returncode, doc
+
+
+def comparable(doc: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return [(i["title"], i["severity"], i["class"], json.dumps(i["location"]))
+            for i in doc["issues"]]
+
+
+def test_redis_worker_gives_the_same_findings(scenario: Repo, tmp_path: Path, broker: str,
+                                               worker: subprocess.Popen[bytes]) -> None:
+    rc_redis, on_redis = run_verify(scenario, tmp_path / "redis.json", f"--broker={broker}")
+    rc_embedded, embedded = run_verify(scenario, tmp_path / "embedded.json")
+    assert rc_redis == rc_embedded == 1
+    assert comparable(on_redis) == comparable(embedded)
+    assert [s["status"] for s in on_redis["skillResults"]] == [
+        s["status"] for s in embedded["skillResults"]]
+    assert any("F841" in i["title"] for i in on_redis["issues"])
+    tester = next(s for s in on_redis["skillResults"] if s["skill"] == "tester")
+    assert tester["notes"].startswith("1 passed, 1 failed")
+
+
+def test_broker_from_environment(scenario: Repo, tmp_path: Path, broker: str,
+                                 worker: subprocess.Popen[bytes]) -> None:
+    out = tmp_path / "env.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "verify_dag.cli", "verify", str(scenario.path), "--scope=branch",
+         "--base=base", "--format=json", f"--output={out}", "--timeout=120"],
+        capture_output=True, text=True, timeout=180,
+        env={**os.environ, "VERIFY_DAG_BROKER_URL": broker},
+    )
+    assert proc.returncode == 1, proc.stderr
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    # The run id is the root task's id, and the worker stored every phase's result in Redis.
+    client = redis.Redis.from_url(broker)
+    assert client.exists(f"celery-task-meta-{doc['run']['id']}")
