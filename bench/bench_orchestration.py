@@ -109,12 +109,14 @@ def main() -> None:
         embedded.shutdown()
     print(f"embedded worker start, once per process:     {startup:7.1f} ms")
     print(f"full run (ruff, pytest), {runs} runs each, alternating, medians:")
-    print(f"  through the embedded DAG {full_dag:7.1f} ms | phases called directly {full_direct:7.1f} ms"
-          f" | overhead {full_dag - full_direct:6.1f} ms | ratio {full_dag / full_direct:.3f}")
+    _row(full_dag, full_direct)
     print(f"nothing-to-verify run (all 12 tasks, no phase work), {runs * 4} runs each:")
-    print(f"  through the embedded DAG {empty_dag:7.1f} ms | phases called directly {empty_direct:7.1f} ms"
-          f" | overhead {empty_dag - empty_direct:6.1f} ms | ratio {empty_dag / empty_direct:.3f}")
+    _row(empty_dag, empty_direct)
 
+
+def _row(dag: float, plain: float) -> None:
+    print(f"  through the embedded DAG {dag:7.1f} ms | phases called directly {plain:7.1f} ms"
+          f" | overhead {dag - plain:6.1f} ms | ratio {dag / plain:.3f}")
 
 if __name__ == "__main__":
     main()
