@@ -301,3 +301,24 @@ def test_sha256_repository(tmp_path: Path) -> None:
     head = repo.commit()
     assert len(git.head(repo.path)) == 64 == len(head)
     assert len(git.empty_tree(repo.path)) == 64
+
+
+def test_worktree_snapshot_sees_a_racily_clean_edit(repo: Repo) -> None:
+    # A same-size edit in the second of the last index write has the stat data git recorded;
+    # only the index's own mtime tells git to compare content. The temporary index copy must keep
+    # it, or the edit is silently missed (seen as a flaky unstaged scope).
+    import os
+    import time
+
+    repo.git("config", "core.trustctime", "false")
+    target = repo.write("a.py", "x\n")
+    head = repo.commit()
+    recorded = os.stat(target)
+    time.sleep(1.1)  # a fresh copy of the index is now a whole second newer than the entry
+    target.write_text("y\n", encoding="utf-8")
+    os.utime(target, ns=(recorded.st_atime_ns, recorded.st_mtime_ns))
+    index = repo.path / ".git" / "index"
+    os.utime(index, ns=(recorded.st_atime_ns, recorded.st_mtime_ns))
+    snap = git.snapshot_worktree(repo.path, head)
+    assert snap != head
+    assert repo.git("show", f"{snap}:a.py") == "y"

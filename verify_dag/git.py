@@ -226,7 +226,10 @@ def _temp_index(repo: str | Path) -> Iterator[dict[str, str]]:
     with tempfile.TemporaryDirectory(prefix="verify-dag-index-") as tmp:
         copy = Path(tmp) / "index"
         if src.exists():
-            shutil.copyfile(src, copy)
+            # copy2 keeps the index's mtime: git treats an entry as "racily clean" (and compares
+            # content, not just stat data) by comparing file mtimes with the index's own. A fresh
+            # mtime would hide a same-size edit made in the second of the last index write.
+            shutil.copy2(src, copy)
         yield _env({"GIT_INDEX_FILE": str(copy), **_IDENTITY})
 
 
