@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -117,3 +118,69 @@ def test_scope_all_on_dirty_worktree(scenario: Repo, tmp_path: Path) -> None:
     assert "src/calc.py" in paths and "src/extra.py" not in paths  # untracked: not in all
     titles = [i["title"] for i in doc["issues"]]
     assert any("F401" in t for t in titles)  # whole-file scope: the old import is in scope now
+
+
+def test_since_adds_the_delta(scenario: Repo, tmp_path: Path) -> None:
+    first = scenario.git("rev-parse", "HEAD")
+    scenario.write("src/calc.py", scenario.path.joinpath("src/calc.py").read_text() + "\nZ = 1\n")
+    scenario.commit("more")
+    ledger = tmp_path / "ledger.json"
+    ledger.write_text('{"findings": []}', encoding="utf-8")
+    _, doc = verify_json(scenario, tmp_path, "--scope=branch", "--base=base",
+                         f"--since={first}", f"--ledger={ledger}")
+    assert doc["scope"]["deltaBaseSha"] == first
+    assert [f["path"] for f in doc["scope"]["deltaFiles"]] == ["src/calc.py"]
+    # The full branch diff is still what is verified.
+    assert [f["path"] for f in doc["scope"]["includedFiles"]] == ["src/calc.py",
+                                                                  "tests/test_calc.py"]
+
+
+def test_detached_head_on_a_merge_commit(scenario: Repo, tmp_path: Path) -> None:
+    scenario.git("checkout", "-q", "-b", "side", "base")
+    scenario.write("docs.txt", "side\n")
+    scenario.commit("side")
+    scenario.git("checkout", "-q", "main")
+    scenario.git("merge", "-q", "--no-edit", "side")
+    scenario.git("checkout", "-q", "--detach", "HEAD")
+    _, doc = verify_json(scenario, tmp_path, "--scope=branch", "--base=base")
+    paths = [f["path"] for f in doc["scope"]["includedFiles"]]
+    assert paths == ["docs.txt", "src/calc.py", "tests/test_calc.py"]
+    assert doc["scope"]["headSha"] == scenario.head()
+
+
+def test_a_redelivered_task_returns_its_first_result(scenario: Repo,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from verify_dag import embedded
+    from verify_dag.celery_app import app
+    from verify_dag.models import RunState, VerifyRequest
+    from verify_dag.tasks import base, pipeline
+
+    # The embedded worker runs in this process, so the phase and the lookup can be observed.
+    runs: list[str] = []
+    lookups: list[object] = []
+    real_run, real_lookup = pipeline.exerciser.run, base.previous_result
+
+    def counting_run(state: RunState) -> object:
+        runs.append(state.run_id)
+        return real_run(state)
+
+    def recording_lookup(task: object) -> object:
+        found = real_lookup(task)
+        lookups.append(found)
+        return found
+
+    monkeypatch.setattr(pipeline.exerciser, "run", counting_run)
+    monkeypatch.setattr(base, "previous_result", recording_lookup)
+    embedded.ensure_worker()
+    first = RunState(run_id="r1", request=VerifyRequest(repo=str(scenario.path)))
+    second = RunState(run_id="r2", request=VerifyRequest(repo=str(scenario.path), depth="deep"))
+    sig = app.signature("verify_dag.exerciser")
+    sig.apply_async(args=(first.model_dump(mode="json"),), task_id="same-id").get(
+        timeout=30, disable_sync_subtasks=False)
+    sig.apply_async(args=(second.model_dump(mode="json"),), task_id="same-id")
+    deadline = time.monotonic() + 30
+    while len(lookups) < 2:
+        assert time.monotonic() < deadline, "the redelivered task never ran"
+        time.sleep(0.01)
+    assert runs == ["r1"]  # the phase did not run again
+    assert lookups[0] is None and isinstance(lookups[1], dict) and lookups[1]["run_id"] == "r1"
