@@ -104,7 +104,8 @@ def configure(broker: str | None = None) -> Celery:
         worker_send_task_events=not memory,
         task_send_sent_event=not memory,
         broker_transport_options=_transport_options(url),
-        worker_hijack_root_logger=False,
+        # The embedded worker lives inside the CLI process: it must not take over its logging.
+        worker_hijack_root_logger=not memory,
     )
     return app
 
