@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from verify_dag.models.carry import (
+    Deferred,
+    Ledger,
+    LedgerFinding,
+    Reaffirmed,
+    Reopened,
+)
 from verify_dag.models.findings import Finding, Location, SkillOutcome
 from verify_dag.models.request import VerifyRequest
 from verify_dag.models.scope import (
@@ -14,9 +21,28 @@ from verify_dag.models.scope import (
 )
 from verify_dag.models.state import RunState
 from verify_dag.models.toolchain import Command, EngineerContext, Toolchain
+from verify_dag.models.triage import Gating, TriageResult
 
 __all__ = [
-    "ALL_OTHER_FILES", "Command", "EngineerContext", "ExcludedFile", "FileChange", "Finding",
-    "LineRange", "Location", "RunState", "Scope", "ScopeError", "SkillOutcome", "Toolchain",
+    "ALL_OTHER_FILES",
+    "Command",
+    "Deferred",
+    "EngineerContext",
+    "ExcludedFile",
+    "FileChange",
+    "Finding",
+    "Gating",
+    "Ledger",
+    "LedgerFinding",
+    "LineRange",
+    "Location",
+    "Reaffirmed",
+    "Reopened",
+    "RunState",
+    "Scope",
+    "ScopeError",
+    "SkillOutcome",
+    "Toolchain",
+    "TriageResult",
     "VerifyRequest",
 ]

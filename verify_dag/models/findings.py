@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from verify_dag.models.base import Frozen
+from verify_dag.models.carry import Deferred, Reaffirmed, Reopened
 
 Status = Literal["COMPLETED", "PASSED", "FAILED", "BLOCKED", "SKIPPED", "NOT_RUN"]
 IssueClass = Literal[
@@ -38,3 +39,8 @@ class SkillOutcome(Frozen):
     reason: str = ""  # routing reason for triage.skillsRun / skillsSkipped
     ran: bool = True  # invoked (skillsRun) vs skipped or unavailable (skillsSkipped)
     findings: tuple[Finding, ...] = ()
+    # What a judgement reviewer said about the carry-forward inputs (REAFFIRMED / REOPENED /
+    # DEFERRED_TO_EPIC lines). Collected into the report, never used to filter findings.
+    reaffirmed: tuple[Reaffirmed, ...] = ()
+    reopened: tuple[Reopened, ...] = ()
+    deferred: tuple[Deferred, ...] = ()

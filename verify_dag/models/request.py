@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from verify_dag.models.base import Frozen
+from verify_dag.models.carry import Ledger
 
 ScopeMode = Literal["staged", "unstaged", "branch", "all", "files", "module"]
 Depth = Literal["light", "deep"]
@@ -31,5 +32,10 @@ class VerifyRequest(Frozen):
     plan_file: str | None = None
     epic_context: str | None = None
     auto_fix_threshold: int = 3
+    # The contents of --ledger, --epic-context and --plan-file, read by the client: workers share
+    # nothing with it but the broker.
+    ledger_data: Ledger | None = None
+    epic_text: str | None = None
+    plan_text: str | None = None
     test_timeout: float = 1800.0
     tool_timeout: float = 600.0

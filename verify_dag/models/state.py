@@ -7,6 +7,7 @@ from verify_dag.models.findings import SkillOutcome
 from verify_dag.models.request import VerifyRequest
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import EngineerContext, Toolchain
+from verify_dag.models.triage import TriageResult
 
 
 class RunState(Frozen):
@@ -15,6 +16,7 @@ class RunState(Frozen):
     scope: Scope | None = None
     engineer: EngineerContext | None = None
     toolchain: Toolchain | None = None
+    triage: TriageResult | None = None
     static: SkillOutcome | None = None
     outcomes: tuple[SkillOutcome, ...] = ()  # chord results, then debugger and exerciser
     error_code: str | None = None  # a phase that could not proceed (status: error)
