@@ -322,3 +322,31 @@ def test_worktree_snapshot_sees_a_racily_clean_edit(repo: Repo) -> None:
     snap = git.snapshot_worktree(repo.path, head)
     assert snap != head
     assert repo.git("show", f"{snap}:a.py") == "y"
+
+
+def test_diff_workspace_reproduces_the_scoped_diff(repo: Repo) -> None:
+    repo.write("x.py", "a\nb\n")
+    repo.write("gone.txt", "old\n")
+    repo.write("mv1.py", "keep\nme\nplease\n")
+    base = repo.commit("one")
+    repo.write("x.py", "a\nB\n")
+    (repo.path / "gone.txt").unlink()
+    repo.git("mv", "mv1.py", "mv2.py")
+    repo.write("new file é.py", "new\n")
+    repo.write("bin.dat", b"\x00\x01\x02")
+    repo.write("untouched.py", "not in scope\n")
+    head = repo.commit("two")
+    old_paths = ["x.py", "gone.txt", "mv1.py"]
+    new_paths = ["x.py", "mv2.py", "new file é.py", "bin.dat"]
+    want = git.patch(repo.path, base, head, sorted({*old_paths, *new_paths}))
+    with git.diff_workspace(repo.path, base, head, old_paths, new_paths) as (ws, got):
+        assert got == want
+        assert (ws / "x.py").read_text() == "a\nB\n"
+        assert not (ws / "untouched.py").exists() and not (ws / "gone.txt").exists()
+        status = subprocess.run(["git", "status", "--porcelain"], cwd=ws, capture_output=True,
+                                text=True, check=True).stdout
+        assert "R  mv1.py -> mv2.py" in status
+    assert not ws.exists()
+    # Whole-file scopes have no old side: everything is added.
+    with git.diff_workspace(repo.path, None, head, [], ["x.py"]) as (_, got):
+        assert got == git.patch(repo.path, None, head, ["x.py"])

@@ -276,3 +276,58 @@ def worktree(repo: str | Path, sha: str) -> Iterator[Path]:
         _git(repo, "worktree", "remove", "--force", str(path), check=False)
         shutil.rmtree(parent, ignore_errors=True)
         _git(repo, "worktree", "prune", check=False)
+
+
+# --- diff-only workspace (codex-reviewer) ----------------------------------------------------
+
+
+def patch(repo: str | Path, old: str | None, new: str, paths: Sequence[str]) -> str:
+    """The exact patch of ``paths`` between two commits (``old`` None: from the empty tree)."""
+    base = old if old is not None else empty_tree(repo)
+    return _git(repo, "diff", "--binary", "--full-index", "-M", *_DIFF_OPTS, base, new,
+                *_pathspec(paths)).stdout
+
+
+def _load_index(ws: Path, repo: str | Path, commit: str | None, paths: Sequence[str]) -> None:
+    """Make ``ws``'s index hold exactly ``paths`` as they are in ``commit`` of ``repo``."""
+    _git(ws, "read-tree", "--empty")
+    if commit is None or not paths:
+        return
+    listing = _git(repo, "ls-tree", "-r", "-z", "--full-tree", commit, *_pathspec(paths)).stdout
+    if listing:
+        # update-index --index-info takes ls-tree's own output format.
+        res = run(["git", "update-index", "-z", "--index-info"], cwd=ws, env=_env(),
+                  input_data=listing.encode("utf-8", "surrogateescape"), timeout=GIT_TIMEOUT)
+        if res.returncode != 0:
+            raise FatalError(f"git update-index failed: {res.stderr.strip()[:200]}")
+
+
+@contextmanager
+def diff_workspace(repo: str | Path, old: str | None, new: str, old_paths: Sequence[str],
+                   new_paths: Sequence[str]) -> Iterator[tuple[Path, str]]:
+    """A throwaway repository where ``git diff HEAD`` is exactly the scoped diff.
+
+    HEAD holds the old side of ``old_paths``; the index and work tree hold the new side of
+    ``new_paths``. Objects come from ``repo`` through an alternates file, so nothing is copied
+    and ``repo`` is only read. Yields the workspace and its ``git diff --cached`` patch, for the
+    caller to compare with :func:`patch` before trusting it.
+    """
+    parent = Path(tempfile.mkdtemp(prefix="verify-dag-diff-"))
+    ws = parent / "workspace"
+    try:
+        _git(parent, "init", "-q", str(ws))
+        common = _git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir").stdout
+        alternates = ws / ".git" / "objects" / "info" / "alternates"
+        alternates.write_text(str(Path(common.strip()) / "objects") + "\n", encoding="utf-8")
+        _load_index(ws, repo, old, old_paths)
+        base_tree = _git(ws, "write-tree").stdout.strip()
+        base = _git(ws, "commit-tree", base_tree, "-m", "verify-dag: scoped base",
+                    env=_env(_IDENTITY)).stdout.strip()
+        _git(ws, "update-ref", "HEAD", base)
+        _load_index(ws, repo, new, new_paths)
+        _git(ws, "checkout-index", "--all", "--force")
+        got = _git(ws, "diff", "--cached", "--binary", "--full-index", "-M", *_DIFF_OPTS,
+                   "HEAD").stdout
+        yield ws, got
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)

@@ -121,6 +121,29 @@ def _all_findings(state: RunState) -> list[Finding]:
     return static + [f for o in state.outcomes for f in o.findings]
 
 
+def _known_findings(state: RunState) -> dict[str, Any] | None:
+    """What the carry-forward rules produced, as the reviewers reported it (seed 8c).
+
+    Reported, never applied: the orchestrator does not filter a finding because it matches the
+    ledger; suppression is visible only as a reviewer's REAFFIRMED row.
+    """
+    ledger = state.request.ledger_data
+    if ledger is None:
+        return None
+    return {
+        "supplied": len(ledger.findings),
+        "reaffirmed": [
+            {"id": r.id, "skill": r.skill, "reason": r.reason,
+             "newHarmEvidence": r.new_harm_evidence}
+            for o in state.outcomes for r in o.reaffirmed
+        ],
+        "reopened": [
+            {"id": r.id, "skill": r.skill, "reason": r.reason, "evidence": r.evidence}
+            for o in state.outcomes for r in o.reopened
+        ],
+    }
+
+
 def build(state: RunState) -> Report:
     """The JSON v1 report for a run, complete in every state: ok, blocked and error alike."""
     all_outcomes = results.outcomes(state)
@@ -138,9 +161,11 @@ def build(state: RunState) -> Report:
         "findings": [_finding(i) for i in issues],
         "overall": {"result": result, "mode": scope["mode"]},
         "scope": scope,
-        # Issue 3 (ledger carry-forward) fills this; until then a supplied --ledger is not read.
-        "knownFindings": None,
-        "deferredToEpic": [],
+        "knownFindings": _known_findings(state),
+        "deferredToEpic": [
+            {"issue": d.issue, "item": d.item, "source": d.source}
+            for o in state.outcomes for d in o.deferred
+        ],
         "triage": results.triage(all_outcomes),
         "skillResults": results.skill_results(all_outcomes),
         "issues": [_issue(n, i) for n, i in enumerate(issues, start=1)],
