@@ -1,0 +1,157 @@
+"""Which model backend a judgement skill uses, with which model and effort: configuration as data.
+
+Sources, highest precedence first:
+
+1. the environment: ``VERIFY_DAG_BACKEND`` (codex | claude | command),
+   ``VERIFY_DAG_BACKEND_COMMAND``, ``VERIFY_DAG_MODEL``, ``VERIFY_DAG_EFFORT``, per skill
+   ``VERIFY_DAG_MODEL_<SKILL>`` and ``VERIFY_DAG_EFFORT_<SKILL>`` (SKILL upper-cased, ``-`` ->
+   ``_``), ``VERIFY_DAG_MODEL_TIMEOUT`` (seconds);
+2. the user's config file: ``$VERIFY_DAG_CONFIG``, else ``$XDG_CONFIG_HOME/verify-dag/config.toml``,
+   else ``~/.config/verify-dag/config.toml`` (top-level keys backend, command, model, effort,
+   timeout and ``[skills.<skill>]`` tables);
+3. the verified repository's ``pyproject.toml`` ``[tool.verify-dag]`` (the same keys, except that
+   ``command`` is refused: that repository is what we are verifying, and a command template from it
+   would run whatever it likes on the reviewer's machine).
+
+For one skill, the first source that says anything wins: its skill table, then its global value.
+A source's model and effort only apply when that source names no backend or names the one that
+will run the skill, because model names belong to one engine (``opus`` means nothing to Codex).
+codex-reviewer always runs Codex, so its own skill table applies whatever backend it sits beside.
+
+Reading and validating each source lives in ``sources.py``; this module owns precedence.
+
+Defaults follow the seed's cost tiers (Phase 6): reviewer gets the most capable model, the other
+judgement skills a general-purpose one. Per kind that is:
+
+============  =====================  =====================
+kind          capable (reviewer)     general (the others)
+============  =====================  =====================
+claude        model ``opus``         model ``sonnet``
+codex         effort ``high``        effort ``medium``
+command       nothing                nothing
+============  =====================  =====================
+
+Codex gets no default model, only an effort: its CLI's own default model tracks the best current
+one, and pinning a name here would age. A command template gets no defaults: we cannot know what
+its ``{model}`` means.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+from verify_dag.backends.sources import JUDGEMENT_SKILLS, REPO_TABLE, Kind, Layer, read_layers
+from verify_dag.errors import UsageError
+from verify_dag.models.base import Frozen
+
+__all__ = ["DEFAULT_TIMEOUT", "JUDGEMENT_SKILLS", "Backend", "BackendsConfig", "Kind",
+           "how_to_configure", "load_config", "resolve"]
+
+Tier = Literal["capable", "general"]
+DEFAULT_TIMEOUT = 600.0
+TIERS: dict[str, Tier] = {"reviewer": "capable"}  # every other skill: general
+DEFAULTS: dict[Kind, dict[Tier, tuple[str | None, str | None]]] = {  # (model, effort)
+    "claude": {"capable": ("opus", None), "general": ("sonnet", None)},
+    "codex": {"capable": (None, "high"), "general": (None, "medium")},
+    "command": {"capable": (None, None), "general": (None, None)},
+}
+
+
+class BackendsConfig(Frozen):
+    layers: tuple[Layer, ...] = ()  # highest precedence first
+    notes: tuple[str, ...] = ()  # what was ignored and why, for the report
+
+    @property
+    def backend(self) -> Kind | None:
+        """The configured kind, or None when nothing usable is configured."""
+        kind = next((layer.backend for layer in self.layers if layer.backend), None)
+        if kind == "command" and not self.command:
+            return None
+        return kind
+
+    @property
+    def command(self) -> tuple[str, ...]:
+        return next((layer.command for layer in self.layers if layer.command), ())
+
+    @property
+    def timeout(self) -> float:
+        return next((la.timeout for la in self.layers if la.timeout is not None), DEFAULT_TIMEOUT)
+
+
+class Backend(Frozen):
+    """One skill's resolved backend: everything ``invoke`` needs to call it."""
+
+    kind: Kind
+    skill: str
+    model: str | None = None
+    effort: str | None = None
+    command: tuple[str, ...] = ()  # the command kind's template, split, placeholders intact
+    timeout: float = DEFAULT_TIMEOUT
+
+    def describe(self) -> str:
+        parts = [f"model {self.model}" if self.model else "", f"effort {self.effort}"
+                 if self.effort else ""]
+        detail = ", ".join(p for p in parts if p)
+        name = self.command[0] if self.kind == "command" and self.command else self.kind
+        return f"{name} ({detail})" if detail else name
+
+
+def how_to_configure() -> str:
+    return ("configure a model backend with VERIFY_DAG_BACKEND=codex or claude (its CLI on PATH) "
+            "or VERIFY_DAG_BACKEND_COMMAND='your-cli {model}' (prompt on stdin, reply on stdout), "
+            "or backend = \"claude\" under [tool.verify-dag] in pyproject.toml or in "
+            "~/.config/verify-dag/config.toml")
+
+
+def resolve(config: BackendsConfig, skill: str) -> Backend | None:
+    """The backend ``skill`` runs on, or None when there is none to run it.
+
+    codex-reviewer is Codex or nothing: its value is a second engine's opinion, so it never
+    silently becomes another backend under its own name.
+    """
+    if skill == "codex-reviewer":
+        kind: Kind | None = "codex" if shutil.which("codex") else None
+    else:
+        kind = config.backend
+    if kind is None:
+        return None
+    tier = TIERS.get(skill, "general")
+    default_model, default_effort = DEFAULTS[kind][tier]
+    model = _pick(config, skill, kind, "model")
+    effort = _pick(config, skill, kind, "effort")
+    return Backend(kind=kind, skill=skill, model=model or default_model,
+                   effort=effort or default_effort,
+                   command=config.command if kind == "command" else (), timeout=config.timeout)
+
+
+def _pick(config: BackendsConfig, skill: str, kind: Kind, key: Literal["model", "effort"]
+          ) -> str | None:
+    for layer in config.layers:
+        own = layer.skills.get(skill)
+        applies = layer.backend in (None, kind)
+        if own is not None and getattr(own, key) and (applies or skill == "codex-reviewer"):
+            return str(getattr(own, key))
+        if applies and getattr(layer, key):
+            return str(getattr(layer, key))
+    return None
+
+
+def load_config(repo: Path | None, env: Mapping[str, str] | None = None) -> BackendsConfig:
+    """Read every source; a malformed one is a UsageError naming the file and the key."""
+    env = os.environ if env is None else env
+    notes: list[str] = []
+    layers = read_layers(repo, env, notes)
+    config = BackendsConfig(layers=tuple(layers), notes=tuple(notes))
+    named = next((la for la in config.layers if la.backend), None)
+    if named is not None and named.backend == "command" and not config.command:
+        if named.source.endswith(REPO_TABLE):
+            notes.append(f"{named.source}: backend = \"command\" has no trusted command template; "
+                         "no model backend configured")
+            return config.model_copy(update={"notes": tuple(notes)})
+        raise UsageError(f"{named.source}: backend is \"command\" but no command template is set "
+                         "(VERIFY_DAG_BACKEND_COMMAND or `command` in the user config file)")
+    return config

@@ -1,0 +1,196 @@
+"""Read and validate each configuration source into a :class:`Layer`; precedence is config.py's.
+
+Every mistake is a UsageError of one line naming the file (or variable) and the key.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from pydantic import Field
+
+from verify_dag.errors import UsageError
+from verify_dag.models.base import Frozen
+
+Kind = Literal["codex", "claude", "command"]
+JUDGEMENT_SKILLS = ("reviewer", "codex-reviewer", "comment-review", "qa", "ux-reviewer",
+                    "visual-verify", "plan-completeness")
+PLACEHOLDERS = ("{model}", "{effort}", "{skill}")
+_KEYS = ("backend", "command", "model", "effort", "timeout", "skills")
+_SKILL_KEYS = ("model", "effort")
+# Model and effort names become CLI arguments: keep them to plain names, never option-like.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,99}")
+REPO_TABLE = "[tool.verify-dag]"
+
+
+class SkillSettings(Frozen):
+    model: str | None = None
+    effort: str | None = None
+
+
+class Layer(Frozen):
+    """What one source said. ``backend`` is implied "command" when it gives only a template."""
+
+    source: str
+    backend: Kind | None = None
+    command: tuple[str, ...] = ()
+    model: str | None = None
+    effort: str | None = None
+    timeout: float | None = None
+    skills: dict[str, SkillSettings] = Field(default_factory=dict)
+
+
+def read_layers(repo: Path | None, env: Mapping[str, str], notes: list[str]) -> list[Layer]:
+    """The environment, the user config file and the repository's pyproject, in that order."""
+    layers = [env_layer(env)]
+    user = user_file(env)
+    if user is not None:
+        layers.append(file_layer(read_toml(user), str(user), trusted=True, notes=notes))
+    if repo is not None and (repo / "pyproject.toml").is_file():
+        pyproject = repo / "pyproject.toml"
+        table = read_toml(pyproject).get("tool", {})
+        table = table.get("verify-dag") if isinstance(table, dict) else None
+        if table is not None:
+            where = f"{pyproject} {REPO_TABLE}"
+            if not isinstance(table, dict):
+                raise UsageError(f"{where}: expected a table")
+            layers.append(file_layer(table, where, trusted=False, notes=notes))
+    return layers
+
+
+def user_file(env: Mapping[str, str]) -> Path | None:
+    explicit = env.get("VERIFY_DAG_CONFIG")
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise UsageError(f"VERIFY_DAG_CONFIG: no such file: {path}")
+        return path
+    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
+    path = Path(base).expanduser() / "verify-dag" / "config.toml"
+    return path if path.is_file() else None
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: invalid TOML: {exc}") from exc
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+
+
+def env_layer(env: Mapping[str, str]) -> Layer:
+    def get(name: str) -> str | None:
+        value = env.get(name, "").strip()
+        return value or None
+
+    raw: dict[str, Any] = {k: v for k, v in (
+        ("backend", get("VERIFY_DAG_BACKEND")), ("command", get("VERIFY_DAG_BACKEND_COMMAND")),
+        ("model", get("VERIFY_DAG_MODEL")), ("effort", get("VERIFY_DAG_EFFORT")),
+        ("timeout", get("VERIFY_DAG_MODEL_TIMEOUT"))) if v is not None}
+    skills: dict[str, dict[str, str]] = {}
+    for skill in JUDGEMENT_SKILLS:
+        suffix = skill.upper().replace("-", "_")
+        for key in _SKILL_KEYS:
+            value = get(f"VERIFY_DAG_{key.upper()}_{suffix}")
+            if value is not None:
+                skills.setdefault(skill, {})[key] = value
+    if skills:
+        raw["skills"] = skills
+    return file_layer(raw, "environment", trusted=True, notes=[], env_names=True)
+
+
+def file_layer(raw: Mapping[str, Any], source: str, *, trusted: bool, notes: list[str],
+           env_names: bool = False) -> Layer:
+    def where(key: str) -> str:
+        if env_names:
+            names = {"backend": "VERIFY_DAG_BACKEND", "command": "VERIFY_DAG_BACKEND_COMMAND",
+                     "timeout": "VERIFY_DAG_MODEL_TIMEOUT"}
+            name = names.get(key) or "VERIFY_DAG_" + re.sub(r"[.-]", "_", key.upper())
+            return f"environment {name}"
+        return f"{source}: {key}"
+
+    unknown = sorted(set(raw) - set(_KEYS))
+    if unknown:
+        raise UsageError(f"{source}: unknown key {unknown[0]!r} (known: {', '.join(_KEYS)})")
+    backend = raw.get("backend")
+    if backend is not None and backend not in get_args(Kind):
+        raise UsageError(f"{where('backend')}: expected one of codex, claude, command, "
+                         f"got {backend!r}")
+    command: tuple[str, ...] = ()
+    if "command" in raw:
+        if trusted:
+            command = _template(raw["command"], where("command"))
+        else:
+            notes.append(f"{source}: ignored `command`: a command template is only accepted from "
+                         "the environment or the user config file, never from the repository "
+                         "under verification")
+    if command and backend is None:
+        backend = "command"
+    skills: dict[str, SkillSettings] = {}
+    table = raw.get("skills", {})
+    if not isinstance(table, dict):
+        raise UsageError(f"{where('skills')}: expected a table of skills")
+    for skill, settings in table.items():
+        if skill not in JUDGEMENT_SKILLS:
+            raise UsageError(f"{where('skills')}: unknown skill {skill!r} "
+                             f"(known: {', '.join(JUDGEMENT_SKILLS)})")
+        if not isinstance(settings, dict):
+            raise UsageError(f"{where('skills.' + skill)}: expected a table with model/effort")
+        bad = sorted(set(settings) - set(_SKILL_KEYS))
+        if bad:
+            raise UsageError(f"{where('skills.' + skill)}: unknown key {bad[0]!r} "
+                             "(known: model, effort)")
+        skills[skill] = SkillSettings(**{
+            k: _name(v, where(f"{k}.{skill}" if env_names else f"skills.{skill}.{k}"))
+            for k, v in settings.items()})
+    return Layer(source=source, backend=backend, command=command,
+                 model=_name(raw.get("model"), where("model")),
+                 effort=_name(raw.get("effort"), where("effort")),
+                 timeout=_timeout(raw.get("timeout"), where("timeout")), skills=skills)
+
+
+def _name(value: object, where: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _NAME.fullmatch(value):
+        raise UsageError(f"{where}: expected a model or effort name (letters, digits and "
+                         f". _ : / @ + -), got {value!r}")
+    return value
+
+
+def _timeout(value: object, where: str) -> float | None:
+    if value is None:
+        return None
+    try:
+        seconds = float(value)  # type: ignore[arg-type]  # TOML number or env string
+    except (TypeError, ValueError):
+        seconds = -1.0
+    if isinstance(value, bool) or not seconds > 0:
+        raise UsageError(f"{where}: expected a positive number of seconds, got {value!r}")
+    return seconds
+
+
+def _template(value: object, where: str) -> tuple[str, ...]:
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        argv = [str(v) for v in value]
+    elif isinstance(value, str):
+        try:
+            argv = shlex.split(value)
+        except ValueError as exc:
+            raise UsageError(f"{where}: cannot split the command template: {exc}") from exc
+    else:
+        raise UsageError(f"{where}: expected a command string or a list of arguments")
+    if not argv:
+        raise UsageError(f"{where}: the command template is empty")
+    for arg in argv:
+        if arg not in PLACEHOLDERS and any(p in arg for p in PLACEHOLDERS):
+            raise UsageError(f"{where}: placeholders must be whole arguments ('--model {{model}}', "
+                             f"not {arg!r})")
+    return tuple(argv)
