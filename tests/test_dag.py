@@ -106,8 +106,9 @@ def test_deep_composition_reports_every_reviewer(scenario: Repo, tmp_path: Path)
         assert statuses[name] == "NOT_RUN"
     assert statuses["codex-reviewer"] in {"BLOCKED", "SKIPPED"}
     assert statuses["ux-reviewer"] == "SKIPPED"
-    assert skill(doc, "ux-reviewer")["notes"] == "--skip-ux"
+    assert skill(doc, "ux-reviewer")["notes"].startswith("--skip-ux (triage: ")
     assert statuses["visual-verify"] == "SKIPPED"
+    assert skill(doc, "visual-verify")["notes"].startswith("gated: ")
     assert "ux-reviewer" in doc["triage"]["skills_skipped"]
 
 
@@ -125,7 +126,7 @@ def test_since_adds_the_delta(scenario: Repo, tmp_path: Path) -> None:
     scenario.write("src/calc.py", scenario.path.joinpath("src/calc.py").read_text() + "\nZ = 1\n")
     scenario.commit("more")
     ledger = tmp_path / "ledger.json"
-    ledger.write_text('{"findings": []}', encoding="utf-8")
+    ledger.write_text('{"schemaVersion": 1, "findings": []}', encoding="utf-8")
     _, doc = verify_json(scenario, tmp_path, "--scope=branch", "--base=base",
                          f"--since={first}", f"--ledger={ledger}")
     assert doc["scope"]["deltaBaseSha"] == first

@@ -99,7 +99,20 @@ def _existing_file(value: str | None, flag: str) -> str | None:
     return str(path.resolve())
 
 
+def _read_text(path: str | None, flag: str) -> str | None:
+    """The contents of a read-only input file: workers get the text, not a path on this host."""
+    if path is None:
+        return None
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{flag}: {path} is not UTF-8 text") from None
+    except OSError as exc:
+        raise UsageError(f"{flag}: cannot read {path}: {exc.strerror}") from None
+
+
 def _request(args: argparse.Namespace) -> Any:
+    from verify_dag import ledger
     from verify_dag.models import VerifyRequest
     from verify_dag.phases import scope
 
@@ -118,13 +131,17 @@ def _request(args: argparse.Namespace) -> Any:
     files = tuple(f.strip() for f in args.files.split(",") if f.strip()) if args.files else ()
     if args.files is not None and not files:
         raise UsageError("--files: no file names given")
+    ledger_path = _existing_file(args.ledger, "--ledger")
+    epic_path = _existing_file(args.epic_context, "--epic-context")
+    plan_path = _existing_file(args.plan_file, "--plan-file")
     request = VerifyRequest(
         repo=str(Path(args.path).resolve()), scope=args.scope, base=args.base, files=files,
         module=args.module, depth=args.depth, mode=args.mode, format=args.format, output=output,
-        fail_on=args.fail_on, since=args.since, ledger=_existing_file(args.ledger, "--ledger"),
-        no_carry_forward=args.no_carry_forward,
-        epic_context=_existing_file(args.epic_context, "--epic-context"),
-        plan_file=_existing_file(args.plan_file, "--plan-file"), skip_ux=args.skip_ux,
+        fail_on=args.fail_on, since=args.since, ledger=ledger_path,
+        no_carry_forward=args.no_carry_forward, epic_context=epic_path, plan_file=plan_path,
+        ledger_data=ledger.load(ledger_path) if ledger_path else None,
+        epic_text=_read_text(epic_path, "--epic-context"),
+        plan_text=_read_text(plan_path, "--plan-file"), skip_ux=args.skip_ux,
         skip_visual=args.skip_visual, auto_fix_threshold=args.auto_fix_threshold,
         test_timeout=args.test_timeout,
     )

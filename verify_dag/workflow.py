@@ -48,7 +48,7 @@ def header_tasks(request: VerifyRequest) -> list[str]:
         names.append("verify_dag.review.judgement")
     else:
         names.extend(f"verify_dag.review.{skill}" for skill in DEEP_REVIEWERS)
-    if request.plan_file:
+    if request.plan_text:
         names.append("verify_dag.review.plan-completeness")
     return names
 

@@ -98,7 +98,7 @@ def _missing(skill: str, state: RunState) -> SkillOutcome:
         return skip("SKIPPED", "nothing to verify")
     if state.request.depth == "light" and skill in LIGHT_EXCLUDED:
         return skip("SKIPPED", "not in light composition")
-    if skill == "plan-completeness" and state.request.plan_file is None:
+    if skill == "plan-completeness" and state.request.plan_text is None:
         return skip("SKIPPED", "no plan resolved")
     if skill == "debugger" and not _debugger_needed(state):
         return skip("SKIPPED", "no failures of severity 7+ to investigate")

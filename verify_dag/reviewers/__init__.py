@@ -1,8 +1,9 @@
 """Judgement reviewers. A registry names them; each is ``(RunState) -> list[SkillOutcome]``.
 
-No model backend can be configured yet, so every judgement reviewer reports exactly that
-(NOT_RUN, or BLOCKED for codex-reviewer as the seed spells its statuses) instead of pretending
-to have reviewed anything. The composition rules that decide who runs are real already.
+Who runs is the seed's composition table: at light the tester plus exactly one judgement reviewer
+(codex-reviewer when the Codex CLI is on PATH, else reviewer); at deep reviewer, codex-reviewer,
+comment-review, qa always, ux-reviewer and visual-verify when triage Job B gates them in. How each
+runs (prompt, backend, parsing) lives in :mod:`verify_dag.reviewers.runner`.
 """
 
 from __future__ import annotations
@@ -11,37 +12,35 @@ import shutil
 from collections.abc import Callable
 
 from verify_dag.models import RunState, SkillOutcome
+from verify_dag.reviewers import runner
 
 Reviewer = Callable[[RunState], list[SkillOutcome]]
 
-NO_BACKEND = (
-    "no model backend is configured; this version cannot run judgement reviewers yet"
-)
+REASONS = {
+    "reviewer": "code files require correctness review",
+    "codex-reviewer": "independent second-model review",
+    "comment-review": "comments can rot in any changed file",
+    "qa": "test coverage assessment for everything that changed",
+    "ux-reviewer": "user-facing surface in scope",
+    "visual-verify": "UI-rendering files in scope",
+    "plan-completeness": "a plan file was supplied",
+}
 
 
 def codex_available() -> bool:
-    # The seed's `which codex`: checked on the worker that would run it.
+    # The seed's `which codex`, checked on the worker that would run it.
     return shutil.which("codex") is not None
 
 
-def _model_reviewer(skill: str, reason: str) -> Reviewer:
+def _always(skill: str) -> Reviewer:
     def review(state: RunState) -> list[SkillOutcome]:
-        return [SkillOutcome(skill=skill, status="NOT_RUN", notes=NO_BACKEND, reason=reason)]
+        return [runner.model_skill(state, skill, REASONS[skill])]
 
     return review
 
 
 def codex_reviewer(state: RunState) -> list[SkillOutcome]:
-    reason = "independent second-model review"
-    if state.scope is not None and state.scope.mode == "all":
-        return [SkillOutcome(skill="codex-reviewer", status="SKIPPED", ran=False,
-                             notes="SKIPPED_UNSUPPORTED_SCOPE: Codex does not review --scope=all",
-                             reason="SKIPPED_UNSUPPORTED_SCOPE")]
-    if not codex_available():
-        return [SkillOutcome(skill="codex-reviewer", status="BLOCKED",
-                             notes="Codex CLI not found on PATH", reason=reason)]
-    return [SkillOutcome(skill="codex-reviewer", status="BLOCKED",
-                         notes=f"Codex CLI found, but {NO_BACKEND}", reason=reason)]
+    return [runner.codex_reviewer(state, REASONS["codex-reviewer"])]
 
 
 def light_judgement(state: RunState) -> list[SkillOutcome]:
@@ -51,45 +50,46 @@ def light_judgement(state: RunState) -> list[SkillOutcome]:
     name would report model diversity that did not happen.
     """
     if codex_available():
-        chosen = codex_reviewer(state)
-        other = SkillOutcome(skill="reviewer", status="SKIPPED", ran=False,
-                             notes="not in light composition (codex-reviewer was chosen)",
-                             reason="not in light composition (codex-reviewer was chosen)")
-        return [*chosen, other]
-    chosen = [SkillOutcome(skill="reviewer", status="NOT_RUN",
-                           notes=f"light judgement reviewer (Codex unavailable); {NO_BACKEND}",
-                           reason="light judgement reviewer (Codex unavailable)")]
-    other = SkillOutcome(skill="codex-reviewer", status="SKIPPED", ran=False,
-                         notes="Codex CLI not on PATH; reviewer ran instead",
-                         reason="Codex CLI not on PATH")
-    return [*chosen, other]
+        skipped = "not in light composition (codex-reviewer was chosen)"
+        return [runner.codex_reviewer(state, "light judgement reviewer (Codex available)"),
+                SkillOutcome(skill="reviewer", status="SKIPPED", ran=False, notes=skipped,
+                             reason=skipped)]
+    chosen = runner.model_skill(state, "reviewer", "light judgement reviewer (Codex unavailable)")
+    note = "Judgement reviewer at light depth (Codex unavailable)"
+    chosen = chosen.model_copy(update={"notes": f"{note}. {chosen.notes}"})
+    return [chosen, SkillOutcome(skill="codex-reviewer", status="SKIPPED", ran=False,
+                                 notes="Codex CLI not on PATH; reviewer ran instead",
+                                 reason="Codex CLI not on PATH")]
 
 
-def ux_reviewer(state: RunState) -> list[SkillOutcome]:
-    if state.request.skip_ux:
-        return [SkillOutcome(skill="ux-reviewer", status="SKIPPED", ran=False, notes="--skip-ux",
-                             reason="--skip-ux")]
-    return _model_reviewer("ux-reviewer", "user-facing review (gating needs triage Job B)")(state)
+def _gated(skill: str) -> Reviewer:
+    """ux-reviewer and visual-verify run only when triage Job B gated them in."""
 
+    def review(state: RunState) -> list[SkillOutcome]:
+        gate = state.triage.gating.get(skill) if state.triage is not None else None
+        if gate is None:
+            return [SkillOutcome(skill=skill, status="NOT_RUN", reason=REASONS[skill],
+                                 notes="no triage gating decision was recorded")]
+        if not gate.applies:
+            why = gate.reason if gate.reason.startswith("--skip") else f"gated: {gate.reason}"
+            return [SkillOutcome(skill=skill, status="SKIPPED", ran=False, notes=why, reason=why)]
+        return [runner.model_skill(state, skill, gate.reason)]
 
-def visual_verify(state: RunState) -> list[SkillOutcome]:
-    reason = "--skip-visual" if state.request.skip_visual else "not present in available skills"
-    return [SkillOutcome(skill="visual-verify", status="SKIPPED", ran=False, notes=reason,
-                         reason=reason)]
+    return review
 
 
 def plan_completeness(state: RunState) -> list[SkillOutcome]:
-    return _model_reviewer("plan-completeness", "a plan file was supplied")(state)
+    return [runner.plan_completeness(state, REASONS["plan-completeness"])]
 
 
 REGISTRY: dict[str, Reviewer] = {
     "judgement": light_judgement,
-    "reviewer": _model_reviewer("reviewer", "code files require correctness review"),
+    "reviewer": _always("reviewer"),
     "codex-reviewer": codex_reviewer,
-    "comment-review": _model_reviewer("comment-review", "comments can rot in any changed file"),
-    "qa": _model_reviewer("qa", "test coverage assessment for everything that changed"),
-    "ux-reviewer": ux_reviewer,
-    "visual-verify": visual_verify,
+    "comment-review": _always("comment-review"),
+    "qa": _always("qa"),
+    "ux-reviewer": _gated("ux-reviewer"),
+    "visual-verify": _gated("visual-verify"),
     "plan-completeness": plan_completeness,
 }
 
@@ -103,7 +103,7 @@ def composition_skips(state: RunState) -> list[SkillOutcome]:
         out.extend(SkillOutcome(skill=s, status="SKIPPED", ran=False,
                                 notes="not in light composition", reason="not in light composition")
                    for s in OUTSIDE_LIGHT)
-    if not state.request.plan_file:
+    if not state.request.plan_text:
         out.append(SkillOutcome(skill="plan-completeness", status="SKIPPED", ran=False,
                                 notes="no plan resolved", reason="no plan resolved"))
     return out

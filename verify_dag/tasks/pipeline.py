@@ -9,7 +9,16 @@ from celery.result import AsyncResult
 from verify_dag import git, report
 from verify_dag.celery_app import app
 from verify_dag.models import RunState, SkillOutcome
-from verify_dag.phases import debugger, engineer, exerciser, scope, static, tester, triage
+from verify_dag.phases import (
+    debugger,
+    engineer,
+    exerciser,
+    jobb,
+    scope,
+    static,
+    tester,
+    triage,
+)
 from verify_dag.reviewers import composition_skips
 from verify_dag.tasks.base import header_phase, previous_result, progress, state_phase
 
@@ -32,9 +41,11 @@ def _engineer(st: RunState) -> RunState:
 
 @state_phase("triage")
 def _triage(st: RunState) -> RunState:
+    """Job A (toolchain) always; Job B (assignments and gating) reads files only at deep."""
     assert st.scope is not None
     with git.worktree(st.request.repo, st.scope.new_commit) as workdir:
-        return st.model_copy(update={"toolchain": triage.discover(workdir)})
+        st = st.model_copy(update={"toolchain": triage.discover(workdir)})
+        return st.model_copy(update={"triage": jobb.run(st, workdir)})
 
 
 @state_phase("static")

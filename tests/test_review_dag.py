@@ -1,0 +1,208 @@
+"""Judgement reviewers through the whole DAG, with a fake model CLI on PATH under the real names."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Repo
+from fakes import install
+
+from verify_dag.cli import main
+from verify_dag.report import markdown, validate
+
+REPLY = json.dumps({"findings": [
+    {"title": "mul is off by one", "severity": 8, "location": "src/calc.py:10",
+     "category": "correctness", "description": "mul adds 1 to the product."},
+]}) + ("\nREAFFIRMED: F-1 — unchanged since delta base"
+       "\nREOPENED: F-2 — test_mul now fails"
+       "\nDEFERRED_TO_EPIC: #47 — pagination belongs to the export issue\n")
+
+
+@pytest.fixture
+def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A bin directory in front of PATH holding the fake CLIs named in each test; its log path."""
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    log = tmp_path / "model.log"
+    monkeypatch.setenv("FAKE_MODEL_LOG", str(log))
+    monkeypatch.setenv("FAKE_MODEL_REPLY", REPLY)
+    for var in ("VERIFY_DAG_BACKEND", "VERIFY_DAG_BACKEND_COMMAND", "VERIFY_DAG_CONFIG"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    return bin_dir
+
+
+def calls(bin_dir: Path) -> list[dict[str, Any]]:
+    log = bin_dir.parent / "model.log"
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+
+
+def run(repo: Repo, tmp_path: Path, *flags: str) -> tuple[int, dict[str, Any]]:
+    out = tmp_path / f"r{len(list(tmp_path.glob('r*.json')))}.json"
+    rc = main(["verify", str(repo.path), "--scope=branch", "--base=base", *flags,
+               "--format=json", f"--output={out}"])
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    validate(doc)
+    return rc, doc
+
+
+def result(doc: dict[str, Any], skill: str) -> dict[str, Any]:
+    return next(s for s in doc["skillResults"] if s["skill"] == skill)
+
+
+def test_light_picks_codex_reviewer_when_codex_is_on_path(scenario: Repo, tmp_path: Path,
+                                                          fake: Path) -> None:
+    install(fake, ["codex"])
+    _, doc = run(scenario, tmp_path)
+    assert result(doc, "codex-reviewer")["status"] == "COMPLETED"
+    assert result(doc, "reviewer")["status"] == "SKIPPED"
+    issue = next(i for i in doc["issues"] if i["title"] == "mul is off by one")
+    assert issue["sources"] == ["codex-reviewer"] and issue["severity"] == 8
+    (call,) = calls(fake)
+    assert call["name"] == "codex" and "exec" in call["argv"]
+    # Codex reviews a diff-only workspace, never the user's repository, with the exact metadata.
+    assert not call["cwd"].startswith(str(scenario.path))
+    assert "SCOPE_METADATA" in call["prompt"] and "scope_mode: branch" in call["prompt"]
+    assert "**Judgement reviewer:** codex-reviewer" in markdown(doc)
+
+
+def test_light_falls_back_to_reviewer_on_the_configured_backend(
+        scenario: Repo, tmp_path: Path, fake: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    install(fake, ["claude"])
+    monkeypatch.setenv("VERIFY_DAG_BACKEND", "claude")
+    _, doc = run(scenario, tmp_path)
+    assert result(doc, "reviewer")["status"] == "COMPLETED"
+    assert result(doc, "codex-reviewer") == {
+        "skill": "codex-reviewer", "status": "SKIPPED",
+        "notes": "Codex CLI not on PATH; reviewer ran instead"}
+    (call,) = calls(fake)
+    assert call["name"] == "claude" and "-p" in call["argv"]
+    assert "Comprehensive review across all five dimensions" in call["prompt"]
+
+
+def test_no_backend_says_which_review_did_not_run_and_how_to_configure(
+        scenario: Repo, tmp_path: Path, fake: Path) -> None:
+    _, doc = run(scenario, tmp_path)
+    reviewer = result(doc, "reviewer")
+    assert reviewer["status"] == "NOT_RUN"
+    assert "no model backend configured" in reviewer["notes"]
+    assert "VERIFY_DAG_BACKEND" in reviewer["notes"]
+    assert "**Not run:** reviewer" in markdown(doc)
+
+
+@pytest.mark.parametrize(("mode", "status", "needle"), [
+    ("hang", "NOT_RUN", "timeout"),
+    ("rate-limit", "NOT_RUN", "rate_limited"),
+    ("garbage", "NOT_RUN", "unparseable"),
+    ("empty", "NOT_RUN", "empty"),
+])
+def test_backend_failures_are_never_completed(scenario: Repo, tmp_path: Path, fake: Path,
+                                              monkeypatch: pytest.MonkeyPatch, mode: str,
+                                              status: str, needle: str) -> None:
+    install(fake, ["claude"])
+    monkeypatch.setenv("VERIFY_DAG_BACKEND", "claude")
+    monkeypatch.setenv("VERIFY_DAG_MODEL_TIMEOUT", "2")
+    monkeypatch.setenv("FAKE_MODEL_MODE", mode)
+    _, doc = run(scenario, tmp_path)
+    reviewer = result(doc, "reviewer")
+    assert reviewer["status"] == status and needle in reviewer["notes"]
+    assert not any("reviewer" in i["sources"] for i in doc["issues"])
+
+
+def test_codex_without_auth_is_blocked_prominently(scenario: Repo, tmp_path: Path, fake: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    install(fake, ["codex"])
+    monkeypatch.setenv("FAKE_MODEL_MODE", "auth")
+    _, doc = run(scenario, tmp_path)
+    codex = result(doc, "codex-reviewer")
+    assert codex["status"] == "BLOCKED" and "auth" in codex["notes"]
+    assert "BLOCKED" in markdown(doc).split("## Issues Found")[0]
+
+
+def test_deep_runs_the_full_composition(scenario: Repo, tmp_path: Path, fake: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    install(fake, ["claude"])
+    monkeypatch.setenv("VERIFY_DAG_BACKEND", "claude")
+    monkeypatch.setenv("FAKE_MODEL_REPLY", json.dumps({"findings": [
+        {"title": "Stale comment", "severity": 2, "location": "src/calc.py:9",
+         "category": "comment", "description": "delete"}]}))
+    _, doc = run(scenario, tmp_path, "--depth=deep")
+    statuses = {s["skill"]: s["status"] for s in doc["skillResults"]}
+    for name in ("reviewer", "comment-review", "qa"):
+        assert statuses[name] == "COMPLETED", name
+    # No codex on PATH: codex-reviewer is BLOCKED, never silently replaced by another engine.
+    assert statuses["codex-reviewer"] == "BLOCKED"
+    assert {c["name"] for c in calls(fake)} == {"claude"}
+    skipped = {s["skill"]: s["reason"] for s in doc["triage"]["skillsSkipped"]}
+    assert skipped["visual-verify"].startswith("gated: ")
+    assert skipped["ux-reviewer"].startswith("gated: ")
+    # comment-review's floor: a severity 2 comment finding is reported at 5, never lower.
+    comment = next(i for i in doc["issues"] if "comment-review" in i["sources"])
+    assert comment["severity"] == 5
+
+
+def test_scope_all_skips_codex(scenario: Repo, tmp_path: Path, fake: Path) -> None:
+    install(fake, ["codex"])
+    out = tmp_path / "all.json"
+    main(["verify", str(scenario.path), "--scope=all", "--format=json", f"--output={out}"])
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    codex = result(doc, "codex-reviewer")
+    assert codex["status"] == "SKIPPED" and "SKIPPED_UNSUPPORTED_SCOPE" in codex["notes"]
+    assert calls(fake) == []
+
+
+def test_ledger_epic_and_plan_reach_the_report(scenario: Repo, tmp_path: Path, fake: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    install(fake, ["claude"])
+    monkeypatch.setenv("VERIFY_DAG_BACKEND", "claude")
+    ledger = tmp_path / "ledger.json"
+    ledger.write_text(json.dumps({"schemaVersion": 1, "findings": [
+        {"id": "F-1", "skill": "reviewer", "title": "old thing", "severity": 4,
+         "disposition": "accepted", "location": "src/calc.py:4", "rootCause": "x", "reason": "y"},
+        {"id": "F-2", "skill": "tester", "title": "flaky", "severity": 6,
+         "disposition": "open", "location": None, "rootCause": "z", "reason": "w"},
+        {"id": "F-3", "skill": "reviewer", "title": "gone", "severity": 3,
+         "disposition": "fixed", "location": None, "rootCause": "", "reason": ""},
+    ]}), encoding="utf-8")
+    epic = tmp_path / "epic.md"
+    epic.write_text("Done: #45. This issue: #46. Remaining: #47 export pagination.\n")
+    plan = tmp_path / "plan.md"
+    plan.write_text("## Phase 1\nadd mul\n## Phase 2\nadd div\n")
+    first = scenario.git("rev-parse", "HEAD~1")
+    _, doc = run(scenario, tmp_path, f"--ledger={ledger}", f"--since={first}",
+                 f"--epic-context={epic}", f"--plan-file={plan}")
+    known = doc["knownFindings"]
+    assert known["supplied"] == 3
+    assert known["reaffirmed"][0]["id"] == "F-1" and known["reopened"][0]["id"] == "F-2"
+    assert {"issue": "#47", "item": "pagination belongs to the export issue",
+            "source": "reviewer"} in doc["deferredToEpic"]
+    assert not any("pagination" in i["title"] for i in doc["issues"])
+    plan_issue = next(i for i in doc["issues"] if i["sources"] == ["plan-completeness"])
+    assert plan_issue["severity"] == 8 and plan_issue["location"] is None
+    prompts = {c["prompt"] for c in calls(fake)}
+    reviewer_prompt = next(p for p in prompts if "Comprehensive review" in p)
+    assert "KNOWN FINDINGS" in reviewer_prompt and "CARRY-FORWARD RULES" in reviewer_prompt
+    assert "| F-3 |" not in reviewer_prompt  # fixed findings are not carried forward
+    assert "EPIC CONTEXT" in reviewer_prompt and "#47 export pagination" in reviewer_prompt
+    assert any("PLAN FILE" in p and "add div" in p for p in prompts)
+
+
+def test_no_carry_forward_keeps_the_ledger_for_reporting_only(
+        scenario: Repo, tmp_path: Path, fake: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    install(fake, ["claude"])
+    monkeypatch.setenv("VERIFY_DAG_BACKEND", "claude")
+    ledger = tmp_path / "ledger.json"
+    ledger.write_text(json.dumps({"schemaVersion": 1, "findings": [
+        {"id": "F-1", "skill": "reviewer", "title": "old", "severity": 4,
+         "disposition": "accepted", "location": None, "rootCause": "", "reason": ""}]}))
+    _, doc = run(scenario, tmp_path, f"--ledger={ledger}", "--no-carry-forward")
+    assert doc["knownFindings"]["supplied"] == 1
+    (call,) = calls(fake)
+    assert "CARRY-FORWARD RULES" not in call["prompt"] and "KNOWN FINDINGS" not in call["prompt"]

@@ -1,0 +1,153 @@
+"""Run one judgement skill through a model backend: prompt, invoke, parse, and say what happened.
+
+Every way a model call can fail ends in an outcome that says so (NOT_RUN, or BLOCKED where the
+seed spells codex-reviewer's statuses that way), never in COMPLETED with zero findings.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from verify_dag import backends, git
+from verify_dag.backends.parse import ParsedReply, Unparseable, parse_reply
+from verify_dag.errors import VerifyDagError
+from verify_dag.models import Finding, RunState, SkillOutcome
+from verify_dag.models.findings import Status
+from verify_dag.reviewers import prompts
+
+# comment-review's 5-6 band is a deliberate floor (seed 8a), not an assessment.
+COMMENT_FLOOR, COMMENT_CAP = 5, 6
+PLAN_SEVERITY = 8
+_DIFF_CAP = 200_000  # characters of branch diff handed to plan completeness
+
+
+def _config(state: RunState) -> backends.BackendsConfig:
+    return backends.load_config(Path(state.request.repo), os.environ)
+
+
+def _not_run(skill: str, reason: str, notes: str) -> SkillOutcome:
+    return SkillOutcome(skill=skill, status="NOT_RUN", reason=reason, notes=notes)
+
+
+def _normalise(skill: str, findings: list[Finding]) -> list[Finding]:
+    if skill == "comment-review":
+        return [f.model_copy(update={"severity": min(max(f.severity, COMMENT_FLOOR), COMMENT_CAP),
+                                     "issue_class": "comment"}) for f in findings]
+    if skill == "plan-completeness":
+        # At most one finding, severity 8, no location (seed Phase 6).
+        return [f.model_copy(update={"severity": PLAN_SEVERITY, "location": None,
+                                     "issue_class": "plan-completeness"}) for f in findings[:1]]
+    return findings
+
+
+def _outcome(skill: str, reason: str, parsed: ParsedReply) -> SkillOutcome:
+    status_line = (parsed.status or "").strip()
+    if status_line.upper().startswith("SKIPPED"):
+        why = status_line[len("SKIPPED"):].strip(" :—-") or "the skill reported SKIPPED"
+        return SkillOutcome(skill=skill, status="SKIPPED", ran=False, reason=why, notes=why)
+    if status_line.upper().startswith("BLOCKED"):
+        why = status_line[len("BLOCKED"):].strip(" :—-") or "the skill reported BLOCKED"
+        return SkillOutcome(skill=skill, status="BLOCKED", reason=reason, notes=why)
+    findings = _normalise(skill, list(parsed.findings))
+    notes = f"Found {len(findings)} item{'s' if len(findings) != 1 else ''}"
+    return SkillOutcome(skill=skill, status="COMPLETED", reason=reason, notes=notes,
+                        findings=tuple(findings), reaffirmed=tuple(parsed.reaffirmed),
+                        reopened=tuple(parsed.reopened), deferred=tuple(parsed.deferred))
+
+
+def _ask(skill: str, reason: str, backend: backends.Backend, prompt: str, cwd: Path,
+         blocked_when_unavailable: bool = False) -> SkillOutcome:
+    reply = backends.invoke(backend, prompt, cwd=cwd)
+    if reply.status != "ok":
+        # A missing CLI or missing auth is BLOCKED for codex-reviewer (the seed's statuses);
+        # a time-out, quota or empty reply is NOT_RUN for everyone (issue 3).
+        unavailable = reply.status in {"missing", "auth"}
+        status: Status = "BLOCKED" if blocked_when_unavailable and unavailable else "NOT_RUN"
+        return SkillOutcome(skill=skill, status=status, reason=reason,
+                            notes=f"{reply.status}: {reply.reason}")
+    try:
+        parsed = parse_reply(reply.text, skill)
+    except Unparseable as exc:
+        return _not_run(skill, reason, f"unparseable reply: {exc}")
+    return _outcome(skill, reason, parsed)
+
+
+@contextmanager
+def _checkout(state: RunState) -> Iterator[Path]:
+    assert state.scope is not None
+    with git.worktree(state.request.repo, state.scope.new_commit) as path:
+        yield path
+
+
+def _backend(state: RunState, skill: str, reason: str) -> backends.Backend | SkillOutcome:
+    """The skill's backend, or the NOT_RUN outcome that says why there is none."""
+    try:
+        config = _config(state)
+        backend = backends.resolve(config, skill)
+    except VerifyDagError as exc:
+        return _not_run(skill, reason, f"model backend configuration: {exc.message}")
+    if backend is None:
+        # Say what was ignored too (a command template the repository itself asked for, ...).
+        ignored = "".join(f" ({note})" for note in config.notes)
+        return _not_run(skill, reason,
+                        f"no model backend configured{ignored}; {backends.how_to_configure()}")
+    return backend
+
+
+def model_skill(state: RunState, skill: str, reason: str) -> SkillOutcome:
+    """reviewer, comment-review, qa, ux-reviewer, visual-verify: the prompt, in a checkout."""
+    backend = _backend(state, skill, reason)
+    if isinstance(backend, SkillOutcome):
+        return backend
+    prompt = prompts.skill_prompt(state, skill)
+    with _checkout(state) as cwd:
+        return _ask(skill, reason, backend, prompt, cwd)
+
+
+def plan_completeness(state: RunState, reason: str) -> SkillOutcome:
+    skill = "plan-completeness"
+    assert state.scope is not None
+    backend = _backend(state, skill, reason)
+    if isinstance(backend, SkillOutcome):
+        return backend
+    sc = state.scope
+    paths = [p for f in sc.included for p in (f.path, f.old_path) if p]
+    diff = git.patch(state.request.repo, sc.old_commit, sc.new_commit, paths)
+    if len(diff) > _DIFF_CAP:
+        diff = diff[:_DIFF_CAP] + f"\n[... diff truncated at {_DIFF_CAP} characters]\n"
+    with _checkout(state) as cwd:
+        return _ask(skill, reason, backend, prompts.plan_prompt(state, diff), cwd)
+
+
+def codex_reviewer(state: RunState, reason: str) -> SkillOutcome:
+    """The independent second engine, on a diff-only workspace rebuilt from SCOPE_METADATA."""
+    skill = "codex-reviewer"
+    sc = state.scope
+    assert sc is not None
+    if sc.mode == "all":
+        return SkillOutcome(skill=skill, status="SKIPPED", ran=False,
+                            reason="SKIPPED_UNSUPPORTED_SCOPE",
+                            notes="SKIPPED_UNSUPPORTED_SCOPE: Codex does not audit --scope=all")
+    try:
+        backend = backends.resolve(_config(state), skill)
+    except VerifyDagError as exc:
+        return SkillOutcome(skill=skill, status="BLOCKED", reason=reason,
+                            notes=f"model backend configuration: {exc.message}")
+    if backend is None:
+        return SkillOutcome(skill=skill, status="BLOCKED", reason=reason,
+                            notes="Codex CLI not found on PATH")
+    old_paths = [f.old_path or f.path for f in sc.included if f.status != "added"]
+    new_paths = [f.path for f in sc.included if f.status != "deleted"]
+    all_paths = sorted({*old_paths, *new_paths})
+    want = git.patch(state.request.repo, sc.old_commit, sc.new_commit, all_paths)
+    with git.diff_workspace(state.request.repo, sc.old_commit, sc.new_commit, old_paths,
+                            new_paths) as (ws, got):
+        if got != want:
+            return SkillOutcome(skill=skill, status="BLOCKED", reason=reason,
+                                notes="PATCH_CONSTRUCTION_FAILED: the diff-only workspace does "
+                                      "not reproduce the scoped diff exactly")
+        return _ask(skill, reason, backend, prompts.skill_prompt(state, skill), ws,
+                    blocked_when_unavailable=True)
