@@ -206,3 +206,38 @@ def test_no_carry_forward_keeps_the_ledger_for_reporting_only(
     assert doc["knownFindings"]["supplied"] == 1
     (call,) = calls(fake)
     assert "CARRY-FORWARD RULES" not in call["prompt"] and "KNOWN FINDINGS" not in call["prompt"]
+
+
+def test_patch_construction_failure_is_not_a_review(tmp_path: Path, fake: Path) -> None:
+    # A file name that is not UTF-8 cannot be carried through the scope's text paths, so the
+    # diff-only workspace cannot be rebuilt exactly: codex must not review an approximation.
+    from conftest import make_repo
+
+    repo = make_repo(tmp_path / "latin1")
+    repo.write("a.py", "x = 1\n")
+    repo.commit("one")
+    repo.git("tag", "base")
+    (repo.path / os.fsdecode(b"caf\xe9.py")).write_text("y = 2\n")
+    repo.commit("two")
+    install(fake, ["codex"])
+    _, doc = run(repo, tmp_path)
+    codex = result(doc, "codex-reviewer")
+    assert codex["status"] == "BLOCKED" and codex["notes"].startswith("PATCH_CONSTRUCTION_FAILED")
+    assert calls(fake) == []
+
+
+def test_triage_result_reaches_the_json(scenario: Repo, tmp_path: Path, fake: Path) -> None:
+    scenario.write("src/cli.py", 'import argparse\n\np = argparse.ArgumentParser()\n'
+                   'p.add_argument("--n", help="how many widgets to make")\n')
+    scenario.commit("cli")
+    _, light = run(scenario, tmp_path)
+    assert light["triage"]["jobB"] is False and light["triage"]["gating"] == {}
+    files = light["triage"]["skillAssignments"]["reviewer"]
+    assert files == ["src/calc.py", "src/cli.py", "tests/test_calc.py"]
+    _, deep = run(scenario, tmp_path, "--depth=deep")
+    gate = deep["triage"]["gating"]["ux-reviewer"]
+    assert gate["applies"] is True and "src/cli.py" in gate["reason"]
+    assert deep["triage"]["skillAssignments"]["ux-reviewer"] == ["src/cli.py"]
+    assert deep["triage"]["gating"]["visual-verify"]["applies"] is False
+    # Gated in, but no backend: ux-reviewer should have run and did not.
+    assert result(deep, "ux-reviewer")["status"] == "NOT_RUN"

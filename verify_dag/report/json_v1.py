@@ -144,6 +144,19 @@ def _known_findings(state: RunState) -> dict[str, Any] | None:
     }
 
 
+def _triage_result(state: RunState) -> dict[str, Any]:
+    """TRIAGE_RESULT itself (additive keys): who was given which files, and the gating calls."""
+    tr = state.triage
+    if tr is None:
+        return {}
+    return {
+        "jobB": tr.job_b,
+        "skillAssignments": {skill: list(files) for skill, files in tr.skill_assignments.items()},
+        "gating": {skill: {"applies": g.applies, "reason": g.reason, "files": list(g.files)}
+                   for skill, g in tr.gating.items()},
+    }
+
+
 def build(state: RunState) -> Report:
     """The JSON v1 report for a run, complete in every state: ok, blocked and error alike."""
     all_outcomes = results.outcomes(state)
@@ -166,7 +179,7 @@ def build(state: RunState) -> Report:
             {"issue": d.issue, "item": d.item, "source": d.source}
             for o in state.outcomes for d in o.deferred
         ],
-        "triage": results.triage(all_outcomes),
+        "triage": {**results.triage(all_outcomes), **_triage_result(state)},
         "skillResults": results.skill_results(all_outcomes),
         "issues": [_issue(n, i) for n, i in enumerate(issues, start=1)],
         "exerciserVerification": [],

@@ -145,7 +145,9 @@ def codex_reviewer(state: RunState, reason: str) -> SkillOutcome:
     want = git.patch(state.request.repo, sc.old_commit, sc.new_commit, all_paths)
     with git.diff_workspace(state.request.repo, sc.old_commit, sc.new_commit, old_paths,
                             new_paths) as (ws, got):
-        if got != want:
+        # An empty patch for a non-empty scope means the paths did not survive the trip (a file
+        # name that is not valid UTF-8, say): reviewing nothing would be a fake COMPLETED.
+        if got != want or not want.strip():
             return SkillOutcome(skill=skill, status="BLOCKED", reason=reason,
                                 notes="PATCH_CONSTRUCTION_FAILED: the diff-only workspace does "
                                       "not reproduce the scoped diff exactly")
