@@ -241,3 +241,13 @@ def test_triage_result_reaches_the_json(scenario: Repo, tmp_path: Path, fake: Pa
     assert deep["triage"]["gating"]["visual-verify"]["applies"] is False
     # Gated in, but no backend: ux-reviewer should have run and did not.
     assert result(deep, "ux-reviewer")["status"] == "NOT_RUN"
+
+
+def test_a_backend_that_echoes_the_prompt_did_not_review(
+        scenario: Repo, tmp_path: Path, fake: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `cat` as the command backend: its reply is the prompt, example finding included.
+    monkeypatch.setenv("VERIFY_DAG_BACKEND", "command")
+    monkeypatch.setenv("VERIFY_DAG_BACKEND_COMMAND", "cat")
+    _, doc = run(scenario, tmp_path)
+    reviewer = result(doc, "reviewer")
+    assert reviewer["status"] == "NOT_RUN" and "echoed the prompt" in reviewer["notes"]

@@ -68,11 +68,19 @@ def _ask(skill: str, reason: str, backend: backends.Backend, prompt: str, cwd: P
         status: Status = "BLOCKED" if blocked_when_unavailable and unavailable else "NOT_RUN"
         return SkillOutcome(skill=skill, status=status, reason=reason,
                             notes=f"{reply.status}: {reply.reason}")
+    if _echoes(prompt, reply.text):
+        # The prompt holds an example finding; a command that parrots it back did not review.
+        return _not_run(skill, reason, "unparseable reply: the backend echoed the prompt back")
     try:
         parsed = parse_reply(reply.text, skill)
     except Unparseable as exc:
         return _not_run(skill, reason, f"unparseable reply: {exc}")
     return _outcome(skill, reason, parsed)
+
+
+def _echoes(prompt: str, reply: str) -> bool:
+    head = prompt.strip()[:300]
+    return len(head) >= 100 and head in reply
 
 
 @contextmanager
