@@ -9,7 +9,14 @@ from verify_dag.models.carry import (
     Reaffirmed,
     Reopened,
 )
-from verify_dag.models.findings import Finding, Location, SkillOutcome
+from verify_dag.models.findings import (
+    Diagnosis,
+    Finding,
+    GateResult,
+    Location,
+    SkillOutcome,
+    Verification,
+)
 from verify_dag.models.request import VerifyRequest
 from verify_dag.models.scope import (
     ALL_OTHER_FILES,
@@ -27,10 +34,12 @@ __all__ = [
     "ALL_OTHER_FILES",
     "Command",
     "Deferred",
+    "Diagnosis",
     "EngineerContext",
     "ExcludedFile",
     "FileChange",
     "Finding",
+    "GateResult",
     "Gating",
     "Ledger",
     "LedgerFinding",
@@ -44,5 +53,6 @@ __all__ = [
     "SkillOutcome",
     "Toolchain",
     "TriageResult",
+    "Verification",
     "VerifyRequest",
 ]

@@ -30,6 +30,43 @@ class Finding(Frozen):
     rule: str | None = None  # tool rule id (ruff code, mypy error code), when there is one
     tool: str | None = None  # the external tool, for static findings
     in_scope: bool | None = None  # tester failures: in or out of the scoped files
+    # Static findings on modified lines: did the same problem exist at the merge base already?
+    baseline: Literal["introduced", "pre-existing"] | None = None
+    nodeid: str | None = None  # tester failures: the test id, for re-running just that test
+
+
+class Diagnosis(Frozen):
+    """The debugger's answer for one distinct failure signature (seed 7b)."""
+
+    failure: str  # the failing test id or failure title
+    pre_existing: Literal["yes", "no", "undetermined"]
+    command: str
+    evidence: str
+    touched_by_diff: tuple[str, ...] = ()
+
+
+class GateResult(Frozen):
+    """One custom gate from VERIFICATION.md, checked (seed 8c customGates)."""
+
+    kind: Literal["exerciser", "review"]
+    rule: str
+    status: Literal["PASS", "FAIL", "BLOCKED", "NOT_CHECKED"]
+    evidence: str
+    checker: str
+
+
+class Verification(Frozen):
+    """The exerciser's attempt to reproduce one reported issue (seed 8c exerciserVerification).
+
+    Issues get their VI ids only when the report is built, so the issue is named by the same
+    key the report dedups on: path, line and title.
+    """
+
+    path: str | None
+    line: int | None
+    title: str
+    status: Literal["CONFIRMED", "NOT_REPRODUCED", "NOT_APPLICABLE", "BLOCKED"]
+    evidence: str
 
 
 class SkillOutcome(Frozen):
@@ -44,3 +81,6 @@ class SkillOutcome(Frozen):
     reaffirmed: tuple[Reaffirmed, ...] = ()
     reopened: tuple[Reopened, ...] = ()
     deferred: tuple[Deferred, ...] = ()
+    diagnoses: tuple[Diagnosis, ...] = ()  # debugger
+    gates: tuple[GateResult, ...] = ()  # exerciser (exerciser gates) and reviewers (review gates)
+    verifications: tuple[Verification, ...] = ()  # exerciser
