@@ -31,9 +31,11 @@ class Issue:
     path: str | None
     line: int | None
     end_line: int | None
+    # "introduced" / "pre-existing" when a static member was compared with the merge base.
+    baseline: str | None = None
 
 
-def _norm_title(title: str) -> str:
+def norm_title(title: str) -> str:
     # Reviewers phrase one finding slightly differently ("Unused import `os`" / "unused import os").
     return _NON_WORD.sub(" ", title.casefold()).strip()
 
@@ -48,7 +50,7 @@ def _line(finding: Finding) -> int | None:
 
 def _key(finding: Finding) -> tuple[str | None, int | None, str]:
     path = finding.location.path if finding.location else None
-    what = f"rule:{finding.rule}" if finding.rule else f"title:{_norm_title(finding.title)}"
+    what = f"rule:{finding.rule}" if finding.rule else f"title:{norm_title(finding.title)}"
     return path, _line(finding), what
 
 
@@ -71,7 +73,12 @@ def _merge(group: list[Finding]) -> Issue:
         if f.location and f.location.end_line is not None and line is not None
         and f.location.end_line > line
     ]
+    baselines = {f.baseline for f in group if f.baseline}
+    # One introduced occurrence makes the merged issue introduced: the change added it.
+    baseline = "introduced" if "introduced" in baselines else (
+        "pre-existing" if baselines else None)
     return Issue(
+        baseline=baseline,
         severity=severity,
         title=lead.title.strip(),
         issue_class=issue_class,

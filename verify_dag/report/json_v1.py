@@ -14,7 +14,7 @@ from verify_dag.models.findings import Finding
 from verify_dag.models.scope import ExcludedFile, FileChange, Scope
 from verify_dag.models.state import RunState
 from verify_dag.report import results
-from verify_dag.report.dedup import Issue, dedup
+from verify_dag.report.dedup import Issue, dedup, norm_title
 
 Report = dict[str, Any]
 
@@ -91,7 +91,7 @@ def _issue_location(issue: Issue) -> dict[str, Any] | None:
 
 
 def _issue(n: int, issue: Issue) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "id": f"VI-{n}",
         "severity": issue.severity,
         "title": issue.title,
@@ -100,6 +100,9 @@ def _issue(n: int, issue: Issue) -> dict[str, Any]:
         "description": issue.description,
         "class": issue.issue_class,
     }
+    if issue.baseline is not None:
+        out["baseline"] = issue.baseline
+    return out
 
 
 def _finding(issue: Issue) -> dict[str, Any]:
@@ -157,6 +160,40 @@ def _triage_result(state: RunState) -> dict[str, Any]:
     }
 
 
+def _gates(state: RunState) -> dict[str, list[dict[str, str]]]:
+    out: dict[str, list[dict[str, str]]] = {"exerciser": [], "review": []}
+    for o in state.outcomes:
+        for g in o.gates:
+            out[g.kind].append({"rule": g.rule, "status": g.status, "evidence": g.evidence,
+                                "checker": g.checker})
+    return out
+
+
+def _verifications(state: RunState, issues: list[Issue]) -> list[dict[str, str]]:
+    """The exerciser's verdicts, keyed to VI ids now that the issues are numbered.
+
+    The exerciser names an issue by path, line and title (ids do not exist before dedup); one
+    verdict per issue, the first that matches it.
+    """
+    ids = {(i.path, i.line, norm_title(i.title)): f"VI-{n}" for n, i in enumerate(issues, 1)}
+    at: dict[tuple[str | None, int | None], list[str]] = {}
+    for n, i in enumerate(issues, 1):
+        at.setdefault((i.path, i.line), []).append(f"VI-{n}")
+    seen: set[str] = set()
+    out = []
+    for o in state.outcomes:
+        for v in o.verifications:
+            vi = ids.get((v.path, v.line, norm_title(v.title)))
+            if vi is None and len(at.get((v.path, v.line), [])) == 1:
+                # A merged issue carries its lead's title; the location alone is unambiguous.
+                vi = at[(v.path, v.line)][0]
+            if vi is None or vi in seen:
+                continue
+            seen.add(vi)
+            out.append({"issue": vi, "status": v.status, "evidence": v.evidence})
+    return sorted(out, key=lambda e: int(e["issue"].removeprefix("VI-")))
+
+
 def build(state: RunState) -> Report:
     """The JSON v1 report for a run, complete in every state: ok, blocked and error alike."""
     all_outcomes = results.outcomes(state)
@@ -182,8 +219,13 @@ def build(state: RunState) -> Report:
         "triage": {**results.triage(all_outcomes), **_triage_result(state)},
         "skillResults": results.skill_results(all_outcomes),
         "issues": [_issue(n, i) for n, i in enumerate(issues, start=1)],
-        "exerciserVerification": [],
-        "customGates": {"exerciser": [], "review": []},
+        "exerciserVerification": _verifications(state, issues),
+        "customGates": _gates(state),
+        "debugger": [
+            {"failure": d.failure, "preExisting": d.pre_existing, "command": d.command,
+             "evidence": d.evidence, "touchedByDiff": list(d.touched_by_diff)}
+            for o in state.outcomes for d in o.diagnoses
+        ],
         "run": {
             "id": state.run_id,
             "requestedMode": requested,

@@ -205,7 +205,7 @@ def _issues(report: Report) -> list[str]:
     out = ["## Issues Found", ""]
     if issues:
         rows: list[list[object]] = [
-            [i["id"], i["severity"], i["title"], ", ".join(i["sources"]),
+            [i["id"], i["severity"], _title(i), ", ".join(i["sources"]),
              location_text(i["location"]), i["description"]]
             for i in issues
         ]
@@ -220,6 +220,25 @@ def _issues(report: Report) -> list[str]:
         f"**Total: {len(issues)} {noun} from {skill_findings} skill findings (deduplicated)**",
     ]
     return [*out, "", "---", ""]
+
+
+def _title(issue: dict[str, Any]) -> str:
+    if issue.get("baseline") == "pre-existing":
+        return f"{issue['title']} (pre-existing: also at the merge base)"
+    return str(issue["title"])
+
+
+def _debugger(report: Report) -> list[str]:
+    diagnoses = report.get("debugger") or []
+    if not diagnoses:
+        return []
+    rows: list[list[object]] = [
+        [d["failure"], d["preExisting"], ", ".join(d["touchedByDiff"]) or "none",
+         _code(d["command"]), d["evidence"][:300]]
+        for d in diagnoses
+    ]
+    header = ["Failure", "Pre-existing", "Touched by diff", "Command", "Evidence"]
+    return ["## Debugger", "", *_table(header, rows), "", "---", ""]
 
 
 def _deferred(report: Report) -> list[str]:
@@ -279,6 +298,7 @@ def markdown(report: Report) -> str:
     lines += _triage(report)
     lines += _skill_results(report)
     lines += _issues(report)
+    lines += _debugger(report)
     lines += _deferred(report)
     lines += _exerciser(report)
     lines += _gates(report)
