@@ -1,32 +1,288 @@
-"""Phase 7b: the debugger fires only on observed failures of severity 7+."""
+"""Phase 7b: the debugger tells pre-existing failures from new ones by re-running them at the base.
+
+It fires only on observed failures of severity 7+ (tester, exerciser, and ux-reviewer at deep).
+Each distinct failure signature is re-run once, alone, in a scratch worktree of the merge base
+(``old_commit`` for staged/unstaged snapshots), through util.run with a time limit and a scrubbed
+environment, and gets a Diagnosis: PRE_EXISTING yes | no | undetermined, COMMAND, EVIDENCE and
+TOUCHED_BY_DIFF.
+
+Signature rule. A test that fails at the base is PRE_EXISTING "yes" only when it fails the same way:
+the exception class named on pytest's crash line (``path:line: ExcType``) is the same on both sides
+(line numbers are not compared: they move between commits). When the branch's failure records no
+class (a repository that sets ``--tb=short``), the first line of the failure message is compared
+instead. A failure with a different or unreadable signature at the base is "undetermined", never
+"yes": the change may have turned one failure into another.
+"""
 
 from __future__ import annotations
 
-from verify_dag.models import Finding, RunState, SkillOutcome
+import logging
+import re
+import shlex
+import time
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Literal
 
-TRIGGERS = ("tester", "exerciser", "ux-reviewer")
+from verify_dag import git, util
+from verify_dag.errors import VerifyDagError
+from verify_dag.models import Diagnosis, Finding, RunState, SkillOutcome
+from verify_dag.models.scope import Scope
+from verify_dag.tools.base import python_tool_argv
+
+log = logging.getLogger(__name__)
+PreExisting = Literal["yes", "no", "undetermined"]
+
+SKILL = "debugger"
+MAX_RERUNS = 20  # distinct signatures re-run per verification; the rest are "not re-run: cap"
+RERUN_TIMEOUT = 600.0  # one test, not a suite: a single re-run never gets more than this
+EVIDENCE_CAP = 1500
+_TEST_TITLE = "Test failed: "  # the tester's title for one failing test (nodeid follows)
+_COMMAND_TITLE = "Test command failed: "  # the tester's title for a non-pytest runner
+_CRASH = re.compile(r"^(?P<path>[^\s:]+\.py):\d+: (?P<exc>[A-Za-z_][\w.]*)[ \t]*$", re.MULTILINE)
+_TRACE_PATH = re.compile(r"^(?P<path>[^\s:]+\.py):\d+:", re.MULTILINE)
+_EXC_MESSAGE = re.compile(r"^(?P<exc>[A-Za-z_][\w.]*)(?::|$)")  # "ValueError: x" -> ValueError
+_E_LINE = re.compile(r"^E\s+(?P<text>\S.*)$", re.MULTILINE)
+_COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)")
+# pytest's exit codes that mean "the test could not be run as asked" at the base.
+_UNRUNNABLE = {
+    2: "collection errors at the merge base (or the run was interrupted)",
+    3: "pytest hit an internal error at the merge base",
+    4: "the test does not exist at the merge base (pytest: not found)",
+    5: "the test does not exist at the merge base (pytest: no tests collected)",
+}
 
 
 def failures(state: RunState) -> list[Finding]:
-    return [
-        f
-        for o in state.outcomes
-        if o.skill in TRIGGERS
-        for f in o.findings
-        if f.severity >= 7
-    ]
+    # Same triggers as the report's "was the debugger needed" check: ux-reviewer only at deep.
+    triggers = {"tester", "exerciser"}
+    if state.request.depth == "deep":
+        triggers.add("ux-reviewer")
+    return [f for o in state.outcomes if o.skill in triggers for f in o.findings if f.severity >= 7]
+
+
+def pytest_argv() -> list[str] | None:
+    """How a single failing test is re-run.
+
+    This must follow the tester's environment (phases/tester.py `_pytest`): the base is only
+    comparable when the test runs on the same interpreter and packages as the suite did. When the
+    tester runs the suite in a provisioned venv, return that venv's interpreter here.
+    """
+    return python_tool_argv("pytest")
+
+
+@dataclass
+class _Signature:
+    key: str  # the nodeid for pytest failures, else the command or title
+    nodeid: str | None
+    findings: list[Finding] = field(default_factory=list)
+    why_not: str = ""  # why it cannot be re-run, when nodeid is None
+
+
+def _nodeid(f: Finding) -> str | None:
+    if f.nodeid:
+        return f.nodeid
+    # The tester's findings name the test in the title; older states carry no nodeid field.
+    if f.source == "tester" and f.title.startswith(_TEST_TITLE):
+        return f.title.removeprefix(_TEST_TITLE).strip() or None
+    return None
+
+
+def signatures(found: list[Finding]) -> list[_Signature]:
+    """Distinct failure signatures, in first-seen order."""
+    out: dict[str, _Signature] = {}
+    for f in found:
+        nodeid = _nodeid(f)
+        if nodeid is not None:
+            sig = out.setdefault(nodeid, _Signature(nodeid, nodeid))
+        elif f.title.startswith(_COMMAND_TITLE):
+            command = f.title.removeprefix(_COMMAND_TITLE)
+            sig = out.setdefault(command, _Signature(command, None, why_not=(
+                "the test runner is not pytest: a single failing test cannot be re-run in "
+                "isolation")))
+        else:
+            sig = out.setdefault(f.title, _Signature(f.title, None, why_not=(
+                "no single test to re-run in isolation (the failure carries no test id)")))
+        sig.findings.append(f)
+    return list(out.values())
 
 
 def run(state: RunState) -> SkillOutcome:
     found = failures(state)
     if not found:
-        return SkillOutcome(skill="debugger", status="SKIPPED", ran=False,
+        return SkillOutcome(skill=SKILL, status="SKIPPED", ran=False,
                             notes="N/A: no failures of severity 7+",
                             reason="no failures of severity 7+")
-    # Re-running each failure at the merge base is not built yet: say so rather than guess
-    # PRE_EXISTING for anyone.
-    return SkillOutcome(
-        skill="debugger", status="NOT_RUN", reason=f"{len(found)} failure(s) of severity 7+",
-        notes=(f"{len(found)} failure(s) of severity 7+ need diagnosis; re-running them at the "
-               "merge base is not available in this version"),
-    )
+    reason = f"{len(found)} failure(s) of severity 7+ to investigate"
+    try:
+        diagnoses = _diagnose(state, signatures(found))
+    except Exception as exc:  # the report must still be written: never raise into the chain
+        log.exception("debugger crashed")
+        return SkillOutcome(skill=SKILL, status="NOT_RUN", reason=reason,
+                            notes=f"debugger could not run: {type(exc).__name__}: {exc}")
+    counts = {k: sum(d.pre_existing == k for d in diagnoses) for k in ("yes", "no", "undetermined")}
+    n = len(diagnoses)
+    notes = (f"{n} failure{'s' if n != 1 else ''}: {counts['yes']} pre-existing, "
+             f"{counts['no']} new" + (f", {counts['undetermined']} undetermined"
+                                      if counts["undetermined"] else ""))
+    return SkillOutcome(skill=SKILL, status="COMPLETED", notes=notes, reason=reason,
+                        diagnoses=tuple(diagnoses))
+
+
+def _base(scope: Scope | None) -> tuple[str | None, str]:
+    if scope is None:
+        return None, "no scope was resolved"
+    base = scope.merge_base or scope.old_commit
+    if base is None:
+        return None, f"a whole-file scope ({scope.mode}) has no base commit to compare with"
+    return base, ""
+
+
+def _diagnose(state: RunState, sigs: list[_Signature]) -> list[Diagnosis]:
+    included = state.scope.included if state.scope is not None else ()
+    scoped = {f.path for f in included if f.status != "deleted"}
+    base, no_base = _base(state.scope)
+    argv = pytest_argv()
+    results: dict[str, Diagnosis] = {}
+    todo: list[_Signature] = []
+    for sig in sigs:
+        why = sig.why_not or _unsafe(sig.key) or no_base
+        if not why and argv is None:
+            why = "pytest is not installed (not importable, not on PATH)"
+        if not why and len(todo) >= MAX_RERUNS:
+            why = f"not re-run: cap of {MAX_RERUNS} re-runs reached"
+        if why:
+            results[sig.key] = _undetermined(sig, why, scoped)
+        else:
+            todo.append(sig)
+    if todo:
+        assert base is not None and argv is not None
+        # The whole debugger gets one suite's time budget, so it never costs more than a re-run
+        # of the suite would.
+        deadline = time.monotonic() + state.request.test_timeout
+        try:
+            with git.worktree(state.request.repo, base) as wt:
+                for sig in todo:
+                    left = deadline - time.monotonic()
+                    results[sig.key] = (_rerun(argv, wt, base, sig, min(left, RERUN_TIMEOUT),
+                                               scoped) if left > 1 else
+                                        _undetermined(sig, "not re-run: time budget spent",
+                                                      scoped))
+        except VerifyDagError as exc:
+            for sig in todo:
+                results.setdefault(sig.key, _undetermined(
+                    sig, f"could not check out the merge base {base}: {exc.message}", scoped))
+    return [results[s.key] for s in sigs]
+
+
+def _unsafe(nodeid: str) -> str:
+    # Node ids become arguments: one that looks like an option or leaves the worktree is refused.
+    path = PurePosixPath(nodeid.split("::", 1)[0])
+    if nodeid.startswith("-") or path.is_absolute() or ".." in path.parts:
+        return f"refused to re-run {nodeid!r}: not a repository-relative test id"
+    return ""
+
+
+def _touched(sig: _Signature, scoped: set[str]) -> tuple[str, ...]:
+    paths: set[str] = set()
+    for f in sig.findings:
+        if f.location is not None:
+            paths.add(f.location.path)
+        paths.update(m["path"] for m in _TRACE_PATH.finditer(f.description))
+    paths = {p.removeprefix("./") for p in paths}
+    return tuple(sorted(paths & scoped))
+
+
+def _undetermined(sig: _Signature, why: str, scoped: set[str]) -> Diagnosis:
+    return Diagnosis(failure=sig.key, pre_existing="undetermined", command="not run",
+                     evidence=why, touched_by_diff=_touched(sig, scoped))
+
+
+def _rerun(argv: list[str], wt: Path, base: str, sig: _Signature, timeout: float,
+           scoped: set[str]) -> Diagnosis:
+    assert sig.nodeid is not None
+    # --tb=long after the repository's addopts: the crash line `path:line: ExcType` is what the
+    # signature is read from, and a repository's --tb=short/line/no would drop it.
+    cmd = [*argv, "-q", "-p", "no:cacheprovider", f"--rootdir={wt}", "--tb=long", sig.nodeid]
+    res = util.run(cmd, cwd=wt, timeout=timeout,
+                   env=util.scrubbed_env({"PYTHONDONTWRITEBYTECODE": "1"}))
+    command = f"{shlex.join(cmd)}  (cwd: {wt}, a scratch worktree of {base})"
+    output = "\n".join(t for t in (res.stdout.strip(), res.stderr.strip()) if t)
+
+    def verdict(pre: PreExisting, why: str) -> Diagnosis:
+        return Diagnosis(failure=sig.key, pre_existing=pre, command=command,
+                         evidence=_excerpt(why, output), touched_by_diff=_touched(sig, scoped))
+
+    if res.not_found:
+        return verdict("undetermined", f"{cmd[0]} was not found")
+    if res.timed_out:
+        return verdict("undetermined", f"timed out after {timeout:g}s at the merge base")
+    if res.returncode in _UNRUNNABLE:
+        return verdict("undetermined", f"pytest exited {res.returncode}: "
+                                       f"{_UNRUNNABLE[res.returncode]}")
+    counts = _counts(res.stdout)
+    if res.returncode == 0:
+        if counts.get("passed", 0) and not counts.get("failed") and not counts.get("error"):
+            return verdict("no", "passes at the merge base")
+        return verdict("undetermined", "did not pass or fail at the merge base "
+                                       f"({_summary(counts)})")
+    if res.returncode != 1:
+        return verdict("undetermined", f"pytest exited {res.returncode} at the merge base")
+    here_exc, here_msg = _branch_signature(sig.findings)
+    there_exc, there_msg = _base_signature(output)
+    if here_exc and there_exc:
+        if here_exc == there_exc:
+            return verdict("yes", f"fails at the merge base with the same signature: {there_exc}")
+        return verdict("undetermined", f"fails at the merge base with a different signature: "
+                                       f"{there_exc} there, {here_exc} here")
+    if here_msg and here_msg == there_msg:
+        return verdict("yes", f"fails at the merge base with the same message: {there_msg}")
+    return verdict("undetermined", "fails at the merge base too, but the failure signatures "
+                                   "could not be matched")
+
+
+def _branch_signature(findings: list[Finding]) -> tuple[str | None, str]:
+    """(exception class, first message line) of the failure as the tester recorded it."""
+    for f in findings:
+        crash = list(_CRASH.finditer(f.description))
+        message = next((ln.strip() for ln in f.description.splitlines()
+                        if ln.strip() and not ln.startswith("Error outside the test body")), "")
+        if crash:
+            return crash[-1]["exc"], message
+        m = _EXC_MESSAGE.match(message)
+        if m:
+            return m["exc"], message
+        # pytest's rewritten assertions report "assert <expr>" with no class in the message.
+        if message == "assert" or message.startswith("assert "):
+            return "AssertionError", message
+        if message:
+            return None, message
+    return None, ""
+
+
+def _base_signature(output: str) -> tuple[str | None, str]:
+    crash = list(_CRASH.finditer(output))
+    first_e = _E_LINE.search(output)
+    return (crash[-1]["exc"] if crash else None), (first_e["text"].strip() if first_e else "")
+
+
+def _counts(stdout: str) -> dict[str, int]:
+    lines = [ln for ln in stdout.splitlines() if ln.strip()]
+    out: dict[str, int] = {}
+    for n, kind in _COUNT.findall(lines[-1] if lines else ""):
+        out[kind.removesuffix("s") if kind == "errors" else kind] = int(n)
+    return out
+
+
+def _summary(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {k}" for k, n in counts.items()) or "no result line"
+
+
+def _excerpt(why: str, output: str) -> str:
+    """The verdict, then the tail of the output (where pytest puts the crash line and summary)."""
+    why, text = util.redact(why), util.redact(output)
+    room = EVIDENCE_CAP - len(why) - 1
+    if len(text) > room:
+        # Cut on a line boundary: a half line of a traceback reads as a different message.
+        text = "...\n" + text[len(text) - room + 4:].split("\n", 1)[-1]
+    return f"{why}\n{text}"[:EVIDENCE_CAP] if text else why[:EVIDENCE_CAP]

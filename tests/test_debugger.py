@@ -1,0 +1,246 @@
+"""The debugger (seed 7b): failing tests re-run alone at the merge base, real repos and pytest."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from conftest import Repo
+
+from verify_dag import git
+from verify_dag.errors import FatalError
+from verify_dag.models import (
+    Command,
+    Diagnosis,
+    Finding,
+    RunState,
+    SkillOutcome,
+    Toolchain,
+    VerifyRequest,
+)
+from verify_dag.phases import debugger, scope, tester
+
+PYTEST = Toolchain(commands=(
+    Command(kind="test", argv=("pytest",), source="tests directory", exists=True, tool="pytest"),
+))
+CONFIG = '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["src"]\n'
+
+
+def verify(repo: Repo, **req: object) -> RunState:
+    """Scope and tester exactly as the DAG runs them, then the state the debugger receives."""
+    request = VerifyRequest.model_validate({"repo": str(repo.path), **req})
+    sc = scope.run(request)
+    with git.worktree(request.repo, sc.new_commit) as wt:
+        tested = tester.run(sc, PYTEST, wt, 60)
+    return RunState(run_id="t", request=request, scope=sc, outcomes=(tested,))
+
+
+def by_failure(out: SkillOutcome) -> dict[str, Diagnosis]:
+    return {d.failure: d for d in out.diagnoses}
+
+
+@pytest.fixture
+def branch(repo: Repo, tmp_path: Path) -> tuple[Repo, Path]:
+    """Base: add passes, sub and mod fail, and test_marker leaves a file behind if it is ever run.
+    Branch: add now raises inside src/calc.py (new), sub still fails the same way (pre-existing),
+    mod fails differently, and tests/test_new.py adds a failing test the base does not have."""
+    marker = tmp_path / "marker-was-run"
+    repo.write("pyproject.toml", CONFIG)
+    repo.write("src/calc.py", "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n"
+               "    return a + b\n\n\ndef mod(a, b):\n    return 0\n")
+    repo.write("tests/test_calc.py", "from calc import add, mod, sub\n\n\n"
+               "def test_add():\n    assert add(2, 2) == 4\n\n\n"
+               "def test_sub():\n    assert sub(3, 1) == 2\n\n\n"
+               "def test_mod():\n    assert mod(7, 4) == 3\n")
+    repo.write("tests/test_marker.py", "from pathlib import Path\n\n\ndef test_marker():\n"
+               f"    Path({str(marker)!r}).write_text('ran')\n")
+    repo.commit("base")
+    repo.git("tag", "base")
+    repo.write("src/calc.py", "def add(a, b):\n    raise ValueError('add is broken')\n\n\n"
+               "def sub(a, b):\n    return a + b\n\n\n"
+               "def mod(a, b):\n    raise KeyError(a)\n")
+    repo.write("tests/test_marker.py", "def test_marker():\n    pass\n")
+    repo.write("tests/test_new.py", "from calc import sub\n\n\n"
+               "def test_neg():\n    assert sub(1, 2) == -1\n")
+    repo.commit("branch")
+    return repo, marker
+
+
+def test_pre_existing_new_and_added_failures(branch: tuple[Repo, Path]) -> None:
+    repo, marker = branch
+    state = verify(repo, scope="branch", base="base")
+    out = debugger.run(state)
+    assert out.skill == "debugger" and out.status == "COMPLETED" and out.ran
+    assert out.notes == "4 failures: 1 pre-existing, 1 new, 2 undetermined"
+    got = by_failure(out)
+    assert list(got) == ["tests/test_calc.py::test_add", "tests/test_calc.py::test_sub",
+                         "tests/test_calc.py::test_mod", "tests/test_new.py::test_neg"]
+
+    new = got["tests/test_calc.py::test_add"]
+    assert new.pre_existing == "no"
+    assert new.evidence.startswith("passes at the merge base") and "1 passed" in new.evidence
+    # The exception was raised in the scoped source file; the test file itself is not scoped.
+    assert new.touched_by_diff == ("src/calc.py",)
+    base = repo.git("rev-parse", "base")
+    assert f"a scratch worktree of {base}" in new.command
+    assert new.command.split()[1:6] == ["-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    assert new.command.split("  (cwd:")[0].endswith("--tb=long tests/test_calc.py::test_add")
+
+    old = got["tests/test_calc.py::test_sub"]
+    assert old.pre_existing == "yes"
+    assert old.evidence.startswith("fails at the merge base with the same signature: "
+                                   "AssertionError")
+    assert "tests/test_calc.py:9: AssertionError" in old.evidence
+    assert old.touched_by_diff == ()  # sub's caller is unchanged and sub is not in the stack
+
+    changed = got["tests/test_calc.py::test_mod"]
+    assert changed.pre_existing == "undetermined"
+    assert "different signature: AssertionError there, KeyError here" in changed.evidence
+
+    added = got["tests/test_new.py::test_neg"]
+    assert added.pre_existing == "undetermined"
+    assert "does not exist at the merge base" in added.evidence
+    assert added.touched_by_diff == ("tests/test_new.py",)
+
+    # Only the failing tests ran at the base: the suite's other test never did.
+    assert not marker.exists()
+    assert len(repo.git("worktree", "list").splitlines()) == 1
+
+
+def test_test_added_to_an_existing_file_is_undetermined(branch: tuple[Repo, Path]) -> None:
+    repo, _ = branch
+    state = verify(repo, scope="branch", base="base")
+    finding = Finding(title="Test failed: tests/test_calc.py::test_later", severity=9,
+                      description="assert 1 == 2", source="tester", issue_class="test-failure",
+                      nodeid="tests/test_calc.py::test_later")
+    out = debugger.run(state.model_copy(update={
+        "outcomes": (SkillOutcome(skill="tester", status="FAILED", findings=(finding,)),)}))
+    (d,) = out.diagnoses
+    assert d.pre_existing == "undetermined" and "pytest exited 4" in d.evidence
+    assert "no match in any of" in d.evidence
+
+
+def test_staged_snapshot_is_compared_with_head(repo: Repo) -> None:
+    repo.write("pyproject.toml", CONFIG)
+    repo.write("src/calc.py", "def add(a, b):\n    return a + b\n")
+    repo.write("tests/test_calc.py", "from calc import add\n\n\n"
+               "def test_add():\n    assert add(2, 2) == 4\n")
+    head = repo.commit("calc")
+    repo.write("src/calc.py", "def add(a, b):\n    return a * b + 1\n")
+    repo.git("add", "src/calc.py")
+    state = verify(repo, scope="staged")
+    assert state.scope is not None and state.scope.old_commit == head
+    (d,) = debugger.run(state).diagnoses
+    assert (d.failure, d.pre_existing) == ("tests/test_calc.py::test_add", "no")
+    assert f"a scratch worktree of {head}" in d.command
+
+
+def state_with(repo: Repo, *findings: Finding, **req: object) -> RunState:
+    request = VerifyRequest.model_validate({"repo": str(repo.path), **req})
+    return RunState(run_id="t", request=request, scope=scope.run(request), outcomes=(
+        SkillOutcome(skill="tester", status="FAILED", findings=findings),))
+
+
+def failure(nodeid: str | None, title: str = "", description: str = "assert 1 == 2",
+            source: str = "tester", severity: int = 9) -> Finding:
+    return Finding(title=title or f"Test failed: {nodeid}", severity=severity, source=source,
+                   description=description, issue_class="test-failure", nodeid=nodeid)
+
+
+@pytest.fixture
+def two_commits(repo: Repo) -> Repo:
+    repo.write("pyproject.toml", CONFIG)
+    repo.write("tests/test_a.py", "import time\n\n\ndef test_slow():\n    time.sleep(30)\n\n\n"
+               "def test_secret():\n    assert 'hunter2-hunter2' == ''\n")
+    repo.commit("base")
+    repo.git("tag", "base")
+    repo.write("src/x.py", "X = 1\n")
+    repo.commit("branch")
+    return repo
+
+
+def test_no_failures_is_skipped(two_commits: Repo) -> None:
+    state = state_with(two_commits, failure("t.py::x", severity=6), scope="branch", base="base")
+    out = debugger.run(state)
+    assert (out.status, out.ran, out.notes) == ("SKIPPED", False, "N/A: no failures of severity 7+")
+    assert out.diagnoses == ()
+
+
+def test_ux_reviewer_fires_only_at_deep(two_commits: Repo) -> None:
+    ux = Finding(title="Confusing error", severity=8, description="d", source="ux-reviewer",
+                 issue_class="ux")
+    request = VerifyRequest(repo=str(two_commits.path), scope="branch", base="base")
+    state = RunState(run_id="t", request=request, scope=scope.run(request),
+                     outcomes=(SkillOutcome(skill="ux-reviewer", status="COMPLETED",
+                                            findings=(ux,)),))
+    assert debugger.run(state).status == "SKIPPED"
+    deep = state.model_copy(update={"request": request.model_copy(update={"depth": "deep"})})
+    (d,) = debugger.run(deep).diagnoses
+    assert (d.failure, d.pre_existing, d.command) == ("Confusing error", "undetermined", "not run")
+    assert "no single test to re-run" in d.evidence
+
+
+def test_whole_file_scope_has_no_base(two_commits: Repo) -> None:
+    state = state_with(two_commits, failure("tests/test_a.py::test_slow"), scope="all")
+    out = debugger.run(state)
+    (d,) = out.diagnoses
+    assert d.pre_existing == "undetermined" and "whole-file scope (all)" in d.evidence
+    assert out.notes == "1 failure: 0 pre-existing, 0 new, 1 undetermined"
+
+
+def test_non_pytest_runner_and_duplicates(two_commits: Repo) -> None:
+    cmd = failure(None, title="Test command failed: make test", description="exited 2")
+    twice = failure("tests/test_a.py::test_secret")
+    state = state_with(two_commits, cmd, twice, twice, scope="branch", base="base")
+    got = by_failure(debugger.run(state))
+    assert list(got) == ["make test", "tests/test_a.py::test_secret"]  # one per signature
+    assert got["make test"].pre_existing == "undetermined"
+    assert "not pytest" in got["make test"].evidence
+
+
+def test_evidence_is_redacted_and_capped(two_commits: Repo,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_API_TOKEN", "hunter2-hunter2")
+    state = state_with(two_commits, failure("tests/test_a.py::test_secret"),
+                         scope="branch", base="base")
+    (d,) = debugger.run(state).diagnoses
+    assert d.pre_existing == "yes"
+    assert "hunter2" not in d.evidence and "[REDACTED]" in d.evidence
+    assert len(d.evidence) <= debugger.EVIDENCE_CAP
+
+
+def test_time_limit_cap_and_refused_ids(two_commits: Repo,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(debugger, "RERUN_TIMEOUT", 2.0)
+    monkeypatch.setattr(debugger, "MAX_RERUNS", 1)
+    state = state_with(two_commits, failure("tests/test_a.py::test_slow"),
+                         failure("tests/test_a.py::test_secret"), failure("-p evil"),
+                         failure("../outside.py::test"), scope="branch", base="base")
+    got = by_failure(debugger.run(state))
+    assert got["tests/test_a.py::test_slow"].pre_existing == "undetermined"
+    assert "timed out after 2s" in got["tests/test_a.py::test_slow"].evidence
+    assert got["tests/test_a.py::test_secret"].evidence == "not re-run: cap of 1 re-runs reached"
+    assert "refused" in got["-p evil"].evidence and "refused" in got["../outside.py::test"].evidence
+
+
+def test_never_raises(two_commits: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    state = state_with(two_commits, failure("tests/test_a.py::test_secret"),
+                         scope="branch", base="base")
+
+    @contextmanager
+    def no_checkout(repo: object, sha: str) -> Iterator[Path]:
+        raise FatalError("disk full")
+        yield Path()
+
+    monkeypatch.setattr(git, "worktree", no_checkout)
+    (d,) = debugger.run(state).diagnoses
+    assert d.pre_existing == "undetermined" and "could not check out" in d.evidence
+
+    def crash(*_: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(debugger, "_diagnose", crash)
+    out = debugger.run(state)
+    assert out.status == "NOT_RUN" and "RuntimeError: boom" in out.notes
