@@ -21,7 +21,9 @@ Kind = Literal["codex", "claude", "command"]
 JUDGEMENT_SKILLS = ("reviewer", "codex-reviewer", "comment-review", "qa", "ux-reviewer",
                     "visual-verify", "plan-completeness")
 PLACEHOLDERS = ("{model}", "{effort}", "{skill}")
-_KEYS = ("backend", "command", "model", "effort", "timeout", "skills")
+# comment-density is read by phases/comments.py (the deterministic comment-review rules); it is
+# listed here only so that a [tool.verify-dag] table carrying it is not refused.
+_KEYS = ("backend", "command", "model", "effort", "timeout", "skills", "comment-density")
 _SKILL_KEYS = ("model", "effort")
 # Model and effort names become CLI arguments: keep them to plain names, never option-like.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,99}")

@@ -1,0 +1,354 @@
+"""comment-review's deterministic rules (seed 004, comment-review block): no model needed.
+
+Only comments and docstrings on added or modified lines are read. Three rules:
+
+- ``review-reference``: an ephemeral review id (VI-3, CI-12, R2-4) or "per review feedback".
+  Severity 6: the id means nothing once the review is closed, so every later reader is misled.
+- ``change-narration``: history in a comment ("previously", "now we", "replaced X with Y").
+  Severity 5: git owns history; the comment should say what the code does now.
+- ``comment-density``: one diff-level finding when added comment lines exceed a share of added
+  code lines (default 10%; ``VERIFY_DAG_COMMENT_DENSITY``, else ``comment-density`` under
+  ``[tool.verify-dag]`` in the repository's pyproject.toml; ``0.1`` or ``"10%"``). Severity 5.
+
+The seed holds comment-review to severity 5-6 as a deliberate floor. Each finding quotes the
+offending text and gives a concrete rewrite or "delete". Shebangs, license headers and tool
+pragmas (``type: ignore``, ``noqa``, ``eslint-disable``, ...) are not prose and are never read.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import re
+import tokenize
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from verify_dag.errors import UsageError
+from verify_dag.models.findings import Finding, Location
+from verify_dag.models.scope import Scope
+
+SKILL = "comment-review"
+DEFAULT_DENSITY = 0.10
+DENSITY_ENV = "VERIFY_DAG_COMMENT_DENSITY"
+DENSITY_KEY = "comment-density"
+SEVERITY_REVIEW_ID = 6
+SEVERITY_NARRATION = 5
+SEVERITY_DENSITY = 5
+# A ratio over a handful of lines measures nothing (one comment on one line is 100%).
+_MIN_DENSITY_COMMENTS = 3
+_EXCERPT = 120
+
+
+@dataclass(frozen=True)
+class _Comment:
+    line: int
+    text: str  # this line's words, comment markers stripped
+    doc: bool = False  # docstring or doc comment: API documentation, left out of the density
+
+
+_PY = frozenset({".py", ".pyi"})
+_JS = frozenset({".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts"})
+_CLIKE = _JS | {".go", ".rs", ".java", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".cs",
+                ".kt", ".kts", ".swift", ".scala"}
+_HASH = frozenset({".sh", ".bash", ".zsh", ".ksh", ".yml", ".yaml", ".toml"})
+_DQ = r'"(?:\\.|[^"\\\n])*"'
+# Outside JS, `'` opens a short char literal; a Rust lifetime ('a) has no closing quote.
+_CHAR, _JS_SQ = r"'(?:\\.|[^'\\\n]){1,10}'", r"'(?:\\.|[^'\\\n])*'"
+_BACKTICK = r"`[^`]*`"  # JS template literals and Go raw strings, both may span lines
+
+
+def _clike_re(suffix: str) -> re.Pattern[str]:
+    strings = [_DQ, _JS_SQ if suffix in _JS else _CHAR]
+    if suffix in _JS or suffix == ".go":
+        strings.append(_BACKTICK)
+    return re.compile(r"(?P<line>//[^\n]*)|(?P<block>/\*.*?(?:\*/|\Z))|" + "|".join(strings),
+                      re.S)
+
+
+_HASH_RE = re.compile(r"(?P<line>(?:(?<=\s)|^)#[^\n]*)|" + _DQ + r"|'[^'\n]*'", re.M)
+
+
+def _scan(source: str, pattern: re.Pattern[str]) -> tuple[list[_Comment], set[int]]:
+    """Comments and code lines from a regex that matches comments and the strings around them."""
+    comments: list[_Comment] = []
+    masked = list(source)
+    for m in pattern.finditer(source):
+        kind = m.lastgroup
+        if kind is None:
+            continue  # a string literal: code
+        first = source.count("\n", 0, m.start()) + 1
+        text = m.group()
+        for k in range(m.start(), m.end()):
+            if masked[k] != "\n":
+                masked[k] = " "
+        if kind == "line":
+            doc = text.startswith(("///", "//!")) and not text.startswith("////")
+            comments.append(_Comment(first, text.lstrip("/#!" if doc else "/#"), doc))
+            continue
+        doc = text.startswith("/**") and not text.startswith("/**/")
+        body = text[2:-2] if text.endswith("*/") and len(text) >= 4 else text[2:]
+        for n, part in enumerate(body.split("\n")):
+            comments.append(_Comment(first + n, part.strip().lstrip("*"), doc))
+    code = {n + 1 for n, line in enumerate("".join(masked).split("\n")) if line.strip()}
+    return comments, code
+
+
+_LAYOUT = frozenset({tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+                     tokenize.ENDMARKER, tokenize.COMMENT, tokenize.ENCODING})
+_STRING_OPEN = re.compile(r"^[rRbBuUfF]*(?:\"\"\"|'''|\"|')")
+
+
+def _python(source: str) -> tuple[list[_Comment], set[int]]:
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source, newline="\n").readline))
+    except (tokenize.TokenError, SyntaxError):
+        return _scan(source, _HASH_RE)  # unparseable: still read its `#` comments
+    comments: list[_Comment] = []
+    code: set[int] = set()
+    significant = [t for t in tokens if t.type not in (tokenize.COMMENT, tokenize.NL)]
+    for i, tok in enumerate(significant):
+        before = significant[i - 1].type if i else tokenize.NEWLINE
+        after = significant[i + 1].type if i + 1 < len(significant) else tokenize.ENDMARKER
+        # A string that is a whole statement is a docstring (or an inline "comment" string).
+        if (tok.type == tokenize.STRING and after in (tokenize.NEWLINE, tokenize.ENDMARKER)
+                and before in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)):
+            for n, part in enumerate(tok.string.split("\n")):
+                text = _STRING_OPEN.sub("", part.strip()).rstrip("\"'")
+                comments.append(_Comment(tok.start[0] + n, text, doc=True))
+        elif tok.type not in _LAYOUT:
+            code.update(range(tok.start[0], tok.end[0] + 1))
+    comments += [_Comment(t.start[0], t.string[1:]) for t in tokens if t.type == tokenize.COMMENT]
+    return comments, code
+
+
+def _extract(path: str, source: str) -> tuple[list[_Comment], set[int]] | None:
+    suffix = Path(path).suffix.lower()
+    if suffix in _PY:
+        found = _python(source)
+    elif suffix in _CLIKE:
+        found = _scan(source, _clike_re(suffix))
+    elif suffix in _HASH:
+        found = _scan(source, _HASH_RE)
+    else:
+        return None
+    return _prose(*found), found[1]
+
+
+_PRAGMA = re.compile(
+    r"^\s*(?:type:\s*ignore|noqa|pragma\b|pylint:|mypy:|pyright:|fmt:|isort:|ruff:|nosec|"
+    r"-\*-|vim?:|eslint[- ]|prettier-ignore|@ts-|istanbul |c8 |jshint|nolint|shellcheck |"
+    r"yamllint |clang-format|(?-i:go:|\+build|NOSONAR|NOLINT))", re.I)
+_LICENSE = re.compile(r"copyright|licen[cs]e|SPDX-License-Identifier", re.I)
+
+
+def _prose(comments: list[_Comment], code: set[int]) -> list[_Comment]:
+    """Drop what is not prose: the shebang, a leading license block, pragmas."""
+    comments = sorted(comments, key=lambda c: c.line)
+    header: set[int] = set()
+    expected = 1
+    for c in comments:  # the comment block the file starts with
+        if c.line != expected or c.doc or c.line in code:
+            break
+        header.add(c.line)
+        expected += 1
+    if not any(_LICENSE.search(c.text) for c in comments if c.line in header):
+        header = set()
+    out: list[_Comment] = []
+    for c in comments:
+        text = c.text
+        if (c.line == 1 and text.startswith("!")) or c.line in header:
+            continue
+        while (m := _PRAGMA.match(text)) is not None:
+            # `# type: ignore[x]  # why` keeps its `why`; a pragma alone is dropped.
+            rest = text.find("#", m.end())
+            text = text[rest + 1:] if rest >= 0 else ""
+        if text.strip():
+            out.append(_Comment(c.line, text.strip(), c.doc))
+    return out
+
+
+_URL = re.compile(r"\b(?:https?|ftp)://\S+|\bwww\.\S+", re.I)
+_REVIEW = (
+    re.compile(r"\b(?:VI|CI)-\d+\b|\bR\d+-\d+\b"),
+    re.compile(r"\b(?:per|address(?:es|ed|ing)?)\s+(?:the\s+|a\s+)?(?:code\s+|PR\s+)?"
+               r"review(?:er)?(?:'s)?(?:\s+(?:feedback|comments?|notes?|findings?))?\b", re.I),
+    re.compile(r"\bas\s+(?:requested|suggested|asked(?:\s+for)?|noted|flagged)\s+(?:in|by|during)"
+               r"\s+(?:the\s+)?(?:code\s+|PR\s+)?review(?:er)?s?\b", re.I),
+    re.compile(r"\breview\s+feedback\b", re.I),
+)
+# "now we have/know/can" describes the program's flow at that point, not the code's history.
+_FLOW = r"(?!\s+(?:have|know|can|need|must|should|are|will|may|got|hold|own)\b)"
+_NOW = re.compile(rf"\bnow,?\s+we\b{_FLOW}|\bwe\s+now\b{_FLOW}|\b(?:it|this|that)\s+now\s+"
+                  r"(?:\w+s|is|are|has)\b", re.I)
+# "the handle is no longer valid once closed" is about runtime state, not history.
+_NO_LONGER = re.compile(r"\bno\s+longer\b", re.I)
+_NARRATION = (
+    re.compile(r"(?:^|(?<=[.!?;] ))previously\b|\bpreviously(?=,|\s+(?:we|it|this|that|these|"
+               r"they|the|there|a|an|i)\b)", re.I),
+    re.compile(r"\b(?:we|it|this|that|they|which|i|you|code)\s+(?:always\s+|only\s+|never\s+)?"
+               r"used\s+to\b|\bused\s+to\s+be\b", re.I),
+    _NOW,
+    _NO_LONGER,
+    re.compile(r"\b(?:was|were|has\s+been|have\s+been)\s+(?:changed|switched|moved|renamed)\s+to\b",
+               re.I),
+    re.compile(r"\breplaced\s+(?!with\b|by\b)\S+(?:\s+\S+){0,6}?\s+with\b", re.I),
+    re.compile(r"\binstead\s+of\s+the\s+(?:old|previous|former)\b|\bthe\s+(?:old|previous|former)"
+               r"\s+(?:code|implementation|approach|version|behaviou?r|logic)\b", re.I),
+    re.compile(r"\bswitched\s+from\b", re.I),
+)
+_STATE = re.compile(r"\b(?:once|after|when|whenever|until|if|unless)\b", re.I)
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\s+(?:--|\u2014)\s+")
+
+
+def _narration(text: str) -> re.Match[str] | None:
+    for pattern in _NARRATION:
+        m = pattern.search(text)
+        if m is not None and not (pattern is _NO_LONGER and _STATE.search(text)):
+            return m
+    return None
+
+
+def _tidy(text: str) -> str:
+    text = re.sub(r"\(\s*\)|\[\s*\]", "", text)
+    text = re.sub(r"\s+([,.;:)\]])", r"\1", re.sub(r"\s{2,}", " ", text))
+    text = text.strip(" ,;:-\u2014\t")
+    return text[:1].upper() + text[1:]
+
+
+def _rewrite(text: str) -> str:
+    return f'"{text}"' if len(re.findall(r"[A-Za-z]{2,}", text)) >= 2 else "delete"
+
+
+def _review_rewrite(text: str) -> str:
+    for pattern in _REVIEW:
+        text = pattern.sub("", text)
+    return _rewrite(_tidy(text))
+
+
+def _narration_rewrite(text: str) -> str:
+    kept: list[str] = []
+    for sentence in _SENTENCE.split(text):
+        m = _narration(sentence)
+        if m is None:
+            kept.append(sentence)
+        elif m.re is _NOW and _narration(_NOW.sub(_drop_now, sentence)) is None:
+            kept.append(_NOW.sub(_drop_now, sentence))  # "now we cache" -> "we cache"
+    return _rewrite(_tidy(" ".join(kept)))
+
+
+def _drop_now(m: re.Match[str]) -> str:
+    return re.sub(r"\bnow,?\s*", "", m.group(), flags=re.I).strip()
+
+
+def _finding(path: str, line: int, rule: str, severity: int, title: str, text: str,
+             what: str, rewrite: str) -> Finding:
+    excerpt = text if len(text) <= _EXCERPT else text[: _EXCERPT - 3] + "..."
+    return Finding(title=title, severity=severity, source=SKILL, issue_class="comment",
+                   location=Location(path=path, line=line), rule=rule,
+                   description=f'{what}. Comment: "{excerpt}" Rewrite: {rewrite}')
+
+
+def _line_findings(path: str, c: _Comment) -> list[Finding]:
+    text = _URL.sub("", c.text)
+    out: list[Finding] = []
+    hit = next((m for p in _REVIEW if (m := p.search(text)) is not None), None)
+    if hit is not None:
+        out.append(_finding(
+            path, c.line, "review-reference", SEVERITY_REVIEW_ID,
+            f'Comment cites a review ("{hit.group()}")', c.text,
+            "Comment refers to a review that later readers cannot see; describe the behaviour, "
+            "not the review", _review_rewrite(text)))
+    narr = _narration(text)
+    if narr is not None:
+        out.append(_finding(
+            path, c.line, "change-narration", SEVERITY_NARRATION,
+            f'Comment narrates history ("{narr.group()}")', c.text,
+            "Comment narrates how the code changed (git keeps that); state what the code does "
+            "now", _narration_rewrite(text)))
+    return out
+
+
+
+def density_threshold(workdir: Path, env: Mapping[str, str] | None = None) -> float:
+    """The density threshold: the environment, else the repository's pyproject, else 10%."""
+    env = os.environ if env is None else env
+    if env.get(DENSITY_ENV, "").strip():
+        return _parse_density(env[DENSITY_ENV].strip(), f"environment {DENSITY_ENV}")
+    pyproject = workdir / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
+            raise UsageError(f"{pyproject}: cannot read: {exc}") from exc
+        tool = data.get("tool")
+        table = tool.get("verify-dag") if isinstance(tool, dict) else None
+        if isinstance(table, dict) and DENSITY_KEY in table:
+            return _parse_density(table[DENSITY_KEY], f"{pyproject} [tool.verify-dag] "
+                                                       f"{DENSITY_KEY}")
+    return DEFAULT_DENSITY
+
+
+def _parse_density(value: object, where: str) -> float:
+    """A fraction (0.1) or a percentage string ("10%"); a bare 10 is refused as ambiguous."""
+    share: float | None = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        share = float(value) if 0 <= value <= 1 else None
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            share = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError:
+            share = None
+        if share is not None and not text.endswith("%") and share > 1:
+            share = None
+    if share is None or not math.isfinite(share) or share < 0:
+        raise UsageError(f"{where}: expected a fraction such as 0.1 or a percentage such as "
+                         f'"10%", got {value!r}')
+    return share
+
+
+def _density(counts: dict[str, tuple[int, int]], threshold: float) -> Finding | None:
+    comments = sum(c for c, _ in counts.values())
+    code = sum(k for _, k in counts.values())
+    if comments < _MIN_DENSITY_COMMENTS or comments <= threshold * code:
+        return None
+    share = f"{comments / code:.0%} of added code lines" if code else "with no added code"
+    top = sorted(((c, p) for p, (c, _) in counts.items() if c), reverse=True)[:3]
+    where = ", ".join(f"{p} ({c})" for c, p in top)
+    return Finding(
+        title=f"Comment density {share} (threshold {threshold:.0%})",
+        severity=SEVERITY_DENSITY, source=SKILL, issue_class="comment", rule="comment-density",
+        description=(f"{comments} added comment lines against {code} added code lines "
+                     f"(threshold {threshold:.0%}); most in {where}. Rewrite: keep the 1-2 "
+                     "lines that say why, delete the comments that restate the code."))
+
+
+
+def run(scope: Scope, workdir: Path, threshold: float | None = None) -> list[Finding]:
+    """Findings on comments added or modified in ``scope``; ``workdir`` holds its new commit."""
+    if threshold is None:
+        threshold = density_threshold(workdir)
+    findings: list[Finding] = []
+    counts: dict[str, tuple[int, int]] = {}  # path -> (added comment lines, added code lines)
+    for change in scope.included:
+        path = workdir / change.path
+        if change.status == "deleted" or change.binary or not path.is_file():
+            continue
+        try:
+            source = path.read_bytes().decode("utf-8", "replace")
+        except OSError:
+            continue
+        found = _extract(change.path, source)
+        if found is None:
+            continue
+        comments = [c for c in found[0] if change.covers(c.line)]
+        for c in comments:
+            findings.extend(_line_findings(change.path, c))
+        counted = {c.line for c in comments if not c.doc}
+        counts[change.path] = (len(counted), sum(1 for n in found[1] if change.covers(n)))
+    dense = _density(counts, threshold)
+    return findings + ([dense] if dense else [])
