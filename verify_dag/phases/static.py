@@ -8,6 +8,7 @@ ran is NOT_RUN, never an empty pass.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ from verify_dag import tools, util
 from verify_dag.models.findings import Finding, Location, SkillOutcome
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Command, Toolchain
+from verify_dag.phases import baseline
 from verify_dag.tools.base import RawFinding, ToolSpec
 
 SKILL = "static-analysis"
@@ -42,7 +44,9 @@ def run(scope: Scope, toolchain: Toolchain, workdir: Path, timeout: float) -> Sk
         if f.status != "deleted" and not f.binary and (workdir / f.path).is_file()
     ]
     findings: list[Finding] = []
-    notes: list[str] = []
+    # (tool, its findings' slice of `findings`, dropped-lines remark, failure); notes are
+    # written once the baseline has classified the findings.
+    runs: list[tuple[str, slice, str, str | None]] = []
     applicable = ran = 0
     for command in commands:
         spec = tools.spec_for(command)
@@ -52,15 +56,20 @@ def run(scope: Scope, toolchain: Toolchain, workdir: Path, timeout: float) -> Sk
         applicable += 1
         result = _run_tool(spec, targets, workdir, timeout)
         kept, outside = _in_scope(result.raw, scope)
+        start = len(findings)
         findings.extend(_finding(spec, command, r) for r in kept)
-        dropped = f", {outside} outside scoped lines not reported" if outside else ""
+        dropped = f"{outside} outside scoped lines not reported" if outside else ""
+        runs.append((spec.name, slice(start, len(findings)), dropped, result.failure))
         if result.failure is None:
             ran += 1
-            notes.append(f"{spec.name} ({_count(len(kept))}{dropped})")
         else:
             findings.append(_cannot_run(spec.name, command, result))
-            partial = f" ({_count(len(kept))} from the part that ran)" if kept else ""
-            notes.append(f"{spec.name} could not run: {result.failure}{partial}")
+    problems: list[str] = []
+    if scope.old_commit is not None and any(f.location is not None for f in findings):
+        # The workdir is a worktree of the verified repository: its object store has old_commit.
+        findings = baseline.classify(scope, toolchain, findings, str(workdir), timeout, problems)
+    notes = [_note(name, findings[part], dropped, failure) for name, part, dropped, failure in runs]
+    notes.extend(problems)
     names = ", ".join(tools.spec_for(c).name for c in commands)
     if not applicable:
         return _skip(f"no files a discovered analyser covers ({len(files)} scoped file(s); "
@@ -70,6 +79,20 @@ def run(scope: Scope, toolchain: Toolchain, workdir: Path, timeout: float) -> Sk
                             reason="no discovered analyser could run", findings=tuple(findings))
     return SkillOutcome(skill=SKILL, status="COMPLETED", notes=", ".join(notes),
                         reason=f"analysers discovered: {names}", findings=tuple(findings))
+
+
+def _note(name: str, found: list[Finding], dropped: str, failure: str | None) -> str:
+    """E.g. "ruff (3 findings: 2 introduced, 1 pre-existing; 1 outside scoped lines ...)"."""
+    if failure is not None:
+        partial = f" ({_count(len(found))} from the part that ran)" if found else ""
+        return f"{name} could not run: {failure}{partial}"
+    detail, sep = _count(len(found)), ", "
+    counts = Counter(f.baseline for f in found)
+    if counts["introduced"] or counts["pre-existing"]:
+        parts = [f"{counts[k]} {k}" for k in ("introduced", "pre-existing") if counts[k]]
+        parts += [f"{counts[None]} not classified"] if counts[None] else []
+        detail, sep = f"{detail}: {', '.join(parts)}", "; "
+    return f"{name} ({detail}{sep + dropped if dropped else ''})"
 
 
 def _skip(reason: str) -> SkillOutcome:

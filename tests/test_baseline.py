@@ -1,0 +1,112 @@
+"""Static baseline on real branches with real ruff: introduced or pre-existing at the merge base."""
+
+from __future__ import annotations
+
+from conftest import Repo
+
+from verify_dag import git
+from verify_dag.models.findings import Finding
+from verify_dag.models.request import VerifyRequest
+from verify_dag.models.scope import Scope
+from verify_dag.models.toolchain import Command, Toolchain
+from verify_dag.phases import baseline, static
+from verify_dag.phases import scope as scope_phase
+
+RUFF = Toolchain(commands=(Command(kind="lint", argv=("ruff", "check"), source="test",
+                                   exists=True, tool="ruff"),))
+OLD = "import os\nimport sys\n\n\ndef main():\n    return sys.argv\n"
+# `import os` moves to the end (line 9, still unused); `x` (line 5) is a new F841.
+NEW = "import sys\n\n\ndef main():\n    x = 1\n    return sys.argv\n\n\nimport os\n"
+
+
+def branch(repo: Repo, old: dict[str, str], new: dict[str, str],
+           remove: tuple[str, ...] = ()) -> Scope:
+    repo.write("ruff.toml", '[lint]\nselect = ["F"]\n')
+    for path, text in old.items():
+        repo.write(path, text)
+    repo.commit("base")
+    repo.git("tag", "base")
+    for path in remove:
+        repo.git("rm", "-q", path)
+    for path, text in new.items():
+        repo.write(path, text)
+    repo.commit("change")
+    sc = scope_phase.run(scope_phase.validate_request(
+        VerifyRequest(repo=str(repo.path), scope="branch", base="base")))
+    assert sc.old_commit is not None and sc.error is None
+    return sc
+
+
+def static_findings(repo: Repo, sc: Scope) -> list[Finding]:
+    """What static reports on scoped lines, before any baseline (whole-file mode: no old commit)."""
+    with git.worktree(repo.path, sc.new_commit) as workdir:
+        out = static.run(sc.model_copy(update={"old_commit": None}), RUFF, workdir, 60)
+    assert all(f.baseline is None for f in out.findings)
+    return list(out.findings)
+
+
+def baselines(found: list[Finding]) -> dict[tuple[str | None, int | None], str | None]:
+    return {(f.rule, f.location.line if f.location else None): f.baseline for f in found}
+
+
+def classify(repo: Repo, sc: Scope, problems: list[str] | None = None) -> list[Finding]:
+    return baseline.classify(sc, RUFF, static_findings(repo, sc), str(repo.path), 60, problems)
+
+
+def test_moved_old_finding_is_pre_existing_and_new_one_introduced(repo: Repo) -> None:
+    sc = branch(repo, {"app.py": OLD}, {"app.py": NEW})
+    assert baselines(classify(repo, sc)) == {("F401", 9): "pre-existing", ("F841", 5): "introduced"}
+
+
+def test_new_copy_of_an_unchanged_flagged_line_is_introduced(repo: Repo) -> None:
+    # The old `import os` (line 1) is still there, unchanged: it cannot be the origin of the
+    # same text added inside g().
+    sc = branch(repo, {"app.py": OLD},
+                {"app.py": OLD + "\n\ndef g():\n    import os\n    return 1\n"})
+    found = baselines(classify(repo, sc))
+    assert found[("F401", 10)] == "introduced"
+    assert ("F401", 1) not in found  # unchanged line: never reported
+
+
+def test_added_file_findings_are_introduced(repo: Repo) -> None:
+    sc = branch(repo, {"app.py": OLD}, {"extra.py": "import json\n"})
+    assert baselines(classify(repo, sc)) == {("F401", 1): "introduced"}
+
+
+def test_renamed_file_compares_against_its_old_path(repo: Repo) -> None:
+    sc = branch(repo, {"old_name.py": OLD + "\n\n# padding so git sees a rename\n" * 3},
+                {"new_name.py": NEW + "\n\n# padding so git sees a rename\n" * 3},
+                remove=("old_name.py",))
+    (change,) = sc.included
+    assert (change.status, change.old_path) == ("renamed", "old_name.py")
+    assert baselines(classify(repo, sc)) == {("F401", 9): "pre-existing", ("F841", 5): "introduced"}
+
+
+def test_whole_file_scope_is_left_unclassified(repo: Repo) -> None:
+    sc = branch(repo, {"app.py": OLD}, {"app.py": NEW})
+    whole = sc.model_copy(update={"old_commit": None})
+    found = baseline.classify(whole, RUFF, static_findings(repo, sc), str(repo.path), 60)
+    assert {f.baseline for f in found} == {None}
+
+
+def test_tool_that_cannot_run_at_the_base_leaves_findings_unclassified(repo: Repo) -> None:
+    sc = branch(repo, {"app.py": OLD, "ruff.toml": "not toml ["}, {"app.py": NEW,
+                                                                   "ruff.toml": ""})
+    problems: list[str] = []
+    found = classify(repo, sc, problems)
+    assert {f.baseline for f in found} == {None}
+    (problem,) = problems
+    assert problem.startswith("baseline not established for ruff: it could not run")
+
+
+def test_static_run_classifies_and_says_so(repo: Repo) -> None:
+    sc = branch(repo, {"app.py": OLD, "lib.py": "import re\nX = 1\n"},
+                {"app.py": NEW, "lib.py": "import re\nX = 2\n", "extra.py": "import json\n"})
+    with git.worktree(repo.path, sc.new_commit) as workdir:
+        out = static.run(sc, RUFF, workdir, 60)
+    assert out.status == "COMPLETED"
+    assert out.notes == ("ruff (3 findings: 2 introduced, 1 pre-existing; "
+                         "1 outside scoped lines not reported)")  # lib.py's unchanged import
+    found = {(f.location.path if f.location else None, f.rule): f.baseline for f in out.findings}
+    assert found == {("app.py", "F401"): "pre-existing", ("app.py", "F841"): "introduced",
+                     ("extra.py", "F401"): "introduced"}

@@ -1,0 +1,152 @@
+"""Static baseline: was a static finding on a modified file already there at the merge base?
+
+For each tool with findings on modified (or renamed, copied) files, the same tool runs once on the
+old versions of those files in a throwaway worktree of ``scope.old_commit``, through the static
+phase's own runner. A finding is "pre-existing" when the old run reported the same rule on a line
+with the same text (whitespace removed, so a line that moved or was re-indented still matches)
+and that old line does not survive unchanged into the new file: an unchanged old line is
+still in the new file outside the scoped lines, so it cannot be the origin of a finding on an
+added line. Each old finding accounts for at most one new finding. Findings on added files are
+"introduced" by definition; whole-file scopes (no old commit) are left unclassified.
+
+When the baseline cannot be established (the tool fails at the merge base, the checkout fails),
+the findings keep ``baseline=None`` and the reason is appended to ``problems``: unknown is never
+reported as introduced.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from verify_dag import git, tools
+from verify_dag.errors import FatalError
+from verify_dag.models.findings import Finding
+from verify_dag.models.scope import FileChange, Scope
+from verify_dag.models.toolchain import Command, Toolchain
+
+# static imports this module too; importing the module object (not names from it) keeps the
+# cycle harmless, since its functions are only looked up when classify runs.
+from verify_dag.phases import static
+
+_Key = tuple[str, str]  # (rule, or title when the tool gives none; normalised line text)
+
+
+def classify(scope: Scope, toolchain: Toolchain, findings: Sequence[Finding], repo: str,
+             timeout: float, problems: list[str] | None = None) -> list[Finding]:
+    """``findings`` with ``baseline`` set where it can be decided (see the module docstring)."""
+    out = list(findings)
+    if scope.old_commit is None:
+        return out
+    changes = {f.path: f for f in scope.included}
+    pending: dict[str, list[int]] = {}  # tool -> indexes of findings on files with an old side
+    for i, f in enumerate(out):
+        change = changes.get(f.location.path) if f.location is not None else None
+        if f.tool is None or change is None:
+            continue
+        if change.status == "added":
+            out[i] = f.model_copy(update={"baseline": "introduced"})
+        elif change.status != "deleted" and f.location is not None and f.location.line:
+            pending.setdefault(f.tool, []).append(i)
+    if not pending:
+        return out
+    notes = problems if problems is not None else []
+    try:
+        with git.worktree(repo, scope.old_commit) as old_dir:
+            for tool, indexes in pending.items():
+                _classify_tool(scope, toolchain, tool, indexes, out, changes, repo, old_dir,
+                               timeout, notes)
+    except FatalError as exc:
+        notes.append(f"baseline not established: cannot check out the merge base "
+                     f"{scope.old_commit[:12]}: {exc.message}")
+    return out
+
+
+def _old_path(change: FileChange) -> str:
+    return change.old_path or change.path
+
+
+def _classify_tool(scope: Scope, toolchain: Toolchain, tool: str, indexes: list[int],
+                   out: list[Finding], changes: dict[str, FileChange], repo: str, old_dir: Path,
+                   timeout: float, notes: list[str]) -> None:
+    """Run ``tool`` once at the merge base and set ``baseline`` on ``out[i]`` for ``indexes``."""
+    by_old = {_old_path(changes[_path(out[i])]): changes[_path(out[i])] for i in indexes}
+    old_files = sorted(p for p in by_old if (old_dir / p).is_file())
+    old_raw: list[tuple[Command, tools.RawFinding]] = []
+    if old_files:
+        commands = [c for c in (*toolchain.of("lint"), *toolchain.of("typecheck"))
+                    if tools.spec_for(c).name == tool]
+        for command in commands:
+            spec = tools.spec_for(command)
+            targets = [p for p in old_files if spec.applies_to(p)]
+            if not targets:
+                continue
+            result = static._run_tool(spec, targets, old_dir, timeout)
+            if result.failure is not None:
+                # Part of the old findings may be missing: "introduced" would be a guess.
+                notes.append(f"baseline not established for {tool}: it could not run at the "
+                             f"merge base ({result.failure})")
+                return
+            old_raw.extend((command, r) for r in result.raw if r.path in by_old)
+    new_text = {c.path: _lines(git.read_file(repo, scope.new_commit, c.path))
+                for c in by_old.values()}
+    old_keys = _old_keys(old_raw, by_old, new_text, old_dir)
+    for i in indexes:
+        f = out[i]
+        lines = new_text[_path(f)]
+        line = f.location.line if f.location is not None else None
+        key = (f.rule or f.title, _norm(lines[line - 1] if line and line <= len(lines) else ""))
+        if old_keys[key] > 0:
+            old_keys[key] -= 1
+            out[i] = f.model_copy(update={"baseline": "pre-existing"})
+        else:
+            out[i] = f.model_copy(update={"baseline": "introduced"})
+
+
+def _old_keys(old_raw: list[tuple[Command, tools.RawFinding]], by_old: dict[str, FileChange],
+              new_text: dict[str, list[str]], old_dir: Path) -> Counter[_Key]:
+    """Old findings that could be the origin of a new one, by (rule, normalised line text)."""
+    keys: Counter[_Key] = Counter()
+    old_text: dict[str, list[str]] = {}
+    gone: dict[str, set[int]] = {}
+    for command, r in old_raw:
+        if r.path not in old_text:
+            old_text[r.path] = _lines(_read(old_dir / r.path))
+            gone[r.path] = _not_surviving(old_text[r.path], new_text[by_old[r.path].path])
+        if r.line is None or r.line not in gone[r.path]:
+            continue
+        # Tools that give no rule code are matched on the title static would give the finding.
+        rule = r.code or static._finding(tools.spec_for(command), command, r).title
+        keys[(rule, _norm(old_text[r.path][r.line - 1]))] += 1
+    return keys
+
+
+def _not_surviving(old: list[str], new: list[str]) -> set[int]:
+    """1-based old line numbers that are not carried unchanged into ``new``."""
+    # autojunk off: with it, frequent lines (blank, "}") are ignored when aligning.
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    kept = {n + 1 for tag, a0, a1, _, _ in matcher.get_opcodes() if tag == "equal"
+            for n in range(a0, a1)}
+    return set(range(1, len(old) + 1)) - kept
+
+
+def _path(f: Finding) -> str:
+    assert f.location is not None  # only findings with a location are pending
+    return f.location.path
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def _lines(text: str | None) -> list[str]:
+    return text.split("\n") if text else []
+
+
+def _norm(text: str) -> str:
+    return "".join(text.split())
