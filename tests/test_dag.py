@@ -102,8 +102,12 @@ def test_deep_composition_reports_every_reviewer(scenario: Repo, tmp_path: Path)
                          "--skip-ux")
     assert doc["scope"]["depth"] == "deep"
     statuses = {s["skill"]: s["status"] for s in doc["skillResults"]}
-    for name in ("reviewer", "comment-review", "qa"):
+    for name in ("reviewer", "qa"):
         assert statuses[name] == "NOT_RUN"
+    # comment-review's deterministic rules run without a model; its model pass did not.
+    assert statuses["comment-review"] == "COMPLETED"
+    notes = skill(doc, "comment-review")["notes"]
+    assert "deterministic rules: " in notes and "model pass: no model backend" in notes
     assert statuses["codex-reviewer"] in {"BLOCKED", "SKIPPED"}
     assert statuses["ux-reviewer"] == "SKIPPED"
     assert skill(doc, "ux-reviewer")["notes"].startswith("--skip-ux (triage: ")

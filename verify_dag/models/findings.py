@@ -84,3 +84,21 @@ class SkillOutcome(Frozen):
     diagnoses: tuple[Diagnosis, ...] = ()  # debugger
     gates: tuple[GateResult, ...] = ()  # exerciser (exerciser gates) and reviewers (review gates)
     verifications: tuple[Verification, ...] = ()  # exerciser
+
+    def combine(self, other: SkillOutcome) -> SkillOutcome:
+        """One skill that ran in two parts (deterministic rules and a model pass, say).
+
+        COMPLETED if either part completed; each part's own status stays visible in the notes.
+        """
+        status = self.status if self.status == "COMPLETED" else other.status
+        return self.model_copy(update={
+            "status": status,
+            "notes": f"{self.notes}; {other.notes}",
+            "findings": (*self.findings, *other.findings),
+            "reaffirmed": (*self.reaffirmed, *other.reaffirmed),
+            "reopened": (*self.reopened, *other.reopened),
+            "deferred": (*self.deferred, *other.deferred),
+            "diagnoses": (*self.diagnoses, *other.diagnoses),
+            "gates": (*self.gates, *other.gates),
+            "verifications": (*self.verifications, *other.verifications),
+        })

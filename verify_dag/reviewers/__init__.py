@@ -11,7 +11,10 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 
+from verify_dag import git
+from verify_dag.errors import VerifyDagError
 from verify_dag.models import RunState, SkillOutcome
+from verify_dag.phases import comments
 from verify_dag.reviewers import runner
 
 Reviewer = Callable[[RunState], list[SkillOutcome]]
@@ -37,6 +40,23 @@ def _always(skill: str) -> Reviewer:
         return [runner.model_skill(state, skill, REASONS[skill])]
 
     return review
+
+
+def comment_review(state: RunState) -> list[SkillOutcome]:
+    """The seed's deterministic comment rules always; a model pass on top when one is configured."""
+    assert state.scope is not None
+    skill = "comment-review"
+    try:
+        with git.worktree(state.request.repo, state.scope.new_commit) as workdir:
+            found = comments.run(state.scope, workdir)
+        rules = SkillOutcome(skill=skill, status="COMPLETED", reason=REASONS[skill],
+                             notes=f"deterministic rules: {len(found)} finding(s)",
+                             findings=tuple(found))
+    except VerifyDagError as exc:  # a bad comment-density setting, say
+        rules = SkillOutcome(skill=skill, status="NOT_RUN", reason=REASONS[skill],
+                             notes=f"deterministic rules: {exc.message}")
+    model = runner.model_skill(state, skill, REASONS[skill])
+    return [rules.combine(model.model_copy(update={"notes": f"model pass: {model.notes}"}))]
 
 
 def codex_reviewer(state: RunState) -> list[SkillOutcome]:
@@ -86,7 +106,7 @@ REGISTRY: dict[str, Reviewer] = {
     "judgement": light_judgement,
     "reviewer": _always("reviewer"),
     "codex-reviewer": codex_reviewer,
-    "comment-review": _always("comment-review"),
+    "comment-review": comment_review,
     "qa": _always("qa"),
     "ux-reviewer": _gated("ux-reviewer"),
     "visual-verify": _gated("visual-verify"),

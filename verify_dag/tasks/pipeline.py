@@ -74,9 +74,17 @@ def _exerciser(st: RunState) -> RunState:
 
 
 def collect(st: RunState, results: list[list[dict[str, Any]]]) -> RunState:
-    """The fan-in: header outcomes in header order, then the composition's skips."""
-    outcomes = [SkillOutcome.model_validate(o) for part in results for o in part]
-    outcomes.extend(composition_skips(st))
+    """The fan-in: header outcomes in header order, then the composition's skips.
+
+    A skill can arrive in two parts (qa's deterministic coverage from the tester task, its
+    judgement from the review task): they become one outcome with both parts' findings.
+    """
+    merged: dict[str, SkillOutcome] = {}
+    for part in results:
+        for raw in part:
+            o = SkillOutcome.model_validate(raw)
+            merged[o.skill] = merged[o.skill].combine(o) if o.skill in merged else o
+    outcomes = [*merged.values(), *composition_skips(st)]
     return st.model_copy(update={"outcomes": tuple(outcomes)})
 
 
