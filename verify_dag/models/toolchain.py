@@ -38,3 +38,14 @@ class EngineerContext(Frozen):
     summary: str = ""
     verification_md: str | None = None
     notes: tuple[str, ...] = ()
+    # Extracted from SKILL.md, the reference files it points to and VERIFICATION.md (phase 2).
+    references: tuple[str, ...] = ()  # repo-relative reference files that were read
+    test_commands: tuple[str, ...] = ()
+    build_commands: tuple[str, ...] = ()
+    lint_commands: tuple[str, ...] = ()
+    start: str | None = None  # shell text that starts the app (START:)
+    health: str | None = None  # shell text that exits 0 once the app is up (HEALTH:)
+    start_timeout: float | None = None  # seconds to wait for HEALTH (START_TIMEOUT:)
+    exercise: tuple[str, ...] = ()  # shell commands that drive the app (EXERCISE:)
+    exerciser_gates: tuple[str, ...] = ()  # gate rules as written; CHECKs stay in verification_md
+    review_gates: tuple[str, ...] = ()
