@@ -247,3 +247,19 @@ def test_invalid_config_is_a_note_not_a_crash(tmp_path: Path) -> None:
 def test_empty_directory(tmp_path: Path) -> None:
     tc = discover(tmp_path)
     assert tc.commands == () and tc.notes == ("test: no test command discovered",)
+
+
+def test_engineer_commands_come_first_and_are_checked(tmp_path: Path) -> None:
+    from verify_dag.models import EngineerContext
+
+    (tmp_path / "Makefile").write_text("test:\n\techo make-test\n")
+    eng = EngineerContext(skill_dir=".claude/skills/x-engineer", build_commands=("make dist",),
+                          lint_commands=("no-such-linter-xyz --check",),
+                          test_commands=("make test",))
+    tc = discover(tmp_path, eng)
+    build = tc.of("build")
+    assert build[0].argv == ("make", "dist") and build[0].source.startswith("engineer skill")
+    lint = [c for c in tc.of("lint") if c.argv[0] == "no-such-linter-xyz"]
+    assert lint and lint[0].exists is False
+    assert any("no-such-linter-xyz" in n for n in tc.notes)
+    assert tc.test is not None and tc.test.argv == ("make", "test")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verify_dag.models.toolchain import Command, CommandKind, Toolchain
+from verify_dag.models.toolchain import Command, CommandKind, EngineerContext, Toolchain
 from verify_dag.tools.base import command_exists, module_available, python_tool_argv
 
 _SINGLE: tuple[CommandKind, ...] = ("test", "build")  # one of each; lint/typecheck may be many
@@ -72,9 +72,28 @@ class _Found:
             self.signal(tool, source)
 
 
-def discover(workdir: Path) -> Toolchain:
-    """TOOLCHAIN for the checkout at ``workdir``."""
+def discover(workdir: Path, engineer: EngineerContext | None = None) -> Toolchain:
+    """TOOLCHAIN for the checkout at ``workdir``.
+
+    An engineer skill's commands come first (rank 0): the seed has Job A validate them (each is
+    checked to exist like any other) and discover only what they leave out.
+    """
     found = _Found()
+    if engineer is not None and engineer.skill_dir:
+        source = f"engineer skill ({engineer.skill_dir})"
+        declared: tuple[tuple[CommandKind, tuple[str, ...]], ...] = (
+            ("test", engineer.test_commands), ("build", engineer.build_commands),
+            ("lint", engineer.lint_commands))
+        for kind, lines in declared:
+            for line in lines:
+                try:
+                    argv = tuple(shlex.split(line))
+                except ValueError:
+                    found.notes.append(f"{kind}: cannot parse {line!r} from {source}")
+                    continue
+                if argv:
+                    found.candidates.append(_Candidate(kind, argv, source, 0, body=line))
+                    found.scan(line, source)
     _pyproject(workdir, found)
     _ini_files(workdir, found)
     _makefile(workdir, found)

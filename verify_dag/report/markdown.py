@@ -279,7 +279,7 @@ def _gates(report: Report) -> list[str]:
         out += ["### Exerciser Gates", *_table(["#", "Rule", "Status", "Evidence"], rows), ""]
     if gates["review"]:
         rows = [
-            [n, g["rule"], g["status"], g["checker"], g["evidence"]]
+            [n, g["rule"], g["status"].replace("_", " "), g["checker"], g["evidence"]]
             for n, g in enumerate(gates["review"], start=1)
         ]
         header = ["#", "Rule", "Status", "Checked By", "Evidence"]

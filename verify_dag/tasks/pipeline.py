@@ -44,7 +44,7 @@ def _triage(st: RunState) -> RunState:
     """Job A (toolchain) always; Job B (assignments and gating) reads files only at deep."""
     assert st.scope is not None
     with git.worktree(st.request.repo, st.scope.new_commit) as workdir:
-        st = st.model_copy(update={"toolchain": triage.discover(workdir)})
+        st = st.model_copy(update={"toolchain": triage.discover(workdir, st.engineer)})
         return st.model_copy(update={"triage": jobb.run(st, workdir)})
 
 
