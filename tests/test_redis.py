@@ -108,3 +108,24 @@ def test_broker_from_environment(scenario: Repo, tmp_path: Path, broker: str,
     # The run id is the root task's id, and the worker stored every phase's result in Redis.
     client = redis.Redis.from_url(broker)
     assert client.exists(f"celery-task-meta-{doc['run']['id']}")
+
+
+def test_deep_run_on_redis_matches_embedded(scenario: Repo, tmp_path: Path, broker: str,
+                                            worker: subprocess.Popen[bytes]) -> None:
+    # The deep composition exercises every queue: static (baseline), test (suite, debugger),
+    # review (judgement skills and comment rules), exercise (issue verification).
+    rc_redis, on_redis = run_verify(scenario, tmp_path / "deep-redis.json", "--depth=deep",
+                                    f"--broker={broker}")
+    rc_embedded, embedded = run_verify(scenario, tmp_path / "deep-embedded.json", "--depth=deep")
+    assert rc_redis == rc_embedded == 1
+    assert comparable(on_redis) == comparable(embedded)
+    assert [(s["skill"], s["status"]) for s in on_redis["skillResults"]] == [
+        (s["skill"], s["status"]) for s in embedded["skillResults"]]
+    def verdicts(doc: dict[str, Any]) -> list[tuple[str, str]]:
+        return [(d["failure"], d["preExisting"]) for d in doc["debugger"]]  # paths differ
+
+    assert verdicts(on_redis) and verdicts(on_redis) == verdicts(embedded)
+    def checked(doc: dict[str, Any]) -> list[tuple[str, str]]:
+        return [(e["issue"], e["status"]) for e in doc["exerciserVerification"]]  # timings differ
+
+    assert checked(on_redis) and checked(on_redis) == checked(embedded)
