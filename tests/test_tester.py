@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from verify_dag.models.findings import SkillOutcome
-from verify_dag.models.scope import FileChange, Scope
+from verify_dag.models.scope import FileChange, LineRange, Scope
 from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.phases import tester
 
@@ -77,6 +77,8 @@ def test_failing_test_is_a_finding_with_location(tmp_path: Path) -> None:
     assert "tests/test_calc.py:8: AssertionError" in finding.description
     # calc.py is scoped but not in the traceback; the test file is not scoped.
     assert finding.in_scope is False
+    # The debugger re-runs exactly this test.
+    assert finding.nodeid == "tests/test_calc.py::TestAdd::test_add"
 
 
 def test_failure_in_scoped_code_is_in_scope(tmp_path: Path) -> None:
@@ -170,3 +172,38 @@ def test_other_runner_exit_codes(tmp_path: Path) -> None:
     assert "verify-dag-no-such-runner was not found" in blocked_finding(run(tmp_path, missing))
     shell_missing = run(tmp_path, cmd("raise SystemExit(127)"))
     assert "missing or not executable" in blocked_finding(shell_missing)
+
+
+def test_coverage_is_collected_in_the_same_run(tmp_path: Path) -> None:
+    write(tmp_path, {
+        "calc.py": "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n",
+        # Counts how often the suite ran: once, even though coverage was collected.
+        "tests/test_calc.py": "import os\nimport calc\n\n"
+                              "def test_add():\n"
+                              "    with open(os.environ['RUNS_LOG'], 'a') as fh:\n"
+                              "        fh.write('run\\n')\n"
+                              "    assert calc.add(1, 2) == 3\n",
+    })
+    log = tmp_path.parent / f"{tmp_path.name}-runs.log"
+    scope = Scope(mode="branch", new_commit="0" * 40, included=(
+        FileChange(path="calc.py", status="modified", lines=(LineRange(start=4, end=6),)),
+        FileChange(path="README.md", status="modified")))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RUNS_LOG", str(log))
+        outcome, data = tester.run_with_coverage(scope, PYTEST, tmp_path, 60)
+    assert outcome.status == "PASSED"
+    assert outcome.notes == "1 passed, 0 failed, 0 errors, 0 skipped (pytest junit)"
+    assert log.read_text(encoding="utf-8") == "run\n"
+    # Only the scoped Python file, only its changed lines: sub() is defined but never called.
+    assert data is not None and data.tool.startswith("coverage.py")
+    (measured,) = data.files
+    assert (measured.path, measured.statements, measured.executed) == ("calc.py", (5, 6), (5,))
+    assert [(f.name, f.start, f.end) for f in measured.functions] == [("sub", 5, 6)]
+    # The coverage data lived outside the checkout.
+    assert not list(tmp_path.rglob(".coverage*"))
+
+
+def test_no_coverage_when_the_suite_could_not_run(tmp_path: Path) -> None:
+    write(tmp_path, {"tests/helper.py": "X = 1\n"})
+    outcome, data = tester.run_with_coverage(scope_of(), PYTEST, tmp_path, 60)
+    assert outcome.status == "BLOCKED" and data is None

@@ -1,14 +1,19 @@
 """The tester skill: run the discovered test suite and report exact counts and every failure.
 
 Tests run the repository's code: in the checkout, through util.run, with a time limit, capped
-output and an environment without secrets. Suites that could not run (no command, missing
-executable, time-out, collection or usage errors, no tests, no readable report) are BLOCKED with a
-severity 10 environment finding: a suite that did not run is never a pass.
+output and an environment without secrets, inside the environment testenv provisions from what
+the repository declares (our own interpreter when it declares nothing to install). Suites that
+could not run (no command, an environment that could not be built, missing executable, time-out,
+collection or usage errors, no tests, no readable report) are BLOCKED with a severity 10
+environment finding: a suite that did not run is never a pass.
+
+A pytest suite runs once, under coverage.py, so qa's changed-line coverage needs no second run.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -18,7 +23,9 @@ from verify_dag import util
 from verify_dag.models.findings import Finding, Location, SkillOutcome
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Command, Toolchain
-from verify_dag.tools.base import python_tool_argv, resolve_argv
+from verify_dag.phases import coverage, testenv
+from verify_dag.phases.coverage import CoverageData
+from verify_dag.tools.base import PYTHON_NAMES, module_available, python_tool_argv, resolve_argv
 
 SKILL = "tester"
 _JUNIT_MAX = 64 * 1024 * 1024  # a report bigger than this is not one pytest wrote for a test suite
@@ -49,24 +56,59 @@ class _Counts:
 
 
 def run(scope: Scope, toolchain: Toolchain, workdir: Path, timeout: float) -> SkillOutcome:
+    return run_with_coverage(scope, toolchain, workdir, timeout)[0]
+
+
+def run_with_coverage(
+    scope: Scope, toolchain: Toolchain, workdir: Path, timeout: float, *,
+    cache_dir: Path | None = None, data_file: Path | None = None,
+) -> tuple[SkillOutcome, CoverageData | None]:
+    """The outcome, and the coverage of the scoped files measured in the same run (None when
+    the suite did not run to completion or coverage could not be collected). ``data_file`` keeps
+    the raw coverage.py data there instead of in a temporary directory."""
     command = toolchain.test
     if command is None:
-        return _blocked("no test command was discovered", ran=False)
-    if command.tool == "pytest":
-        return _pytest(scope, command, workdir, timeout)
-    return _other(command, workdir, timeout)
+        return _blocked("no test command was discovered", ran=False), None
+    env = testenv.provision(workdir, toolchain, cache_dir)
+    if env.error is not None:
+        return _unprovisioned(env), None
+    with tempfile.TemporaryDirectory(prefix="verify-dag-test-") as tmp:
+        if env.project:
+            env = testenv.layer(env, workdir, Path(tmp) / "run-env")
+            if env.error is not None:
+                return _unprovisioned(env), None
+        if command.tool == "pytest":
+            return _pytest(scope, command, workdir, timeout, env,
+                           data_file or Path(tmp) / ".coverage")
+        return _other(command, workdir, timeout, env), None
 
 
-def _env() -> dict[str, str]:
+def _env(env: testenv.Env) -> dict[str, str]:
     # No bytecode files: the checkout should hold what was committed, nothing else.
-    return util.scrubbed_env({"PYTHONDONTWRITEBYTECODE": "1"})
+    return testenv.suite_env(env, {"PYTHONDONTWRITEBYTECODE": "1"})
 
 
-def _pytest(scope: Scope, command: Command, workdir: Path, timeout: float) -> SkillOutcome:
-    base = python_tool_argv("pytest")
+def _pytest_argv(env: testenv.Env, data_file: Path) -> tuple[list[str] | None, str | None]:
+    """(how to start pytest, the interpreter that records coverage or None when it cannot)."""
+    if env.python is not None:
+        python = str(env.python)  # testenv always installs pytest and coverage there
+    else:
+        found = python_tool_argv("pytest")
+        if found is None or found[0] != sys.executable or not module_available("coverage"):
+            return found, None
+        python = sys.executable
+    return [python, "-m", "coverage", "run", "--branch", f"--data-file={data_file}", "-m",
+            "pytest"], python
+
+
+def _pytest(scope: Scope, command: Command, workdir: Path, timeout: float, env: testenv.Env,
+            data_file: Path) -> tuple[SkillOutcome, CoverageData | None]:
+    base, python = _pytest_argv(env, data_file)
     if base is None:
-        return _blocked("pytest is not installed (not importable, not on PATH)", ran=False)
-    # The junit report lives outside the checkout, so the suite's own files stay untouched.
+        return _blocked("pytest is not installed (not importable, not on PATH)", ran=False), None
+    data_file.parent.mkdir(parents=True, exist_ok=True)
+    # The junit report and the coverage data live outside the checkout, so the suite's own files
+    # stay untouched.
     with tempfile.TemporaryDirectory(prefix="verify-dag-junit-") as tmp:
         junit = Path(tmp) / "junit.xml"
         # xunit1, not xunit2: only xunit1 testcases carry the `file` and `line` attributes that
@@ -75,18 +117,20 @@ def _pytest(scope: Scope, command: Command, workdir: Path, timeout: float) -> Sk
         # repo-relative to be compared with the scope, even if pytest would pick an ancestor.
         argv = [*base, "-q", "-p", "no:cacheprovider", f"--rootdir={workdir.resolve()}",
                 f"--junitxml={junit}", "-o", "junit_family=xunit1"]
-        res = util.run(argv, cwd=workdir, timeout=timeout, env=_env())
+        res = util.run(argv, cwd=workdir, timeout=timeout, env=_env(env))
         if res.not_found:
-            return _blocked(f"{argv[0]} was not found", ran=False)
+            return _blocked(f"{argv[0]} was not found", ran=False), None
         if res.timed_out:
-            return _blocked(f"the suite timed out after {timeout:g}s", _tail(res))
+            return _blocked(f"the suite timed out after {timeout:g}s", _tail(res)), None
         root = _read_junit(junit)
         if res.returncode not in (0, 1):
             why = _PYTEST_EXIT.get(res.returncode, "pytest ended abnormally")
             errors = _error_messages(root) if root is not None else ""
-            return _blocked(f"pytest exited {res.returncode}: {why}", errors or _tail(res))
+            return _blocked(f"pytest exited {res.returncode}: {why}", errors or _tail(res)), None
         if root is None:
-            return _blocked("pytest wrote no readable junit report", _tail(res))
+            return _blocked("pytest wrote no readable junit report", _tail(res)), None
+    measured = (coverage.measure(python, data_file, workdir, scope, _env(env))
+                if python is not None else None)
     counts = _counts(root)
     findings = [_failure(tc, scope) for tc in root.iter("testcase") if _problem(tc) is not None]
     if res.returncode == 1 and not findings:
@@ -95,13 +139,37 @@ def _pytest(scope: Scope, command: Command, workdir: Path, timeout: float) -> Sk
         findings.append(Finding(title="Test run failed", severity=9, issue_class="test-failure",
                                 source=SKILL, description=f"pytest exited 1\n{_tail(res)}"))
     failed = bool(findings)
-    return SkillOutcome(skill=SKILL, status="FAILED" if failed else "PASSED",
-                        notes=counts.notes(), reason=f"test command discovered: {_label(command)}",
-                        findings=tuple(findings))
+    outcome = SkillOutcome(skill=SKILL, status="FAILED" if failed else "PASSED",
+                           notes=counts.notes() + _env_note(env),
+                           reason=f"test command discovered: {_label(command)}",
+                           findings=tuple(findings))
+    return outcome, measured
 
 
-def _other(command: Command, workdir: Path, timeout: float) -> SkillOutcome:
-    res = util.run(resolve_argv(command.argv), cwd=workdir, timeout=timeout, env=_env())
+def _env_note(env: testenv.Env) -> str:
+    if not env.source:
+        return ""
+    return f"; env from {env.source}" + (" (cached)" if env.reused else "")
+
+
+def _unprovisioned(env: testenv.Env) -> SkillOutcome:
+    reason = "the test environment could not be provisioned"
+    finding = Finding(
+        title="Test environment could not be provisioned", severity=10, source=SKILL,
+        issue_class="environment",
+        description=testenv.clean(
+            f"{reason} from {env.source or 'the declared dependencies'}: {env.error}. "
+            "The suite's result is unknown, not passing.")[:4000],
+    )
+    return SkillOutcome(skill=SKILL, status="BLOCKED", notes=f"tests could not run: {reason}",
+                        reason=reason, findings=(finding,))
+
+
+def _other(command: Command, workdir: Path, timeout: float, env: testenv.Env) -> SkillOutcome:
+    argv = resolve_argv(command.argv)
+    if env.python is not None and Path(command.argv[0]).name in PYTHON_NAMES:
+        argv[0] = str(env.python)  # `python -m X` runs in the repository's env when it has one
+    res = util.run(argv, cwd=workdir, timeout=timeout, env=_env(env))
     if res.not_found:
         return _blocked(f"{command.argv[0]} was not found ({_label(command)})", ran=False)
     if res.timed_out:
@@ -114,7 +182,7 @@ def _other(command: Command, workdir: Path, timeout: float) -> SkillOutcome:
     if res.returncode == 0:
         return SkillOutcome(skill=SKILL, status="PASSED", reason=reason,
                             notes=f"{command.display()} exited 0 (no per-test counts from this "
-                                  "runner)")
+                                  "runner)" + _env_note(env))
     finding = Finding(
         title=f"Test command failed: {command.display()}", severity=9, source=SKILL,
         issue_class="test-failure", description=f"exited {res.returncode}\n{_tail(res)}",
@@ -211,4 +279,5 @@ def _failure(tc: ET.Element, scope: Scope) -> Finding:
         location=Location(path=file, line=int(line) + 1 if line and line.isdigit() else None)
         if file else None,
         in_scope=bool(file in scoped or touched & scoped),
+        nodeid=_nodeid(tc),
     )

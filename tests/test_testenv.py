@@ -1,0 +1,259 @@
+"""testenv: real venvs built by real pip from local paths (no network), cached in tmp dirs."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+import threading
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from verify_dag.models.scope import FileChange, Scope
+from verify_dag.models.toolchain import Command, Toolchain
+from verify_dag.phases import testenv, tester
+
+PYTEST = Toolchain(commands=(
+    Command(kind="test", argv=("pytest",), source="tests directory", exists=True, tool="pytest"),
+))
+NPM = Toolchain(commands=(
+    Command(kind="test", argv=("npm", "test"), source="package.json scripts.test", exists=True),
+))
+TINYPKG = {
+    "vendor/tinypkg/pyproject.toml": '[build-system]\nrequires = ["setuptools>=61"]\n'
+                                     'build-backend = "setuptools.build_meta"\n\n'
+                                     '[project]\nname = "verify-dag-tinypkg"\nversion = "0.1"\n',
+    "vendor/tinypkg/verify_dag_tinypkg/__init__.py": "def double(x):\n    return 2 * x\n",
+    "requirements-test.txt": "./vendor/tinypkg\n",
+    "tests/test_tiny.py": "import pytest\nimport verify_dag_tinypkg as t\n\n"
+                          "def test_double():\n    assert t.double(2) == 4\n\n"
+                          "@pytest.mark.parametrize('n', [0, 1, 5])\n"
+                          "def test_many(n):\n    assert t.double(n) == n + n\n\n"
+                          "def test_wrong():\n    assert t.double(3) == 7\n\n"
+                          "@pytest.mark.skip(reason='later')\ndef test_later():\n    pass\n",
+}
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+def whole(*paths: str) -> Scope:
+    return Scope(mode="branch", new_commit="0" * 40,
+                 included=tuple(FileChange(path=p, status="added") for p in paths))
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[testenv.Env]]:
+    """A repository whose tests need a package declared only in its requirements file, and the
+    envs two concurrent provisionings of it returned, on top of a half-built env left behind."""
+    repo = write(tmp_path_factory.mktemp("tiny"), TINYPKG)
+    cache = tmp_path_factory.mktemp("cache")
+    plan = testenv._plan(repo)
+    assert plan is not None
+    half = cache / "envs" / testenv._key(repo, plan)[:24]
+    (half / "bin").mkdir(parents=True)
+    (half / "bin" / "python").write_text("a run that died here", encoding="utf-8")
+    envs: list[testenv.Env] = []
+    threads = [threading.Thread(target=lambda: envs.append(testenv.provision(repo, PYTEST, cache)))
+               for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return repo, cache, envs
+
+
+def junit_counts(path: Path) -> str:
+    suite = ET.parse(path).getroot()
+    suite = suite if suite.tag == "testsuite" else suite.find("testsuite")  # type: ignore[assignment]
+    assert suite is not None
+    tests, failures, errors, skipped = (int(suite.get(k, "0")) for k in
+                                        ("tests", "failures", "errors", "skipped"))
+    return (f"{tests - failures - errors - skipped} passed, {failures} failed, {errors} errors, "
+            f"{skipped} skipped (pytest junit)")
+
+
+def test_one_build_under_the_lock_and_a_half_built_env_is_replaced(
+    tiny: tuple[Path, Path, list[testenv.Env]]
+) -> None:
+    repo, cache, envs = tiny
+    assert [e.error for e in envs] == [None, None]
+    assert sorted(e.reused for e in envs) == [False, True]  # the second waited and reused
+    first, second = envs
+    assert first.key == second.key and first.python == second.python
+    assert first.source == "requirements-test.txt" and not first.project
+    assert first.python is not None and first.python.parent.parent.parent == cache / "envs"
+    # The stale interpreter of the dead run is gone: the env was rebuilt, not reused.
+    out = subprocess.run([str(first.python), "-c", "import verify_dag_tinypkg, pytest, coverage"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    # pip ran in a copy: no build files next to the vendored sources in the checkout.
+    assert sorted(p.name for p in (repo / "vendor/tinypkg").iterdir()) == [
+        "pyproject.toml", "verify_dag_tinypkg"]
+
+
+def test_same_counts_as_a_venv_built_by_hand(
+    tiny: tuple[Path, Path, list[testenv.Env]], tmp_path: Path
+) -> None:
+    repo, cache, _ = tiny
+    assert importlib.util.find_spec("verify_dag_tinypkg") is None  # not in our interpreter
+    venv = tmp_path / "by-hand"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(venv / "bin/python"), "-m", "pip", "install", "-q", "pytest",
+                    "-r", "requirements-test.txt"], cwd=repo, check=True, capture_output=True)
+    shutil.rmtree(repo / "vendor/tinypkg/build", ignore_errors=True)
+    for info in (repo / "vendor/tinypkg").glob("*.egg-info"):
+        shutil.rmtree(info)
+    by_hand = subprocess.run([str(venv / "bin/python"), "-m", "pytest", "-q", "-p",
+                              "no:cacheprovider", f"--junitxml={tmp_path / 'junit.xml'}"],
+                             cwd=repo, capture_output=True, text=True)
+    assert by_hand.returncode == 1, by_hand.stdout
+    outcome, data = tester.run_with_coverage(whole("tests/test_tiny.py"), PYTEST, repo, 120,
+                                             cache_dir=cache)
+    assert outcome.status == "FAILED"
+    assert outcome.notes == (junit_counts(tmp_path / "junit.xml")
+                             + "; env from requirements-test.txt (cached)")
+    assert outcome.notes.startswith("4 passed, 1 failed, 0 errors, 1 skipped")
+    (finding,) = outcome.findings
+    assert finding.nodeid == "tests/test_tiny.py::test_wrong"
+    assert data is not None and [f.path for f in data.files] == ["tests/test_tiny.py"]
+
+
+def test_the_key_follows_declared_files_local_packages_and_python(tmp_path: Path) -> None:
+    repo = write(tmp_path / "r", TINYPKG)
+    plan = testenv._plan(repo)
+    assert plan is not None and plan.hashed == ("requirements-test.txt", "vendor/tinypkg")
+    key = testenv._key(repo, plan)
+    assert testenv._key(repo, plan) == key
+    (repo / "README.md").write_text("not a declaring file\n", encoding="utf-8")
+    assert testenv._key(repo, plan) == key
+    (repo / "vendor/tinypkg/verify_dag_tinypkg/__init__.py").write_text("X = 1\n", "utf-8")
+    assert testenv._key(repo, plan) != key  # the local package changed: a different env
+
+
+def test_what_is_installed_follows_the_declarations(tmp_path: Path) -> None:
+    def plan(files: dict[str, str]) -> tuple[tuple[str, ...], tuple[str, ...], str | None, str]:
+        root = write(tmp_path / str(len(list(tmp_path.iterdir()))), files)
+        found = testenv._plan(root)
+        assert found is not None
+        return found.requirements, found.tox_lines, found.project, found.source
+
+    project = '[project]\nname = "p"\nversion = "1"\n'
+    extras = project + '[project.optional-dependencies]\ndocs = ["x"]\ndev = ["y"]\ntest = ["z"]\n'
+    assert plan({"pyproject.toml": extras}) == ((), (), ".[test]", "pyproject.toml .[test]")
+    assert plan({"pyproject.toml": project}) == ((), (), ".", "pyproject.toml .")
+    assert plan({"requirements/test.txt": "a\n", "requirements.txt": "b\n",
+                 "requirements-dev.txt": "c\n"})[:2] == (
+        ("requirements/test.txt", "requirements.txt"), ())
+    assert plan({"requirements-dev.txt": "-e .[dev]\n", "pyproject.toml": extras})[2] is None
+    tox = ("[testenv]\ndeps =\n    pytest-mock\n    -r{toxinidir}/requirements.txt\n"
+           "    {[base]deps}\n")
+    assert plan({"tox.ini": tox, "requirements.txt": "b\n", "setup.py": ""}) == (
+        (), ("pytest-mock", "-r./requirements.txt"), ".", "tox.ini [testenv] deps, setup.py .")
+    skip = tox + "skip_install = true\n"
+    assert plan({"tox.ini": skip, "setup.py": ""})[2] is None
+    assert plan({"requirements.txt": "b\n"})[0] == ("requirements.txt",)
+    # Nothing to install: no venv, the suite runs on our interpreter as before.
+    bare = write(tmp_path / "bare", {"pyproject.toml": "[tool.pytest.ini_options]\n",
+                                     "tests/test_x.py": "def test_x():\n    pass\n"})
+    assert testenv._plan(bare) is None
+    assert testenv.provision(bare, PYTEST, tmp_path / "cache") == testenv.Env()
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_src_layout_project_is_installed_per_run_never_stale(tmp_path: Path) -> None:
+    repo = write(tmp_path / "proj", {
+        "pyproject.toml": '[build-system]\nrequires = ["setuptools>=61"]\n'
+                          'build-backend = "setuptools.build_meta"\n\n'
+                          '[project]\nname = "verify-dag-srcpkg"\nversion = "0.1"\n\n'
+                          '[project.optional-dependencies]\ntest = ["iniconfig"]\n',
+        "src/verify_dag_srcpkg/__init__.py": "def answer():\n    return 41\n",
+        "tests/test_answer.py": "from verify_dag_srcpkg import answer\n\n"
+                                "def test_answer():\n    assert answer() == 42\n",
+    })
+    cache = tmp_path / "cache"
+    scope = whole("src/verify_dag_srcpkg/__init__.py")
+    first, data = tester.run_with_coverage(scope, PYTEST, repo, 120, cache_dir=cache)
+    assert first.status == "FAILED", first.findings
+    assert first.notes.endswith("; env from pyproject.toml .[test]")
+    # Measured on the checkout's own file, which the editable install imports.
+    assert data is not None and data.files[0].path == "src/verify_dag_srcpkg/__init__.py"
+    assert data.files[0].executed == (1, 2)
+    (repo / "src/verify_dag_srcpkg/__init__.py").write_text("def answer():\n    return 42\n",
+                                                          encoding="utf-8")
+    second, _ = tester.run_with_coverage(scope, PYTEST, repo, 120, cache_dir=cache)
+    assert second.status == "PASSED", second.findings
+    assert second.notes.endswith("(cached)")
+    # The cached env keeps the dependencies, never the project itself.
+    (env_dir,) = (cache / "envs").glob("*/")
+    check = subprocess.run([str(env_dir / "bin/python"), "-c",
+                            "import iniconfig, importlib.util as u; "
+                            "print(u.find_spec('verify_dag_srcpkg'))"],
+                           capture_output=True, text=True, check=True)
+    assert check.stdout.strip() == "None"
+
+
+def test_provisioning_failure_is_a_blocked_environment_finding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MY_API_TOKEN", "supersecret123")
+    repo = write(tmp_path / "r", {"requirements-test.txt": "./vendor/supersecret123-missing\n",
+                                  "tests/test_x.py": "def test_x():\n    pass\n"})
+    cache = tmp_path / "cache"
+    outcome, data = tester.run_with_coverage(whole(), PYTEST, repo, 60, cache_dir=cache)
+    assert data is None
+    assert outcome.status == "BLOCKED" and outcome.skill == "tester"
+    (finding,) = outcome.findings
+    assert (finding.title, finding.severity, finding.issue_class) == (
+        "Test environment could not be provisioned", 10, "environment")
+    assert "pip install from requirements-test.txt failed" in finding.description
+    assert "supersecret123" not in finding.description and "[REDACTED]" in finding.description
+    # Nothing half-built is left to be reused.
+    assert not [p for p in (cache / "envs").iterdir() if p.is_dir()]
+
+
+def test_pip_keeps_network_settings_but_not_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("PIP_INDEX_URL", "https://pypi.example/simple")
+    monkeypatch.setenv("MY_API_TOKEN", "supersecret123")
+    monkeypatch.setenv("PYTHONPATH", "/somewhere/of/ours")
+    env = testenv._pip_env()
+    assert env["HTTPS_PROXY"] == "http://proxy.example:3128"
+    assert env["PIP_INDEX_URL"] == "https://pypi.example/simple"
+    assert "MY_API_TOKEN" not in env and "PYTHONPATH" not in env
+    assert testenv.clean("GET https://bob:hunter22@pypi.example/simple failed") == (
+        "GET https://[REDACTED]@pypi.example/simple failed")
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
+def test_node_modules_cached_by_lockfile_and_linked(tmp_path: Path) -> None:
+    package = ('{"name": "t", "version": "1.0.0", "scripts": '
+               '{"test": "node -e \\"require(\'./index.js\')\\""}}\n')
+    lock = ('{"name": "t", "version": "1.0.0", "lockfileVersion": 3, "requires": true, '
+            '"packages": {"": {"name": "t", "version": "1.0.0"}}}\n')
+    cache = tmp_path / "cache"
+    envs = []
+    for name in ("a", "b"):
+        repo = write(tmp_path / name, {"package.json": package, "package-lock.json": lock,
+                                       "index.js": "console.log('ok')\n"})
+        env = testenv.provision(repo, NPM, cache)
+        assert env.error is None and env.python is None
+        assert (repo / "node_modules").is_symlink()
+        envs.append(env)
+    assert [e.reused for e in envs] == [False, True] and envs[0].key == envs[1].key
+    # A local file: dependency cannot be installed away from the worktree: npm runs there.
+    repo = write(tmp_path / "c", {"package.json": '{"name": "c", "version": "1.0.0", '
+                                                  '"dependencies": {"d": "file:./d"}}\n',
+                                  "d/package.json": '{"name": "d", "version": "1.0.0"}\n'})
+    env = testenv.provision(repo, NPM, cache)
+    assert env.error is None, env.error
+    assert env.notes == ("npm install ran in the worktree: node_modules not cached",)
+    assert (repo / "node_modules" / "d").exists()
