@@ -59,6 +59,13 @@ def comment_review(state: RunState) -> list[SkillOutcome]:
     return [rules.combine(model.model_copy(update={"notes": f"model pass: {model.notes}"}))]
 
 
+def qa(state: RunState) -> list[SkillOutcome]:
+    """qa's judgement pass. Its changed-line coverage comes from the tester's run (the test
+    queue) and is merged with this part when the chord is collected."""
+    model = runner.model_skill(state, "qa", REASONS["qa"])
+    return [model.model_copy(update={"notes": f"model pass: {model.notes}"})]
+
+
 def codex_reviewer(state: RunState) -> list[SkillOutcome]:
     return [runner.codex_reviewer(state, REASONS["codex-reviewer"])]
 
@@ -107,7 +114,7 @@ REGISTRY: dict[str, Reviewer] = {
     "reviewer": _always("reviewer"),
     "codex-reviewer": codex_reviewer,
     "comment-review": comment_review,
-    "qa": _always("qa"),
+    "qa": qa,
     "ux-reviewer": _gated("ux-reviewer"),
     "visual-verify": _gated("visual-verify"),
     "plan-completeness": plan_completeness,

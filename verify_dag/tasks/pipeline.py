@@ -10,6 +10,7 @@ from verify_dag import git, report
 from verify_dag.celery_app import app
 from verify_dag.models import RunState, SkillOutcome
 from verify_dag.phases import (
+    coverage,
     debugger,
     engineer,
     exerciser,
@@ -58,9 +59,21 @@ def _static(st: RunState) -> RunState:
 
 @header_phase("tester")
 def _tester(st: RunState) -> list[SkillOutcome]:
+    """The suite runs once, with coverage. At deep, qa's changed-line coverage comes from that
+    same run here (collect merges it with qa's judgement pass from the review queue)."""
     assert st.scope is not None and st.toolchain is not None
     with git.worktree(st.request.repo, st.scope.new_commit) as workdir:
-        return [tester.run(st.scope, st.toolchain, workdir, st.request.test_timeout)]
+        outcome, data = tester.run_with_coverage(st.scope, st.toolchain, workdir,
+                                                 st.request.test_timeout)
+    if st.request.depth != "deep":
+        return [outcome]
+    if data is None:
+        qa = SkillOutcome(skill="qa", status="NOT_RUN", reason="changed-line coverage",
+                          notes=f"changed-line coverage: no coverage data ({outcome.notes})")
+    else:
+        qa = coverage.qa_outcome(coverage.diff_coverage(st.scope, data))
+        qa = qa.model_copy(update={"notes": f"changed-line coverage: {qa.notes}"})
+    return [outcome, qa]
 
 
 @state_phase("debugger")
