@@ -28,6 +28,8 @@ from verify_dag import git, util
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import Diagnosis, Finding, RunState, SkillOutcome
 from verify_dag.models.scope import Scope
+from verify_dag.models.toolchain import Toolchain
+from verify_dag.phases import testenv
 from verify_dag.tools.base import python_tool_argv
 
 log = logging.getLogger(__name__)
@@ -64,9 +66,9 @@ def failures(state: RunState) -> list[Finding]:
 def pytest_argv() -> list[str] | None:
     """How a single failing test is re-run.
 
-    This must follow the tester's environment (phases/tester.py `_pytest`): the base is only
-    comparable when the test runs on the same interpreter and packages as the suite did. When the
-    tester runs the suite in a provisioned venv, return that venv's interpreter here.
+    When the repository declares what its tests need, the provisioned environment's own
+    interpreter is used instead (see ``_diagnose``); this is the interpreter otherwise, the same
+    one the tester falls back to.
     """
     return python_tool_argv("pytest")
 
@@ -160,12 +162,23 @@ def _diagnose(state: RunState, sigs: list[_Signature]) -> list[Diagnosis]:
         # The whole debugger gets one suite's time budget, so it never costs more than a re-run
         # of the suite would.
         deadline = time.monotonic() + state.request.test_timeout
+        toolchain = state.toolchain or Toolchain()
         try:
-            with git.worktree(state.request.repo, base) as wt:
+            # The base runs in the environment its own declarations provision, as the suite did
+            # at HEAD: otherwise a missing package would pass for a pre-existing failure.
+            with git.worktree(state.request.repo, base) as wt, \
+                    testenv.runtime(wt, toolchain) as env:
+                if env.error is not None:
+                    why = f"the merge base's test environment could not be set up: {env.error}"
+                    for sig in todo:
+                        results[sig.key] = _undetermined(sig, why, scoped)
+                    todo = []
+                run_argv = [str(env.python), "-m", "pytest"] if env.python else argv
+                run_env = testenv.suite_env(env, {"PYTHONDONTWRITEBYTECODE": "1"})
                 for sig in todo:
                     left = deadline - time.monotonic()
-                    results[sig.key] = (_rerun(argv, wt, base, sig, min(left, RERUN_TIMEOUT),
-                                               scoped) if left > 1 else
+                    results[sig.key] = (_rerun(run_argv, run_env, wt, base, sig,
+                                               min(left, RERUN_TIMEOUT), scoped) if left > 1 else
                                         _undetermined(sig, "not re-run: time budget spent",
                                                       scoped))
         except VerifyDagError as exc:
@@ -198,14 +211,13 @@ def _undetermined(sig: _Signature, why: str, scoped: set[str]) -> Diagnosis:
                      evidence=why, touched_by_diff=_touched(sig, scoped))
 
 
-def _rerun(argv: list[str], wt: Path, base: str, sig: _Signature, timeout: float,
-           scoped: set[str]) -> Diagnosis:
+def _rerun(argv: list[str], env: dict[str, str], wt: Path, base: str, sig: _Signature,
+           timeout: float, scoped: set[str]) -> Diagnosis:
     assert sig.nodeid is not None
     # --tb=long after the repository's addopts: the crash line `path:line: ExcType` is what the
     # signature is read from, and a repository's --tb=short/line/no would drop it.
     cmd = [*argv, "-q", "-p", "no:cacheprovider", f"--rootdir={wt}", "--tb=long", sig.nodeid]
-    res = util.run(cmd, cwd=wt, timeout=timeout,
-                   env=util.scrubbed_env({"PYTHONDONTWRITEBYTECODE": "1"}))
+    res = util.run(cmd, cwd=wt, timeout=timeout, env=env)
     command = f"{shlex.join(cmd)}  (cwd: {wt}, a scratch worktree of {base})"
     output = "\n".join(t for t in (res.stdout.strip(), res.stderr.strip()) if t)
 

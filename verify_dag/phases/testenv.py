@@ -113,6 +113,18 @@ def suite_env(env: Env, extra: Mapping[str, str] | None = None) -> dict[str, str
     return out
 
 
+@contextlib.contextmanager
+def runtime(workdir: Path, toolchain: Toolchain, cache_dir: Path | None = None) -> Iterator[Env]:
+    """The environment a test of ``workdir`` runs in, for the duration of the block: the cached
+    env, layered with the project itself when it installs one. Check ``error`` first."""
+    env = provision(workdir, toolchain, cache_dir)
+    if env.error is not None or not env.project:
+        yield env
+        return
+    with tempfile.TemporaryDirectory(prefix="verify-dag-test-") as tmp:
+        yield layer(env, workdir, Path(tmp) / "run-env")
+
+
 def layer(env: Env, workdir: Path, dest: Path, timeout: float = 900) -> Env:
     """A per-run venv over the cached ``env`` with the project installed editable from
     ``workdir``. The cached env's site-packages is added with ``site.addsitedir`` from a .pth

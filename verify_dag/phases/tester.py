@@ -69,14 +69,10 @@ def run_with_coverage(
     command = toolchain.test
     if command is None:
         return _blocked("no test command was discovered", ran=False), None
-    env = testenv.provision(workdir, toolchain, cache_dir)
-    if env.error is not None:
-        return _unprovisioned(env), None
-    with tempfile.TemporaryDirectory(prefix="verify-dag-test-") as tmp:
-        if env.project:
-            env = testenv.layer(env, workdir, Path(tmp) / "run-env")
-            if env.error is not None:
-                return _unprovisioned(env), None
+    with testenv.runtime(workdir, toolchain, cache_dir) as env, \
+            tempfile.TemporaryDirectory(prefix="verify-dag-test-") as tmp:
+        if env.error is not None:
+            return _unprovisioned(env), None
         if command.tool == "pytest":
             return _pytest(scope, command, workdir, timeout, env,
                            data_file or Path(tmp) / ".coverage")
