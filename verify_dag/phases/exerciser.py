@@ -30,10 +30,11 @@ from verify_dag.models import (
     Location,
     RunState,
     SkillOutcome,
+    Toolchain,
     Verification,
     VerifyRequest,
 )
-from verify_dag.phases import gates
+from verify_dag.phases import gates, testenv
 from verify_dag.tools.base import RawFinding
 
 SKILL = "exerciser"
@@ -90,7 +91,13 @@ def _run(state: RunState) -> SkillOutcome:
     with git.worktree(state.request.repo, scope.new_commit) as wt:
         # Issues first, on the pristine checkout: whatever the app or an EXERCISE command writes
         # into the worktree must not change whether a finding reproduces.
-        verified, vnote = verify_issues(state, wt, env)
+        # A failing test is re-run where the tester ran it: in the provisioned environment.
+        with testenv.runtime(wt, state.toolchain or Toolchain()) as tenv:
+            if tenv.error is None and tenv.python is not None:
+                test_env = testenv.suite_env(tenv, {"PYTHONDONTWRITEBYTECODE": "1"})
+                verified, vnote = verify_issues(state, wt, test_env, str(tenv.python))
+            else:
+                verified, vnote = verify_issues(state, wt, env)
         ex = _exercise(eng, wt, env)
     notes = "; ".join([ex.note, *ex.details, vnote, lens(state.request)])
     return SkillOutcome(skill=SKILL, status=ex.status, reason=REASON, notes=notes,
@@ -267,8 +274,8 @@ def _start_healthy(start: str, health: str | None, wt: Path, env: dict[str, str]
 # --- issue verification ------------------------------------------------------------------------
 
 
-def verify_issues(state: RunState, wt: Path,
-                  env: dict[str, str]) -> tuple[list[Verification], str]:
+def verify_issues(state: RunState, wt: Path, env: dict[str, str],
+                  python: str = sys.executable) -> tuple[list[Verification], str]:
     """Try each reported issue once, deterministically; returns the entries and a summary."""
     seen: dict[tuple[str | None, int | None, str], Finding] = {}
     earlier = [*(state.static.findings if state.static else ()),
@@ -278,7 +285,7 @@ def verify_issues(state: RunState, wt: Path,
         seen.setdefault((loc.path if loc else None, loc.line if loc else None, f.title), f)
     request, deadline = state.request, time.monotonic() + VERIFY_BUDGET
     repro = _Reproducer(wt, env, min(request.tool_timeout, 120.0),
-                        min(request.test_timeout, 300.0))
+                        min(request.test_timeout, 300.0), python)
     out: list[Verification] = []
     for f in list(seen.values())[:MAX_ATTEMPTS]:
         if time.monotonic() > deadline:
@@ -302,6 +309,7 @@ class _Reproducer:
     env: dict[str, str]
     tool_timeout: float
     test_timeout: float
+    python: str  # the tests' interpreter: the provisioned env's, as the tester used
     # One tool run per (tool, file), one pytest run per node id, however many issues share them.
     _lint: dict[tuple[str, str], tuple[list[RawFinding] | None, str]] = field(default_factory=dict)
     _tests: dict[str, tuple[VStatus, str]] = field(default_factory=dict)
@@ -367,7 +375,7 @@ class _Reproducer:
         return raw, ""
 
     def _test(self, nodeid: str) -> tuple[VStatus, str]:
-        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+        argv = [self.python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                 f"--rootdir={self.wt.resolve()}", nodeid]
         res = util.run(argv, cwd=self.wt, timeout=self.test_timeout, env=self.env)
         shown = f"`python -m pytest -q -p no:cacheprovider {nodeid}`"
