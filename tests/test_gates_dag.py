@@ -1,0 +1,68 @@
+"""An engineer skill's gates and app declarations, through the whole DAG."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+from conftest import Repo
+
+from verify_dag.cli import main
+from verify_dag.report import markdown, validate
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_gates_app_and_issue_checks_reach_the_report(scenario: Repo, tmp_path: Path) -> None:
+    port = free_port()
+    skill = ".claude/skills/calc-engineer"
+    scenario.write(f"{skill}/SKILL.md", "# calc engineer\n\n## Testing\n\n```sh\npytest -q\n```\n")
+    scenario.write("site/index.html", "<h1>calc</h1>\n")
+    scenario.write(f"{skill}/VERIFICATION.md", f"""# Verification
+
+## Exerciser Gates
+- The home page is served
+  CHECK: curl -fsS http://127.0.0.1:{port}/index.html
+  EXPECT: exit 0; output contains "calc"
+- The missing page is served
+  CHECK: curl -fsS http://127.0.0.1:{port}/missing.html
+  EXPECT: exit 0
+
+## Review Gates
+- Arithmetic stays in src/calc.py
+
+## App
+START: python3 -m http.server {port} --bind 127.0.0.1 --directory site
+HEALTH: curl -fsS http://127.0.0.1:{port}/
+EXERCISE: curl -fsS http://127.0.0.1:{port}/index.html
+""")
+    scenario.commit("engineer skill")
+    out = tmp_path / "r.json"
+    rc = main(["verify", str(scenario.path), "--scope=branch", "--base=base", "--format=json",
+               f"--output={out}"])
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    validate(doc)
+    assert rc == 1
+    gates = doc["customGates"]
+    assert [(g["rule"], g["status"]) for g in gates["exerciser"]] == [
+        ("The home page is served", "PASS"), ("The missing page is served", "FAIL")]
+    assert all(g["evidence"] and g["checker"] for g in gates["exerciser"])
+    assert [(g["rule"], g["status"]) for g in gates["review"]] == [
+        ("Arithmetic stays in src/calc.py", "NOT_CHECKED")]
+    exerciser = next(s for s in doc["skillResults"] if s["skill"] == "exerciser")
+    assert exerciser["status"] == "FAILED"  # a failing gate: never PASSED
+    checked = {e["issue"]: e["status"] for e in doc["exerciserVerification"]}
+    by_title = {i["title"]: i["id"] for i in doc["issues"]}
+    assert checked[by_title["Test failed: tests/test_calc.py::test_mul"]] == "CONFIRMED"
+    text = markdown(doc)
+    assert "## Custom Verification Gates" in text and "**Custom Gates: 1/3 passed" in text
+    with socket.socket() as s:  # the app was stopped: nothing listens on its port any more
+        # SO_REUSEADDR: connections in TIME_WAIT do not count, a listener still would.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", port))
+        s.listen()
