@@ -3,14 +3,14 @@
 ``validate_request`` rejects what the user can fix (exit 2); ``run`` reports a base that cannot
 be resolved as a ``ScopeError`` inside the Scope, because the seed wants that failure in the
 report rather than instead of it. ``scope_context``/``scope_metadata`` render the Scope for
-reviewers as the seed's VERIFICATION SCOPE and SCOPE_METADATA blocks.
+reviewers as the seed's VERIFICATION SCOPE and SCOPE_METADATA blocks; they live in
+``scope_text`` and are re-exported here.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,6 +26,10 @@ from verify_dag.models.scope import (
     Scope,
     ScopeError,
 )
+from verify_dag.phases.scope_text import describe as describe
+from verify_dag.phases.scope_text import scope_context as scope_context
+from verify_dag.phases.scope_text import scope_metadata as scope_metadata
+from verify_dag.phases.scope_text import shell_command
 
 _STATUS: dict[str, FileStatus] = {
     "A": "added", "M": "modified", "D": "deleted", "R": "renamed", "C": "copied",
@@ -154,7 +158,7 @@ def _staged(repo: str, head: str, requested: str | None, idx: str) -> Scope:
     changes = _changes(repo, head, idx)
     paths = _filter(changes)
     return Scope(mode="staged", requested_mode=requested, compare_ref="INDEX", path_filter=paths,
-                 diff_command=_command(["git", "diff", "--cached"], paths), head_sha=head,
+                 diff_command=shell_command(["git", "diff", "--cached"], paths), head_sha=head,
                  old_commit=head, new_commit=idx, included=changes, excluded=(ALL_OTHER_FILES,),
                  diff_stat=git.diff_stat(repo, head, idx))
 
@@ -171,8 +175,8 @@ def _unstaged(repo: str, head: str, requested: str | None, idx: str, wt: str) ->
     paths = _filter(changes)
     excluded = (*(ExcludedFile(path=p, reason=_UNTRACKED) for p in untracked), ALL_OTHER_FILES)
     return Scope(mode="unstaged", requested_mode=requested, compare_ref="WORKTREE",
-                 path_filter=paths, diff_command=_command(["git", "diff"], paths), head_sha=head,
-                 old_commit=idx, new_commit=wt, included=changes, excluded=excluded,
+                 path_filter=paths, diff_command=shell_command(["git", "diff"], paths),
+                 head_sha=head, old_commit=idx, new_commit=wt, included=changes, excluded=excluded,
                  diff_stat=git.diff_stat(repo, idx, wt, paths, renames=False))
 
 
@@ -230,7 +234,7 @@ def _branch(repo: str, head: str, requested: str | None, base: str, mb: str,
     changes = _changes(repo, mb, head) if mb != head else ()
     fields = {"mode": "branch", "requested_mode": requested, "base_ref": base,
               "merge_base": mb, "head_sha": head, "old_commit": mb, "new_commit": head,
-              "diff_command": _command(["git", "diff", mb, head], ())}
+              "diff_command": shell_command(["git", "diff", mb, head], ())}
     if not changes:
         return Scope(**fields, nothing_to_verify=True,
                      notes=(f"no changes between {base} and HEAD", *notes))
@@ -260,7 +264,7 @@ def _whole(repo: str, head: str, mode: str, paths: Sequence[str]) -> Scope:
     binary = git.binary_paths(repo, git.empty_tree(repo), wt, chosen if path_filter else ())
     included = tuple(FileChange(path=p, status="included", binary=p in binary) for p in chosen)
     return Scope(mode=mode, requested_mode=mode, compare_ref="WORKTREE", path_filter=path_filter,
-                 diff_command=_command(["git", "ls-files"], path_filter), head_sha=head,
+                 diff_command=shell_command(["git", "ls-files"], path_filter), head_sha=head,
                  new_commit=wt, included=included, excluded=tuple(excluded))
 
 
@@ -292,10 +296,6 @@ def _filter(changes: Sequence[FileChange]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(paths))
 
 
-def _command(argv: list[str], paths: Sequence[str]) -> str:
-    return shlex.join([*argv, *(["--", *paths] if paths else [])])
-
-
 def _with_delta(repo: str, scope: Scope, since: str) -> Scope:
     if scope.error or scope.nothing_to_verify:
         return scope
@@ -308,83 +308,3 @@ def _with_delta(repo: str, scope: Scope, since: str) -> Scope:
         "delta_files": _changes(repo, resolved, scope.new_commit),
     })
 
-
-# --- text for reviewers ----------------------------------------------------------------------
-
-_DIFF_RULES = """CRITICAL SCOPE CONSTRAINTS:
-- ONLY flag issues in code that was ADDED or MODIFIED in these files/lines
-- DO NOT flag issues in surrounding context or old code unless it blocks the new changes
-- DO NOT flag issues in other files not listed above
-- Focus exclusively on the quality of the NEW or CHANGED code
-
-Exception: You MAY flag issues in old code IF:
-1. The new changes directly interact with or depend on that old code
-2. The old code issue is causing the new code to be incorrect
-3. The old code issue creates a blocker for the new functionality"""
-
-_WHOLE_RULES = """CRITICAL SCOPE CONSTRAINTS:
-- The ENTIRE content of the files listed above is in scope
-- DO NOT flag issues in other files not listed above"""
-
-
-def _show(path: str) -> str:
-    # One record per line: a path holding a newline or tab must not break the block.
-    return shlex.quote(path) if any(c in path for c in "\n\t\r") else path
-
-
-def describe(change: FileChange) -> str:
-    """``(modified, lines 45-67, 89-102)``, ``(added, entire file)``, ``(deleted)`` ..."""
-    status: str = change.status
-    if change.old_path:
-        status = f"{status} from {_show(change.old_path)}"
-    if change.binary:
-        status = f"binary, {status}"
-    if change.status == "deleted":
-        return f"({status})"
-    if change.lines is None:
-        return f"({status}, entire file)"
-    if not change.lines:
-        return f"({status}, no added lines)"
-    one = len(change.lines) == 1 and change.lines[0].start == change.lines[0].end
-    labels = ", ".join(r.label() for r in change.lines)
-    return f"({status}, {'line' if one else 'lines'} {labels})"
-
-
-def scope_context(scope: Scope) -> str:
-    """The VERIFICATION SCOPE block handed to every reviewer."""
-    if scope.error:
-        return f"VERIFICATION SCOPE:\nScope error {scope.error.code}: {scope.error.message}"
-    if scope.nothing_to_verify:
-        return "VERIFICATION SCOPE:\nNothing to verify: " + "; ".join(scope.notes)
-    files = "\n".join(f"- {_show(c.path)} {describe(c)}" for c in scope.included)
-    whole = scope.old_commit is None
-    commands = [scope.diff_command]
-    if not whole:
-        commands.append(_command(["git", "diff", scope.old_commit or "", scope.new_commit],
-                                 scope.path_filter))
-    return (f"VERIFICATION SCOPE:\nFiles in scope:\n{files}\n\n"
-            f"{_WHOLE_RULES if whole else _DIFF_RULES}\n\n"
-            "Git commands to see your scoped changes:\n" + "\n".join(dict.fromkeys(commands)))
-
-
-def scope_metadata(scope: Scope) -> str:
-    """The machine-usable SCOPE_METADATA block (seed Phase 1 step 3)."""
-    baseline = scope.base_ref or {"staged": "HEAD", "unstaged": "INDEX"}.get(scope.mode, "")
-    fields = [
-        ("scope_mode", scope.mode),
-        ("base_ref", baseline),
-        ("compare_ref", scope.compare_ref),
-        ("path_filter", ",".join(map(_show, scope.path_filter)) or "ALL_SCOPED_FILES"),
-        ("diff_command", scope.diff_command),
-        ("merge_base", scope.merge_base or ""),
-        ("head_sha", scope.head_sha),
-        ("included_files", ", ".join(f"{_show(c.path)} {describe(c)}" for c in scope.included)),
-        ("excluded_files", ", ".join(f"{_show(e.path)} ({e.reason})" for e in scope.excluded)),
-    ]
-    if scope.delta_base_sha:
-        fields += [
-            ("delta_base_sha", scope.delta_base_sha),
-            ("delta_files", ", ".join(f"{_show(c.path)} ({c.status})" for c in scope.delta_files)),
-            ("delta_hunks", ", ".join(f"{_show(c.path)} {describe(c)}" for c in scope.delta_files)),
-        ]
-    return "SCOPE_METADATA:\n" + "\n".join(f"- {k}: {v}".rstrip() for k, v in fields)
