@@ -307,4 +307,3 @@ def _with_delta(repo: str, scope: Scope, since: str) -> Scope:
         "delta_base_sha": since if _FULL_SHA.fullmatch(since) else resolved,
         "delta_files": _changes(repo, resolved, scope.new_commit),
     })
-
