@@ -1,0 +1,261 @@
+"""Phase 3, Job A: the per-format config readers behind ``triage.discover``.
+
+Each ``read_*`` reads one kind of file in the checkout (pyproject.toml, setup.cfg/tox.ini and the
+tool ini files, the Makefile, package.json, CI yaml) into a ``Found``: signals that a structured
+tool (pytest, ruff, mypy) is configured, and ranked candidate commands. Nothing is executed.
+"""
+
+from __future__ import annotations
+
+import configparser
+import json
+import re
+import shlex
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from verify_dag.models.toolchain import CommandKind
+from verify_dag.tools.base import module_available
+
+STRUCTURED = re.compile(r"\b(pytest|ruff|mypy)\b")
+_SHELL_ONLY = re.compile(r"[$`|<>*]|^\w+=")  # needs a shell; commands run without one
+_RUNNER_PREFIX = re.compile(r"^(?:uv run|poetry run|pipenv run|hatch run|pdm run)\s+")
+# Command shapes recognised in CI scripts and tox envs, by kind (first match wins).
+_CLASSIFY: tuple[tuple[CommandKind, re.Pattern[str]], ...] = (
+    ("test", re.compile(r"^(?:npm test|npm run test\b|yarn test|pnpm test|cargo test|go test"
+                        r"|make (?:test|check)\b|python3? -m unittest)")),
+    ("typecheck", re.compile(r"^(?:(?:npx )?tsc\b|pyright\b|npm run type-?check\b"
+                             r"|make typecheck\b)")),
+    ("lint", re.compile(r"^(?:flake8\b|pylint\b|(?:npx )?eslint\b|golangci-lint\b|cargo clippy"
+                        r"|go vet|npm run lint\b|make lint\b|shellcheck\b)")),
+    ("build", re.compile(r"^(?:npm run build\b|cargo build|go build|make build\b)")),
+)
+_MAKE_TARGETS: dict[str, tuple[CommandKind, int]] = {
+    "test": ("test", 20), "tests": ("test", 21), "check": ("test", 25), "build": ("build", 20),
+    "lint": ("lint", 20), "typecheck": ("typecheck", 20),
+}
+_NPM_SCRIPTS: dict[str, CommandKind] = {
+    "test": "test", "build": "build", "lint": "lint", "typecheck": "typecheck",
+    "type-check": "typecheck",
+}
+
+
+@dataclass
+class Candidate:
+    kind: CommandKind
+    argv: tuple[str, ...]
+    source: str
+    rank: int  # lower is preferred
+    body: str = ""  # what a wrapper (make target, npm script) actually runs
+
+
+@dataclass
+class Found:
+    signals: dict[str, list[str]] = field(default_factory=dict)  # pytest/ruff/mypy -> sources
+    candidates: list[Candidate] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def signal(self, tool: str, source: str) -> None:
+        sources = self.signals.setdefault(tool, [])
+        if source not in sources:
+            sources.append(source)
+
+    def scan(self, text: str, source: str) -> None:
+        for tool in STRUCTURED.findall(text):
+            self.signal(tool, source)
+
+
+def read_pyproject(workdir: Path, found: Found) -> None:
+    path = workdir / "pyproject.toml"
+    if not path.is_file():
+        return
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
+        found.notes.append(f"pyproject.toml could not be read: {exc}")
+        return
+    tool = data.get("tool", {})
+    tool = tool if isinstance(tool, dict) else {}
+    if "pytest" in tool:
+        ini = isinstance(tool["pytest"], dict) and "ini_options" in tool["pytest"]
+        found.signal("pytest", f"pyproject.toml [tool.pytest{'.ini_options' if ini else ''}]")
+    for name in ("ruff", "mypy"):
+        if name in tool:
+            found.signal(name, f"pyproject.toml [tool.{name}]")
+    for name in _dependency_names(data):
+        if name in ("pytest", "ruff", "mypy"):
+            found.signal(name, f"pyproject.toml dependencies ({name})")
+
+
+def _dependency_names(data: dict[str, Any]) -> set[str]:
+    """Lower-case names from optional-dependencies, dependency-groups and Poetry dev groups."""
+    reqs: list[Any] = []
+    groups = [data.get("project", {}).get("optional-dependencies", {}),
+              data.get("dependency-groups", {})]
+    for group in groups:
+        if isinstance(group, dict):
+            reqs.extend(r for v in group.values() if isinstance(v, list) for r in v)
+    poetry = data.get("tool", {}).get("poetry", {})
+    if isinstance(poetry, dict):
+        reqs.extend(poetry.get("dev-dependencies", {}) or {})
+        for group in (poetry.get("group", {}) or {}).values():
+            if isinstance(group, dict):
+                reqs.extend(group.get("dependencies", {}) or {})
+    names = (re.match(r"[A-Za-z0-9_.-]+", r) for r in reqs if isinstance(r, str))
+    return {m.group(0).lower() for m in names if m}
+
+
+def read_ini_files(workdir: Path, found: Found) -> None:
+    for name, tool in (("pytest.ini", "pytest"), ("mypy.ini", "mypy"), (".mypy.ini", "mypy"),
+                       ("ruff.toml", "ruff"), (".ruff.toml", "ruff")):
+        if (workdir / name).is_file():
+            found.signal(tool, name)
+    for name in ("setup.cfg", "tox.ini"):
+        path = workdir / name
+        if not path.is_file():
+            continue
+        cfg = configparser.ConfigParser(interpolation=None, strict=False)
+        try:
+            cfg.read_string(path.read_text(encoding="utf-8"), source=name)
+        except (configparser.Error, UnicodeDecodeError, OSError) as exc:
+            found.notes.append(f"{name} could not be read: {str(exc).splitlines()[0]}")
+            continue
+        for section in cfg.sections():
+            if section in ("tool:pytest", "pytest"):
+                found.signal("pytest", f"{name} [{section}]")
+            elif section == "mypy" or section.startswith("mypy-"):
+                found.signal("mypy", f"{name} [mypy]")
+            elif section == "flake8":
+                argv = ("python", "-m", "flake8") if module_available("flake8") else ("flake8",)
+                found.candidates.append(Candidate("lint", argv, f"{name} [flake8]", 5))
+            elif section == "testenv" or section.startswith("testenv:"):
+                for line in cfg.get(section, "commands", fallback="").splitlines():
+                    line = line.replace("{posargs}", "").strip().lstrip("- ")
+                    _command_line(line, f"tox.ini [{section}] commands", 40, found)
+
+
+def read_makefile(workdir: Path, found: Found) -> None:
+    path = next((workdir / n for n in ("GNUmakefile", "makefile", "Makefile")
+                 if (workdir / n).is_file()), None)
+    if path is None:
+        return
+    recipes: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith("\t"):
+            if current is not None:
+                current.append(line.strip())
+            continue
+        m = re.match(r"^([A-Za-z0-9_.\- ]+?)\s*::?(?!=)(.*)$", line)
+        current = None
+        if m and not line.lstrip().startswith("#"):
+            for target in m.group(1).split():
+                current = recipes.setdefault(target, [])
+    for target, (kind, rank) in _MAKE_TARGETS.items():
+        if target in recipes:
+            body = "\n".join(recipes[target])
+            found.scan(body, f"{path.name} target {target}")
+            found.candidates.append(
+                Candidate(kind, ("make", target), f"{path.name} target {target}", rank, body))
+
+
+def read_package_json(workdir: Path, found: Found) -> None:
+    path = workdir / "package.json"
+    if not path.is_file():
+        return
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
+        found.notes.append(f"package.json could not be read: {exc}")
+        return
+    scripts = data.get("scripts") if isinstance(data, dict) else None
+    for name, script in (scripts.items() if isinstance(scripts, dict) else ()):
+        kind = _NPM_SCRIPTS.get(name)
+        if kind is None or not isinstance(script, str):
+            continue
+        if name == "test" and "no test specified" in script:
+            found.notes.append("package.json scripts.test is npm's placeholder; not a test suite")
+            continue
+        argv = ("npm", "test") if name == "test" else ("npm", "run", name)
+        found.candidates.append(Candidate(kind, argv, f"package.json scripts.{name}", 10, script))
+    if scripts and not (workdir / "node_modules").is_dir():
+        found.notes.append("package.json: node_modules is absent; npm scripts may fail until "
+                           "dependencies are installed")
+
+
+def read_ci(workdir: Path, found: Found) -> None:
+    files = [(p, "run") for p in sorted((workdir / ".github" / "workflows").glob("*.y*ml"))]
+    files.append((workdir / ".gitlab-ci.yml", "script"))
+    for path, key in files:
+        if not path.is_file():
+            continue
+        rel = path.relative_to(workdir).as_posix()
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for value in _yaml_values(text.splitlines(), key):
+            for part in re.split(r"&&|;", value):
+                _command_line(part.strip(), f"{rel} {key}", 50, found)
+
+
+def _command_line(text: str, source: str, rank: int, found: Found) -> None:
+    """One shell-ish command line from CI or tox: a signal, a candidate, or nothing."""
+    text = _RUNNER_PREFIX.sub("", text)
+    if not text or text.startswith("#"):
+        return
+    if not re.match(r"^(?:pip3?|python3? -m pip|uv pip|apt|apt-get|brew|npm (?:ci|install))\b",
+                    text):
+        found.scan(text, source)
+    kind = next((k for k, pat in _CLASSIFY if pat.match(text)), None)
+    if kind is None or _SHELL_ONLY.search(text):
+        return
+    try:
+        argv = tuple(shlex.split(text))
+    except ValueError:
+        return
+    found.candidates.append(Candidate(kind, argv, source, rank, text))
+
+
+def _yaml_values(lines: list[str], key: str) -> list[str]:
+    """Command strings under ``key:`` in a YAML file, by indentation (no YAML dependency).
+
+    Handles `key: cmd`, `key: |` blocks, `key: [a, b]` and `key:` followed by a `- cmd` list,
+    which covers how GitHub `run:` and GitLab `script:` are written in practice.
+    """
+    pattern = re.compile(rf"^(\s*)(?:-\s+)?{re.escape(key)}:\s*(.*?)\s*$")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        m = pattern.match(lines[i])
+        i += 1
+        if m is None:
+            continue
+        indent, value = len(m.group(1)), m.group(2)
+        block: list[str] = []
+        while i < len(lines) and (
+            not lines[i].strip() or _indent(lines[i]) > indent
+            or (not value and _indent(lines[i]) == indent and lines[i].lstrip().startswith("- "))
+        ):
+            block.append(lines[i])
+            i += 1
+        if value[:1] in ("|", ">"):
+            out.extend(b.strip() for b in block if b.strip())
+        elif not value:
+            out.extend(_unquote(b.strip()[2:]) for b in block
+                       if b.strip().startswith("- ") and b.strip()[2:3] not in ("|", ">"))
+            out.extend(b.strip() for b in block if b.strip() and not b.strip().startswith("-"))
+        elif value.startswith("["):
+            out.extend(_unquote(v.strip()) for v in value.strip("[]").split(","))
+        else:
+            out.append(_unquote(value))
+    return out
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _unquote(text: str) -> str:
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
