@@ -17,19 +17,17 @@ pragmas (``type: ignore``, ``noqa``, ``eslint-disable``, ...) are not prose and 
 
 from __future__ import annotations
 
-import io
 import math
 import os
 import re
-import tokenize
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from verify_dag.errors import UsageError
 from verify_dag.models.findings import Finding, Location
 from verify_dag.models.scope import Scope
+from verify_dag.phases.comment_syntax import Comment, extract
 
 SKILL = "comment-review"
 DEFAULT_DENSITY = 0.10
@@ -41,134 +39,6 @@ SEVERITY_DENSITY = 5
 # A ratio over a handful of lines measures nothing (one comment on one line is 100%).
 _MIN_DENSITY_COMMENTS = 3
 _EXCERPT = 120
-
-
-@dataclass(frozen=True)
-class _Comment:
-    line: int
-    text: str  # this line's words, comment markers stripped
-    doc: bool = False  # docstring or doc comment: API documentation, left out of the density
-
-
-_PY = frozenset({".py", ".pyi"})
-_JS = frozenset({".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts"})
-_CLIKE = _JS | {".go", ".rs", ".java", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".cs",
-                ".kt", ".kts", ".swift", ".scala"}
-_HASH = frozenset({".sh", ".bash", ".zsh", ".ksh", ".yml", ".yaml", ".toml"})
-_DQ = r'"(?:\\.|[^"\\\n])*"'
-# Outside JS, `'` opens a short char literal; a Rust lifetime ('a) has no closing quote.
-_CHAR, _JS_SQ = r"'(?:\\.|[^'\\\n]){1,10}'", r"'(?:\\.|[^'\\\n])*'"
-_BACKTICK = r"`[^`]*`"  # JS template literals and Go raw strings, both may span lines
-
-
-def _clike_re(suffix: str) -> re.Pattern[str]:
-    strings = [_DQ, _JS_SQ if suffix in _JS else _CHAR]
-    if suffix in _JS or suffix == ".go":
-        strings.append(_BACKTICK)
-    return re.compile(r"(?P<line>//[^\n]*)|(?P<block>/\*.*?(?:\*/|\Z))|" + "|".join(strings),
-                      re.S)
-
-
-_HASH_RE = re.compile(r"(?P<line>(?:(?<=\s)|^)#[^\n]*)|" + _DQ + r"|'[^'\n]*'", re.M)
-
-
-def _scan(source: str, pattern: re.Pattern[str]) -> tuple[list[_Comment], set[int]]:
-    """Comments and code lines from a regex that matches comments and the strings around them."""
-    comments: list[_Comment] = []
-    masked = list(source)
-    for m in pattern.finditer(source):
-        kind = m.lastgroup
-        if kind is None:
-            continue  # a string literal: code
-        first = source.count("\n", 0, m.start()) + 1
-        text = m.group()
-        for k in range(m.start(), m.end()):
-            if masked[k] != "\n":
-                masked[k] = " "
-        if kind == "line":
-            doc = text.startswith(("///", "//!")) and not text.startswith("////")
-            comments.append(_Comment(first, text.lstrip("/#!" if doc else "/#"), doc))
-            continue
-        doc = text.startswith("/**") and not text.startswith("/**/")
-        body = text[2:-2] if text.endswith("*/") and len(text) >= 4 else text[2:]
-        for n, part in enumerate(body.split("\n")):
-            comments.append(_Comment(first + n, part.strip().lstrip("*"), doc))
-    code = {n + 1 for n, line in enumerate("".join(masked).split("\n")) if line.strip()}
-    return comments, code
-
-
-_LAYOUT = frozenset({tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
-                     tokenize.ENDMARKER, tokenize.COMMENT, tokenize.ENCODING})
-_STRING_OPEN = re.compile(r"^[rRbBuUfF]*(?:\"\"\"|'''|\"|')")
-
-
-def _python(source: str) -> tuple[list[_Comment], set[int]]:
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(source, newline="\n").readline))
-    except (tokenize.TokenError, SyntaxError):
-        return _scan(source, _HASH_RE)  # unparseable: still read its `#` comments
-    comments: list[_Comment] = []
-    code: set[int] = set()
-    significant = [t for t in tokens if t.type not in (tokenize.COMMENT, tokenize.NL)]
-    for i, tok in enumerate(significant):
-        before = significant[i - 1].type if i else tokenize.NEWLINE
-        after = significant[i + 1].type if i + 1 < len(significant) else tokenize.ENDMARKER
-        # A string that is a whole statement is a docstring (or an inline "comment" string).
-        if (tok.type == tokenize.STRING and after in (tokenize.NEWLINE, tokenize.ENDMARKER)
-                and before in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)):
-            for n, part in enumerate(tok.string.split("\n")):
-                text = _STRING_OPEN.sub("", part.strip()).rstrip("\"'")
-                comments.append(_Comment(tok.start[0] + n, text, doc=True))
-        elif tok.type not in _LAYOUT:
-            code.update(range(tok.start[0], tok.end[0] + 1))
-    comments += [_Comment(t.start[0], t.string[1:]) for t in tokens if t.type == tokenize.COMMENT]
-    return comments, code
-
-
-def _extract(path: str, source: str) -> tuple[list[_Comment], set[int]] | None:
-    suffix = Path(path).suffix.lower()
-    if suffix in _PY:
-        found = _python(source)
-    elif suffix in _CLIKE:
-        found = _scan(source, _clike_re(suffix))
-    elif suffix in _HASH:
-        found = _scan(source, _HASH_RE)
-    else:
-        return None
-    return _prose(*found), found[1]
-
-
-_PRAGMA = re.compile(
-    r"^\s*(?:type:\s*ignore|noqa|pragma\b|pylint:|mypy:|pyright:|fmt:|isort:|ruff:|nosec|"
-    r"-\*-|vim?:|eslint[- ]|prettier-ignore|@ts-|istanbul |c8 |jshint|nolint|shellcheck |"
-    r"yamllint |clang-format|(?-i:go:|\+build|NOSONAR|NOLINT))", re.I)
-_LICENSE = re.compile(r"copyright|licen[cs]e|SPDX-License-Identifier", re.I)
-
-
-def _prose(comments: list[_Comment], code: set[int]) -> list[_Comment]:
-    """Drop what is not prose: the shebang, a leading license block, pragmas."""
-    comments = sorted(comments, key=lambda c: c.line)
-    header: set[int] = set()
-    expected = 1
-    for c in comments:  # the comment block the file starts with
-        if c.line != expected or c.doc or c.line in code:
-            break
-        header.add(c.line)
-        expected += 1
-    if not any(_LICENSE.search(c.text) for c in comments if c.line in header):
-        header = set()
-    out: list[_Comment] = []
-    for c in comments:
-        text = c.text
-        if (c.line == 1 and text.startswith("!")) or c.line in header:
-            continue
-        while (m := _PRAGMA.match(text)) is not None:
-            # `# type: ignore[x]  # why` keeps its `why`; a pragma alone is dropped.
-            rest = text.find("#", m.end())
-            text = text[rest + 1:] if rest >= 0 else ""
-        if text.strip():
-            out.append(_Comment(c.line, text.strip(), c.doc))
-    return out
 
 
 _URL = re.compile(r"\b(?:https?|ftp)://\S+|\bwww\.\S+", re.I)
@@ -252,7 +122,7 @@ def _finding(path: str, line: int, rule: str, severity: int, title: str, text: s
                    description=f'{what}. Comment: "{excerpt}" Rewrite: {rewrite}')
 
 
-def _line_findings(path: str, c: _Comment) -> list[Finding]:
+def _line_findings(path: str, c: Comment) -> list[Finding]:
     text = _URL.sub("", c.text)
     out: list[Finding] = []
     hit = next((m for p in _REVIEW if (m := p.search(text)) is not None), None)
@@ -270,7 +140,6 @@ def _line_findings(path: str, c: _Comment) -> list[Finding]:
             "Comment narrates how the code changed (git keeps that); state what the code does "
             "now", _narration_rewrite(text)))
     return out
-
 
 
 def density_threshold(workdir: Path, env: Mapping[str, str] | None = None) -> float:
@@ -327,7 +196,6 @@ def _density(counts: dict[str, tuple[int, int]], threshold: float) -> Finding | 
                      "lines that say why, delete the comments that restate the code."))
 
 
-
 def run(scope: Scope, workdir: Path, threshold: float | None = None) -> list[Finding]:
     """Findings on comments added or modified in ``scope``; ``workdir`` holds its new commit."""
     if threshold is None:
@@ -342,7 +210,7 @@ def run(scope: Scope, workdir: Path, threshold: float | None = None) -> list[Fin
             source = path.read_bytes().decode("utf-8", "replace")
         except OSError:
             continue
-        found = _extract(change.path, source)
+        found = extract(change.path, source)
         if found is None:
             continue
         comments = [c for c in found[0] if change.covers(c.line)]
