@@ -102,8 +102,11 @@ def test_deep_composition_reports_every_reviewer(scenario: Repo, tmp_path: Path)
                          "--skip-ux")
     assert doc["scope"]["depth"] == "deep"
     statuses = {s["skill"]: s["status"] for s in doc["skillResults"]}
-    for name in ("reviewer", "qa"):
-        assert statuses[name] == "NOT_RUN"
+    assert statuses["reviewer"] == "NOT_RUN"
+    # qa's changed-line coverage comes from the tester's run; its model pass did not run.
+    assert statuses["qa"] == "COMPLETED"
+    qa_notes = skill(doc, "qa")["notes"]
+    assert "changed-line coverage: diff coverage" in qa_notes and "model pass: no model" in qa_notes
     # comment-review's deterministic rules run without a model; its model pass did not.
     assert statuses["comment-review"] == "COMPLETED"
     notes = skill(doc, "comment-review")["notes"]
