@@ -14,7 +14,7 @@ import pytest
 
 from verify_dag.models.scope import FileChange, Scope
 from verify_dag.models.toolchain import Command, Toolchain
-from verify_dag.phases import testenv, tester
+from verify_dag.phases import testenv, testenv_base, testenv_plan, tester
 
 PYTEST = Toolchain(commands=(
     Command(kind="test", argv=("pytest",), source="tests directory", exists=True, tool="pytest"),
@@ -56,9 +56,9 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[tes
     envs two concurrent provisionings of it returned, on top of a half-built env left behind."""
     repo = write(tmp_path_factory.mktemp("tiny"), TINYPKG)
     cache = tmp_path_factory.mktemp("cache")
-    plan = testenv._plan(repo)
+    plan = testenv_plan.read(repo)
     assert plan is not None
-    half = cache / "envs" / testenv._key(repo, plan)[:24]
+    half = cache / "envs" / testenv_plan.key(repo, plan)[:24]
     (half / "bin").mkdir(parents=True)
     (half / "bin" / "python").write_text("a run that died here", encoding="utf-8")
     envs: list[testenv.Env] = []
@@ -129,20 +129,20 @@ def test_same_counts_as_a_venv_built_by_hand(
 
 def test_the_key_follows_declared_files_local_packages_and_python(tmp_path: Path) -> None:
     repo = write(tmp_path / "r", TINYPKG)
-    plan = testenv._plan(repo)
+    plan = testenv_plan.read(repo)
     assert plan is not None and plan.hashed == ("requirements-test.txt", "vendor/tinypkg")
-    key = testenv._key(repo, plan)
-    assert testenv._key(repo, plan) == key
+    key = testenv_plan.key(repo, plan)
+    assert testenv_plan.key(repo, plan) == key
     (repo / "README.md").write_text("not a declaring file\n", encoding="utf-8")
-    assert testenv._key(repo, plan) == key
+    assert testenv_plan.key(repo, plan) == key
     (repo / "vendor/tinypkg/verify_dag_tinypkg/__init__.py").write_text("X = 1\n", "utf-8")
-    assert testenv._key(repo, plan) != key  # the local package changed: a different env
+    assert testenv_plan.key(repo, plan) != key  # the local package changed: a different env
 
 
 def test_what_is_installed_follows_the_declarations(tmp_path: Path) -> None:
     def plan(files: dict[str, str]) -> tuple[tuple[str, ...], tuple[str, ...], str | None, str]:
         root = write(tmp_path / str(len(list(tmp_path.iterdir()))), files)
-        found = testenv._plan(root)
+        found = testenv_plan.read(root)
         assert found is not None
         return found.requirements, found.tox_lines, found.project, found.source
 
@@ -164,7 +164,7 @@ def test_what_is_installed_follows_the_declarations(tmp_path: Path) -> None:
     # Nothing to install: no venv, the suite runs on our interpreter as before.
     bare = write(tmp_path / "bare", {"pyproject.toml": "[tool.pytest.ini_options]\n",
                                      "tests/test_x.py": "def test_x():\n    pass\n"})
-    assert testenv._plan(bare) is None
+    assert testenv_plan.read(bare) is None
     assert testenv.provision(bare, PYTEST, tmp_path / "cache") == testenv.Env()
     assert not (tmp_path / "cache").exists()
 
@@ -225,7 +225,7 @@ def test_pip_keeps_network_settings_but_not_secrets(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("PIP_INDEX_URL", "https://pypi.example/simple")
     monkeypatch.setenv("MY_API_TOKEN", "supersecret123")
     monkeypatch.setenv("PYTHONPATH", "/somewhere/of/ours")
-    env = testenv._pip_env()
+    env = testenv_base.pip_env()
     assert env["HTTPS_PROXY"] == "http://proxy.example:3128"
     assert env["PIP_INDEX_URL"] == "https://pypi.example/simple"
     assert "MY_API_TOKEN" not in env and "PYTHONPATH" not in env

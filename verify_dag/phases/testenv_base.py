@@ -1,0 +1,72 @@
+"""What the Python and node builders of :mod:`verify_dag.phases.testenv` share: the environment
+they hand back, the lock and marker of a cache entry, and the environment their children run in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from verify_dag import util
+
+RECIPE = "verify-dag-env-1"  # part of every key: change it when the way envs are built changes
+MARKER = ".verify-dag-ready"
+# Our own interpreter's path setup must not leak into the repository's env.
+PY_LEAKS = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "PIP_USER")
+_USERINFO = re.compile(r"(://)[^/@\s]+@")
+
+
+@dataclass(frozen=True)
+class Env:
+    python: Path | None = None  # None: nothing to install, the suite runs on our interpreter
+    bin_dir: Path | None = None
+    key: str = ""
+    reused: bool = False
+    source: str = ""  # what was installed from: "requirements-test.txt, pyproject.toml [...]"
+    error: str | None = None
+    project: bool = False  # the project is installed per run (layer), not kept in the cache
+    path_dirs: tuple[Path, ...] = ()  # prepended to PATH for the suite
+    notes: tuple[str, ...] = ()
+
+
+def clean(text: str) -> str:
+    """Redacted text for findings: secret values and credentials in index URLs removed."""
+    return _USERINFO.sub(r"\1[REDACTED]@", util.redact(text))
+
+
+@contextlib.contextmanager
+def locked(path: Path, deadline: float) -> Iterator[bool]:
+    with open(path, "a+b") as fh:
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    yield False
+                    return
+                time.sleep(0.2)
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def pip_env() -> dict[str, str]:
+    # Proxies, index URLs and pip's own settings stay (they are what lets pip reach an index);
+    # secret-looking names go, as for any repository code: setup.py runs during the build.
+    env = util.scrubbed_env({"PIP_NO_INPUT": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+                             "PYTHONDONTWRITEBYTECODE": "1"})
+    for name in PY_LEAKS:
+        env.pop(name, None)
+    return env
+
+
+def tail(res: util.Result, lines: int = 15) -> str:
+    text = "\n".join(t for t in (res.stdout.strip(), res.stderr.strip()) if t)
+    return "\n".join(text.splitlines()[-lines:])
