@@ -18,7 +18,7 @@ from verify_dag.models import (
     SkillOutcome,
     VerifyRequest,
 )
-from verify_dag.phases import engineer, exerciser, static, tester, triage
+from verify_dag.phases import engineer, exerciser, reproduce, static, tester, triage
 
 PY = sys.executable
 SKILL_DIR = ".claude/skills/shop-engineer"
@@ -276,7 +276,7 @@ def test_attempts_are_capped(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> Non
     repo.write("a.py", "x = 1\n")
     sha = repo.commit()
     many = tuple(_finding(f"judgement {n}", "a.py", 1, "reviewer") for n in range(5))
-    monkeypatch.setattr(exerciser, "MAX_ATTEMPTS", 3)
+    monkeypatch.setattr(reproduce, "MAX_ATTEMPTS", 3)
     out = exerciser.run(state_for(repo, sha,
                                   outcomes=(SkillOutcome(skill="reviewer", status="COMPLETED",
                                                          findings=many),)))

@@ -5,8 +5,8 @@ Everything runs in a throwaway worktree of the verified commit with a scrubbed e
 time limits. Statuses are PASSED / FAILED / BLOCKED only (seed 8c); an exercise that did not
 happen is BLOCKED with its reason, never PASSED.
 
-Three parts live here (exercise, the background app, issue reproduction) because the phase's
-files were fixed when it was planned; issue reproduction is the natural module to split off.
+Two parts live here (exercise, the background app); issue reproduction is in
+:mod:`~verify_dag.phases.reproduce`.
 """
 
 from __future__ import annotations
@@ -15,39 +15,35 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Literal
 
-from verify_dag import git, tools, util
+from verify_dag import git, util
 from verify_dag.models import (
     EngineerContext,
     Finding,
     GateResult,
-    Location,
     RunState,
     SkillOutcome,
     Toolchain,
-    Verification,
     VerifyRequest,
 )
 from verify_dag.phases import gates, testenv
-from verify_dag.tools.base import RawFinding
 
-SKILL = "exerciser"
+# Re-exported: both are the exerciser's, and callers and tests name them from here.
+from verify_dag.phases.reproduce import SKILL as SKILL
+from verify_dag.phases.reproduce import verify_issues as verify_issues
+
 REASON = "exercises the change end to end"
 DEFAULT_START_TIMEOUT = 30.0
 MAX_START_TIMEOUT = 300.0
-MAX_ATTEMPTS = 30  # reported issues tried per run; the rest are named in the notes
-VERIFY_BUDGET = 900.0  # seconds for all reproduction attempts together
 APP_LOG_CAP = 64_000  # bytes of the app's output kept (the tail: where a crash is reported)
 _TITLE_MAX = 160
 
 ExStatus = Literal["PASSED", "FAILED", "BLOCKED"]
-VStatus = Literal["CONFIRMED", "NOT_REPRODUCED", "NOT_APPLICABLE", "BLOCKED"]
 
 
 def run(state: RunState) -> SkillOutcome:
@@ -269,126 +265,3 @@ def _start_healthy(start: str, health: str | None, wt: Path, env: dict[str, str]
         last = "timed out" if res.timed_out else (
             f"exit {res.returncode}" + (f": {said}" if said else ""))
         time.sleep(0.25)
-
-
-# --- issue verification ------------------------------------------------------------------------
-
-
-def verify_issues(state: RunState, wt: Path, env: dict[str, str],
-                  python: str = sys.executable) -> tuple[list[Verification], str]:
-    """Try each reported issue once, deterministically; returns the entries and a summary."""
-    seen: dict[tuple[str | None, int | None, str], Finding] = {}
-    earlier = [*(state.static.findings if state.static else ()),
-               *(f for o in state.outcomes if o.skill != SKILL for f in o.findings)]
-    for f in earlier:
-        loc = f.location
-        seen.setdefault((loc.path if loc else None, loc.line if loc else None, f.title), f)
-    request, deadline = state.request, time.monotonic() + VERIFY_BUDGET
-    repro = _Reproducer(wt, env, min(request.tool_timeout, 120.0),
-                        min(request.test_timeout, 300.0), python)
-    out: list[Verification] = []
-    for f in list(seen.values())[:MAX_ATTEMPTS]:
-        if time.monotonic() > deadline:
-            break
-        status, evidence = repro.attempt(f)
-        loc = f.location
-        out.append(Verification(path=loc.path if loc else None, line=loc.line if loc else None,
-                                title=f.title, status=status,
-                                evidence=gates.cap(util.redact(evidence))))
-    counts = ", ".join(f"{[v.status for v in out].count(s)} {s}"
-                       for s in dict.fromkeys(v.status for v in out))
-    note = f"verified {len(out)} of {len(seen)} reported issue(s)" + (f" ({counts})" if out else "")
-    if len(out) < len(seen):
-        note += f"; {len(seen) - len(out)} not attempted (cap {MAX_ATTEMPTS} or time budget)"
-    return out, note
-
-
-@dataclass
-class _Reproducer:
-    wt: Path
-    env: dict[str, str]
-    tool_timeout: float
-    test_timeout: float
-    python: str  # the tests' interpreter: the provisioned env's, as the tester used
-    # One tool run per (tool, file), one pytest run per node id, however many issues share them.
-    _lint: dict[tuple[str, str], tuple[list[RawFinding] | None, str]] = field(default_factory=dict)
-    _tests: dict[str, tuple[VStatus, str]] = field(default_factory=dict)
-
-    def attempt(self, f: Finding) -> tuple[VStatus, str]:
-        loc = f.location
-        gone = self._gone(loc) if loc is not None else None
-        if gone is not None:
-            return "NOT_APPLICABLE", gone
-        if (f.source == "static-analysis" and f.tool in tools.REGISTRY and f.rule
-                and loc is not None and loc.line is not None):
-            return self._static(f.tool, f.rule, loc.path, loc.line)
-        nodeid = f.nodeid or (f.title.removeprefix("Test failed: ")
-                              if f.title.startswith("Test failed: ") else None)
-        if f.source == "tester" and nodeid and not nodeid.startswith("-"):
-            if nodeid not in self._tests:
-                self._tests[nodeid] = self._test(nodeid)
-            return self._tests[nodeid]
-        return "BLOCKED", f"needs judgement; no deterministic reproduction ({f.source} finding)"
-
-    def _gone(self, loc: Location) -> str | None:
-        rel = PurePosixPath(loc.path)
-        path = self.wt / loc.path
-        if rel.is_absolute() or ".." in rel.parts or not path.resolve().is_relative_to(
-                self.wt.resolve()):
-            return f"{loc.path} is not a path inside the repository"
-        if not path.is_file():
-            return f"{loc.path} does not exist in the verified commit"
-        if loc.line is not None:
-            data = path.read_bytes()
-            lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-            if loc.line > lines:
-                return f"line {loc.line} is beyond the end of {loc.path} ({lines} lines)"
-        return None
-
-    def _static(self, tool: str, rule: str, path: str, line: int) -> tuple[VStatus, str]:
-        if (tool, path) not in self._lint:
-            self._lint[tool, path] = self._run_tool(tool, path)
-        raw, why = self._lint[tool, path]
-        if raw is None:
-            return "BLOCKED", f"could not re-run {tool} on {path}: {why}"
-        mine = [r for r in raw if r.path == path and r.code == rule]
-        hit = next((r for r in mine if r.line == line), None)
-        if hit is not None:
-            return "CONFIRMED", f"re-ran {tool} on {path}: {rule} at line {line}: {hit.message}"
-        lines = ", ".join(str(r.line) for r in mine[:5])
-        elsewhere = f"; {rule} at line(s) {lines}" if mine else ""
-        return "NOT_REPRODUCED", (f"re-ran {tool} on {path}: no {rule} at line {line} "
-                                  f"({len(raw)} finding(s) in the file{elsewhere})")
-
-    def _run_tool(self, tool: str, path: str) -> tuple[list[RawFinding] | None, str]:
-        spec = tools.REGISTRY[tool]
-        argv = spec.argv([path])
-        if argv is None:
-            return None, f"{tool} is not installed (not importable, not on PATH)"
-        res = util.run(argv, cwd=self.wt, timeout=self.tool_timeout, env=self.env)
-        if res.not_found or res.timed_out:
-            return None, "timed out" if res.timed_out else f"{argv[0]} was not found"
-        raw = spec.parse(res.stdout, res.stderr, self.wt)
-        if res.returncode not in spec.ok_exit_codes and not any(
-                r.code in spec.blocking_rules for r in raw):
-            return None, f"exited {res.returncode}: {gates.excerpt(res.stderr or res.stdout)}"
-        return raw, ""
-
-    def _test(self, nodeid: str) -> tuple[VStatus, str]:
-        argv = [self.python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                f"--rootdir={self.wt.resolve()}", nodeid]
-        res = util.run(argv, cwd=self.wt, timeout=self.test_timeout, env=self.env)
-        shown = f"`python -m pytest -q -p no:cacheprovider {nodeid}`"
-        lines = [ln for ln in res.stdout.splitlines() if ln.strip()]
-        summary = lines[-1].strip() if lines else gates.excerpt(res.stderr, 160)
-        error = next((ln.strip() for ln in lines if ln.startswith("E ")), "")
-        if res.timed_out:
-            return "BLOCKED", f"{shown} timed out after {self.test_timeout:g}s"
-        if res.returncode == 0:
-            return "NOT_REPRODUCED", f"{shown} passes on re-run: {summary}"
-        if res.returncode == 1:
-            return "CONFIRMED", f"{shown} fails on re-run: {summary}" + (
-                f"; {error}" if error else "")
-        if res.returncode in (4, 5) and "not found" in (res.stdout + res.stderr):
-            return "NOT_APPLICABLE", f"{shown}: the test no longer exists ({summary})"
-        return "BLOCKED", f"{shown} exited {res.returncode}: {summary}"
