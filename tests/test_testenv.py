@@ -257,3 +257,19 @@ def test_node_modules_cached_by_lockfile_and_linked(tmp_path: Path) -> None:
     assert env.error is None, env.error
     assert env.notes == ("npm install ran in the worktree: node_modules not cached",)
     assert (repo / "node_modules" / "d").exists()
+
+
+def test_a_nox_test_session_declares_the_env(tmp_path: Path) -> None:
+    files = {k: v for k, v in TINYPKG.items() if k != "requirements-test.txt"}
+    files["noxfile.py"] = (
+        "import nox\n\n\n@nox.session\ndef lint(session):\n    session.install('ruff')\n\n\n"
+        "@nox.session(python=['3.11'])\ndef tests(session):\n"
+        "    session.install('./vendor/tinypkg')\n    session.run('pytest')\n")
+    repo = write(tmp_path / "noxrepo", files)
+    plan = testenv_plan.read(repo)
+    assert plan is not None and plan.tox_lines == ("./vendor/tinypkg",)
+    assert plan.source == "noxfile.py session.install"
+    assert set(plan.hashed) == {"noxfile.py", "vendor/tinypkg"}
+    outcome = tester.run(whole("tests/test_tiny.py"), PYTEST, repo, 300)
+    # The package exists only through the nox session's install: the suite ran in that env.
+    assert outcome.notes.startswith("4 passed, 1 failed, 0 errors, 1 skipped"), outcome.notes

@@ -3,6 +3,7 @@ project and its test extra), and the cache key of that declaration."""
 
 from __future__ import annotations
 
+import ast
 import configparser
 import hashlib
 import os
@@ -37,7 +38,7 @@ class Plan:
 
 def read(workdir: Path) -> Plan | None:
     reqs = _test_requirements(workdir)
-    tox = None if reqs else _tox(workdir)
+    tox = None if reqs else (_tox(workdir) or _nox(workdir))
     if tox is None and (workdir / "requirements.txt").is_file() and reqs != ["requirements.txt"]:
         reqs.append("requirements.txt")  # the runtime dependencies the tests import
     declared, extra = _project(workdir)
@@ -45,12 +46,13 @@ def read(workdir: Path) -> Plan | None:
     sources, tox_lines = list(reqs), tuple[str, ...]()
     if tox is not None:
         tox_lines, skip_install, extras = tox
-        sources = ["tox.ini [testenv] deps"]
+        sources = ["tox.ini [testenv] deps" if (workdir / "tox.ini").is_file()
+                   else "noxfile.py session.install"]
         if declared:
             spec = None if skip_install else f".[{extras}]" if extras else "."
     if not reqs and not tox_lines and spec is None:
         return None
-    hashed = {p for p in ("pyproject.toml", "setup.py", "setup.cfg", "tox.ini")
+    hashed = {p for p in ("pyproject.toml", "setup.py", "setup.cfg", "tox.ini", "noxfile.py")
               if (workdir / p).is_file()}
     hashed |= _references(workdir, tox_lines, "")
     for req in reqs:
@@ -98,6 +100,50 @@ def _tox(workdir: Path) -> tuple[tuple[str, ...], bool, str] | None:
     skip = cfg.get("testenv", "skip_install", fallback="false").strip().lower() == "true"
     extras = ",".join(cfg.get("testenv", "extras", fallback="").replace(",", " ").split())
     return kept, skip, extras
+
+
+_NOX_TEST_SESSION = re.compile(r"^(tests?|pytest|unit|unittests?)$")
+
+
+def _nox(workdir: Path) -> tuple[tuple[str, ...], bool, str] | None:
+    """noxfile.py's test session, read without running it: the string arguments of its
+    ``session.install(...)`` calls, in the same shape as tox's (deps lines, skip_install, extras).
+    The project counts as installed only when the session installs "." (or ".[extra]")."""
+    path = workdir / "noxfile.py"
+    if not path.is_file():
+        return None
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+    sessions = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.decorator_list]
+    session = next((n for n in sessions if _NOX_TEST_SESSION.match(n.name)), None)
+    if session is None:
+        return None
+    lines: list[str] = []
+    installs_self, extras = False, ""
+    for call in ast.walk(session):
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "install"):
+            continue
+        args = [a.value for a in call.args
+                if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            if arg in {"-r", "--requirement", "-c", "--constraint"} and i + 1 < len(args):
+                lines.append(f"{arg} {args[i + 1]}")
+                i += 2
+                continue
+            if arg in {"-e", "--editable"}:
+                i += 1
+                continue
+            if m := re.match(r"^\.(?:\[([^\]]*)\])?$", arg):
+                installs_self, extras = True, m.group(1) or extras
+            else:
+                lines.append(arg)
+            i += 1
+    return tuple(lines), not installs_self, extras
 
 
 def _lines(path: Path) -> list[str]:
