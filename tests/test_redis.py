@@ -43,6 +43,8 @@ def worker(broker: str,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[subprocess.Popen[bytes]]:
     log = tmp_path_factory.mktemp("worker") / "worker.log"
     env = {k: v for k, v in os.environ.items() if k != "VERIFY_DAG_BROKER_URL"}
+    # Runs submitted without --store land in the worker's default store: keep it out of $HOME.
+    env["VERIFY_DAG_STORE"] = str(tmp_path_factory.mktemp("worker-store"))
     with open(log, "wb") as fh:
         proc = subprocess.Popen(
             [sys.executable, "-m", "verify_dag.cli", "worker", "--broker", broker,

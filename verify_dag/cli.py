@@ -9,17 +9,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from verify_dag import cli_runs
 from verify_dag.errors import EXIT_ERROR, UsageError, VerifyDagError
 
 MODE_NOTE = (
     "interactive and auto-fix are accepted, but only report-only is built yet: every run is "
     "report-only and the report says so"
 )
-
-# The worker pools verify-dag supports (celery's gevent/eventlet need extra packages) and the log
-# levels celery accepts.
-WORKER_POOLS = ("prefork", "threads", "solo")
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL", "FATAL")
 
 EXIT_CODES_HELP = """exit codes:
   0  no issue at or above --fail-on
@@ -83,21 +79,19 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--test-timeout", type=float, default=1800.0, metavar="SECONDS")
     v.add_argument("--timeout", type=float, default=7200.0, metavar="SECONDS",
                    help="give up waiting for the report after this long")
+    v.add_argument("--no-wait", action="store_true",
+                   help="submit to the broker, print the run id and return (needs a broker)")
     _add_broker(v)
+    cli_runs.add_store(v)
 
     w = sub.add_parser("worker", help="start a Celery worker for the pipeline's queues")
     _add_broker(w)
-    # Defaults are resolved in cmd_worker from the environment, so a container image can choose
-    # its queue set without a command line (worker.Dockerfile).
-    w.add_argument("--queues", metavar="Q1,Q2",
-                   help="queues to consume (default: $VERIFY_DAG_QUEUES, else all)")
-    w.add_argument("--concurrency", type=int, metavar="N",
-                   help="child processes or threads (default: $VERIFY_DAG_CONCURRENCY, "
-                        "else one per CPU)")
-    w.add_argument("--pool", choices=WORKER_POOLS,
-                   help="default: $VERIFY_DAG_POOL, else prefork (time limits need prefork)")
-    w.add_argument("--loglevel", help="default: $VERIFY_DAG_LOGLEVEL, else INFO")
+    w.add_argument("--queues", metavar="Q1,Q2", help="queues to consume (default: all)")
+    w.add_argument("--concurrency", type=int, metavar="N")
+    w.add_argument("--pool", choices=["prefork", "threads", "solo"], default="prefork")
+    w.add_argument("--loglevel", default="INFO")
     w.add_argument("--hostname", metavar="NAME")
+    cli_runs.add_parsers(sub, _add_broker)
     return parser
 
 
@@ -122,23 +116,28 @@ def _read_text(path: str | None, flag: str) -> str | None:
         raise UsageError(f"{flag}: cannot read {path}: {exc.strerror}") from None
 
 
+def _new_output(value: str) -> str:
+    out = Path(value)
+    if out.exists():
+        raise UsageError(f"--output: {value} already exists; pass a new path per run")
+    if not out.parent.is_dir():
+        raise UsageError(f"--output: directory {out.parent} does not exist")
+    return str(out.resolve())
+
+
 def _request(args: argparse.Namespace) -> Any:
-    from verify_dag import ledger
+    from verify_dag import ledger, store
     from verify_dag.models import VerifyRequest
     from verify_dag.phases import scope
 
     if args.skip_ux and args.depth == "light":
         raise UsageError("--skip-ux is only valid with --depth=deep (light runs no ux-reviewer)")
+    if args.no_wait and args.output:
+        raise UsageError("--output cannot be written by a --no-wait run; fetch the report later "
+                         "with: verify-dag report RUN_ID --output=PATH")
     if args.format == "json" and not args.output:
         raise UsageError("--format=json requires --output=PATH")
-    output = None
-    if args.output:
-        out = Path(args.output)
-        if out.exists():
-            raise UsageError(f"--output: {args.output} already exists; pass a new path per run")
-        if not out.parent.is_dir():
-            raise UsageError(f"--output: directory {out.parent} does not exist")
-        output = str(out.resolve())
+    output = _new_output(args.output) if args.output else None
     files = tuple(f.strip() for f in args.files.split(",") if f.strip()) if args.files else ()
     if args.files is not None and not files:
         raise UsageError("--files: no file names given")
@@ -155,6 +154,8 @@ def _request(args: argparse.Namespace) -> Any:
         plan_text=_read_text(plan_path, "--plan-file"), skip_ux=args.skip_ux,
         skip_visual=args.skip_visual, auto_fix_threshold=args.auto_fix_threshold,
         test_timeout=args.test_timeout,
+        store=str(Path(args.store).expanduser().resolve()) if args.store else None,
+        submitted=store.now(),
     )
     return scope.validate_request(request)
 
@@ -163,21 +164,32 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from verify_dag import client, report
     from verify_dag.celery_app import configure
 
-    request = _request(args)
     app = configure(args.broker)
+    embedded_run = str(app.conf.broker_url).startswith("memory://")
+    if args.no_wait and embedded_run:
+        raise UsageError("--no-wait needs a broker: the in-process default worker would die with "
+                         "this process; pass --broker URL or set VERIFY_DAG_BROKER_URL")
+    request = _request(args)
     progress = client.Progress(client.progress_stream(request.format == "json"))
-    if str(app.conf.broker_url).startswith("memory://"):
+    if embedded_run:
         from verify_dag import embedded
 
         embedded.ensure_worker()
         result = client.wait(client.submit(request), timeout=args.timeout, progress=progress)
+    elif args.no_wait:
+        submitted = cli_runs.submit(request)
+        client.release(submitted)
+        print(submitted.run_id)
+        return 0
     else:
-        submitted = client.submit(request)
+        submitted = cli_runs.submit(request)
         try:
             result = client.wait(submitted, timeout=args.timeout, progress=progress,
                                  interval=0.05)
         finally:
             client.release(submitted)
+    if "storeError" in result:
+        print(f"verify-dag: warning: {result['storeError']}", file=sys.stderr)
     doc: dict[str, Any] = result["report"]
     if doc["scope"].get("nothingToVerify") and request.format == "markdown" and not request.output:
         # The seed's "report 'nothing to verify' and STOP": one line, not eleven SKIPPED rows.
@@ -193,27 +205,43 @@ def _emit(request: Any, doc: dict[str, Any], markdown: str) -> None:
 
     text = report.to_json(doc) if request.format == "json" else markdown
     if request.output:
-        try:
-            # "x": never overwrite, even if the file appeared while the run was going.
-            with open(request.output, "x", encoding="utf-8") as fh:
-                fh.write(text)
-        except FileExistsError:
-            raise UsageError(f"--output: {request.output} already exists; not overwritten"
-                             ) from None
-        kind = "JSON report" if request.format == "json" else "Markdown report"
-        print(f"{kind} written to {request.output}")
+        _write_new(request.output, text, request.format)
     else:
         sys.stdout.write(text)
 
 
-def _worker_setting(flag_value: str | None, flag: str, env: str, default: str) -> tuple[str, str]:
-    """A worker setting and where it came from: the flag, else the environment, else a default."""
-    if flag_value is not None:
-        return flag_value, flag
-    from_env = os.environ.get(env, "").strip()
-    if from_env:
-        return from_env, env
-    return default, flag
+def _write_new(path: str, text: str, fmt: str) -> None:
+    try:
+        # "x": never overwrite, even if the file appeared while the run was going.
+        with open(path, "x", encoding="utf-8") as fh:
+            fh.write(text)
+    except FileExistsError:
+        raise UsageError(f"--output: {path} already exists; not overwritten") from None
+    kind = "JSON report" if fmt == "json" else "Markdown report"
+    print(f"{kind} written to {path}")
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    print(cli_runs.status(args.run_id, args.store, args.broker))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from verify_dag import report, store
+
+    output = _new_output(args.output) if args.output else None
+    doc, markdown, _ = store.load(args.store, args.run_id)
+    text = report.to_json(doc) if args.format == "json" else markdown
+    if output:
+        _write_new(output, text, args.format)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    sys.stdout.write(cli_runs.listing(args.store, args.limit))
+    return 0
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
@@ -222,33 +250,16 @@ def cmd_worker(args: argparse.Namespace) -> int:
     url = broker_url(args.broker)
     if url.startswith("memory://"):
         raise UsageError("a worker needs a broker: pass --broker URL or set VERIFY_DAG_BROKER_URL")
-    text, source = _worker_setting(args.queues, "--queues", "VERIFY_DAG_QUEUES", ",".join(QUEUES))
-    queues = [q.strip() for q in text.split(",") if q.strip()]
-    if not queues:
-        raise UsageError(f"{source}: no queue names given; known: {', '.join(QUEUES)}")
+    queues = [q.strip() for q in (args.queues or ",".join(QUEUES)).split(",") if q.strip()]
     unknown = sorted(set(queues) - set(QUEUES))
     if unknown:
-        raise UsageError(f"{source}: unknown queue(s) {', '.join(unknown)}; "
+        raise UsageError(f"--queues: unknown queue(s) {', '.join(unknown)}; "
                          f"known: {', '.join(QUEUES)}")
-    flag_concurrency = None if args.concurrency is None else str(args.concurrency)
-    text, source = _worker_setting(flag_concurrency, "--concurrency", "VERIFY_DAG_CONCURRENCY", "")
-    concurrency = None
-    if text:
-        if not text.isdigit() or int(text) < 1:
-            raise UsageError(f"{source}: expected a positive number of processes, got {text!r}")
-        concurrency = int(text)
-    pool, source = _worker_setting(args.pool, "--pool", "VERIFY_DAG_POOL", "prefork")
-    if pool not in WORKER_POOLS:
-        raise UsageError(f"{source}: unknown pool {pool!r}; known: {', '.join(WORKER_POOLS)}")
-    loglevel, source = _worker_setting(args.loglevel, "--loglevel", "VERIFY_DAG_LOGLEVEL", "INFO")
-    if loglevel.upper() not in LOG_LEVELS:
-        raise UsageError(f"{source}: unknown log level {loglevel!r}; "
-                         f"known: {', '.join(LOG_LEVELS)}")
     app = configure(url)
-    argv = ["worker", "-Q", ",".join(queues), "--pool", pool, "--loglevel", loglevel.upper(),
+    argv = ["worker", "-Q", ",".join(queues), "--pool", args.pool, "--loglevel", args.loglevel,
             "-E"]
-    if concurrency:
-        argv += ["--concurrency", str(concurrency)]
+    if args.concurrency:
+        argv += ["--concurrency", str(args.concurrency)]
     if args.hostname:
         argv += ["--hostname", args.hostname]
     app.worker_main(argv=argv)
@@ -259,7 +270,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        handler = {"verify": cmd_verify, "worker": cmd_worker}[args.command]
+        handler = {"verify": cmd_verify, "worker": cmd_worker, "status": cmd_status,
+                   "report": cmd_report, "runs": cmd_runs}[args.command]
         return handler(args)
     except VerifyDagError as exc:
         print(exc.line(), file=sys.stderr)

@@ -39,3 +39,7 @@ class VerifyRequest(Frozen):
     plan_text: str | None = None
     test_timeout: float = 1800.0
     tool_timeout: float = 600.0
+    # The report store directory the report task writes to; None: the worker's default
+    # (verify_dag.store.default_dir on the worker's host).
+    store: str | None = None
+    submitted: str | None = None  # ISO 8601 UTC, set by the client when it submits the run

@@ -6,7 +6,7 @@ from typing import Any
 
 from celery.result import AsyncResult
 
-from verify_dag import git, report
+from verify_dag import git, report, store
 from verify_dag.celery_app import app
 from verify_dag.models import RunState, SkillOutcome
 from verify_dag.phases import (
@@ -161,4 +161,6 @@ def report_task(self: Any, state: dict[str, Any]) -> dict[str, Any]:
     progress(self, st.run_id, "report")
     doc = report.build(st)
     report.validate(doc)
-    return {"report": doc, "markdown": report.markdown(doc)}
+    markdown = report.markdown(doc)
+    return {"report": doc, "markdown": markdown,
+            **store.record(st.run_id, st.request, doc, markdown)}

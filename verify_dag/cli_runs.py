@@ -1,0 +1,129 @@
+"""Argument building and helpers for the run subcommands: ``status``, ``report``, ``runs`` and
+``verify --no-wait`` (the ``cmd_*`` functions stay in ``cli``)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the parser is built on every call, before pydantic is needed
+    from verify_dag.store import RunMeta
+
+STORE_HELP = ("report store directory (default: $VERIFY_DAG_STORE, else "
+              "$XDG_DATA_HOME/verify-dag/runs, i.e. ~/.local/share/verify-dag/runs)")
+
+
+def add_store(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", metavar="DIR", help=STORE_HELP)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def add_parsers(sub: Any, add_broker: Callable[[argparse.ArgumentParser], None]) -> None:
+    """``sub`` is the subparsers action of the top-level parser."""
+    s = sub.add_parser("status", help="one line: the state of a run (PENDING, STARTED, SUCCESS)")
+    s.add_argument("run_id", metavar="RUN_ID")
+    add_store(s)
+    add_broker(s)
+
+    r = sub.add_parser("report", help="print or write the stored report of a run")
+    r.add_argument("run_id", metavar="RUN_ID")
+    r.add_argument("--format", choices=["markdown", "json"], default="markdown")
+    r.add_argument("--output", metavar="PATH", help="write the report here (never overwritten)")
+    add_store(r)
+
+    n = sub.add_parser("runs", help="list the runs in the report store, newest first")
+    n.add_argument("--limit", type=_positive, default=20, metavar="N",
+                   help="show the N newest runs (default 20)")
+    add_store(n)
+
+
+def submit(request: Any) -> Any:
+    """Submit a run to a broker, recording it as PENDING on the result backend first.
+
+    An id the backend has never seen also reads as PENDING, so without this record ``status``
+    could not tell a queued run from a mistyped id. It is written before the canvas is sent: a
+    worker that already marked the root task STARTED must not be overwritten.
+    """
+    from celery import states
+
+    from verify_dag.celery_app import app
+    from verify_dag.workflow import plan
+
+    built = plan(request)
+    app.backend.store_result(built.run_id, None, states.PENDING)
+    built.canvas.apply_async()
+    return built
+
+
+def status(run_id: str, store_dir: str | None, broker: str | None) -> str:
+    """One line: a stored run is SUCCESS; any other run is asked of the result backend, when a
+    broker is configured."""
+    from verify_dag import store
+    from verify_dag.celery_app import broker_url, configure
+    from verify_dag.errors import UsageError
+
+    store.check_run_id(run_id)
+    try:
+        _, _, meta = store.load(store_dir, run_id)
+    except UsageError:
+        if broker_url(broker).startswith("memory://"):
+            raise
+        configure(broker)
+        state = _backend_state(run_id)
+        if state is None:
+            raise UsageError(f"no run {run_id} in {store.resolve(store_dir)} and none known to "
+                             "the result backend") from None
+        return f"{run_id} {state}"
+    return (f"{run_id} SUCCESS result={meta.result} exit={meta.exit_code} "
+            f"finished={meta.finished}")
+
+
+def _backend_state(run_id: str) -> str | None:
+    """The run's state from the result backend, or None when the backend does not know it.
+
+    The run id is its root (scope) task's id. The report task's id is not derivable from it, so
+    once the root task is done the run is reported STARTED until its report is in the store.
+    """
+    from celery import states
+
+    from verify_dag.celery_app import app
+
+    meta: dict[str, Any] = app.backend.get_task_meta(run_id)
+    if not meta.get("task_id"):  # what the backend answers for an id nobody stored
+        return None
+    state = str(meta["status"])
+    return states.STARTED if state == states.SUCCESS else state
+
+
+def listing(store_dir: str | None, limit: int) -> str:
+    """The newest ``limit`` runs as a table, newest first."""
+    from verify_dag import store
+
+    metas = store.runs(store_dir)[:limit]
+    if not metas:
+        return f"no runs in {store.resolve(store_dir)}\n"
+    return table(metas)
+
+
+def table(metas: Sequence[RunMeta]) -> str:
+    head = ("RUN ID", "FINISHED (UTC)", "REPO", "MODE", "DEPTH", "RESULT", "EXIT")
+    rows = [head] + [
+        (m.run_id, m.finished[:19].replace("T", " "), m.repo, m.mode or "-", m.depth, m.result,
+         str(m.exit_code))
+        for m in metas
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    return "".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n"
+        for row in rows
+    )

@@ -1,0 +1,167 @@
+"""The report store: one directory per run, keyed by run id.
+
+``<store>/<run_id>/`` holds ``report.json`` (the v1 report exactly as ``--format=json`` writes it),
+``report.md`` and ``meta.json``. The report task writes it on the worker, so a run submitted with
+``--no-wait`` lands here too; on a fleet the store must be a directory every git-queue worker and
+every reader share (or each worker's own default, read on that host).
+
+Every file is written to a temporary file and moved into place with ``os.replace``, and
+``meta.json`` is written last: a run whose ``meta.json`` exists is complete, so readers never see
+half a run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from verify_dag.errors import FatalError, UsageError
+from verify_dag.models.base import Frozen
+from verify_dag.models.request import VerifyRequest
+
+STORE_ENV = "VERIFY_DAG_STORE"
+REPORT_JSON = "report.json"
+REPORT_MD = "report.md"
+META_JSON = "meta.json"
+
+# Run ids are Celery task ids (uuid4). Anything that could name another path is refused before
+# it is joined to the store directory.
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
+
+
+class RunMeta(Frozen):
+    """What ``verify-dag runs`` lists and ``status`` reports, without reading the report."""
+
+    run_id: str
+    repo: str
+    mode: str | None  # the resolved scope mode; None when scope never resolved one
+    depth: str
+    base: str | None
+    head_sha: str | None
+    submitted: str | None  # ISO 8601 UTC; None when the client did not say
+    finished: str  # ISO 8601 UTC, when the report task wrote the report
+    status: str  # ok | error | blocked
+    result: str  # pass | issues-found | error | blocked
+    fail_on: int
+    exit_code: int
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def default_dir() -> Path:
+    """``$VERIFY_DAG_STORE``, else ``$XDG_DATA_HOME/verify-dag/runs`` (``~/.local/share``)."""
+    explicit = os.environ.get(STORE_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data) / "verify-dag" / "runs"
+
+
+def resolve(store_dir: str | os.PathLike[str] | None) -> Path:
+    return Path(store_dir).expanduser() if store_dir else default_dir()
+
+
+def check_run_id(run_id: str) -> str:
+    if not _RUN_ID.fullmatch(run_id):
+        raise UsageError(f"not a run id: {run_id!r}")
+    return run_id
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    # open(..., "xb") rather than mkstemp: the file gets the umask's mode (mkstemp's is 0600),
+    # so other readers of a shared store can read it.
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        with open(tmp, "xb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def save(store_dir: str | os.PathLike[str] | None, run_id: str, report: dict[str, Any],
+         markdown: str, meta: RunMeta) -> Path:
+    """Write one run's three files; returns the run's directory."""
+    from verify_dag.report import to_json
+
+    run_dir = resolve(store_dir) / check_run_id(run_id)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    _write_atomic(run_dir / REPORT_JSON, to_json(report).encode("utf-8"))
+    _write_atomic(run_dir / REPORT_MD, markdown.encode("utf-8"))
+    _write_atomic(run_dir / META_JSON, (meta.model_dump_json(indent=2) + "\n").encode("utf-8"))
+    return run_dir
+
+
+def load(store_dir: str | os.PathLike[str] | None,
+         run_id: str) -> tuple[dict[str, Any], str, RunMeta]:
+    """The stored report, Markdown and meta of one run; UsageError when there is no such run."""
+    store = resolve(store_dir)
+    run_dir = store / check_run_id(run_id)
+    if not (run_dir / META_JSON).is_file():
+        raise UsageError(f"no run {run_id} in {store}")
+    try:
+        meta = RunMeta.model_validate_json((run_dir / META_JSON).read_bytes())
+        report: dict[str, Any] = json.loads((run_dir / REPORT_JSON).read_bytes())
+        markdown = (run_dir / REPORT_MD).read_bytes().decode("utf-8")
+    except (OSError, ValueError) as exc:  # ValidationError and JSONDecodeError are ValueErrors
+        raise FatalError(f"run {run_id} in {store} is unreadable: {exc}") from None
+    return report, markdown, meta
+
+
+def runs(store_dir: str | os.PathLike[str] | None) -> list[RunMeta]:
+    """Every complete run in the store, newest first. A missing store holds no runs."""
+    store = resolve(store_dir)
+    found: list[RunMeta] = []
+    try:
+        entries = list(store.iterdir())
+    except FileNotFoundError:
+        return []
+    for entry in entries:
+        try:
+            found.append(RunMeta.model_validate_json((entry / META_JSON).read_bytes()))
+        except (OSError, ValidationError):
+            # Not a run directory, or one whose meta.json is not there yet (it is written last).
+            continue
+    found.sort(key=lambda m: (m.finished, m.run_id), reverse=True)
+    return found
+
+
+def meta_for(run_id: str, request: VerifyRequest, report: dict[str, Any]) -> RunMeta:
+    """The meta of a finished run, from its request and its v1 report."""
+    from verify_dag.report import exit_code
+
+    scope = report["scope"]
+    return RunMeta(
+        run_id=run_id, repo=request.repo, mode=scope.get("mode") or request.scope,
+        depth=request.depth, base=scope.get("baseRef"), head_sha=scope.get("headSha"),
+        submitted=request.submitted, finished=now(), status=report["status"],
+        result=report["overall"]["result"], fail_on=request.fail_on,
+        exit_code=exit_code(report, request.fail_on),
+    )
+
+
+def record(run_id: str, request: VerifyRequest, report: dict[str, Any],
+           markdown: str) -> dict[str, str]:
+    """Persist a finished run from the report task.
+
+    The report is the product: a store that cannot be written must not lose the report the
+    waiting client is about to print, so the failure is returned (the CLI shows it) instead of
+    raised.
+    """
+    try:
+        where = save(request.store, run_id, report, markdown, meta_for(run_id, request, report))
+    except OSError as exc:
+        return {"storeError": f"report not stored in {resolve(request.store)}: {exc}"}
+    return {"stored": str(where)}
