@@ -17,6 +17,11 @@ MODE_NOTE = (
     "report-only and the report says so"
 )
 
+# The worker pools verify-dag supports (celery's gevent/eventlet need extra packages) and the log
+# levels celery accepts.
+WORKER_POOLS = ("prefork", "threads", "solo")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL", "FATAL")
+
 EXIT_CODES_HELP = """exit codes:
   0  no issue at or above --fail-on
   1  issues at or above --fail-on
@@ -86,10 +91,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     w = sub.add_parser("worker", help="start a Celery worker for the pipeline's queues")
     _add_broker(w)
-    w.add_argument("--queues", metavar="Q1,Q2", help="queues to consume (default: all)")
-    w.add_argument("--concurrency", type=int, metavar="N")
-    w.add_argument("--pool", choices=["prefork", "threads", "solo"], default="prefork")
-    w.add_argument("--loglevel", default="INFO")
+    # Defaults are resolved in cmd_worker from the environment, so a container image can choose
+    # its queue set without a command line (worker.Dockerfile).
+    w.add_argument("--queues", metavar="Q1,Q2",
+                   help="queues to consume (default: $VERIFY_DAG_QUEUES, else all)")
+    w.add_argument("--concurrency", type=int, metavar="N",
+                   help="child processes or threads (default: $VERIFY_DAG_CONCURRENCY, "
+                        "else one per CPU)")
+    w.add_argument("--pool", choices=WORKER_POOLS,
+                   help="default: $VERIFY_DAG_POOL, else prefork (time limits need prefork)")
+    w.add_argument("--loglevel", help="default: $VERIFY_DAG_LOGLEVEL, else INFO")
     w.add_argument("--hostname", metavar="NAME")
     cli_runs.add_parsers(sub, _add_broker)
     return parser
@@ -244,22 +255,49 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _worker_setting(flag_value: str | None, flag: str, env: str, default: str) -> tuple[str, str]:
+    """A worker setting and where it came from: the flag, else the environment, else a default."""
+    if flag_value is not None:
+        return flag_value, flag
+    from_env = os.environ.get(env, "").strip()
+    if from_env:
+        return from_env, env
+    return default, flag
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
     from verify_dag.celery_app import QUEUES, broker_url, configure
 
     url = broker_url(args.broker)
     if url.startswith("memory://"):
         raise UsageError("a worker needs a broker: pass --broker URL or set VERIFY_DAG_BROKER_URL")
-    queues = [q.strip() for q in (args.queues or ",".join(QUEUES)).split(",") if q.strip()]
+    text, source = _worker_setting(args.queues, "--queues", "VERIFY_DAG_QUEUES", ",".join(QUEUES))
+    queues = [q.strip() for q in text.split(",") if q.strip()]
+    if not queues:
+        raise UsageError(f"{source}: no queue names given; known: {', '.join(QUEUES)}")
     unknown = sorted(set(queues) - set(QUEUES))
     if unknown:
-        raise UsageError(f"--queues: unknown queue(s) {', '.join(unknown)}; "
+        raise UsageError(f"{source}: unknown queue(s) {', '.join(unknown)}; "
                          f"known: {', '.join(QUEUES)}")
+    flag_concurrency = None if args.concurrency is None else str(args.concurrency)
+    text, source = _worker_setting(flag_concurrency, "--concurrency", "VERIFY_DAG_CONCURRENCY", "")
+    concurrency = None
+    if text:
+        if not text.isdigit() or int(text) < 1:
+            raise UsageError(f"{source}: expected a positive number of processes, got {text!r}")
+        concurrency = int(text)
+    pool, source = _worker_setting(args.pool, "--pool", "VERIFY_DAG_POOL", "prefork")
+    if pool not in WORKER_POOLS:
+        raise UsageError(f"{source}: unknown pool {pool!r}; known: {', '.join(WORKER_POOLS)}")
+    loglevel, source = _worker_setting(args.loglevel, "--loglevel", "VERIFY_DAG_LOGLEVEL", "INFO")
+    if loglevel.upper() not in LOG_LEVELS:
+        raise UsageError(f"{source}: unknown log level {loglevel!r}; "
+                         f"known: {', '.join(LOG_LEVELS)}")
     app = configure(url)
-    argv = ["worker", "-Q", ",".join(queues), "--pool", args.pool, "--loglevel", args.loglevel,
+    argv = ["worker", "-Q", ",".join(queues), "--pool", pool, "--loglevel", loglevel.upper(),
             "-E"]
-    if args.concurrency:
-        argv += ["--concurrency", str(args.concurrency)]
+    if concurrency:
+        argv += ["--concurrency", str(concurrency)]
     if args.hostname:
         argv += ["--hostname", args.hostname]
     app.worker_main(argv=argv)
