@@ -97,7 +97,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         repo = make_repo(Path(tmp))
         full = scope.validate_request(
-            VerifyRequest(repo=str(repo), scope="branch", base="base", mode="report-only"))
+            VerifyRequest(repo=str(repo), scope="branch", base="base", mode="report-only",
+                          store=str(Path(tmp) / "store")))
         # The same DAG where scope finds nothing: every task still runs and hands the state on,
         # but no phase does work, so what is left is the orchestration alone.
         empty = full.model_copy(update={"scope": "staged"})

@@ -63,6 +63,8 @@ def _isolated_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.delenv("GIT_DIR", raising=False)
     monkeypatch.delenv("VERIFY_DAG_BROKER_URL", raising=False)
+    # In-process runs write their reports to the store: never the developer's real one.
+    monkeypatch.setenv("VERIFY_DAG_STORE", str(tmp_path / "store"))
     yield
 
 
