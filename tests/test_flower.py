@@ -1,0 +1,268 @@
+"""Flower against a real Redis and a real worker: the run's tasks, as an operator sees them.
+
+Flower is started with ``ops/flower.sh`` (basic auth required, persistent off), a worker with
+``verify-dag worker``, and one verification is run through them. The checks then read Flower's
+API, its Prometheus endpoint, and its task page in headless Chromium.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from celery import Celery
+from conftest import make_scenario
+
+# Same rule as tests/test_redis.py: CI sets VERIFY_DAG_TEST_REDIS and starts Redis, so there a
+# missing server fails instead of skipping. Database 13 keeps these tests to themselves.
+CI_URL = os.environ.get("VERIFY_DAG_TEST_REDIS")
+URL = (CI_URL or "redis://127.0.0.1:6379").rstrip("/") + "/13"
+ROOT = Path(__file__).resolve().parent.parent
+FLOWER_SH = ROOT / "ops" / "flower.sh"
+CHROMIUM = Path("/usr/bin/chromium")
+USER, PASSWORD = "operator", "flower-pass-42"
+SECRET = "sekrit-123"
+
+
+@dataclass
+class Run:
+    run_id: str
+    repo: Path
+    doc: dict[str, Any]
+
+
+@dataclass
+class Flower:
+    base: str
+    log: Path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """End the process group the test started (start_new_session), politely, then not."""
+    with contextlib.suppress(ProcessLookupError):
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+    # Children the leader left behind (prefork pool processes).
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def get(url: str, auth: bool = True, timeout: float = 10) -> tuple[int, str]:
+    req = urllib.request.Request(url)
+    if auth:
+        token = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+        req.add_header("Authorization", f"Basic {token}")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return int(resp.status), resp.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode("utf-8", "replace")
+
+
+def isolated_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("VERIFY_DAG_BROKER_URL", "GIT_DIR") and not k.startswith("FLOWER_")}
+    env.update(HOME=str(home), GIT_CONFIG_NOSYSTEM="1")
+    return env
+
+
+@pytest.fixture(scope="module")
+def broker() -> str:
+    client = redis.Redis.from_url(URL)
+    try:
+        client.ping()
+    except redis.exceptions.ConnectionError as exc:
+        if CI_URL:
+            raise
+        pytest.skip(f"no Redis at {URL}: {exc}")
+    client.flushdb()
+    return URL
+
+
+@pytest.fixture(scope="module")
+def flower(broker: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Flower]:
+    tmp = tmp_path_factory.mktemp("flower")
+    log = tmp / "flower.log"
+    port = free_port()
+    env = isolated_env(tmp)
+    env.update(FLOWER_BASIC_AUTH=f"{USER}:{PASSWORD}", FLOWER_PORT=str(port),
+               FLOWER_ADDRESS="127.0.0.1", VERIFY_DAG_BROKER_URL=broker, PYTHON=sys.executable)
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(["bash", str(FLOWER_SH)], stdout=fh, stderr=subprocess.STDOUT,
+                                env=env, cwd=tmp, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, "Flower exited:\n" + log.read_text()
+            assert time.monotonic() < deadline, "Flower did not come up:\n" + log.read_text()
+            try:
+                if get(f"{base}/healthcheck", auth=False, timeout=2)[0] == 200:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.2)
+        yield Flower(base, log)
+    finally:
+        stop(proc)
+
+
+@pytest.fixture(scope="module")
+def worker(broker: str, flower: Flower,
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[subprocess.Popen[bytes]]:
+    tmp = tmp_path_factory.mktemp("worker")
+    log = tmp / "worker.log"
+    env = isolated_env(tmp)
+    env["VERIFY_DAG_STORE"] = str(tmp / "store")
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "verify_dag.cli", "worker", "--broker", broker,
+             "--concurrency", "2", "--loglevel", "INFO", "--hostname", "flower-test@%h"],
+            stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+        )
+    try:
+        pinger = Celery(broker=broker)
+        deadline = time.monotonic() + 60
+        while not pinger.control.ping(timeout=0.5):
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "worker did not come up:\n" + log.read_text()
+        # Flower keeps no history (persistent off): before submitting, make sure it is already
+        # receiving this worker's events (its heartbeats set flower_worker_online).
+        deadline = time.monotonic() + 30
+        while 'flower_worker_online{worker="flower-test@' not in get(
+                f"{flower.base}/metrics", auth=False)[1]:
+            assert time.monotonic() < deadline, (
+                "Flower saw no worker events:\n" + flower.log.read_text())
+            time.sleep(0.3)
+        yield proc
+    finally:
+        stop(proc)
+
+
+@pytest.fixture(scope="module")
+def run(broker: str, flower: Flower, worker: subprocess.Popen[bytes],
+        tmp_path_factory: pytest.TempPathFactory) -> Run:
+    tmp = tmp_path_factory.mktemp("run")
+    env = isolated_env(tmp)
+    # A secret in the client's environment must never reach Flower.
+    env["VERIFY_DAG_TEST_SECRET_TOKEN"] = SECRET
+    env["VERIFY_DAG_STORE"] = str(tmp / "store")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(tmp))
+        mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
+        repo = make_scenario(tmp / "scenario")
+    out = tmp / "report.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "verify_dag.cli", "verify", str(repo.path), "--scope=branch",
+         "--base=base", f"--broker={broker}", "--format=json", f"--output={out}",
+         "--timeout=120"],
+        capture_output=True, text=True, timeout=180, env=env,
+    )
+    assert proc.returncode == 1, proc.stderr  # the scenario has findings
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    run_id = doc["run"]["id"]
+    # Events reach Flower asynchronously: wait until it has seen the report task finish.
+    deadline = time.monotonic() + 30
+    while True:
+        tasks = run_tasks(flower, run_id)
+        if any(t["name"] == "verify_dag.report" and t["state"] == "SUCCESS"
+               for t in tasks.values()):
+            break
+        assert time.monotonic() < deadline, (
+            f"Flower never saw the run's report task: {sorted(t['name'] for t in tasks.values())}")
+        time.sleep(0.3)
+    return Run(run_id, repo.path, doc)
+
+
+def run_tasks(flower: Flower, run_id: str) -> dict[str, dict[str, Any]]:
+    status, body = get(f"{flower.base}/api/tasks")
+    assert status == 200, body
+    tasks: dict[str, dict[str, Any]] = json.loads(body)
+    return {tid: t for tid, t in tasks.items() if t.get("root_id") == run_id}
+
+
+def test_api_requires_credentials(flower: Flower, run: Run) -> None:
+    for path in ("/api/tasks", "/api/workers", f"/api/task/info/{run.run_id}", "/tasks",
+                 f"/task/{run.run_id}"):
+        status, _ = get(flower.base + path, auth=False)
+        assert status == 401, path
+
+
+def test_api_lists_the_run_by_root_with_argsrepr_only(flower: Flower, run: Run) -> None:
+    status, body = get(f"{flower.base}/api/tasks")
+    assert status == 200
+    assert SECRET not in body
+    tasks = run_tasks(flower, run.run_id)
+    names = {t["name"] for t in tasks.values()}
+    assert {"verify_dag.scope", "verify_dag.engineer", "verify_dag.triage", "verify_dag.static",
+            "verify_dag.test", "verify_dag.review.judgement", "verify_dag.collect",
+            "verify_dag.debugger", "verify_dag.exerciser", "verify_dag.report"} <= names
+    # The run id is the root task's id: the scope task.
+    assert tasks[run.run_id]["name"] == "verify_dag.scope"
+    for t in tasks.values():
+        phase = t["name"].removeprefix("verify_dag.")
+        assert t["args"] == f"run={run.run_id} repo={run.repo} phase={phase}", t
+        assert t["kwargs"] == "{}", t
+        assert "run_id" not in t["args"] and "request" not in t["args"]  # no state dict
+    info_status, info = get(f"{flower.base}/api/task/info/{run.run_id}")
+    assert info_status == 200
+    assert SECRET not in info
+    assert json.loads(info)["args"] == f"run={run.run_id} repo={run.repo} phase=scope"
+    # Progress reaches Flower as task events: they are counted per type in /metrics.
+    metrics = get(f"{flower.base}/metrics", auth=False)[1]
+    assert 'type="task-progress"' in metrics, metrics
+
+
+def test_metrics_is_prometheus_text(flower: Flower, run: Run) -> None:
+    status, body = get(f"{flower.base}/metrics", auth=False)
+    assert status == 200
+    assert "# TYPE flower_events_total counter" in body
+    assert 'flower_events_total{task="verify_dag.report",type="task-succeeded"' in body
+    assert SECRET not in body
+
+
+def test_task_page_in_headless_chromium(flower: Flower, run: Run, tmp_path: Path) -> None:
+    if not CHROMIUM.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium package")
+        pytest.skip(f"no {CHROMIUM}")
+    url = f"http://{USER}:{PASSWORD}@{flower.base.removeprefix('http://')}/task/{run.run_id}"
+    proc = subprocess.run(
+        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         "--disable-background-networking", f"--user-data-dir={tmp_path / 'chromium'}",
+         "--dump-dom", url],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    dom = proc.stdout
+    assert run.run_id in dom, dom[:2000]
+    assert "verify_dag.scope" in dom, dom[:2000]
+    assert "phase=scope" in dom
+    assert SECRET not in dom
