@@ -6,29 +6,21 @@ with its own report and nothing crosses between runs.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import redis
-from celery import Celery
 from conftest import Repo, make_repo
+from redis_workers import fresh_db, logs, stop, workers
 
 from verify_dag import report, store
-
-# Same rule as tests/test_redis.py: CI sets VERIFY_DAG_TEST_REDIS and starts Redis, so there a
-# missing server fails the test instead of skipping it. Database 12 is this file's own.
-CI_URL = os.environ.get("VERIFY_DAG_TEST_REDIS")
-URL = (CI_URL or "redis://127.0.0.1:6379").rstrip("/") + "/12"
 
 # One unused import per repository: the finding names the module, so a report that carries
 # another run's findings names the wrong one. No name is a substring of another.
@@ -60,15 +52,7 @@ CLIENT = textwrap.dedent("""\
 
 @pytest.fixture
 def broker() -> str:
-    client = redis.Redis.from_url(URL)
-    try:
-        client.ping()
-    except redis.exceptions.ConnectionError as exc:
-        if CI_URL:
-            raise
-        pytest.skip(f"no Redis at {URL}: {exc}")
-    client.flushdb()
-    return URL
+    return fresh_db(12)
 
 
 def make_project(path: Path, module: str) -> Repo:
@@ -90,53 +74,15 @@ def make_project(path: Path, module: str) -> Repo:
     return repo
 
 
-def stop(proc: subprocess.Popen[Any]) -> None:
-    """End a process started in its own session, with its whole group (a worker's pool)."""
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=20)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)  # leftovers of the group, if any
-    proc.wait(timeout=10)
-
-
 @pytest.fixture
-def workers(broker: str, tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+def two_workers(broker: str, tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     """Two worker processes sharing one store; yields (store, log directory)."""
     where = tmp_path / "shared-store"
-    logs = tmp_path / "logs"
-    logs.mkdir()
+    log_dir = tmp_path / "logs"
     env = {k: v for k, v in os.environ.items() if k != "VERIFY_DAG_BROKER_URL"}
     env["VERIFY_DAG_STORE"] = str(where)
-    procs: list[subprocess.Popen[bytes]] = []
-    try:
-        for name in ("w1", "w2"):
-            with open(logs / f"{name}.log", "wb") as fh:
-                procs.append(subprocess.Popen(
-                    [sys.executable, "-m", "verify_dag.cli", "worker", "--broker", broker,
-                     "--concurrency", "2", "--loglevel", "INFO", "--hostname", f"{name}@%h"],
-                    stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-                ))
-        pinger = Celery(broker=broker)
-        deadline = time.monotonic() + 60
-        while True:
-            replies = pinger.control.ping(timeout=0.5)
-            up = {name.split("@")[0] for reply in replies for name in reply}
-            if {"w1", "w2"} <= up:
-                break
-            for proc in procs:
-                assert proc.poll() is None, worker_logs(logs)
-            assert time.monotonic() < deadline, "workers did not come up:\n" + worker_logs(logs)
-        yield where, logs
-    finally:
-        for proc in procs:
-            stop(proc)
-
-
-def worker_logs(logs: Path) -> str:
-    return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}"
-                     for p in sorted(logs.iterdir()))
+    with workers(broker, ["w1", "w2"], log_dir, env):
+        yield where, log_dir
 
 
 def task_workers(broker: str) -> dict[str, int]:
@@ -153,8 +99,8 @@ def task_workers(broker: str) -> dict[str, int]:
 
 
 def test_twenty_runs_from_two_clients_on_two_workers(
-        tmp_path: Path, broker: str, workers: tuple[Path, Path]) -> None:
-    where, logs = workers
+        tmp_path: Path, broker: str, two_workers: tuple[Path, Path]) -> None:
+    where, log_dir = two_workers
     repos = {module: make_project(tmp_path / f"repo-{module}", module) for module in MODULES}
     by_path = {str(repo.path): module for module, repo in repos.items()}
     paths = [str(repos[MODULES[i % len(MODULES)]].path) for i in range(2 * RUNS_PER_CLIENT)]
@@ -190,7 +136,7 @@ def test_twenty_runs_from_two_clients_on_two_workers(
     while missing := [r for r in submitted if not (where / r / "meta.json").is_file()]:
         assert time.monotonic() < deadline, (
             f"{len(missing)} of {len(submitted)} runs not in the store after {DEADLINE:.0f} s\n"
-            + worker_logs(logs))
+            + logs(log_dir))
         time.sleep(0.25)
     # Nothing but the submitted runs landed in the store.
     assert sorted(p.name for p in where.iterdir()) == sorted(submitted)

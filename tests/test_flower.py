@@ -8,10 +8,8 @@ API, its Prometheus endpoint, and its task page in headless Chromium.
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -24,14 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
-from celery import Celery
 from conftest import make_scenario
+from redis_workers import fresh_db, stop, workers
 
-# Same rule as tests/test_redis.py: CI sets VERIFY_DAG_TEST_REDIS and starts Redis, so there a
-# missing server fails instead of skipping. Database 13 keeps these tests to themselves.
-CI_URL = os.environ.get("VERIFY_DAG_TEST_REDIS")
-URL = (CI_URL or "redis://127.0.0.1:6379").rstrip("/") + "/13"
 ROOT = Path(__file__).resolve().parent.parent
 FLOWER_SH = ROOT / "ops" / "flower.sh"
 CHROMIUM = Path("/usr/bin/chromium")
@@ -59,21 +52,6 @@ def free_port() -> int:
         return port
 
 
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    """End the process group the test started (start_new_session), politely, then not."""
-    with contextlib.suppress(ProcessLookupError):
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
-    # Children the leader left behind (prefork pool processes).
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
 def get(url: str, auth: bool = True, timeout: float = 10) -> tuple[int, str]:
     req = urllib.request.Request(url)
     if auth:
@@ -95,15 +73,7 @@ def isolated_env(home: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def broker() -> str:
-    client = redis.Redis.from_url(URL)
-    try:
-        client.ping()
-    except redis.exceptions.ConnectionError as exc:
-        if CI_URL:
-            raise
-        pytest.skip(f"no Redis at {URL}: {exc}")
-    client.flushdb()
-    return URL
+    return fresh_db(13)
 
 
 @pytest.fixture(scope="module")
@@ -138,21 +108,9 @@ def flower(broker: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fl
 def worker(broker: str, flower: Flower,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[subprocess.Popen[bytes]]:
     tmp = tmp_path_factory.mktemp("worker")
-    log = tmp / "worker.log"
     env = isolated_env(tmp)
     env["VERIFY_DAG_STORE"] = str(tmp / "store")
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "verify_dag.cli", "worker", "--broker", broker,
-             "--concurrency", "2", "--loglevel", "INFO", "--hostname", "flower-test@%h"],
-            stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-        )
-    try:
-        pinger = Celery(broker=broker)
-        deadline = time.monotonic() + 60
-        while not pinger.control.ping(timeout=0.5):
-            assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "worker did not come up:\n" + log.read_text()
+    with workers(broker, ["flower-test"], tmp / "logs", env) as procs:
         # Flower keeps no history (persistent off): before submitting, make sure it is already
         # receiving this worker's events (its heartbeats set flower_worker_online).
         deadline = time.monotonic() + 30
@@ -161,9 +119,7 @@ def worker(broker: str, flower: Flower,
             assert time.monotonic() < deadline, (
                 "Flower saw no worker events:\n" + flower.log.read_text())
             time.sleep(0.3)
-        yield proc
-    finally:
-        stop(proc)
+        yield procs[0]
 
 
 @pytest.fixture(scope="module")

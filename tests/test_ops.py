@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import redis
+import redis_workers
 import yaml
 from celery import Celery
 
@@ -362,9 +363,9 @@ def test_worker_defaults_without_environment() -> None:
 
 # --- the image's entrypoint and health check against a real Redis ------------------------------
 
-CI_URL = os.environ.get("VERIFY_DAG_TEST_REDIS")
-# Database 13: away from test_redis.py (14); kombu scopes broadcasts (pings) by database too.
-REDIS_URL = (CI_URL or "redis://127.0.0.1:6379").rstrip("/") + "/13"
+# Database 11, its own (see tests/redis_workers.py); kombu scopes broadcasts (pings) by database.
+REDIS_URL = redis_workers.url(11)
+CI_URL = redis_workers.CI_URL
 
 
 def healthcheck(hostname: str) -> subprocess.CompletedProcess[str]:

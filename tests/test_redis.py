@@ -4,66 +4,33 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
-from celery import Celery
 from conftest import Repo
+from redis_workers import fresh_db, workers
 
 from verify_dag import report
-
-# CI sets VERIFY_DAG_TEST_REDIS and starts Redis, so there a missing server fails the test
-# instead of skipping it. Database 14 keeps these tests away from anything else on the server.
-CI_URL = os.environ.get("VERIFY_DAG_TEST_REDIS")
-URL = (CI_URL or "redis://127.0.0.1:6379").rstrip("/") + "/14"
 
 
 @pytest.fixture(scope="module")
 def broker() -> str:
-    client = redis.Redis.from_url(URL)
-    try:
-        client.ping()
-    except redis.exceptions.ConnectionError as exc:
-        if CI_URL:
-            raise
-        pytest.skip(f"no Redis at {URL}: {exc}")
-    client.flushdb()
-    return URL
+    return fresh_db(14)
 
 
 @pytest.fixture(scope="module")
 def worker(broker: str,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[subprocess.Popen[bytes]]:
-    log = tmp_path_factory.mktemp("worker") / "worker.log"
     env = {k: v for k, v in os.environ.items() if k != "VERIFY_DAG_BROKER_URL"}
     # Runs submitted without --store land in the worker's default store: keep it out of $HOME.
     env["VERIFY_DAG_STORE"] = str(tmp_path_factory.mktemp("worker-store"))
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "verify_dag.cli", "worker", "--broker", broker,
-             "--concurrency", "2", "--loglevel", "INFO", "--hostname", "test-worker@%h"],
-            stdout=fh, stderr=subprocess.STDOUT, env=env,
-        )
-    try:
-        pinger = Celery(broker=broker)
-        deadline = time.monotonic() + 60
-        while not pinger.control.ping(timeout=0.5):
-            assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "worker did not come up:\n" + log.read_text()
-        yield proc
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    with workers(broker, ["test-worker"], tmp_path_factory.mktemp("worker"), env) as procs:
+        yield procs[0]
 
 
 def run_verify(repo: Repo, out: Path, *flags: str) -> tuple[int, dict[str, Any]]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -13,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
-from celery import Celery
 from conftest import Repo
+from redis_workers import fresh_db, workers
 
 from verify_dag import store
 from verify_dag.cli import main
@@ -153,22 +151,9 @@ def test_empty_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
 
 # --- through Redis: --no-wait, the worker writes the store -------------------------------------
 
-# Database 15: away from tests/test_redis.py (14) and anything else on the server.
-CI_URL = os.environ.get("VERIFY_DAG_TEST_REDIS")
-URL = (CI_URL or "redis://127.0.0.1:6379").rstrip("/") + "/15"
-
-
 @pytest.fixture(scope="module")
 def broker() -> str:
-    client = redis.Redis.from_url(URL)
-    try:
-        client.ping()
-    except redis.exceptions.ConnectionError as exc:
-        if CI_URL:
-            raise
-        pytest.skip(f"no Redis at {URL}: {exc}")
-    client.flushdb()
-    return URL
+    return fresh_db(15)
 
 
 @pytest.fixture(scope="module")
@@ -180,28 +165,11 @@ def worker_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def worker(broker: str, worker_store: Path,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[subprocess.Popen[bytes]]:
-    log = tmp_path_factory.mktemp("store-worker") / "worker.log"
     env = {k: v for k, v in os.environ.items() if k != "VERIFY_DAG_BROKER_URL"}
     env["VERIFY_DAG_STORE"] = str(worker_store)
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "verify_dag.cli", "worker", "--broker", broker,
-             "--concurrency", "2", "--loglevel", "INFO", "--hostname", "store-worker@%h"],
-            stdout=fh, stderr=subprocess.STDOUT, env=env,
-        )
-    try:
-        pinger = Celery(broker=broker)
-        deadline = time.monotonic() + 60
-        while not pinger.control.ping(timeout=0.5):
-            assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "worker did not come up:\n" + log.read_text()
-        yield proc
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    with workers(broker, ["store-worker"], tmp_path_factory.mktemp("store-worker"),
+                 env) as procs:
+        yield procs[0]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
