@@ -24,14 +24,12 @@ with the file is a usage error (exit 2) with one line naming the file and the fi
 from __future__ import annotations
 
 import json
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
+from verify_dag import jsonschemas
 from verify_dag.errors import UsageError
 from verify_dag.models.carry import Ledger, LedgerFinding
 
@@ -39,18 +37,8 @@ SCHEMA_PATH = "schemas/ledger.schema.json"
 _MESSAGE_MAX = 200
 
 
-@cache
 def schema() -> dict[str, Any]:
-    # Found through the verify_dag/schemas symlink, like the report schema, so an installed
-    # package and the repository read the same file.
-    text = resources.files("verify_dag").joinpath(SCHEMA_PATH).read_text(encoding="utf-8")
-    loaded: dict[str, Any] = json.loads(text)
-    return loaded
-
-
-@cache
-def _validator() -> Draft202012Validator:
-    return Draft202012Validator(schema())
+    return jsonschemas.load(SCHEMA_PATH)
 
 
 def load(path: str | Path) -> Ledger:
@@ -71,7 +59,7 @@ def load(path: str | Path) -> Ledger:
     except json.JSONDecodeError as exc:
         raise UsageError(f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: "
                          f"{exc.msg}") from None
-    error = best_match(_validator().iter_errors(data))
+    error = best_match(jsonschemas.validator(SCHEMA_PATH).iter_errors(data))
     if error is not None:
         raise UsageError(f"{where}: does not match {SCHEMA_PATH} at {error.json_path}: "
                          f"{_one_line(error.message)}")
