@@ -142,6 +142,42 @@ def remote_show_head_branch(repo: str | Path, remote: str,
     return None
 
 
+# --- sources: repositories named by URL or path (fleet) ----------------------------------------
+
+
+def is_url(source: str) -> bool:
+    """Whether a run names its repository by URL (scp-like ``host:path`` included)."""
+    if "://" in source:
+        return True
+    # git's own rule: "host:path" is scp-like unless a slash comes before the colon.
+    head, colon, _ = source.partition(":")
+    return bool(colon) and "/" not in head and not Path(source).exists()
+
+
+def _first_fatal(res: Result, what: str) -> str:
+    # git's first "fatal:" line says what went wrong; the lines after it are generic advice.
+    for line in res.stderr.splitlines():
+        if line.startswith(("fatal: ", "error: ")):
+            return line.partition(": ")[2].strip()
+    return f"git {what} exited {res.returncode}"
+
+
+def remote_head(source: str, timeout: float = FETCH_TIMEOUT) -> str:
+    """The commit HEAD points to in the repository at ``source`` (URL or path), read without a
+    clone (``git ls-remote``). Raises FatalError with git's reason when it cannot be read."""
+    res = _git(tempfile.gettempdir(), "ls-remote", "--", source, "HEAD", check=False,
+               timeout=timeout)
+    if res.timed_out:
+        raise FatalError(f"git ls-remote {source} timed out after {timeout:g}s")
+    if res.returncode != 0:
+        raise FatalError(f"cannot read {source}: {_first_fatal(res, 'ls-remote')}")
+    for line in res.stdout.splitlines():
+        sha, _, ref = line.partition("\t")
+        if ref == "HEAD" and valid_ref(sha):
+            return sha
+    raise FatalError(f"cannot read {source}: it has no HEAD commit (empty repository?)")
+
+
 # --- diffs -----------------------------------------------------------------------------------
 
 
@@ -262,20 +298,27 @@ def snapshot_worktree(repo: str | Path, parent: str) -> str:
 
 @contextmanager
 def worktree(repo: str | Path, sha: str) -> Iterator[Path]:
-    """A throwaway detached checkout of ``sha``, removed on exit."""
+    """A throwaway detached checkout of ``sha``, removed on exit.
+
+    It is a ``clone --shared`` (objects borrowed through alternates, so snapshot commits that no
+    ref names are there too), not a ``git worktree``: linked worktrees keep their admin files in
+    the repository, and concurrent ``worktree add``/``remove`` on one repository race in git
+    itself (one reads another's half-written ``.git/worktrees/*`` and fails). Parallel phases
+    and runs check out the same repository all the time; a shared clone only reads it.
+    """
     if not valid_ref(sha):  # a caller's bug (an empty new_commit), not the user's input
         raise FatalError(f"cannot check out {sha!r}: not a commit")
     parent = Path(tempfile.mkdtemp(prefix="verify-dag-wt-"))
     path = parent / "tree"
     try:
+        _git(parent, "clone", "--shared", "--no-checkout", "--quiet", "--",
+             str(Path(repo).resolve()), str(path))
         # Repository hooks are untrusted code: a checkout must not run post-checkout.
-        _git(repo, "-c", "core.hooksPath=/dev/null", "worktree", "add", "--detach", "--quiet",
-             str(path), sha)
+        _git(path, "-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false",
+             "checkout", "--detach", "--quiet", sha)
         yield path
     finally:
-        _git(repo, "worktree", "remove", "--force", str(path), check=False)
         shutil.rmtree(parent, ignore_errors=True)
-        _git(repo, "worktree", "prune", check=False)
 
 
 # --- diff-only workspace (codex-reviewer) ----------------------------------------------------
