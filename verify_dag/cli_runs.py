@@ -52,14 +52,18 @@ def submit(request: Any) -> Any:
 
     An id the backend has never seen also reads as PENDING, so without this record ``status``
     could not tell a queued run from a mistyped id. It is written before the canvas is sent: a
-    worker that already marked the root task STARTED must not be overwritten.
+    worker that already marked the root task STARTED must not be overwritten. A local
+    repository is first pinned and bundled into the store (``repos.prepare``): workers may be
+    on other hosts.
     """
-    from celery import states
+    from celery import states, uuid
 
+    from verify_dag import repos
     from verify_dag.celery_app import app
     from verify_dag.workflow import plan
 
-    built = plan(request)
+    run_id = uuid()
+    built = plan(repos.prepare(request, run_id), run_id)
     app.backend.store_result(built.run_id, None, states.PENDING)
     built.canvas.apply_async()
     return built

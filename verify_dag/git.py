@@ -178,6 +178,79 @@ def remote_head(source: str, timeout: float = FETCH_TIMEOUT) -> str:
     raise FatalError(f"cannot read {source}: it has no HEAD commit (empty repository?)")
 
 
+CLONE_TIMEOUT = 1800.0  # a first mirror of a big repository
+
+
+def display_source(source: str) -> str:
+    """``source`` safe to show (Flower, reports, logs): a password in a URL is hidden."""
+    scheme, sep, rest = source.partition("://")
+    if not sep:
+        return source
+    userinfo, at, host = rest.rpartition("@")
+    if not at or "/" in userinfo:
+        return source
+    user = userinfo.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{host}" if ":" in userinfo else source
+
+
+def is_bare(repo: str | Path) -> bool:
+    return _git(repo, "rev-parse", "--is-bare-repository").stdout.strip() == "true"
+
+
+def clone_mirror(source: str, dest: Path, timeout: float = CLONE_TIMEOUT) -> None:
+    """A bare mirror of ``source`` (every ref), never garbage-collected on its own: throwaway
+    checkouts borrow its objects through alternates, so gc must not prune them underneath."""
+    res = _git(dest.parent, "clone", "--mirror", "--quiet", "--no-hardlinks", "-c", "gc.auto=0",
+               "--", source, str(dest), check=False, timeout=timeout)
+    if res.timed_out:
+        raise FatalError(f"git clone {display_source(source)} timed out after {timeout:g}s")
+    if res.returncode != 0:
+        raise FatalError(f"cannot mirror {display_source(source)}: {_first_fatal(res, 'clone')}")
+
+
+def fetch_mirror(mirror: Path, timeout: float = CLONE_TIMEOUT) -> tuple[bool, str]:
+    """Bring a mirror up to date (new commits, moved and deleted refs); returns (ok, reason)."""
+    res = _git(mirror, "fetch", "--prune", "--quiet", "origin", check=False, timeout=timeout)
+    if res.timed_out:
+        return False, f"git fetch timed out after {timeout:g}s"
+    return res.returncode == 0, "" if res.returncode == 0 else _first_fatal(res, "fetch")
+
+
+def create_bundle(repo: str | Path, dest: Path, pins: Mapping[str, str]) -> None:
+    """A bundle of every ref of ``repo`` plus ``pins`` (name -> commit) as
+    ``refs/verify-dag/<name>``: what a worker on another host needs to verify a local state.
+
+    The pins are unreferenced snapshot commits; a bundle only carries named refs, and the
+    user's repository must not get refs of ours, so the refs are made in a shared mirror clone
+    that borrows the repository's objects and is thrown away.
+    """
+    scratch = Path(tempfile.mkdtemp(prefix="verify-dag-bundle-"))
+    try:
+        tmp = scratch / "repo.git"
+        _git(scratch, "clone", "--mirror", "--shared", "--quiet", "--",
+             str(Path(repo).resolve()), str(tmp))
+        for name, sha in pins.items():
+            _git(tmp, "update-ref", f"refs/verify-dag/{name}", sha)
+        _git(tmp, "bundle", "create", "--quiet", str(dest), "--all", timeout=CLONE_TIMEOUT)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def init_from_bundle(bundle: Path, dest: Path) -> None:
+    """A bare repository holding every ref of ``bundle``."""
+    _git(dest.parent, "init", "--bare", "--quiet", str(dest))
+    _git(dest, "config", "gc.auto", "0")
+    res = _git(dest, "fetch", "--quiet", str(bundle), "+refs/*:refs/*", check=False,
+               timeout=CLONE_TIMEOUT)
+    if res.returncode != 0:
+        raise FatalError(f"cannot read the run's bundle {bundle}: {_first_fatal(res, 'fetch')}")
+    # A fetch does not carry HEAD over; the user's HEAD is what "the repository" means.
+    for line in _git(dest, "bundle", "list-heads", str(bundle), "HEAD").stdout.splitlines():
+        sha, _, ref = line.partition(" ")
+        if ref == "HEAD" and valid_ref(sha):
+            _git(dest, "update-ref", "--no-deref", "HEAD", sha)
+
+
 # --- diffs -----------------------------------------------------------------------------------
 
 

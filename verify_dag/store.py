@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from verify_dag.errors import FatalError, UsageError
+from verify_dag.git import display_source
 from verify_dag.models.base import Frozen
 from verify_dag.models.request import VerifyRequest
 
@@ -144,7 +145,7 @@ def meta_for(run_id: str, request: VerifyRequest, report: dict[str, Any]) -> Run
 
     scope = report["scope"]
     return RunMeta(
-        run_id=run_id, repo=request.repo, mode=scope.get("mode") or request.scope,
+        run_id=run_id, repo=display_source(request.repo), mode=scope.get("mode") or request.scope,
         depth=request.depth, base=scope.get("baseRef"), head_sha=scope.get("headSha"),
         submitted=request.submitted, finished=now(), status=report["status"],
         result=report["overall"]["result"], fail_on=request.fail_on,

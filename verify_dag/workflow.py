@@ -18,6 +18,7 @@ from typing import Any
 from celery import chain, chord, signature, uuid
 
 from verify_dag.celery_app import app
+from verify_dag.git import display_source
 from verify_dag.models import RunState, VerifyRequest
 
 # Judgement reviewers of the deep composition, in the seed's invocation order.
@@ -65,7 +66,7 @@ def plan(request: VerifyRequest, run_id: str | None = None) -> Plan:
         return signature(name, args=args, kwargs=kwargs, app=app).set(
             task_id=tid,
             # Flower shows these instead of the full state; they never carry a secret.
-            argsrepr=f"run={run_id} repo={request.repo} phase={phase}",
+            argsrepr=f"run={run_id} repo={display_source(request.repo)} phase={phase}",
             kwargsrepr="{}",
         )
 

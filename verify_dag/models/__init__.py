@@ -17,7 +17,7 @@ from verify_dag.models.findings import (
     SkillOutcome,
     Verification,
 )
-from verify_dag.models.request import VerifyRequest
+from verify_dag.models.request import Snapshot, VerifyRequest
 from verify_dag.models.scope import (
     ALL_OTHER_FILES,
     ExcludedFile,
@@ -51,6 +51,7 @@ __all__ = [
     "Scope",
     "ScopeError",
     "SkillOutcome",
+    "Snapshot",
     "Toolchain",
     "TriageResult",
     "Verification",

@@ -13,8 +13,20 @@ Mode = Literal["interactive", "report-only", "auto-fix"]
 Format = Literal["markdown", "json"]
 
 
+class Snapshot(Frozen):
+    """The states of a local repository a client pinned as commits before shipping the run to a
+    fleet (DESIGN §4): the workers never see the user's work tree, only these."""
+
+    head: str
+    index: str  # the staged state; ``head`` when nothing is staged
+    worktree: str  # the work tree with untracked files, parent ``index``; ``index`` when equal
+    untracked: tuple[str, ...] = ()  # untracked paths, in the work tree snapshot but not the diff
+
+
 class VerifyRequest(Frozen):
-    repo: str  # absolute path of the repository's top level
+    # The repository as the run names it: an absolute path (the top level) or a URL. The tasks
+    # see their own host's copy in its place (verify_dag.repos.localize).
+    repo: str
     scope: ScopeMode | None = None  # None: auto-detect
     base: str | None = None
     files: tuple[str, ...] = ()  # repo-relative, already checked to stay inside the repo
@@ -43,3 +55,7 @@ class VerifyRequest(Frozen):
     # (verify_dag.store.default_dir on the worker's host).
     store: str | None = None
     submitted: str | None = None  # ISO 8601 UTC, set by the client when it submits the run
+    # A local repository shipped to a fleet: the pinned states, and the git bundle (stored with
+    # the run in the report store) that holds them with the repository's refs.
+    snapshot: Snapshot | None = None
+    bundle: str | None = None

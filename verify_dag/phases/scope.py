@@ -16,7 +16,7 @@ from pathlib import Path
 
 from verify_dag import git
 from verify_dag.errors import UsageError
-from verify_dag.models.request import VerifyRequest
+from verify_dag.models.request import Snapshot, VerifyRequest
 from verify_dag.models.scope import (
     ALL_OTHER_FILES,
     ExcludedFile,
@@ -30,6 +30,7 @@ from verify_dag.phases.scope_text import describe as describe
 from verify_dag.phases.scope_text import scope_context as scope_context
 from verify_dag.phases.scope_text import scope_metadata as scope_metadata
 from verify_dag.phases.scope_text import shell_command
+from verify_dag.repos import check_url_scope
 
 _STATUS: dict[str, FileStatus] = {
     "A": "added", "M": "modified", "D": "deleted", "R": "renamed", "C": "copied",
@@ -46,9 +47,14 @@ EMPTY_REPO = "empty repository: nothing to verify"
 
 def validate_request(req: VerifyRequest) -> VerifyRequest:
     """Check everything the user can fix; return the request with repo-relative paths."""
-    top = git.toplevel(req.repo)
-    if not git.has_commits(top):
-        raise UsageError(EMPTY_REPO)
+    if git.is_url(req.repo):
+        # Nothing to look at locally: the workers' mirrors hold the repository.
+        check_url_scope(req)
+        top = None
+    else:
+        top = git.toplevel(req.repo)
+        if not git.has_commits(top):
+            raise UsageError(EMPTY_REPO)
     chosen = [f"--scope={req.scope}"] if req.scope not in (None, "files", "module") else []
     chosen += ["--files"] if req.files else []
     chosen += ["--module"] if req.module is not None else []
@@ -64,6 +70,8 @@ def validate_request(req: VerifyRequest) -> VerifyRequest:
         if not req.ledger:
             raise UsageError("--since requires --ledger")
         git.check_ref(req.since, "--since commit")
+    if top is None:
+        return req
     files = tuple(dict.fromkeys(_inside(top, f, "--files", file_only=True) for f in req.files))
     module = _inside(top, req.module, "--module") if req.module is not None else None
     scope = "files" if files else "module" if module is not None else req.scope
@@ -98,36 +106,74 @@ def _relative(path: Path, top: Path) -> Path | None:
 # --- run -------------------------------------------------------------------------------------
 
 
+class States:
+    """HEAD, the index and the work tree of the repository as commits.
+
+    From the work tree itself (snapshotted when first asked), from the snapshot a client pinned
+    and shipped with the run, or, for a bare mirror of a URL, HEAD for all three.
+    """
+
+    def __init__(self, repo: str, pinned: Snapshot | None, bare: bool) -> None:
+        self.repo = repo
+        if pinned is None and bare:
+            pinned = Snapshot(head=git.head(repo), index=git.head(repo), worktree=git.head(repo))
+        self.pinned = pinned
+        self.head = pinned.head if pinned is not None else git.head(repo)
+        self._index: str | None = None
+        self._worktree: str | None = None
+
+    def index(self) -> str:
+        if self.pinned is not None:
+            return self.pinned.index
+        if self._index is None:
+            self._index = git.snapshot_index(self.repo)
+        return self._index
+
+    def worktree(self) -> str:
+        """The work tree with untracked files, as a commit whose parent is :meth:`index`."""
+        if self.pinned is not None:
+            return self.pinned.worktree
+        if self._worktree is None:
+            self._worktree = git.snapshot_worktree(self.repo, self.index())
+        return self._worktree
+
+    def untracked(self) -> list[str]:
+        if self.pinned is not None:
+            return list(self.pinned.untracked)
+        return [p.rstrip("/") for p in git.untracked(self.repo)]
+
+
 def run(req: VerifyRequest) -> Scope:
     """Resolve the scope. Expected verification failures come back as ``Scope.error``."""
-    repo = str(git.toplevel(req.repo))
+    pinned_or_bare = req.snapshot is not None or git.is_bare(req.repo)
+    repo = req.repo if pinned_or_bare else str(git.toplevel(req.repo))
     if not git.has_commits(repo):
         raise UsageError(EMPTY_REPO)
-    head = git.head(repo)
+    states = States(repo, req.snapshot, bare=pinned_or_bare)
+    head = states.head
     if req.files or req.scope == "files":
-        scope = _whole(repo, head, "files", req.files)
+        scope = _whole(states, "files", req.files)
     elif req.module is not None or req.scope == "module":
-        scope = _whole(repo, head, "module", (req.module or ".",))
+        scope = _whole(states, "module", (req.module or ".",))
     elif req.scope == "all":
-        scope = _whole(repo, head, "all", ())
+        scope = _whole(states, "all", ())
     elif req.scope == "staged":
-        scope = _staged(repo, head, "staged", git.snapshot_index(repo))
+        scope = _staged(repo, head, "staged", states.index())
     elif req.scope == "unstaged":
-        idx = git.snapshot_index(repo)
-        scope = _unstaged(repo, head, "unstaged", idx, git.snapshot_worktree(repo, idx))
+        scope = _unstaged(states, "unstaged")
     elif req.scope == "branch":
         scope = _explicit_branch(repo, head, req.base)
     else:
-        scope = _auto(repo, head)
+        scope = _auto(states)
     return _with_delta(repo, scope, req.since) if req.since else scope
 
 
-def _auto(repo: str, head: str) -> Scope:
-    idx = git.snapshot_index(repo)
+def _auto(states: States) -> Scope:
+    repo, head = states.repo, states.head
+    idx = states.index()
     if idx != head:
         return _staged(repo, head, None, idx)
-    wt = git.snapshot_worktree(repo, idx)
-    scope = _unstaged(repo, head, None, idx, wt)
+    scope = _unstaged(states, None)
     if not scope.nothing_to_verify:
         return scope
     base, notes = _default_base(repo)
@@ -163,10 +209,11 @@ def _staged(repo: str, head: str, requested: str | None, idx: str) -> Scope:
                  diff_stat=git.diff_stat(repo, head, idx))
 
 
-def _unstaged(repo: str, head: str, requested: str | None, idx: str, wt: str) -> Scope:
+def _unstaged(states: States, requested: str | None) -> Scope:
     # The work tree snapshot also holds untracked files (so a checkout matches the user's
     # files), but `git diff` only reports tracked ones: those define the unstaged scope.
-    untracked = [p.rstrip("/") for p in git.untracked(repo)]
+    repo, head, idx, wt = states.repo, states.head, states.index(), states.worktree()
+    untracked = states.untracked()
     skip = set(untracked)
     tracked = [d.path for d in git.name_status(repo, idx, wt, renames=False) if d.path not in skip]
     if not tracked:
@@ -242,11 +289,12 @@ def _branch(repo: str, head: str, requested: str | None, base: str, mb: str,
                  diff_stat=git.diff_stat(repo, mb, head))
 
 
-def _whole(repo: str, head: str, mode: str, paths: Sequence[str]) -> Scope:
+def _whole(states: States, mode: str, paths: Sequence[str]) -> Scope:
     """all / files / module: whole files of the work tree as it is now."""
-    wt = git.snapshot_worktree(repo, head)
+    repo, head, wt = states.repo, states.head, states.worktree()
     in_tree = git.ls_tree(repo, wt, [p for p in paths if p != "."])
-    if mode == "files" or (mode == "module" and Path(repo, paths[0]).is_file()):
+    # A module that is one file lists as itself; a directory lists the files under it.
+    if mode == "files" or (mode == "module" and in_tree == [paths[0]]):
         present = set(in_tree)
         chosen = [p for p in paths if p in present]
         excluded = [ExcludedFile(path=p, reason="ignored by git (not in the verified snapshot)")
@@ -254,7 +302,7 @@ def _whole(repo: str, head: str, mode: str, paths: Sequence[str]) -> Scope:
     else:
         # Directories mean tracked files; untracked ones are in the snapshot only so that a
         # checkout of it matches the user's work tree.
-        skip = {p.rstrip("/") for p in git.untracked(repo)}
+        skip = set(states.untracked())
         chosen, excluded = [p for p in in_tree if p not in skip], []
     excluded += [] if mode == "all" else [ALL_OTHER_FILES]
     path_filter = () if mode == "all" else tuple(paths)

@@ -14,6 +14,7 @@ from typing import Any
 
 from celery import states
 
+from verify_dag import repos
 from verify_dag.celery_app import app
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import RunState, SkillOutcome
@@ -57,7 +58,10 @@ def state_phase(phase: str) -> Callable[[StatePhase], Callable[..., dict[str, An
                 return state
             progress(task, st.run_id, phase)
             try:
-                out = fn(st)
+                out = fn(repos.localize(st))
+                # The localized request names this host's copy of the repository; the next
+                # task, maybe on another host, localizes the run's own name again.
+                out = out.model_copy(update={"request": st.request})
             except VerifyDagError as exc:
                 out = st.model_copy(update={"error_code": "PHASE_FAILED",
                                             "error_message": f"{phase}: {exc.message}"})
@@ -88,7 +92,7 @@ def header_phase(skill: str) -> Callable[[HeaderPhase], Callable[..., list[dict[
                 return []
             progress(task, st.run_id, skill)
             try:
-                outcomes = fn(st)
+                outcomes = fn(repos.localize(st))
             except Exception as exc:
                 log.exception("skill %s crashed", skill)
                 outcomes = [SkillOutcome(skill=skill, status="NOT_RUN",
