@@ -196,3 +196,20 @@ def test_uncommitted_run_ships_to_a_worker_that_cannot_see_the_repository(
     # The worker's copy came from the bundle stored with the run.
     assert (shared / run_id / repos.BUNDLE).is_file()
     assert (Path(worker_env["VERIFY_DAG_MIRRORS"]) / "runs" / f"{run_id}.git").is_dir()
+
+
+def test_backend_table_is_read_from_the_commit_in_a_bare_copy(
+        remote: tuple[Repo, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    from verify_dag import backends
+    from verify_dag.reviewers import runner
+
+    work, _server = remote
+    work.write("pyproject.toml", '[tool.verify-dag]\nbackend = "claude"\nmodel = "from-repo"\n')
+    work.commit("backend")
+    bare = repos.mirror(work.path.as_uri(), refresh=True, need=[])
+    request = VerifyRequest(repo=str(bare), scope="all")
+    state = RunState(run_id="run-3", request=request, scope=scope.run(request))
+    for key in [k for k in os.environ if k.startswith("VERIFY_DAG_")]:
+        monkeypatch.delenv(key)
+    chosen = backends.resolve(runner._config(state), "reviewer")
+    assert chosen is not None and (chosen.kind, chosen.model) == ("claude", "from-repo")

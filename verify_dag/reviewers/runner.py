@@ -7,6 +7,7 @@ seed spells codex-reviewer's statuses that way), never in COMPLETED with zero fi
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,7 +26,16 @@ _DIFF_CAP = 200_000  # characters of branch diff handed to plan completeness
 
 
 def _config(state: RunState) -> backends.BackendsConfig:
-    return backends.load_config(Path(state.request.repo), os.environ)
+    repo = Path(state.request.repo)
+    if state.scope is None or (repo / "pyproject.toml").is_file():
+        return backends.load_config(repo, os.environ)
+    # A worker's bare copy of the repository has no files: its table comes from the commit.
+    text = git.read_file(repo, state.scope.new_commit, "pyproject.toml")
+    if text is None:
+        return backends.load_config(None, os.environ)
+    with tempfile.TemporaryDirectory(prefix="verify-dag-config-") as scratch:
+        Path(scratch, "pyproject.toml").write_text(text, encoding="utf-8")
+        return backends.load_config(Path(scratch), os.environ)
 
 
 def _not_run(skill: str, reason: str, notes: str) -> SkillOutcome:
