@@ -59,9 +59,11 @@ def logs(log_dir: Path) -> str:
 
 @contextlib.contextmanager
 def workers(broker: str, names: Sequence[str], log_dir: Path, env: Mapping[str, str],
-            concurrency: int = 2) -> Iterator[list[subprocess.Popen[bytes]]]:
+            concurrency: int = 2, queues: Mapping[str, str] | None = None,
+            ) -> Iterator[list[subprocess.Popen[bytes]]]:
     """``verify-dag worker`` processes named ``<name>@<host>``, up (answering a ping) for the
-    block and stopped after it."""
+    block and stopped after it. Each consumes every queue unless ``queues`` gives its own
+    (``{"w1": "git,static,test"}``)."""
     log_dir.mkdir(parents=True, exist_ok=True)
     procs: list[subprocess.Popen[bytes]] = []
     try:
@@ -70,7 +72,8 @@ def workers(broker: str, names: Sequence[str], log_dir: Path, env: Mapping[str, 
                 procs.append(subprocess.Popen(
                     [sys.executable, "-m", "verify_dag.cli", "worker", "--broker", broker,
                      "--concurrency", str(concurrency), "--loglevel", "INFO",
-                     "--hostname", f"{name}@%h"],
+                     "--hostname", f"{name}@%h",
+                     *(["--queues", queues[name]] if queues and name in queues else [])],
                     stdout=fh, stderr=subprocess.STDOUT, env=dict(env), start_new_session=True,
                 ))
         pinger = Celery(broker=broker)
