@@ -264,12 +264,31 @@ def test_nothing_runs_privileged(compose: dict[str, Any]) -> None:
         assert svc["cap_drop"] == ["ALL"], name
 
 
-def test_beat_runs_once_on_the_verify_dag_app(compose: dict[str, Any]) -> None:
+def test_beat_runs_the_fleet_schedule_once(compose: dict[str, Any]) -> None:
+    from verify_dag.cli import build_parser
+
     svc = services(compose)["beat"]
-    assert svc["entrypoint"][:4] == ["celery", "-A", "verify_dag.celery_app", "beat"]
-    assert "VERIFY_DAG_QUEUES" not in svc["environment"], "beat consumes no queue"
+    argv = [*svc["entrypoint"], *svc.get("command", [])]
+    assert argv[:4] == ["verify-dag", "fleet", "beat", "/fleet/fleet.toml"]
+    args = build_parser().parse_args(argv[1:])  # what the CLI would run, flags included
+    assert (args.fleet_command, args.cron, args.every, args.runs) == (
+        "beat", "0 2 * * *", None, None)
+    env = svc["environment"]
+    assert "VERIFY_DAG_QUEUES" not in env, "beat consumes no queue"
+    assert env["VERIFY_DAG_BROKER_URL"].startswith("redis://redis:6379/")
     assert (svc.get("deploy") or {}).get("replicas", 1) == 1
-    assert "verify-dag fleet beat" in COMPOSE.read_text(encoding="utf-8")
+    assert svc["healthcheck"] == {"disable": True}, "no worker ping answers for beat"
+    mounts = {}
+    for volume in svc["volumes"]:
+        source, target, *mode = re.sub(r"\$\{[A-Z0-9_]+:-([^}]*)\}", r"\1", volume).split(":")
+        mounts[target] = (source, mode)
+    assert mounts["/fleet"] == ("./fleet", ["ro"]), "the fleet file, read-only"
+    # The store (reports, index, summaries) is on a named volume at a directory the image gives
+    # its non-root user, so it survives restarts and can be written.
+    (target,) = [t for t in mounts if env["VERIFY_DAG_STORE"].startswith(t + "/")]
+    assert mounts[target][0] in compose["volumes"]
+    chown = re.search(r"chown (-R )?verifydag:verifydag ([^\n]*)", DOCKERFILE.read_text())
+    assert chown and target in chown.group(2).split(), "the image does not give it to its user"
 
 
 def test_every_setting_is_documented_for_operators() -> None:
