@@ -7,8 +7,8 @@
 # Any extra arguments are appended to `verify-dag worker` (e.g. `--hostname test1@%h`).
 FROM python:3.11-slim
 
-# The image user's ids; build with the owner's ids when workers open repositories mounted from the
-# host (git refuses a repository owned by another user).
+# The image user's ids; build with the ids that own what is mounted from the host (the shared
+# report store, where clients leave the bundles of local runs and workers write reports).
 ARG UID=10001
 ARG GID=10001
 
@@ -17,6 +17,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     VERIFY_DAG_CACHE=/var/cache/verify-dag \
+    VERIFY_DAG_MIRRORS=/var/cache/verify-dag/mirrors \
+    VERIFY_DAG_STORE=/var/lib/verify-dag/runs \
     VERIFY_DAG_POOL=prefork \
     VERIFY_DAG_LOGLEVEL=INFO
 
@@ -29,8 +31,8 @@ RUN apt-get update \
 RUN groupadd --system --gid "${GID}" verifydag \
     && useradd --system --uid "${UID}" --gid verifydag --create-home --home-dir /home/verifydag \
        --shell /usr/sbin/nologin verifydag \
-    && mkdir -p /var/cache/verify-dag \
-    && chown verifydag:verifydag /var/cache/verify-dag
+    && mkdir -p /var/cache/verify-dag/mirrors /var/lib/verify-dag/runs \
+    && chown -R verifydag:verifydag /var/cache/verify-dag /var/lib/verify-dag
 
 WORKDIR /opt/verify-dag
 # verify_dag/schemas is a symlink to ../schemas, so both are copied.
