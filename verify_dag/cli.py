@@ -59,7 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("verify", help="verify a change and write one report",
                        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    v.add_argument("path", nargs="?", default=".", help="repository (default: current directory)")
+    v.add_argument("path", nargs="?", default=".",
+                   help="repository: a path (default: the current directory) or a URL the "
+                        "workers mirror (with --scope=all or --scope=branch)")
     v.add_argument("--scope", choices=["staged", "unstaged", "branch", "all"],
                    help="what to verify (default: auto-detect staged, then unstaged, then branch)")
     v.add_argument("--base", metavar="REF", help="exact baseline ref; only with --scope=branch")
@@ -128,6 +130,13 @@ def _read_text(path: str | None, flag: str) -> str | None:
         raise UsageError(f"{flag}: cannot read {path}: {exc.strerror}") from None
 
 
+def _repo_arg(value: str) -> str:
+    """PATH as an absolute path, or a repository URL as written (workers mirror it)."""
+    from verify_dag import git
+
+    return value if git.is_url(value) else str(Path(value).resolve())
+
+
 def _new_output(value: str) -> str:
     out = Path(value)
     if out.exists():
@@ -157,7 +166,7 @@ def _request(args: argparse.Namespace) -> Any:
     epic_path = _existing_file(args.epic_context, "--epic-context")
     plan_path = _existing_file(args.plan_file, "--plan-file")
     request = VerifyRequest(
-        repo=str(Path(args.path).resolve()), scope=args.scope, base=args.base, files=files,
+        repo=_repo_arg(args.path), scope=args.scope, base=args.base, files=files,
         module=args.module, depth=args.depth, mode=args.mode, format=args.format, output=output,
         fail_on=args.fail_on, since=args.since, ledger=ledger_path,
         no_carry_forward=args.no_carry_forward, epic_context=epic_path, plan_file=plan_path,
