@@ -169,10 +169,6 @@ def _audit(entries: list[Entry], store_dir: Path, embedded: bool, fail_on: int,
 
     with ThreadPoolExecutor(max_workers=HEAD_READERS) as pool:
         heads = list(pool.map(_head, entries))
-    if embedded:
-        from verify_dag import embedded as worker
-
-        worker.ensure_worker()
     outcomes: dict[int, Outcome] = {}
     pending: list[_Pending] = []
     for entry, head in zip(entries, heads, strict=True):
@@ -188,6 +184,10 @@ def _audit(entries: list[Entry], store_dir: Path, embedded: bool, fail_on: int,
             continue
         try:
             request = _request(entry, store_dir, fail_on)
+            if embedded:
+                from verify_dag import embedded as worker
+
+                worker.ensure_worker()  # once per process; not at all when everything is reused
             plan = client.submit(request) if embedded else cli_runs.submit(request)
         except VerifyDagError as exc:
             outcomes[entry.number] = Outcome(entry, "error", head=head, error=_shown(entry, exc))
