@@ -148,7 +148,8 @@ def test_twenty_runs_from_two_clients_on_two_workers(
         assert doc["run"]["id"] == run_id
         assert doc["scope"]["headSha"] == repo.head()
         assert (meta.run_id, meta.repo, meta.head_sha) == (run_id, str(repo.path), repo.head())
-        assert (meta.status, meta.result) == ("ok", "issues-found"), (meta, doc.get("error"), logs(log_dir))
+        assert (meta.status, meta.result) == ("ok", "issues-found"), (
+            meta, doc.get("error"), logs(log_dir))
         text = json.dumps(doc["issues"])
         assert any("F401" in i["title"] and module in i["title"] for i in doc["issues"]), text
         others = [m for m in MODULES if m != module and m in json.dumps(doc)]
