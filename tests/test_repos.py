@@ -213,3 +213,16 @@ def test_backend_table_is_read_from_the_commit_in_a_bare_copy(
         monkeypatch.delenv(key)
     chosen = backends.resolve(runner._config(state), "reviewer")
     assert chosen is not None and (chosen.kind, chosen.model) == ("claude", "from-repo")
+
+
+def test_old_run_copies_are_swept(tmp_path: Path) -> None:
+    repo = project(tmp_path / "r")
+    where = tmp_path / "store"
+    first = repos.prepare(VerifyRequest(repo=str(repo.path), store=str(where)), "old-run")
+    old = repos.run_copy("old-run", first)
+    stale = old.stat().st_mtime - repos.RUN_COPY_TTL - 60
+    os.utime(old, (stale, stale))
+    second = repos.prepare(VerifyRequest(repo=str(repo.path), store=str(where)), "new-run")
+    new = repos.run_copy("new-run", second)
+    assert new.is_dir() and not old.exists()
+    assert sorted(p.name for p in new.parent.iterdir()) == ["new-run.git", "new-run.git.lock"]

@@ -169,6 +169,7 @@ def _sweep(root: Path) -> None:
         try:
             if old.stat().st_mtime < cutoff:
                 shutil.rmtree(old, ignore_errors=True)
+                old.with_name(old.name + ".lock").unlink(missing_ok=True)
         except FileNotFoundError:
             continue
 
