@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from verify_dag import cli_fleet, cli_runs
+from verify_dag import cli_completion, cli_fleet, cli_runs
 from verify_dag.errors import EXIT_ERROR, UsageError, VerifyDagError
 
 MODE_NOTE = (
@@ -106,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--hostname", metavar="NAME")
     cli_runs.add_parsers(sub, _add_broker)
     cli_fleet.add_parsers(sub, _add_broker, _severity)
+    cli_completion.add_parser(sub, _add_broker)
     return parser
 
 
@@ -320,7 +321,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         handler = {"verify": cmd_verify, "worker": cmd_worker, "status": cmd_status,
                    "report": cmd_report, "runs": cmd_runs,
-                   "fleet": cli_fleet.cmd_fleet}[args.command]
+                   "fleet": cli_fleet.cmd_fleet,
+                   "completion": cli_completion.cmd_completion}[args.command]
         return handler(args)
     except VerifyDagError as exc:
         print(exc.line(), file=sys.stderr)

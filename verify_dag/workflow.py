@@ -18,6 +18,7 @@ from typing import Any
 from celery import chain, chord, signature, uuid
 
 from verify_dag.celery_app import app
+from verify_dag.completion.models import CompletionJob
 from verify_dag.git import display_source
 from verify_dag.models import RunState, VerifyRequest
 
@@ -86,3 +87,30 @@ def plan(request: VerifyRequest, run_id: str | None = None) -> Plan:
     canvas = chain(scope, engineer, triage, static, chord(header, collect), debugger, exerciser,
                    report)
     return Plan(run_id=run_id, canvas=canvas, phases=tuple(phases), final_id=phases[-1].task_id)
+
+
+# verify-dag completion (seed 001): four steps, each its own task; only execute runs a process.
+COMPLETION_STEPS = ("extract", "execute", "classify", "report")
+
+
+def completion_plan(job: CompletionJob, *, extract: bool = True) -> Plan:
+    """The completion verifier's chain: extract -> execute -> classify -> report, without
+    extract on an iteration whose parsed_scope.json is unchanged; ``mode=quick`` is one task.
+    Each task passes the job on; the last returns the outcome."""
+    if job.mode == "quick":
+        names = ["quick"]
+    else:
+        names = [s for s in COMPLETION_STEPS if extract or s != "extract"]
+    phases = tuple(PhaseRef(f"completion {name}", uuid()) for name in names)
+    first = (job.model_dump(mode="json"),)
+    sigs = [
+        signature(f"verify_dag.completion.{name}", args=first if n == 0 else (), app=app).set(
+            task_id=ref.task_id,
+            # The criterion itself never shows in Flower: it is the run's input, not a name.
+            argsrepr=f"run={job.run_id} iteration={job.iteration} step={name}",
+            kwargsrepr="{}",
+        )
+        for n, (name, ref) in enumerate(zip(names, phases, strict=True))
+    ]
+    return Plan(run_id=job.run_id, canvas=chain(*sigs), phases=phases,
+                final_id=phases[-1].task_id)

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from verify_dag.tasks import pipeline, review
+from verify_dag.tasks import completion, pipeline, review
 
-__all__ = ["pipeline", "review"]
+__all__ = ["completion", "pipeline", "review"]
