@@ -80,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--no-carry-forward", action="store_true")
     v.add_argument("--epic-context", metavar="PATH")
     v.add_argument("--plan-file", metavar="PATH")
+    v.add_argument("--completion", metavar="CMD",
+                   help="a completion criterion: one bash line the exerciser runs in the "
+                        "verified commit (30 s, capped output); pass only if it exits 0")
     v.add_argument("--skip-ux", action="store_true", help="skip ux-reviewer (deep only)")
     v.add_argument("--skip-visual", action="store_true")
     v.add_argument("--auto-fix-threshold", type=_severity, default=3, metavar="N")
@@ -175,7 +178,7 @@ def _request(args: argparse.Namespace) -> Any:
         epic_text=_read_text(epic_path, "--epic-context"),
         plan_text=_read_text(plan_path, "--plan-file"), skip_ux=args.skip_ux,
         skip_visual=args.skip_visual, auto_fix_threshold=args.auto_fix_threshold,
-        test_timeout=args.test_timeout,
+        test_timeout=args.test_timeout, completion=cli_completion.criterion(args.completion),
         store=str(Path(args.store).expanduser().resolve()) if args.store else None,
         submitted=store.now(),
     )

@@ -50,6 +50,9 @@ class VerifyRequest(Frozen):
     epic_text: str | None = None
     plan_text: str | None = None
     test_timeout: float = 1800.0
+    # verify --completion: one bash line the exerciser runs as seed 001's criterion (validated
+    # by the client with verify_dag.completion.steps.validate).
+    completion: str | None = None
     tool_timeout: float = 600.0
     # The report store directory the report task writes to; None: the worker's default
     # (verify_dag.store.default_dir on the worker's host).

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from verify_dag import git, util
+from verify_dag.completion import steps as completion
 from verify_dag.models import (
     EngineerContext,
     Finding,
@@ -40,6 +41,7 @@ from verify_dag.phases.reproduce import verify_issues as verify_issues
 REASON = "exercises the change end to end"
 DEFAULT_START_TIMEOUT = 30.0
 MAX_START_TIMEOUT = 300.0
+COMPLETION_CHECKER = "completion"  # the checker of the --completion criterion's gate
 APP_LOG_CAP = 64_000  # bytes of the app's output kept (the tail: where a crash is reported)
 _TITLE_MAX = 160
 
@@ -53,11 +55,15 @@ def run(state: RunState) -> SkillOutcome:
     # Any failure, whatever its type, must leave a result for the report (chord semantics).
     except Exception as exc:  # noqa: BLE001
         why = f"{type(exc).__name__}: {util.redact(str(exc))}"
-        return _blocked(f"EXERCISER_ERROR: {why}; {lens(state.request)}")
+        return _blocked(f"EXERCISER_ERROR: {why}; {lens(state.request)}",
+                        state.request.completion)
 
 
-def _blocked(notes: str) -> SkillOutcome:
-    return SkillOutcome(skill=SKILL, status="BLOCKED", reason=REASON, notes=notes)
+def _blocked(notes: str, criterion: str | None = None) -> SkillOutcome:
+    # A --completion criterion that never ran is shown as such, not left out.
+    shown = () if criterion is None else (
+        _completion_blocked(criterion, "not run: the exerciser was blocked"),)
+    return SkillOutcome(skill=SKILL, status="BLOCKED", reason=REASON, notes=notes, gates=shown)
 
 
 def lens(request: VerifyRequest) -> str:
@@ -80,7 +86,8 @@ class _Exercise:
 def _run(state: RunState) -> SkillOutcome:
     scope = state.scope
     if scope is None or not scope.new_commit:
-        return _blocked(f"NO_COMMIT: no verified commit to exercise; {lens(state.request)}")
+        return _blocked(f"NO_COMMIT: no verified commit to exercise; {lens(state.request)}",
+                        state.request.completion)
     eng = state.engineer or EngineerContext()
     # Scripts the repository declares may read this; nothing of ours is in it (DESIGN §5).
     env = util.scrubbed_env({"PYTHONDONTWRITEBYTECODE": "1"})
@@ -94,23 +101,24 @@ def _run(state: RunState) -> SkillOutcome:
                 verified, vnote = verify_issues(state, wt, test_env, str(tenv.python))
             else:
                 verified, vnote = verify_issues(state, wt, env)
-        ex = _exercise(eng, wt, env)
+        ex = _exercise(eng, wt, env, state.request.completion)
     notes = "; ".join([ex.note, *ex.details, vnote, lens(state.request)])
     return SkillOutcome(skill=SKILL, status=ex.status, reason=REASON, notes=notes,
                         findings=tuple(ex.findings), gates=tuple(ex.gates),
                         verifications=tuple(verified))
 
 
-def _exercise(eng: EngineerContext, wt: Path, env: dict[str, str]) -> _Exercise:
+def _exercise(eng: EngineerContext, wt: Path, env: dict[str, str],
+              criterion: str | None = None) -> _Exercise:
     parsed = gates.parse(eng.verification_md or "")
-    declared = bool(eng.start or eng.exercise or parsed.exerciser)
+    declared = bool(eng.start or eng.exercise or parsed.exerciser or criterion)
     app: _App | None = None
     try:
         if eng.start:
             limit = min(eng.start_timeout or DEFAULT_START_TIMEOUT, MAX_START_TIMEOUT)
             app, up, evidence = _start_healthy(eng.start, eng.health, wt, env, limit)
             if not up:
-                return _unavailable(parsed, evidence)
+                return _unavailable(parsed, evidence, criterion)
             started = [f"app started with `{eng.start}` ({evidence})"]
         else:
             started = []
@@ -129,6 +137,7 @@ def _exercise(eng: EngineerContext, wt: Path, env: dict[str, str]) -> _Exercise:
                               "exercise command(s) succeeded")
         # Gates are checked while the app is still up: they may well query it.
         ex.gates = [gates.check(g, wt, env) for g in (*parsed.exerciser, *parsed.review)]
+        checked = None if criterion is None else _completion(criterion, wt, env)
     finally:
         if app is not None:
             _stop(app)
@@ -149,10 +158,50 @@ def _exercise(eng: EngineerContext, wt: Path, env: dict[str, str]) -> _Exercise:
                                          "gate(s) could not be checked")
     else:
         ex.note = "PASSED: the declared exercise succeeded"
+    if checked is not None:
+        _add_completion(ex, *checked)
     return ex
 
 
-def _unavailable(parsed: gates.ParsedGates, evidence: str) -> _Exercise:
+def _completion(criterion: str, wt: Path,
+                env: dict[str, str]) -> tuple[GateResult, str, Finding | None]:
+    """verify --completion: seed 001's criterion with its validation, limits (30 s, 100 KB per
+    stream) and verdict rule, in the worktree. Shown as an exerciser gate checked by
+    "completion", with its verdict line and, when it failed, a finding."""
+    _, run, result = completion.criterion(criterion, cwd=wt, env=env)
+    passed = result.verdict == "pass"
+    # A failure is explained at the end of its output (a test summary, a traceback).
+    seen = gates.excerpt(run.stdout, tail=not passed) or gates.excerpt(run.stderr, tail=True)
+    evidence = gates.cap(util.redact(
+        f"`{criterion}`: {result.verdict}: {result.reason}"
+        + (f"; output: {seen}" if seen else "; no output")
+        + (" (output truncated)" if run.truncated else "")))
+    gate = GateResult(kind="exerciser", rule=f"Completion criterion: {criterion}",
+                      status="PASS" if passed else "FAIL", evidence=evidence,
+                      checker=COMPLETION_CHECKER)
+    finding = None if passed else _finding(f"Completion criterion failed: {criterion}", evidence)
+    return gate, f"completion criterion: {result.verdict} ({result.reason})", finding
+
+
+def _completion_blocked(criterion: str, why: str) -> GateResult:
+    return GateResult(kind="exerciser", rule=f"Completion criterion: {criterion}",
+                      status="BLOCKED", evidence=why, checker=COMPLETION_CHECKER)
+
+
+def _add_completion(ex: _Exercise, gate: GateResult, line: str, finding: Finding | None) -> None:
+    """The criterion's gate goes first; a failed criterion is a finding and fails the
+    exerciser, whatever the other checks said."""
+    ex.gates.insert(0, gate)
+    ex.details.append(line)
+    if finding is not None:
+        ex.findings.append(finding)
+        ex.note = (f"{ex.note}; the completion criterion failed" if ex.status == "FAILED"
+                   else "FAILED: the completion criterion failed")
+        ex.status = "FAILED"
+
+
+def _unavailable(parsed: gates.ParsedGates, evidence: str,
+                 criterion: str | None = None) -> _Exercise:
     why = "not checked: the app did not become healthy (SERVICE_UNAVAILABLE)"
     results = [
         gates.check(g, Path("."), {}) if g.kind == "review" and g.check is None
@@ -160,8 +209,11 @@ def _unavailable(parsed: gates.ParsedGates, evidence: str) -> _Exercise:
                         checker="exerciser")
         for g in (*parsed.exerciser, *parsed.review)
     ]
+    details = _gate_counts(results)
+    if criterion is not None:
+        results.insert(0, _completion_blocked(criterion, why))
     return _Exercise("BLOCKED", f"SERVICE_UNAVAILABLE: {evidence}", gates=results,
-                     details=_gate_counts(results))
+                     details=details)
 
 
 def _gate_counts(results: list[GateResult]) -> list[str]:
