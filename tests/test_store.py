@@ -87,7 +87,8 @@ def test_verify_lands_in_the_store_and_is_reprinted(
     printed = capsys.readouterr().out
     (run_dir,) = where.iterdir()
     run_id = run_dir.name
-    assert sorted(p.name for p in run_dir.iterdir()) == ["meta.json", "report.json", "report.md"]
+    assert sorted(p.name for p in run_dir.iterdir()) == [
+        "evidence.json", "meta.json", "report.json", "report.md"]
     m = json.loads((run_dir / "meta.json").read_text(encoding="utf-8"))
     assert m["run_id"] == run_id and m["repo"] == str(scenario.path)
     assert (m["mode"], m["depth"], m["base"]) == ("branch", "light", "base")

@@ -31,6 +31,7 @@ STORE_ENV = "VERIFY_DAG_STORE"
 REPORT_JSON = "report.json"
 REPORT_MD = "report.md"
 META_JSON = "meta.json"
+EVIDENCE_JSON = "evidence.json"
 
 # Run ids are Celery task ids (uuid4). Anything that could name another path is refused before
 # it is joined to the store directory.
@@ -166,3 +167,21 @@ def record(run_id: str, request: VerifyRequest, report: dict[str, Any],
     except OSError as exc:
         return {"storeError": f"report not stored in {resolve(request.store)}: {exc}"}
     return {"stored": str(where)}
+
+
+def record_evidence(run_id: str, request: VerifyRequest,
+                    bundle: dict[str, Any] | None) -> dict[str, str]:
+    """Persist a run's evidence bundle (``verify_dag.evidence``) as ``evidence.json``: indented
+    JSON, whose hash the arbiter recomputes from the parsed document's canonical form. Called
+    before :func:`record`, so the bundle is in place when ``meta.json`` marks the run complete.
+    A failure is returned, like :func:`record`'s."""
+    if bundle is None:
+        return {}
+    text = json.dumps(bundle, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    try:
+        run_dir = resolve(request.store) / check_run_id(run_id)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        _write_atomic(run_dir / EVIDENCE_JSON, text.encode("utf-8"))
+    except OSError as exc:
+        return {"storeError": f"evidence bundle not stored in {resolve(request.store)}: {exc}"}
+    return {"evidence": str(run_dir / EVIDENCE_JSON)}

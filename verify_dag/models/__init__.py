@@ -9,6 +9,7 @@ from verify_dag.models.carry import (
     Reaffirmed,
     Reopened,
 )
+from verify_dag.models.evidence import CaseCounts, CaseResult, Inventory, SuiteEvidence
 from verify_dag.models.findings import (
     Diagnosis,
     Finding,
@@ -32,6 +33,8 @@ from verify_dag.models.triage import Gating, TriageResult
 
 __all__ = [
     "ALL_OTHER_FILES",
+    "CaseCounts",
+    "CaseResult",
     "Command",
     "Deferred",
     "Diagnosis",
@@ -41,6 +44,7 @@ __all__ = [
     "Finding",
     "GateResult",
     "Gating",
+    "Inventory",
     "Ledger",
     "LedgerFinding",
     "LineRange",
@@ -52,6 +56,7 @@ __all__ = [
     "ScopeError",
     "SkillOutcome",
     "Snapshot",
+    "SuiteEvidence",
     "Toolchain",
     "TriageResult",
     "Verification",

@@ -6,6 +6,7 @@ from typing import Literal
 
 from verify_dag.models.base import Frozen
 from verify_dag.models.carry import Deferred, Reaffirmed, Reopened
+from verify_dag.models.evidence import SuiteEvidence
 
 Status = Literal["COMPLETED", "PASSED", "FAILED", "BLOCKED", "SKIPPED", "NOT_RUN"]
 IssueClass = Literal[
@@ -84,6 +85,7 @@ class SkillOutcome(Frozen):
     diagnoses: tuple[Diagnosis, ...] = ()  # debugger
     gates: tuple[GateResult, ...] = ()  # exerciser (exerciser gates) and reviewers (review gates)
     verifications: tuple[Verification, ...] = ()  # exerciser
+    evidence: SuiteEvidence | None = None  # tester: per-test results for the evidence bundle
 
     def combine(self, other: SkillOutcome) -> SkillOutcome:
         """One skill that ran in two parts (deterministic rules and a model pass, say).

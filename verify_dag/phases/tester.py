@@ -8,10 +8,12 @@ collection or usage errors, no tests, no readable report) are BLOCKED with a sev
 environment finding: a suite that did not run is never a pass.
 
 A pytest suite runs once, under coverage.py, so qa's changed-line coverage needs no second run.
+Its junit report also gives the per-test results of the evidence bundle (verify_dag.evidence).
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import re
 import sys
 import tempfile
@@ -19,7 +21,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from verify_dag import util
+from verify_dag import evidence, util
+from verify_dag.models.evidence import CaseOutcome, CaseResult, SuiteEvidence
 from verify_dag.models.findings import Finding, Location, SkillOutcome
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Command, Toolchain
@@ -138,8 +141,75 @@ def _pytest(scope: Scope, command: Command, workdir: Path, timeout: float, env: 
     outcome = SkillOutcome(skill=SKILL, status="FAILED" if failed else "PASSED",
                            notes=counts.notes() + _env_note(env),
                            reason=f"test command discovered: {_label(command)}",
-                           findings=tuple(findings))
+                           findings=tuple(findings),
+                           evidence=_pytest_evidence(root, workdir, base, env, command,
+                                                     res.returncode))
     return outcome, measured
+
+
+def _pytest_evidence(root: ET.Element, workdir: Path, base: list[str], env: testenv.Env,
+                     command: Command, returncode: int) -> SuiteEvidence:
+    cases = _cases(root, workdir)
+    version = _pytest_version(base, env)
+    return SuiteEvidence(
+        runner="pytest", runner_version=version, command=command.display(),
+        returncode=returncode, per_test=True, tests=tuple(cases[:evidence.MAX_TESTS]),
+        counts=evidence.counts(c.outcome for c in cases),
+        truncated=len(cases) > evidence.MAX_TESTS,
+        inventory=evidence.inventory(f"pytest {version or 'unknown'}", _environment(env)))
+
+
+def _environment(env: testenv.Env) -> str:
+    return env.source or "verify-dag's own interpreter (nothing declared to install)"
+
+
+_RANK: dict[CaseOutcome, int] = {"passed": 0, "skipped": 1, "xfailed": 2, "error": 3, "failed": 4}
+
+
+def _cases(root: ET.Element, workdir: Path) -> list[CaseResult]:
+    """Per-test results in run order. pytest writes a second testcase for a teardown error of
+    the same test: the worse outcome stands for the test."""
+    merged: dict[str, CaseResult] = {}
+    for tc in root.iter("testcase"):
+        outcome, reason = _case_outcome(tc)
+        props = [p.get("value", "") for p in tc.iter("property")
+                 if p.get("name", "").lower() in ("requirement", "requirements")]
+        case = CaseResult(
+            nodeid=_nodeid(tc), outcome=outcome,
+            reason=evidence.sanitize(reason, workdir) if reason else None,
+            requirements=tuple(dict.fromkeys(evidence.REQ_ID.findall(" ".join(props)))))
+        known = merged.get(case.nodeid)
+        if known is None or _RANK[outcome] > _RANK[known.outcome]:
+            merged[case.nodeid] = case
+    return list(merged.values())
+
+
+def _case_outcome(tc: ET.Element) -> tuple[CaseOutcome, str | None]:
+    if tc.find("failure") is not None:
+        return "failed", None  # a strict xpass is a failure too ([XPASS(strict)])
+    if tc.find("error") is not None:
+        return "error", None
+    skipped = tc.find("skipped")
+    if skipped is None:
+        return "passed", None
+    kind: CaseOutcome = "xfailed" if skipped.get("type") == "pytest.xfail" else "skipped"
+    return kind, skipped.get("message") or None
+
+
+def _pytest_version(base: list[str], env: testenv.Env) -> str | None:
+    """The version of the pytest that ran the suite (its junit report does not say)."""
+    if base[0] == sys.executable:
+        try:
+            return importlib.metadata.version("pytest")
+        except importlib.metadata.PackageNotFoundError:
+            return None
+    if len(base) > 1 and base[1] == "-m":  # the provisioned env's interpreter
+        argv = [base[0], "-c", "import importlib.metadata as m; print(m.version('pytest'))"]
+    else:
+        argv = [base[0], "--version"]  # a pytest executable on PATH
+    res = util.run(argv, timeout=30, env=_env(env))
+    found = re.search(r"\d+(?:\.\w+)+", res.stdout + res.stderr)
+    return found.group(0) if res.returncode == 0 and found else None
 
 
 def _env_note(env: testenv.Env) -> str:
@@ -175,8 +245,12 @@ def _other(command: Command, workdir: Path, timeout: float, env: testenv.Env) ->
         return _blocked(f"{command.display()} exited {res.returncode}: a command it runs is "
                         "missing or not executable", _tail(res))
     reason = f"test command discovered: {_label(command)}"
+    runner = Path(command.argv[0]).name
+    suite = SuiteEvidence(runner=runner, runner_version=None, command=command.display(),
+                          returncode=res.returncode, per_test=False,
+                          inventory=evidence.inventory(runner, _environment(env)))
     if res.returncode == 0:
-        return SkillOutcome(skill=SKILL, status="PASSED", reason=reason,
+        return SkillOutcome(skill=SKILL, status="PASSED", reason=reason, evidence=suite,
                             notes=f"{command.display()} exited 0 (no per-test counts from this "
                                   "runner)" + _env_note(env))
     finding = Finding(
@@ -184,6 +258,7 @@ def _other(command: Command, workdir: Path, timeout: float, env: testenv.Env) ->
         issue_class="test-failure", description=f"exited {res.returncode}\n{_tail(res)}",
     )
     return SkillOutcome(skill=SKILL, status="FAILED", reason=reason, findings=(finding,),
+                        evidence=suite,
                         notes=f"{command.display()} exited {res.returncode} (no per-test counts "
                               "from this runner)")
 

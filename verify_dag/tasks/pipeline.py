@@ -6,7 +6,7 @@ from typing import Any
 
 from celery.result import AsyncResult
 
-from verify_dag import git, report, store
+from verify_dag import evidence, git, report, store
 from verify_dag.celery_app import app
 from verify_dag.models import RunState, SkillOutcome
 from verify_dag.phases import (
@@ -162,5 +162,11 @@ def report_task(self: Any, state: dict[str, Any]) -> dict[str, Any]:
     doc = report.build(st)
     report.validate(doc)
     markdown = report.markdown(doc)
+    # The evidence bundle first: record() writes meta.json, which marks the run complete.
+    try:
+        bundle = store.record_evidence(st.run_id, st.request, evidence.build(st))
+    # Whatever broke the bundle, the report itself must still be delivered and stored.
+    except Exception as exc:  # noqa: BLE001
+        bundle = {"storeError": f"evidence bundle not built: {type(exc).__name__}: {exc}"}
     return {"report": doc, "markdown": markdown,
-            **store.record(st.run_id, st.request, doc, markdown)}
+            **bundle, **store.record(st.run_id, st.request, doc, markdown)}
