@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from verify_dag import cli_completion, cli_fleet, cli_runs
+from verify_dag import cli_arbiter, cli_completion, cli_fleet, cli_runs
 from verify_dag.errors import EXIT_ERROR, UsageError, VerifyDagError
 
 MODE_NOTE = (
@@ -110,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_runs.add_parsers(sub, _add_broker)
     cli_fleet.add_parsers(sub, _add_broker, _severity)
     cli_completion.add_parser(sub, _add_broker)
+    cli_arbiter.add_parser(sub)
     return parser
 
 
@@ -319,6 +320,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["arbiter"]:  # the seed's exit codes (3, 4) and usage errors: its own parser
+        return cli_arbiter.main(argv[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -1,0 +1,35 @@
+"""The verification arbiter (``verify-dag arbiter``, seed 000): scores an evidence bundle
+(:mod:`verify_dag.evidence`) against a frozen test plan and prints one verdict JSON.
+
+The rubric is deterministic (:mod:`~verify_dag.arbiter.rubric`); an optional model arm
+(:mod:`~verify_dag.arbiter.model_arm`) may only add concerns. Exit codes: 0 a verdict, 3 a usage or
+environment error (:class:`InputError`), 4 AUDIT_UNAVAILABLE (:class:`Unavailable`): the caller
+must escalate, never approve. docs/arbiter.md is the user-facing description.
+"""
+
+from __future__ import annotations
+
+from verify_dag.errors import VerifyDagError
+
+RUBRIC_VERSION = "1.2.0"
+VERDICT_SCHEMA = "schemas/verdict.schema.json"
+PLAN_SCHEMA = "schemas/test_plan.schema.json"
+EXIT_VERDICT = 0
+EXIT_INPUT = 3
+EXIT_UNAVAILABLE = 4
+
+
+class InputError(VerifyDagError):
+    """Wrong argv, a malformed tuple field, an unreadable input file: exit 3."""
+
+    exit_code = EXIT_INPUT
+
+
+class Unavailable(VerifyDagError):
+    """No verdict can be trusted (the model arm failed, security evidence is required but
+    missing, the verdict would not validate): exit 4, AUDIT_UNAVAILABLE."""
+
+    exit_code = EXIT_UNAVAILABLE
+
+    def line(self) -> str:
+        return f"verify-dag: AUDIT_UNAVAILABLE: {self.message}"

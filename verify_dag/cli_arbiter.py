@@ -1,0 +1,108 @@
+"""``verify-dag arbiter``: seed 000's verification arbiter as a subcommand.
+
+It has its own exit codes (0 a verdict, 3 usage/environment, 4 AUDIT_UNAVAILABLE) and its own
+argument parsing, so ``cli.main`` hands it the command line before the shared parser (whose usage
+errors exit 2) sees it. It writes nothing but the verdict on stdout and one line on stderr when
+it exits 3 or 4.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from verify_dag.arbiter import (
+    EXIT_UNAVAILABLE,
+    EXIT_VERDICT,
+    RUBRIC_VERSION,
+    VERDICT_SCHEMA,
+    InputError,
+    Unavailable,
+    inputs,
+)
+
+HELP = "score an evidence bundle against a frozen test plan; one verdict JSON on stdout"
+EPILOG = f"""\
+Implements rubric {RUBRIC_VERSION}; see docs/arbiter.md.
+
+exit codes:
+  0  a verdict on stdout: VERIFIED, VERIFIED_WITH_CONCERNS or REJECTED
+  3  usage or environment error (argument count, a malformed hash, an unreadable file)
+  4  AUDIT_UNAVAILABLE (verdict on stdout): escalate, never approve
+
+environment:
+  AUDIT_CLAUDE_BIN      enables the model arm: the Claude CLI to run (unset: deterministic only)
+  AUDIT_CLAUDE_MODEL    its model (default claude-opus-4-6[1m])
+  AUDIT_CLAUDE_TIMEOUT  seconds it may take (default 180)
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """A usage error of this subcommand is one line and exit 3 (the seed's), not argparse's 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise InputError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="verify-dag arbiter", description=HELP, epilog=EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    for name in inputs.ARGUMENTS:
+        parser.add_argument(name)
+    return parser
+
+
+def add_parser(sub: Any) -> None:
+    """List the subcommand in ``verify-dag --help``; ``main`` parses its arguments itself."""
+    sub.add_parser("arbiter", help=HELP, add_help=False)
+
+
+def main(argv: Sequence[str]) -> int:
+    try:
+        return _run(argv)
+    except (InputError, Unavailable) as exc:
+        print(_one_line(exc.line()), file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("verify-dag: interrupted", file=sys.stderr)
+        return 130
+    # An arbiter that broke has no verdict to give: escalate, never approve.
+    except Exception as exc:
+        if os.environ.get("VERIFY_DAG_DEBUG"):
+            raise
+        print(_one_line(f"verify-dag: AUDIT_UNAVAILABLE: internal error: "
+                        f"{type(exc).__name__}: {exc}"), file=sys.stderr)
+        return EXIT_UNAVAILABLE
+
+
+def _run(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(list(argv))
+    request = inputs.parse([getattr(args, name) for name in inputs.ARGUMENTS])
+    from verify_dag import jsonschemas
+    from verify_dag.arbiter import model_arm, rubric
+
+    bundle = inputs.read(request.bundle_path, "bundle_path")
+    plan = inputs.read(request.plan_path, "plan_path")
+    assessment = rubric.evaluate(request, bundle, plan)
+    verdict = model_arm.apply(assessment.verdict, assessment, request, os.environ)
+    problems = sorted(jsonschemas.validator(VERDICT_SCHEMA).iter_errors(verdict), key=str)
+    if problems or {k: verdict[k] for k in inputs.TUPLE} != request.echo():
+        why = problems[0].message if problems else "the tuple was not echoed verbatim"
+        raise Unavailable(f"the arbiter's own verdict is invalid: {why}")
+    sys.stdout.write(json.dumps(verdict, indent=2, ensure_ascii=False) + "\n")
+    if verdict["verdict"] != "AUDIT_UNAVAILABLE":
+        return EXIT_VERDICT
+    arm = verdict["model_arm"]
+    why = (f"model arm: {arm['reason']}" if arm["status"] == "unavailable"
+           else f"security evidence required but unavailable: "
+                f"{verdict['security_verdict']['reason']}")
+    print(_one_line(Unavailable(why).line()), file=sys.stderr)
+    return EXIT_UNAVAILABLE
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
