@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 
-from verify_dag import evidence, store
+from verify_dag import evidence, jsonschemas, store
 from verify_dag.models import (
     EngineerContext,
     GateResult,
@@ -254,3 +255,9 @@ def test_store_keeps_the_bundle_next_to_the_report(tmp_path: Path) -> None:
     broken = VerifyRequest(repo="/r", store=str(tmp_path / "file"))
     assert "evidence bundle not stored" in store.record_evidence("run-1", broken, bundle)[
         "storeError"]
+
+
+@pytest.mark.parametrize("path", [evidence.SCHEMA_PATH, "schemas/verdict.schema.json",
+                                  "schemas/test_plan.schema.json"])
+def test_shipped_schemas_are_valid_schemas(path: str) -> None:
+    Draft202012Validator.check_schema(jsonschemas.load(path))

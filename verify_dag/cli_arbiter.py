@@ -93,7 +93,15 @@ def _run(argv: Sequence[str]) -> int:
     if problems or {k: verdict[k] for k in inputs.TUPLE} != request.echo():
         why = problems[0].message if problems else "the tuple was not echoed verbatim"
         raise Unavailable(f"the arbiter's own verdict is invalid: {why}")
-    sys.stdout.write(json.dumps(verdict, indent=2, ensure_ascii=False) + "\n")
+    text = json.dumps(verdict, indent=2, ensure_ascii=False) + "\n"
+    # UTF-8 whatever the locale: node ids and reasons may hold any character.
+    out = getattr(sys.stdout, "buffer", None)
+    if out is not None:
+        sys.stdout.flush()
+        out.write(text.encode("utf-8"))
+        out.flush()
+    else:
+        sys.stdout.write(text)
     if verdict["verdict"] != "AUDIT_UNAVAILABLE":
         return EXIT_VERDICT
     arm = verdict["model_arm"]

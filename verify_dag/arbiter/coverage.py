@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from verify_dag.arbiter.matching import matches
+from verify_dag.arbiter.matching import index
 
 if TYPE_CHECKING:
     from verify_dag.arbiter.rubric import Concerns
@@ -34,7 +34,7 @@ class Scored:
 
 def score(requirements: Sequence[Mapping[str, Any]], bundle: Mapping[str, Any] | None,
           tier: int | None, concerns: Concerns) -> Scored:
-    tests = [t for r in bundle["results"] for t in r["tests"]] if bundle is not None else []
+    by_req = index(t for r in bundle["results"] for t in r["tests"]) if bundle is not None else {}
     covered: list[str] = []
     uncovered: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
@@ -45,7 +45,7 @@ def score(requirements: Sequence[Mapping[str, Any]], bundle: Mapping[str, Any] |
             # The bundle's own blocker says why; one per requirement would only repeat it.
             uncovered.append({"requirement_id": rid, "reason": "the bundle could not be used"})
             continue
-        matching = [t for t in tests if matches(t, rid)]
+        matching = by_req.get(rid, [])
         bad = [t["nodeid"] for t in matching if t["outcome"] in ("failed", "error")]
         passing = [t["nodeid"] for t in matching if t["outcome"] == "passed"]
         if bad:

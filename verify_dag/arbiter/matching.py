@@ -17,26 +17,41 @@ A test matches ``REQ-NNN`` when
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 _NAMED = re.compile(r"req[-_]?([0-9]+)(?![0-9])", re.IGNORECASE)
 
 
-def names(nodeid: str, requirement_id: str) -> bool:
-    """Whether the node id names the requirement (rule 2)."""
-    digits = requirement_id.removeprefix("REQ-")
+def named(nodeid: str) -> set[str]:
+    """The requirement ids a node id names (rule 2)."""
+    found = set()
     for m in _NAMED.finditer(nodeid):
-        if m.group(1) != digits:
-            continue
         before = nodeid[m.start() - 1] if m.start() else ""
-        if not (before.isascii() and before.isalnum()):
-            return True
-        if before.islower() and nodeid[m.start()] == "R":
-            return True
-    return False
+        boundary = not (before.isascii() and before.isalnum())
+        if boundary or (before.islower() and nodeid[m.start()] == "R"):
+            found.add(f"REQ-{m.group(1)}")
+    return found
+
+
+def names(nodeid: str, requirement_id: str) -> bool:
+    return requirement_id in named(nodeid)
+
+
+def requirement_ids(test: Mapping[str, Any]) -> set[str]:
+    """Every requirement a bundle test matches, by either rule."""
+    return set(test.get("requirements") or ()) | named(str(test.get("nodeid", "")))
 
 
 def matches(test: Mapping[str, Any], requirement_id: str) -> bool:
-    declared = test.get("requirements") or ()
-    return requirement_id in declared or names(str(test.get("nodeid", "")), requirement_id)
+    return requirement_id in requirement_ids(test)
+
+
+def index(tests: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    """The matching tests of every requirement any test names, in bundle order: one pass over
+    the bundle instead of one per requirement."""
+    out: dict[str, list[Mapping[str, Any]]] = {}
+    for test in tests:
+        for rid in requirement_ids(test):
+            out.setdefault(rid, []).append(test)
+    return out
