@@ -11,6 +11,8 @@ import os
 from celery import Celery
 from kombu.entity import Queue
 
+from verify_dag import reliability
+
 BROKER_ENV = "VERIFY_DAG_BROKER_URL"
 BACKEND_ENV = "VERIFY_DAG_RESULT_BACKEND"
 # A host name keeps kombu from warning that none was supplied.
@@ -60,11 +62,32 @@ def _transport_options(url: str) -> dict[str, float]:
     if url.startswith("memory://"):
         # The memory transport polls once a second by default; in-process runs would wait on it.
         return {"polling_interval": 0.002}
-    if url.startswith(("redis", "rediss")):
-        # With acks_late an unacked task is redelivered after the visibility timeout, so it must
-        # outlast the longest time limit or a long test suite would run twice.
-        return {"visibility_timeout": max(TIME_LIMITS.values()) + 600}
+    if reliability.is_redis(url):
+        # A short visibility timeout brings a killed worker's tasks back within seconds; running
+        # tasks keep their own messages alive (reliability.py), so a long test suite still runs
+        # once.
+        return reliability.redis_transport_options(reliability.visibility_timeout())
     return {}
+
+
+def _fault_settings(url: str) -> dict[str, object]:
+    """Riding out a broker that goes away and comes back (ops/README.md, "Faults and recovery").
+    A worker adds longer retries for its own writes when it starts (reliability.WORKER_SETTINGS);
+    a client fails fast on a wrong URL and keeps its own outage bound while it waits (client.py).
+    """
+    redis = reliability.is_redis(url)
+    return {
+        # kombu's Redis transport with the two fixes a Redis restart needs (reliability.py).
+        "broker_transport": reliability.broker_transport(url),
+        "broker_connection_retry_on_startup": True,
+        "broker_connection_retry": True,
+        # A fleet worker waits for its broker for as long as it takes (kombu: 2, 4, ... 30 s
+        # between attempts) instead of exiting after 100 attempts.
+        "broker_connection_max_retries": None,
+        # A Redis host that vanishes without closing the connection must not block forever.
+        "redis_socket_connect_timeout": 10 if redis else None,
+        "redis_socket_timeout": 30 if redis else None,
+    }
 
 
 def _task_annotations() -> dict[str, dict[str, int]]:
@@ -96,7 +119,6 @@ def configure(broker: str | None = None) -> Celery:
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
-        broker_connection_retry_on_startup=True,
         result_extended=True,
         task_track_started=True,
         result_expires=7 * 24 * 3600,
@@ -106,8 +128,10 @@ def configure(broker: str | None = None) -> Celery:
         broker_transport_options=_transport_options(url),
         # The embedded worker lives inside the CLI process: it must not take over its logging.
         worker_hijack_root_logger=not memory,
+        **_fault_settings(url),
     )
     return app
 
 
 configure()
+reliability.install(app)
