@@ -35,6 +35,12 @@ ROUTES = {
     "verify_dag.test": "test",
     "verify_dag.debugger": "test",
     "verify_dag.exerciser": "exercise",
+    # The completion verifier (seed 001): only its execute step runs the criterion.
+    "verify_dag.completion.extract": "git",
+    "verify_dag.completion.execute": "exercise",
+    "verify_dag.completion.classify": "git",
+    "verify_dag.completion.report": "git",
+    "verify_dag.completion.quick": "exercise",
 }
 
 
