@@ -447,3 +447,45 @@ def diff_workspace(repo: str | Path, old: str | None, new: str, old_paths: Seque
         yield ws, got
     finally:
         shutil.rmtree(parent, ignore_errors=True)
+
+
+# --- contract verifier and floor guard (verify_dag/contract) ---------------------------------
+# `floor-guard BASE -- PATHSPEC...` takes git pathspecs as git itself does (globs, `:(exclude)`,
+# relative to the directory it runs in), unlike the literal file lists above; they still only
+# ever follow "--". Failures are raised with git's own reason, for one clean line on stderr.
+
+
+def _spec_env(magic: bool) -> dict[str, str]:
+    return _env({"GIT_LITERAL_PATHSPECS": "0"}) if magic else _env()
+
+
+def _diff_or_raise(repo: str | Path, args: Sequence[str], pathspecs: Sequence[str],
+                   magic: bool) -> str:
+    res = _git(repo, "diff", *args, *_DIFF_OPTS, *_pathspec(pathspecs), check=False,
+               env=_spec_env(magic))
+    if res.returncode != 0:
+        raise UsageError(f"git diff failed: {_first_fatal(res, 'diff')}")
+    return res.stdout
+
+
+def unified_diff(repo: str | Path, old: str, new: str, pathspecs: Sequence[str] = (), *,
+                 magic: bool = False, context: int = 0) -> str:
+    """The text patch ``old..new`` (renames followed, binary files named only)."""
+    return _diff_or_raise(repo, [f"-U{context}", "-M", "--src-prefix=a/", "--dst-prefix=b/",
+                                 old, new], pathspecs, magic)
+
+
+def changed_paths(repo: str | Path, old: str, new: str, pathspecs: Sequence[str] = (), *,
+                  magic: bool = False) -> list[Delta]:
+    """``git diff --name-status -M old new -- pathspecs``."""
+    return parse_name_status(_diff_or_raise(repo, ["--name-status", "-z", "-M", old, new],
+                                            pathspecs, magic))
+
+
+def pathspec_matches(repo: str | Path, commit: str, pathspec: str) -> bool:
+    """Whether any file of ``commit`` matches ``pathspec`` (a git pathspec, magic allowed)."""
+    res = _git(repo, "diff", "--quiet", "--no-renames", *_DIFF_OPTS, empty_tree(repo), commit,
+               "--", pathspec, check=False, env=_spec_env(True))
+    if res.returncode in (0, 1):
+        return res.returncode == 1
+    raise UsageError(f"pathspec {pathspec!r}: {_first_fatal(res, 'diff')}")
