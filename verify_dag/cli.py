@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from verify_dag import cli_arbiter, cli_completion, cli_fleet, cli_runs
+from verify_dag import cli_arbiter, cli_completion, cli_contract, cli_fleet, cli_runs
 from verify_dag.errors import EXIT_ERROR, UsageError, VerifyDagError
 
 MODE_NOTE = (
@@ -111,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_fleet.add_parsers(sub, _add_broker, _severity)
     cli_completion.add_parser(sub, _add_broker)
     cli_arbiter.add_parser(sub)
+    cli_contract.add_parsers(sub)
     return parser
 
 
@@ -323,13 +324,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["arbiter"]:  # the seed's exit codes (3, 4) and usage errors: its own parser
         return cli_arbiter.main(argv[1:])
+    if argv[:1] == ["floor-guard"]:  # the seed's exit codes (2 findings, 3 usage): its own parser
+        return cli_contract.floor_guard_main(argv[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
         handler = {"verify": cmd_verify, "worker": cmd_worker, "status": cmd_status,
                    "report": cmd_report, "runs": cmd_runs,
                    "fleet": cli_fleet.cmd_fleet,
-                   "completion": cli_completion.cmd_completion}[args.command]
+                   "completion": cli_completion.cmd_completion,
+                   "contract": cli_contract.cmd_contract, "gates": cli_contract.cmd_gates,
+                   }[args.command]
         return handler(args)
     except VerifyDagError as exc:
         print(exc.line(), file=sys.stderr)

@@ -1,0 +1,181 @@
+"""``verify-dag contract``, ``verify-dag gates run`` and ``verify-dag floor-guard`` (seed 002).
+
+See docs/contract.md. ``floor-guard`` keeps the seed's exit codes (a usage error is 3, not the
+shared parser's 2), so ``cli.main`` hands it the command line before the shared parser sees it.
+Everything heavy is imported inside the handlers: the parser is built on every call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+from verify_dag.errors import EXIT_ERROR, FatalError, UsageError, VerifyDagError
+
+CONTRACT_EXIT_CODES = """exit codes:
+  0  CONFORME: every criterion MET, no out-of-scope file, no unwaived floor finding
+  1  ECARTS(n): n gaps the developer can close
+  2  usage error: bad flags
+  3  ERROR(<reason>): the contract is missing, unreadable or lacks REQUEST / ACCEPTANCE
+     CRITERIA, the range is bad, or the verification itself failed
+  4  ABANDONED(n): no gap left but n abandonments stand; a human decides
+"""
+GATES_EXIT_CODES = """exit codes:
+  0  every CHECK met its EXPECT (or no criterion has a CHECK)
+  1  at least one CHECK did not
+  2  usage error: bad flags, a missing or malformed contract, not a git repository
+  3  the run itself failed (git, the contract changed meanwhile, it could not be written)
+"""
+FLOOR_HELP = "find weakenings (skips, removed asserts, suppressions, ...) in BASE...HEAD"
+FLOOR_EXIT_CODES = """exit codes (seed 002):
+  0  clean, or every finding waived by the contract's CLARIFICATIONS
+  2  at least one finding not waived
+  3  usage error: bad arguments, an unknown BASE, a pathspec matching no file, not a git
+     repository, a missing or malformed --contract
+"""
+EXIT_FLOOR_FINDINGS = 2
+EXIT_FLOOR_USAGE = 3
+EXIT_ABANDONED = 4
+
+
+def add_parsers(sub: Any) -> None:
+    """``sub`` is the subparsers action of the top-level parser."""
+    fmt = argparse.RawDescriptionHelpFormatter
+    c = sub.add_parser("contract", help="verify a diff against a CONTRACT file (report-only)",
+                       epilog=CONTRACT_EXIT_CODES, formatter_class=fmt)
+    c.add_argument("--contract", required=True, metavar="PATH", help="the CONTRACT file")
+    c.add_argument("--diff", required=True, metavar="RANGE",
+                   help="A..B, A...B (from their merge base), or A (against the work tree)")
+    c.add_argument("--test", metavar="CMD",
+                   help="a test command, run (bash) in a throwaway checkout of the diff's new "
+                        "side; a failure is a gap")
+    c.add_argument("--test-timeout", type=float, default=1800.0, metavar="SECONDS")
+    c.add_argument("--format", choices=["text", "json"], default="text")
+    c.add_argument("--repo", default=".", metavar="DIR",
+                   help="the repository (default: the current directory)")
+
+    g = sub.add_parser("gates", help="run a contract's CHECK oracles and write its EVIDENCE")
+    gsub = g.add_subparsers(dest="gates_command", required=True)
+    r = gsub.add_parser("run", help="run each CHECK, compare with EXPECT, write EVIDENCE",
+                        epilog=GATES_EXIT_CODES, formatter_class=fmt)
+    r.add_argument("contract", metavar="CONTRACT", help="the CONTRACT file (rewritten in place)")
+    r.add_argument("--repo", default=".", metavar="DIR",
+                   help="the repository the checks run in (default: the current directory)")
+    r.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
+                   help="time limit per CHECK (default 120)")
+
+    sub.add_parser("floor-guard", help=FLOOR_HELP, add_help=False)
+
+
+def _emit(text: str) -> None:
+    # UTF-8 whatever the locale: the grammar itself holds an em dash.
+    out = getattr(sys.stdout, "buffer", None)
+    if out is None:
+        sys.stdout.write(text)
+        return
+    sys.stdout.flush()
+    out.write(text.encode("utf-8"))
+    out.flush()
+
+
+def cmd_contract(args: argparse.Namespace) -> int:
+    from verify_dag.contract import render, verify_contract
+
+    verdict = verify_contract(Path(args.repo), Path(args.contract), args.diff, test=args.test,
+                              test_timeout=args.test_timeout, shown_path=args.contract)
+    _emit(render.to_json(verdict) if args.format == "json" else render.text(verdict))
+    if verdict.verdict == "ERROR":
+        raise FatalError(verdict.error or "the contract could not be verified")
+    return {"CONFORME": 0, "ECARTS": 1, "ABANDONED": EXIT_ABANDONED}[verdict.verdict]
+
+
+def cmd_gates(args: argparse.Namespace) -> int:
+    from verify_dag import git
+    from verify_dag.contract import gates_run
+    from verify_dag.contract.parse import ContractError
+
+    repo = git.toplevel(Path(args.repo))
+    try:
+        outcomes = gates_run.run(Path(args.contract), repo, args.timeout)
+    except ContractError as exc:
+        raise UsageError(exc.message) from None
+    if not outcomes:
+        _emit("GATES: nothing to run: no criterion has a CHECK line\n")
+        return 0
+    failed = sum(o.status != "MET" for o in outcomes)
+    lines = [f"GATE {o.number} {o.value}" for o in outcomes]
+    lines.append(f"GATES: {len(outcomes)} checked, {len(outcomes) - failed} MET, {failed} NOT-MET;"
+                 f" EVIDENCE written to {args.contract}")
+    _emit("\n".join(lines) + "\n")
+    return 1 if failed else 0
+
+
+# --- floor-guard: its own parser and exit codes -----------------------------------------------
+
+
+class _FloorParser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _floor_parser() -> argparse.ArgumentParser:
+    p = _FloorParser(prog="verify-dag floor-guard", usage="%(prog)s [--contract PATH] BASE "
+                     "[-- PATHSPEC...]", description=FLOOR_HELP, epilog=FLOOR_EXIT_CODES,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("base", metavar="BASE", help="the branch's base (develop; main for a hotfix)")
+    p.add_argument("--contract", metavar="PATH",
+                   help="the contract whose CLARIFICATIONS may waive findings (default: "
+                        "$VERIFY_DAG_CONTRACT; neither: no waivers)")
+    return p
+
+
+def floor_guard_main(argv: list[str]) -> int:
+    try:
+        return _floor_guard(argv)
+    except VerifyDagError as exc:
+        print(exc.line(), file=sys.stderr)
+        return EXIT_FLOOR_USAGE
+    except KeyboardInterrupt:
+        print("verify-dag: interrupted", file=sys.stderr)
+        return 130
+    # A guard that broke has found nothing it can vouch for: never 0.
+    except Exception as exc:
+        if os.environ.get("VERIFY_DAG_DEBUG"):
+            raise
+        print(f"verify-dag: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _floor_guard(argv: list[str]) -> int:
+    from verify_dag import git
+    from verify_dag.contract import floor, parse
+
+    before, sep, after = (argv[: argv.index("--")], True, argv[argv.index("--") + 1 :]) \
+        if "--" in argv else (argv, False, [])
+    args = _floor_parser().parse_args(before)
+    if sep and not after:
+        raise UsageError("no PATHSPEC after --")
+    cwd = Path.cwd()
+    top = git.toplevel(cwd)
+    if not git.valid_ref(args.base):
+        raise UsageError(f"invalid BASE {args.base!r}")
+    base = git.verify_commit(top, args.base)
+    if base is None:
+        raise UsageError(f"unknown BASE {args.base!r}: not a commit in {top}")
+    head = git.verify_commit(top, "HEAD")
+    if head is None:
+        raise UsageError("HEAD does not name a commit (an empty repository?)")
+    old = git.merge_base(top, base, head)
+    if old is None:
+        raise UsageError(f"BASE {args.base!r} and HEAD have no merge base")
+    for spec in after:
+        if not (git.pathspec_matches(cwd, old, spec) or git.pathspec_matches(cwd, head, spec)):
+            raise UsageError(f"pathspec {spec!r} matches no file at BASE or HEAD")
+    source = args.contract or os.environ.get("VERIFY_DAG_CONTRACT")
+    clarifications = parse.read(Path(source)).clarifications if source else ""
+    report = floor.guard(cwd, old, head, after, magic=True, clarifications=clarifications)
+    _emit("\n".join([f"FLOOR GUARD: {report.summary()}", *report.lines()]) + "\n")
+    return EXIT_FLOOR_FINDINGS if report.gaps else 0
