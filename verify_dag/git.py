@@ -489,3 +489,80 @@ def pathspec_matches(repo: str | Path, commit: str, pathspec: str) -> bool:
     if res.returncode in (0, 1):
         return res.returncode == 1
     raise UsageError(f"pathspec {pathspec!r}: {_first_fatal(res, 'diff')}")
+
+
+# --- shadow verification (verify_dag/shadow): history, hunks and searches at a commit ---------
+
+
+def last_change(repo: str | Path, commit: str, path: str,
+                timeout: float = GIT_TIMEOUT) -> str | None:
+    """The newest commit reachable from ``commit`` that touched ``path`` (added, changed or
+    deleted it), or None when no commit ever did: the path never existed in that history."""
+    if not valid_ref(commit):
+        return None
+    res = _git(repo, "log", "-1", "--format=%H", commit, "--", path, check=False,
+               timeout=timeout)
+    return res.stdout.strip() or None if res.returncode == 0 else None
+
+
+def hunk_pairs(repo: str | Path, old: str, new: str, path: str,
+               timeout: float = GIT_TIMEOUT) -> list[tuple[int, int, int, int]]:
+    """``(old_start, old_count, new_start, new_count)`` of every ``-U0`` hunk of ``path``
+    between two commits (renames are not followed: a moved file is a deletion here)."""
+    out = _git(repo, "diff", "-U0", "--no-renames", *_DIFF_OPTS, old, new, "--", path,
+               timeout=timeout).stdout
+    return _parse_hunk_pairs(out)
+
+
+def grep_word(repo: str | Path, commit: str, word: str, paths: Sequence[str] = (),
+              timeout: float = GIT_TIMEOUT) -> list[tuple[str, int, str]]:
+    """``(path, line, text)`` of every whole-word, fixed-string match of ``word`` in the text
+    files of ``commit`` (``git grep -w -F -I``), optionally only under ``paths``."""
+    if not valid_ref(commit) or not word:
+        return []
+    res = _git(repo, "grep", "-n", "-z", "-w", "-F", "-I", "--no-color", "-e", word, commit,
+               *_pathspec(paths) or ["--"], check=False, timeout=timeout)
+    if res.returncode == 1:  # git grep: 1 means "no match"
+        return []
+    if res.returncode != 0:
+        raise CalledProcessError(["git", "grep", word], res.returncode, res.stderr)
+    return _parse_grep_z(res.stdout, commit)
+
+
+def _parse_hunk_pairs(patch: str) -> list[tuple[int, int, int, int]]:
+    """The ``@@ -a[,b] +c[,d] @@`` headers of a one-path ``-U0`` patch. A body line starts with
+    "+", "-", " " or "\\", so it is never mistaken for a header."""
+
+    def pair(text: str) -> tuple[int, int]:
+        start, _, count = text[1:].partition(",")
+        return int(start), 1 if not count else int(count)
+
+    out = []
+    for line in patch.split("\n"):
+        fields = line.split(" ", 3)
+        if len(fields) >= 4 and fields[0] == "@@" and fields[3].startswith("@@"):
+            (a, b), (c, d) = pair(fields[1]), pair(fields[2])
+            out.append((a, b, c, d))
+    return out
+
+
+def _parse_grep_z(out: str, commit: str) -> list[tuple[str, int, str]]:
+    """``git grep -n -z COMMIT``: ``COMMIT:path\\0line\\0text\\n`` records, read in order so
+    that a path holding a newline or a colon is still read whole."""
+    found: list[tuple[str, int, str]] = []
+    prefix, pos = f"{commit}:", 0
+    while pos < len(out):
+        if not out.startswith(prefix, pos):
+            break
+        path_end = out.find("\0", pos)
+        line_end = out.find("\0", path_end + 1)
+        text_end = out.find("\n", line_end + 1)
+        if path_end < 0 or line_end < 0:
+            break
+        text_end = len(out) if text_end < 0 else text_end
+        number = out[path_end + 1:line_end]
+        if number.isdigit():
+            found.append((out[pos + len(prefix):path_end], int(number),
+                          out[line_end + 1:text_end]))
+        pos = text_end + 1
+    return found
