@@ -1,26 +1,35 @@
 """Issue reproduction for the exerciser (phase 7c): each reported issue tried once, without a
 model, in the exerciser's throwaway worktree of the verified commit.
 
-Static findings are re-run with the tool that reported them, failing tests with pytest in the
-environment the tester used; anything else needs judgement and is BLOCKED with that reason.
+The attempt is shadow verification's claim verifier (verify_dag/shadow/verifiers.py), the one
+implementation of "does this finding hold": the cited file and line must exist; static findings
+are re-run with the analyser that reported them, failing tests with pytest in the environment the
+tester used, "unused"/"untested" claims are searched for; anything else needs judgement and is
+BLOCKED with that reason. Its verdicts map to the report's statuses: an anchor that does not hold
+is NOT_APPLICABLE, CONFIRMED is CONFIRMED, REFUTED or STALE is NOT_REPRODUCED, UNVERIFIABLE is
+BLOCKED.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Literal
 
-from verify_dag import tools, util
-from verify_dag.models import Finding, Location, RunState, Verification
+from verify_dag import util
+from verify_dag.models import Finding, RunState, Verification
 from verify_dag.phases import gates
-from verify_dag.tools.base import RawFinding
+from verify_dag.shadow import claims, verifiers
+from verify_dag.shadow.budget import Budget
+from verify_dag.shadow.models import ClaimVerdict
 
 SKILL = "exerciser"  # reproduction is part of the exerciser: its own findings are not re-tried
 MAX_ATTEMPTS = 30  # reported issues tried per run; the rest are named in the notes
 VERIFY_BUDGET = 900.0  # seconds for all reproduction attempts together
+TOOL_CAP = 120.0  # seconds per analyser re-run (and at most the run's --tool-timeout)
+TEST_CAP = 300.0  # seconds per test re-run (and at most the run's --test-timeout)
+LABEL = "the verified commit"
 
 VStatus = Literal["CONFIRMED", "NOT_REPRODUCED", "NOT_APPLICABLE", "BLOCKED"]
 
@@ -35,13 +44,19 @@ def verify_issues(state: RunState, wt: Path, env: dict[str, str],
         loc = f.location
         seen.setdefault((loc.path if loc else None, loc.line if loc else None, f.title), f)
     request, deadline = state.request, time.monotonic() + VERIFY_BUDGET
-    repro = _Reproducer(wt, env, min(request.tool_timeout, 120.0),
-                        min(request.test_timeout, 300.0), python)
+    assert state.scope is not None
+    # One surface for every issue: an analyser runs once per file, a test once per node id.
+    surface = verifiers.Surface(
+        repo=Path(request.repo), commit=state.scope.new_commit, label=LABEL, history=False,
+        workdir=wt, env=env, python=python, toolchain=state.toolchain,
+        tool_cap=min(request.tool_timeout, TOOL_CAP), test_cap=min(request.test_timeout, TEST_CAP))
     out: list[Verification] = []
-    for f in list(seen.values())[:MAX_ATTEMPTS]:
-        if time.monotonic() > deadline:
+    for n, f in enumerate(list(seen.values())[:MAX_ATTEMPTS], start=1):
+        left = deadline - time.monotonic()
+        if left <= 0:
             break
-        status, evidence = repro.attempt(f)
+        verdict = verifiers.verify(claims.from_finding(f, f"issue-{n}"), surface, Budget(left))
+        status, evidence = status_of(f, verdict)
         loc = f.location
         out.append(Verification(path=loc.path if loc else None, line=loc.line if loc else None,
                                 title=f.title, status=status,
@@ -54,92 +69,14 @@ def verify_issues(state: RunState, wt: Path, env: dict[str, str],
     return out, note
 
 
-@dataclass
-class _Reproducer:
-    wt: Path
-    env: dict[str, str]
-    tool_timeout: float
-    test_timeout: float
-    python: str  # the tests' interpreter: the provisioned env's, as the tester used
-    # One tool run per (tool, file), one pytest run per node id, however many issues share them.
-    _lint: dict[tuple[str, str], tuple[list[RawFinding] | None, str]] = field(default_factory=dict)
-    _tests: dict[str, tuple[VStatus, str]] = field(default_factory=dict)
-
-    def attempt(self, f: Finding) -> tuple[VStatus, str]:
-        loc = f.location
-        gone = self._gone(loc) if loc is not None else None
-        if gone is not None:
-            return "NOT_APPLICABLE", gone
-        if (f.source == "static-analysis" and f.tool in tools.REGISTRY and f.rule
-                and loc is not None and loc.line is not None):
-            return self._static(f.tool, f.rule, loc.path, loc.line)
-        nodeid = f.nodeid or (f.title.removeprefix("Test failed: ")
-                              if f.title.startswith("Test failed: ") else None)
-        if f.source == "tester" and nodeid and not nodeid.startswith("-"):
-            if nodeid not in self._tests:
-                self._tests[nodeid] = self._test(nodeid)
-            return self._tests[nodeid]
+def status_of(f: Finding, v: ClaimVerdict) -> tuple[VStatus, str]:
+    """A shadow verdict as an exerciserVerification status and its evidence."""
+    if v.method == "anchor" and v.verdict in ("REFUTED", "STALE"):
+        return "NOT_APPLICABLE", v.detail
+    if v.verdict == "CONFIRMED":
+        return "CONFIRMED", v.detail
+    if v.verdict in ("REFUTED", "STALE"):
+        return "NOT_REPRODUCED", v.detail
+    if v.method == "none":
         return "BLOCKED", f"needs judgement; no deterministic reproduction ({f.source} finding)"
-
-    def _gone(self, loc: Location) -> str | None:
-        rel = PurePosixPath(loc.path)
-        path = self.wt / loc.path
-        if rel.is_absolute() or ".." in rel.parts or not path.resolve().is_relative_to(
-                self.wt.resolve()):
-            return f"{loc.path} is not a path inside the repository"
-        if not path.is_file():
-            return f"{loc.path} does not exist in the verified commit"
-        if loc.line is not None:
-            data = path.read_bytes()
-            lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-            if loc.line > lines:
-                return f"line {loc.line} is beyond the end of {loc.path} ({lines} lines)"
-        return None
-
-    def _static(self, tool: str, rule: str, path: str, line: int) -> tuple[VStatus, str]:
-        if (tool, path) not in self._lint:
-            self._lint[tool, path] = self._run_tool(tool, path)
-        raw, why = self._lint[tool, path]
-        if raw is None:
-            return "BLOCKED", f"could not re-run {tool} on {path}: {why}"
-        mine = [r for r in raw if r.path == path and r.code == rule]
-        hit = next((r for r in mine if r.line == line), None)
-        if hit is not None:
-            return "CONFIRMED", f"re-ran {tool} on {path}: {rule} at line {line}: {hit.message}"
-        lines = ", ".join(str(r.line) for r in mine[:5])
-        elsewhere = f"; {rule} at line(s) {lines}" if mine else ""
-        return "NOT_REPRODUCED", (f"re-ran {tool} on {path}: no {rule} at line {line} "
-                                  f"({len(raw)} finding(s) in the file{elsewhere})")
-
-    def _run_tool(self, tool: str, path: str) -> tuple[list[RawFinding] | None, str]:
-        spec = tools.REGISTRY[tool]
-        argv = spec.argv([path])
-        if argv is None:
-            return None, f"{tool} is not installed (not importable, not on PATH)"
-        res = util.run(argv, cwd=self.wt, timeout=self.tool_timeout, env=self.env)
-        if res.not_found or res.timed_out:
-            return None, "timed out" if res.timed_out else f"{argv[0]} was not found"
-        raw = spec.parse(res.stdout, res.stderr, self.wt)
-        if res.returncode not in spec.ok_exit_codes and not any(
-                r.code in spec.blocking_rules for r in raw):
-            return None, f"exited {res.returncode}: {gates.excerpt(res.stderr or res.stdout)}"
-        return raw, ""
-
-    def _test(self, nodeid: str) -> tuple[VStatus, str]:
-        argv = [self.python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                f"--rootdir={self.wt.resolve()}", nodeid]
-        res = util.run(argv, cwd=self.wt, timeout=self.test_timeout, env=self.env)
-        shown = f"`python -m pytest -q -p no:cacheprovider {nodeid}`"
-        lines = [ln for ln in res.stdout.splitlines() if ln.strip()]
-        summary = lines[-1].strip() if lines else gates.excerpt(res.stderr, 160)
-        error = next((ln.strip() for ln in lines if ln.startswith("E ")), "")
-        if res.timed_out:
-            return "BLOCKED", f"{shown} timed out after {self.test_timeout:g}s"
-        if res.returncode == 0:
-            return "NOT_REPRODUCED", f"{shown} passes on re-run: {summary}"
-        if res.returncode == 1:
-            return "CONFIRMED", f"{shown} fails on re-run: {summary}" + (
-                f"; {error}" if error else "")
-        if res.returncode in (4, 5) and "not found" in (res.stdout + res.stderr):
-            return "NOT_APPLICABLE", f"{shown}: the test no longer exists ({summary})"
-        return "BLOCKED", f"{shown} exited {res.returncode}: {summary}"
+    return "BLOCKED", v.detail
