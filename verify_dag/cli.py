@@ -9,7 +9,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from verify_dag import cli_arbiter, cli_completion, cli_contract, cli_fleet, cli_runs
+from verify_dag import (
+    cli_arbiter,
+    cli_completion,
+    cli_contract,
+    cli_fleet,
+    cli_runs,
+    cli_shadow,
+)
 from verify_dag.errors import EXIT_ERROR, UsageError, VerifyDagError
 
 MODE_NOTE = (
@@ -112,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_completion.add_parser(sub, _add_broker)
     cli_arbiter.add_parser(sub)
     cli_contract.add_parsers(sub)
+    cli_shadow.add_parser(sub, _add_broker)
     return parser
 
 
@@ -334,6 +342,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                    "fleet": cli_fleet.cmd_fleet,
                    "completion": cli_completion.cmd_completion,
                    "contract": cli_contract.cmd_contract, "gates": cli_contract.cmd_gates,
+                   "shadow": cli_shadow.cmd_shadow,
                    }[args.command]
         return handler(args)
     except VerifyDagError as exc:

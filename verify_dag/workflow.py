@@ -12,6 +12,7 @@ root task's id.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,7 @@ from verify_dag.celery_app import app
 from verify_dag.completion.models import CompletionJob
 from verify_dag.git import display_source
 from verify_dag.models import RunState, VerifyRequest
+from verify_dag.shadow.models import ClaimVerdict, Dispatch, ShadowJob
 
 # Judgement reviewers of the deep composition, in the seed's invocation order.
 DEEP_REVIEWERS = ("reviewer", "codex-reviewer", "comment-review", "qa", "ux-reviewer",
@@ -114,3 +116,29 @@ def completion_plan(job: CompletionJob, *, extract: bool = True) -> Plan:
     ]
     return Plan(run_id=job.run_id, canvas=chain(*sigs), phases=phases,
                 final_id=phases[-1].task_id)
+
+
+# verify-dag shadow (seed 003): one round is a chord of one verifier task per dispatched claim,
+# merged by verify_dag.shadow.merge; the client runs at most three rounds. The claim task's name
+# is its route (Claim.route), so each can be routed to the queue of its resource class.
+
+
+def shadow_round(job: ShadowJob, dispatches: Sequence[Dispatch], round_no: int,
+                 previous: Sequence[ClaimVerdict] = ()) -> Plan:
+    """The chord of round ``round_no``; its final task returns a ``RoundResult``."""
+    refs = [PhaseRef(f"shadow {d.claim.id}", uuid()) for d in dispatches]
+    merge_ref = PhaseRef(f"shadow merge {round_no}", uuid())
+    shown = f"run={job.run_id} round={round_no}"
+    header = [
+        signature(f"verify_dag.shadow.{d.claim.route()}",
+                  args=(job.model_dump(mode="json"), d.model_dump(mode="json")), app=app).set(
+            task_id=ref.task_id, argsrepr=f"{shown} claim={d.claim.id}", kwargsrepr="{}")
+        for d, ref in zip(dispatches, refs, strict=True)
+    ]
+    body = signature("verify_dag.shadow.merge",
+                     kwargs={"job": job.model_dump(mode="json"),
+                             "previous": [v.model_dump(mode="json") for v in previous],
+                             "round_no": round_no}, app=app).set(
+        task_id=merge_ref.task_id, argsrepr=shown, kwargsrepr="{}")
+    return Plan(run_id=job.run_id, canvas=chord(header, body), phases=(*refs, merge_ref),
+                final_id=merge_ref.task_id)

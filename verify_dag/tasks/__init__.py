@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from verify_dag.tasks import completion, pipeline, review
+from verify_dag.tasks import completion, pipeline, review, shadow
 
-__all__ = ["completion", "pipeline", "review"]
+__all__ = ["completion", "pipeline", "review", "shadow"]

@@ -1,0 +1,172 @@
+"""``verify-dag shadow REPORT.json``: shadow verification of findings (seed 003). See
+docs/shadow.md.
+
+Pre-flight on the client: read the report, normalise its findings into claims, halt above 50,
+mark the unanchored UNVERIFIABLE, select the 2-3 highest-stakes claims (or all). Then up to three
+rounds, each a chord of one verifier task per claim on the embedded worker or a broker's workers;
+the merge rules and the guards decide what a next round re-dispatches. The gate is the exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from verify_dag import cli_runs
+from verify_dag.errors import EXIT_ISSUES, EXIT_OK, UsageError
+
+if TYPE_CHECKING:  # the parser is built on every call, before Celery or pydantic is needed
+    from verify_dag.shadow.models import RoundResult, ShadowJob
+
+EXIT_WARN = 4
+EXIT_CODES = {"PASS": EXIT_OK, "FAIL": EXIT_ISSUES, "WARN": EXIT_WARN}
+EXIT_CODES_HELP = """exit codes:
+  0  PASS: every verified claim was confirmed
+  1  FAIL: a claim was refuted; do not forward the findings
+  2  usage error: bad flags, a missing or malformed report, not a git repository, an unknown ref
+  3  the verification itself errored (no worker answered, an internal error)
+  4  WARN: a claim is stale, unverifiable or unverified (composition, echo chamber); forward
+     only with its caveats
+  5  halted: more than 50 claims; scope the investigation first (--claims=ID,...)
+"""
+HELP = "re-derive a report's key claims independently: PASS, WARN or FAIL"
+# Seconds to wait for one round: each verifier stops at its budget; the rest is queueing.
+ROUND_WAIT = 3600.0
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value <= 86400:
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most 86400, got {text}")
+    return value
+
+
+def add_parser(sub: Any, add_broker: Callable[[argparse.ArgumentParser], None]) -> None:
+    from verify_dag.shadow.budget import DEFAULT_BUDGET
+
+    s = sub.add_parser("shadow", help=HELP, epilog=EXIT_CODES_HELP,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    s.add_argument("report", metavar="REPORT.json",
+                   help="a verify JSON v1 report, or a findings document "
+                        "(schemas/findings.schema.json)")
+    s.add_argument("--repo", metavar="PATH", default=".",
+                   help="the repository the findings are about (default: the current directory)")
+    s.add_argument("--ref", metavar="REF",
+                   help="verify at this commit (default: the work tree as it is now, uncommitted "
+                        "changes included)")
+    s.add_argument("--all", action="store_true", dest="everything",
+                   help="verify every anchored claim, not only the 2-3 highest-stakes ones")
+    s.add_argument("--claims", metavar="ID,ID",
+                   help="only these claims (ids as in the report: VI-3, or a findings id)")
+    s.add_argument("--budget", type=_seconds, default=DEFAULT_BUDGET, metavar="SECONDS",
+                   help=f"time each claim's verifier may take (default {DEFAULT_BUDGET:g})")
+    s.add_argument("--format", choices=["text", "json"], default="text")
+    add_broker(s)
+    cli_runs.add_store(s)  # with a broker: where the repository's bundle goes for the workers
+
+
+def _commit(repo: str, ref: str | None) -> tuple[str, str]:
+    """The commit verified and how the result names it."""
+    from verify_dag import git
+
+    if ref is not None:
+        sha = git.verify_commit(repo, git.check_ref(ref, "--ref"))
+        if sha is None:
+            raise UsageError(f"--ref: {ref!r} does not name a commit of {repo}")
+        return sha, f"{ref} ({sha[:12]})"
+    head = git.head(repo)
+    snap = git.snapshot_worktree(repo, head)
+    if snap == head:
+        return head, f"the work tree (clean, HEAD {head[:12]})"
+    return snap, f"the work tree (uncommitted changes over HEAD {head[:12]}, snapshot {snap[:12]})"
+
+
+def _resolved(repo: str, candidates: list[Any], source: str) -> list[Any]:
+    """The candidates with each claim's ref as a full SHA; a ref the repository does not have
+    is a usage error (the wrong --repo, or a commit not fetched)."""
+    import dataclasses
+
+    from verify_dag import git
+
+    shas: dict[str, str] = {}
+    for ref in sorted({c.claim.ref for c in candidates if c.claim.ref}):
+        sha = git.verify_commit(repo, ref)
+        if sha is None:
+            raise UsageError(f"{source}: ref {ref} is not a commit of {repo}",
+                             hint="wrong --repo, or fetch it first")
+        shas[ref] = sha
+    return [dataclasses.replace(c, claim=c.claim.model_copy(update={"ref": shas[c.claim.ref]}))
+            if c.claim.ref else c for c in candidates]
+
+
+def cmd_shadow(args: argparse.Namespace) -> int:
+    from celery import uuid
+
+    from verify_dag import git
+    from verify_dag.celery_app import configure
+    from verify_dag.shadow import claims, inputs, render, select
+    from verify_dag.shadow.models import ShadowJob
+
+    findings = inputs.load(args.report)
+    repo = str(git.toplevel(args.repo))
+    if not git.has_commits(repo):
+        raise UsageError(f"{repo} has no commits to verify claims against")
+    only = tuple(i.strip() for i in (args.claims or "").split(",") if i.strip())
+    if args.claims is not None and not only:
+        raise UsageError("--claims: no claim ids given")
+    candidates = _resolved(repo, claims.normalise(findings, only), args.report)
+    chosen = select.select(candidates, args.everything)
+    commit, label = _commit(repo, args.ref)
+    app = configure(args.broker)
+    embedded = str(app.conf.broker_url).startswith("memory://")
+    job = ShadowJob(run_id=uuid(), repo=repo, commit=commit, label=label, goal=findings.goal,
+                    surface=findings.surface, budget=args.budget,
+                    store=str(Path(args.store).expanduser().resolve()) if args.store else None)
+    result = _rounds(job, [c for c in candidates if c.claim.id in chosen], embedded,
+                     args.format == "json") if chosen else None
+    doc = render.document(source=args.report, findings=findings, candidates=candidates,
+                          selected=chosen, everything=args.everything, job=job, result=result)
+    sys.stdout.write(render.to_json(doc) if args.format == "json" else render.text(doc))
+    return EXIT_CODES[doc["gate"]]
+
+
+def _rounds(job: ShadowJob, chosen: list[Any], embedded: bool, json_output: bool
+            ) -> RoundResult:
+    """Round 1 dispatches the selected claims; each later round what the merge sends back."""
+    from verify_dag import client, workflow
+    from verify_dag.shadow import merge, run
+    from verify_dag.shadow.models import Dispatch, RoundResult
+
+    if embedded:
+        from verify_dag import embedded as worker
+
+        worker.ensure_worker()
+    else:
+        job = run.pin(job)
+    progress = client.Progress(client.progress_stream(json_output))
+    claims = {c.claim.id: c.claim for c in chosen}
+    dispatches = [Dispatch(claim=c.claim) for c in chosen]
+    result: RoundResult | None = None
+    for round_no in range(1, merge.MAX_ROUNDS + 1):
+        built = workflow.shadow_round(job, dispatches, round_no,
+                                      result.verdicts if result else ())
+        built.canvas.apply_async()
+        try:
+            raw = client.wait(built, timeout=ROUND_WAIT, progress=progress,
+                              interval=0.005 if embedded else 0.05)
+        finally:
+            if not embedded:
+                client.release(built)
+        result = RoundResult.model_validate(raw)
+        dispatches = [Dispatch(claim=claims[r.claim_id], round=round_no + 1, outside=r.outside,
+                               narrow=r.narrow) for r in result.redispatch]
+        if not dispatches:
+            break
+    assert result is not None
+    return result
