@@ -237,6 +237,8 @@ NOT_WEAKENINGS = {
                                                            "tests/test_sum.py": PY_TEST}),
     "production timeout raised": ({"src/client.py": "TIMEOUT = 5\n"},
                                   {"src/client.py": "TIMEOUT = 50\n"}),
+    "python code that looks like jasmine": ({"src/model.py": "x = 1\n"},
+                                            {"src/model.py": "x = fit(data)\n"}),
 }
 
 

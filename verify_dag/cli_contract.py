@@ -58,7 +58,7 @@ def add_parsers(sub: Any) -> None:
                    help="the repository (default: the current directory)")
 
     g = sub.add_parser("gates", help="run a contract's CHECK oracles and write its EVIDENCE")
-    gsub = g.add_subparsers(dest="gates_command", required=True)
+    gsub = g.add_subparsers(dest="gates_command", metavar="run", required=True)
     r = gsub.add_parser("run", help="run each CHECK, compare with EXPECT, write EVIDENCE",
                         epilog=GATES_EXIT_CODES, formatter_class=fmt)
     r.add_argument("contract", metavar="CONTRACT", help="the CONTRACT file (rewritten in place)")

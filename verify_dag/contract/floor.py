@@ -30,8 +30,9 @@ def _markers(diff: FileDiff) -> list[Weakening]:
         return []
     found: list[Weakening] = []
     for kind, name, pattern in rules.MARKERS:
-        if kind == "ALLOW_FAILURE" and not (rules.is_ci_file(diff.path)
-                                            or rules.is_tool_config(diff.path)):
+        if not rules.marker_applies(name, diff.path) or (
+                kind == "ALLOW_FAILURE" and not (rules.is_ci_file(diff.path)
+                                                 or rules.is_tool_config(diff.path))):
             continue
 
         def hit(line: Line, kind: str = kind, pattern: re.Pattern[str] = pattern) -> bool:

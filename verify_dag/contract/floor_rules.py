@@ -93,6 +93,17 @@ MARKERS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
     ))
 # Markers that only mean something in code or CI, never in prose.
 COMMENT_FREE_KINDS = frozenset({"SKIP", "XFAIL"})
+# Markers that are ordinary code in other languages (a Python `fit(X, y)` is no focused test).
+_JS = (".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs", ".coffee")
+MARKER_SUFFIXES: dict[str, tuple[str, ...]] = {
+    "it.skip": _JS, "xit": _JS, "only": _JS, "it.failing": _JS, "t.Skip": (".go",),
+    "#[ignore]": (".rs",), "allow": (".rs",), "SuppressWarnings": (".java", ".kt"),
+}
+
+
+def marker_applies(name: str, path: str) -> bool:
+    suffixes = MARKER_SUFFIXES.get(name)
+    return suffixes is None or PurePosixPath(path).suffix.lower() in suffixes
 
 # --- tests and assertions --------------------------------------------------------------------
 
