@@ -112,3 +112,20 @@ def test_progress_only_on_a_terminal(scenario: Repo) -> None:
     assert proc.returncode == 1
     assert "scope: done" in err and "report: done" in err
     assert b"# Verification Report" in b"".join(chunks)
+
+
+def test_status_with_redis_unreachable_is_one_line_within_the_outage_limit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+    import time
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("VERIFY_DAG_OUTAGE_LIMIT", "1")
+    start = time.monotonic()
+    res = run_cli("status", "0123abcd-0000-4000-8000-000000000000",
+                  "--broker", f"redis://127.0.0.1:{port}/0")
+    assert res.returncode == 3 and res.stderr.count("\n") == 1, res.stderr
+    assert "unreachable for 1 s in a row" in res.stderr and "Traceback" not in res.stderr
+    assert time.monotonic() - start < 20

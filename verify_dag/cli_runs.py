@@ -100,9 +100,10 @@ def _backend_state(run_id: str) -> str | None:
     """
     from celery import states
 
-    from verify_dag.celery_app import app
+    from verify_dag.client import read_meta
 
-    meta: dict[str, Any] = app.backend.get_task_meta(run_id)
+    # A Redis that is restarting is waited for (up to VERIFY_DAG_OUTAGE_LIMIT), as verify does.
+    meta = read_meta(run_id)
     if not meta.get("task_id"):  # what the backend answers for an id nobody stored
         return None
     state = str(meta["status"])
