@@ -613,6 +613,13 @@ def test_usage_errors_exit_2(project: Repo) -> None:
     assert proc.returncode == 2 and "invalid choice" in proc.stderr
 
 
+def test_verify_contract_takes_the_text_a_worker_was_sent(project: Repo) -> None:
+    text = GOOD.replace("EVIDENCE: pending", "EVIDENCE: MET \u2014 exit 0")
+    verdict = verify_contract(project.path, Path("elsewhere/CONTRACT.md"), "base..HEAD",
+                              text=text)
+    assert (verdict.verdict, verdict.contract) == ("CONFORME", "elsewhere/CONTRACT.md")
+
+
 def test_verify_contract_never_raises_for_bad_input(tmp_path: Path) -> None:
     verdict = verify_contract(tmp_path, tmp_path / "missing.md", "HEAD")
     assert (verdict.verdict, verdict.contract) == ("ERROR", str(tmp_path / "missing.md"))

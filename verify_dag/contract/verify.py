@@ -75,24 +75,26 @@ class _Run:
 
 def verify_contract(repo: Path, contract_path: Path, diff: str, *, test: str | None = None,
                     test_timeout: float = DEFAULT_TEST_TIMEOUT,
-                    config: BackendsConfig | None = None,
-                    shown_path: str | None = None) -> ContractVerdict:
+                    config: BackendsConfig | None = None, shown_path: str | None = None,
+                    text: str | None = None) -> ContractVerdict:
     """The verdict on the diff ``diff`` (``A..B``, ``A...B`` or ``A`` against the work tree) of
     the repository at ``repo`` against the contract at ``contract_path``.
 
     ``config`` is the model backend configuration (default: read as the rest of verify-dag reads
-    it); ``shown_path`` is how the contract is named in the output (default: as given).
+    it); ``shown_path`` is how the contract is named in the output (default: as given); ``text``
+    is the contract's content when the caller already read it (a worker on another host gets the
+    text, not the file), else it is read from ``contract_path``.
     """
     shown = shown_path or str(contract_path)
     try:
-        return _verify(repo, contract_path, diff, test, test_timeout, config, shown)
+        contract = parse.read(contract_path) if text is None else parse.parse(text)
+        return _verify(repo, contract_path, contract, diff, test, test_timeout, config, shown)
     except VerifyDagError as exc:
         return ContractVerdict(verdict="ERROR", error=exc.message, contract=shown)
 
 
-def _verify(repo: Path, contract_path: Path, diff: str, test: str | None, test_timeout: float,
-            config: BackendsConfig | None, shown: str) -> ContractVerdict:
-    contract = parse.read(contract_path)
+def _verify(repo: Path, contract_path: Path, contract: Contract, diff: str, test: str | None,
+            test_timeout: float, config: BackendsConfig | None, shown: str) -> ContractVerdict:
     top = git.toplevel(repo)
     rng = diffrange.resolve(top, diff)
     deltas = git.changed_paths(top, rng.old, rng.new)
