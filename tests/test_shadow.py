@@ -436,6 +436,21 @@ def test_model_arm_judges_without_the_reasoning(
     assert rc == 0 and by_id(doc)["J1"]["verdict"] == "CONFIRMED"
 
 
+def test_an_echo_redispatch_asks_the_model_to_read_outside(calc: Repo) -> None:
+    from verify_dag.shadow import model_arm, verifiers
+
+    claim = claims.candidate(inputs.Record(id="J1", title="I am sure mul is wrong",
+                                           path="src/calc.py", line=9)).claim
+    where = verifiers.Surface(repo=calc.path, commit=calc.head(), label="HEAD",
+                              paths=("src/", "tests/"), goal="ship it")
+    first = model_arm.prompt(claim, where, 60, None)
+    again = model_arm.prompt(claim, where, 60, "src/calc.py")
+    assert "[J1] src/calc.py :: mul is wrong :: src/calc.py:9" in first
+    assert "- src/\n- tests/" in first and "re-dispatch" not in first
+    assert ("Read at least one upstream caller and one downstream consumer outside it"
+            in " ".join(again.split()))
+
+
 @pytest.mark.parametrize(("mode", "answer", "expected"), [
     ("garbage", None, "the model's reply is not JSON"),
     ("findings", {"evidence_pointer": "src/nowhere.py:1"}, "the model cited src/nowhere.py"),
