@@ -41,6 +41,12 @@ ROUTES = {
     "verify_dag.completion.classify": "git",
     "verify_dag.completion.report": "git",
     "verify_dag.completion.quick": "exercise",
+    # Shadow verification (seed 003): each claim's verifier on the queue of what it re-runs.
+    "verify_dag.shadow.static": "static",
+    "verify_dag.shadow.test": "test",
+    "verify_dag.shadow.judge": "review",
+    "verify_dag.shadow.search": "git",
+    "verify_dag.shadow.merge": "git",
 }
 
 
