@@ -83,7 +83,7 @@ def _classify_tool(scope: Scope, toolchain: Toolchain, tool: str, indexes: list[
             targets = [p for p in old_files if spec.applies_to(p)]
             if not targets:
                 continue
-            result = static._run_tool(spec, targets, old_dir, timeout)
+            result = static.run_tool(spec, targets, old_dir, timeout)
             if result.failure is not None:
                 # Part of the old findings may be missing: "introduced" would be a guess.
                 notes.append(f"baseline not established for {tool}: it could not run at the "

@@ -28,7 +28,7 @@ _TITLE_MAX = 160
 
 
 @dataclass
-class _ToolRun:
+class ToolRun:
     name: str
     raw: list[RawFinding] = field(default_factory=list)
     failure: str | None = None  # why the tool could not run (or stopped part way)
@@ -54,7 +54,7 @@ def run(scope: Scope, toolchain: Toolchain, workdir: Path, timeout: float) -> Sk
         if not targets:
             continue
         applicable += 1
-        result = _run_tool(spec, targets, workdir, timeout)
+        result = run_tool(spec, targets, workdir, timeout)
         kept, outside = _in_scope(result.raw, scope)
         start = len(findings)
         findings.extend(_finding(spec, command, r) for r in kept)
@@ -119,8 +119,8 @@ def _chunks(files: Sequence[str], takes_files: bool) -> Iterator[list[str]]:
         yield chunk
 
 
-def _run_tool(spec: ToolSpec, files: Sequence[str], workdir: Path, timeout: float) -> _ToolRun:
-    result = _ToolRun(spec.name)
+def run_tool(spec: ToolSpec, files: Sequence[str], workdir: Path, timeout: float) -> ToolRun:
+    result = ToolRun(spec.name)
     for chunk in _chunks(files, spec.takes_files):
         argv = spec.argv(chunk)
         if argv is None:
@@ -189,7 +189,7 @@ def _finding(spec: ToolSpec, command: Command, r: RawFinding) -> Finding:
     )
 
 
-def _cannot_run(name: str, command: Command, result: _ToolRun) -> Finding:
+def _cannot_run(name: str, command: Command, result: ToolRun) -> Finding:
     detail = f"\n{result.detail}" if result.detail else ""
     return Finding(
         title=f"{name} could not run",

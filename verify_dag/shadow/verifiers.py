@@ -140,9 +140,9 @@ def _static(claim: Claim, anchor: Anchor, s: Surface, budget: Budget) -> ClaimVe
                             method="static")
     key = ("static", spec.name, path)
     cached = s.memo.get(key)
-    if not isinstance(cached, static._ToolRun):
+    if not isinstance(cached, static.ToolRun):
         timeout = budget.limit(s.tool_cap)
-        cached = static._run_tool(spec, [path], s.workdir, timeout)
+        cached = static.run_tool(spec, [path], s.workdir, timeout)
         if cached.failure is not None and cached.failure.startswith("timed out"):
             budget.cut(timeout, s.tool_cap, f"{tool} on {path}")
         s.memo[key] = cached
