@@ -87,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--no-carry-forward", action="store_true")
     v.add_argument("--epic-context", metavar="PATH")
     v.add_argument("--plan-file", metavar="PATH")
+    v.add_argument("--contract", metavar="PATH",
+                   help="a CONTRACT (docs/contract.md) the change is verified against, in the "
+                        "review chord: criteria, FILE SCOPE and the floor guard")
     v.add_argument("--completion", metavar="CMD",
                    help="a completion criterion: one bash line the exerciser runs in the "
                         "verified commit (30 s, capped output); pass only if it exits 0")
@@ -179,6 +182,7 @@ def _request(args: argparse.Namespace) -> Any:
     ledger_path = _existing_file(args.ledger, "--ledger")
     epic_path = _existing_file(args.epic_context, "--epic-context")
     plan_path = _existing_file(args.plan_file, "--plan-file")
+    contract_path = _existing_file(args.contract, "--contract")
     request = VerifyRequest(
         repo=_repo_arg(args.path), scope=args.scope, base=args.base, files=files,
         module=args.module, depth=args.depth, mode=args.mode, format=args.format, output=output,
@@ -187,6 +191,7 @@ def _request(args: argparse.Namespace) -> Any:
         ledger_data=ledger.load(ledger_path) if ledger_path else None,
         epic_text=_read_text(epic_path, "--epic-context"),
         plan_text=_read_text(plan_path, "--plan-file"), skip_ux=args.skip_ux,
+        contract=contract_path, contract_text=_read_text(contract_path, "--contract"),
         skip_visual=args.skip_visual, auto_fix_threshold=args.auto_fix_threshold,
         test_timeout=args.test_timeout, completion=cli_completion.criterion(args.completion),
         store=str(Path(args.store).expanduser().resolve()) if args.store else None,

@@ -54,6 +54,8 @@ def header_tasks(request: VerifyRequest) -> list[str]:
         names.extend(f"verify_dag.review.{skill}" for skill in DEEP_REVIEWERS)
     if request.plan_text:
         names.append("verify_dag.review.plan-completeness")
+    if request.contract_text is not None:
+        names.append("verify_dag.review.contract")
     return names
 
 

@@ -53,6 +53,9 @@ class VerifyRequest(Frozen):
     # verify --completion: one bash line the exerciser runs as seed 001's criterion (validated
     # by the client with verify_dag.completion.steps.validate).
     completion: str | None = None
+    # verify --contract: the CONTRACT (seed 002) as the client read it, and its path for display.
+    contract: str | None = None
+    contract_text: str | None = None
     tool_timeout: float = 600.0
     # The report store directory the report task writes to; None: the worker's default
     # (verify_dag.store.default_dir on the worker's host).

@@ -15,7 +15,7 @@ from verify_dag import git
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import RunState, SkillOutcome
 from verify_dag.phases import comments
-from verify_dag.reviewers import runner
+from verify_dag.reviewers import contract, runner
 
 Reviewer = Callable[[RunState], list[SkillOutcome]]
 
@@ -118,6 +118,7 @@ REGISTRY: dict[str, Reviewer] = {
     "ux-reviewer": _gated("ux-reviewer"),
     "visual-verify": _gated("visual-verify"),
     "plan-completeness": plan_completeness,
+    "contract": contract.review,
 }
 
 # Skills outside the light composition, reported SKIPPED (never NOT_RUN: they were not due).
