@@ -111,8 +111,9 @@ def _from_report(doc: dict[str, Any]) -> Findings:
     # or the work tree, which the report does not name: staleness is then judged from history.
     ref = scope.get("headSha") if mode == "branch" else None
     if mode != "branch" and scope.get("headSha"):
-        notes.append(f"the report verified a {mode} snapshot, not a commit: the claims' own ref "
-                     "is unknown, so staleness is judged from the history of the cited files")
+        notes.append(f"the report verified a snapshot (--scope={mode}), not a commit: the "
+                     "claims' own ref is unknown, so staleness is judged from the history of "
+                     "the cited files")
     return Findings(shape="verify-report-v1",
                     goal=f"decide whether the change this report verified ({mode} scope{base}) "
                          "is done",
