@@ -17,7 +17,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from verify_dag import client, embedded, report
+from verify_dag import client, embedded
 from verify_dag.models import RunState, VerifyRequest
 from verify_dag.phases import scope
 from verify_dag.tasks import pipeline
@@ -65,8 +65,10 @@ def direct(request: VerifyRequest) -> dict[str, Any]:
     state = st.model_dump(mode="json")
     for phase in (pipeline._debugger, pipeline._exerciser):
         state = phase(_DIRECT, state)
-    doc = report.build(RunState.model_validate(state))
-    report.validate(doc)
+    # The report task's own body, called in-process (no request id: no idempotency lookup): the
+    # report, the evidence bundle and the store writes cost the same on both paths.
+    result: dict[str, Any] = pipeline.report_task(state)
+    doc: dict[str, Any] = result["report"]
     return doc
 
 
