@@ -18,7 +18,6 @@ again. docs/fleet.md is the user-facing description.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -30,6 +29,7 @@ from typing import Any, Literal, cast
 
 from verify_dag import git, store
 from verify_dag.errors import UsageError, VerifyDagError
+from verify_dag.files import file_lock, write_atomic
 from verify_dag.models.request import Depth
 
 # staged and unstaged are states of a work tree, which a URL (a worker's mirror) does not have.
@@ -179,8 +179,7 @@ def reusable(store_dir: str | os.PathLike[str] | None, entry: Entry,
 @contextlib.contextmanager
 def _locked(directory: Path) -> Iterator[None]:
     # Two fleet runs on one store must not drop each other's entries (read-modify-write).
-    with open(directory / ".index.lock", "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+    with file_lock(directory / ".index.lock"):
         yield
 
 
@@ -198,4 +197,4 @@ def record(store_dir: str | os.PathLike[str] | None,
                                   "runId": run_id, "finished": finished}
         text = json.dumps({"version": 1, "audits": index}, indent=2, sort_keys=True) + "\n"
         # The store's own atomic write: a reader never sees half an index.
-        store._write_atomic(directory / INDEX, text.encode("utf-8"))
+        write_atomic(directory / INDEX, text.encode("utf-8"))

@@ -18,6 +18,7 @@ from jsonschema.exceptions import best_match
 
 from verify_dag import jsonschemas, store
 from verify_dag.errors import EXIT_ERROR, EXIT_ISSUES, EXIT_OK
+from verify_dag.files import write_atomic
 from verify_dag.fleet import Entry, fleet_dir
 from verify_dag.report import exit_code
 
@@ -191,5 +192,5 @@ def write(summary: dict[str, Any]) -> None:
     directory = Path(summary["summaryDir"])
     text = json.dumps(summary, indent=2, ensure_ascii=False) + "\n"
     # The store's own atomic write: readers never see half a summary.
-    store._write_atomic(directory / SUMMARY_JSON, text.encode("utf-8"))
-    store._write_atomic(directory / SUMMARY_MD, markdown(summary, directory).encode("utf-8"))
+    write_atomic(directory / SUMMARY_JSON, text.encode("utf-8"))
+    write_atomic(directory / SUMMARY_MD, markdown(summary, directory).encode("utf-8"))

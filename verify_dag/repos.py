@@ -19,7 +19,6 @@ serialised across the worker's processes with a file lock.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import re
@@ -31,6 +30,7 @@ from pathlib import Path
 
 from verify_dag import git, store
 from verify_dag.errors import FatalError, UsageError
+from verify_dag.files import file_lock
 from verify_dag.models import RunState, Snapshot, VerifyRequest
 
 MIRRORS_ENV = "VERIFY_DAG_MIRRORS"
@@ -178,12 +178,8 @@ def _sweep(root: Path) -> None:
 def _locked(path: Path) -> Iterator[None]:
     """An exclusive lock on ``path``'s creation and fetches across this host's processes."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    with file_lock(path.with_name(path.name + ".lock")):
+        yield
 
 
 def _slug(url: str) -> str:

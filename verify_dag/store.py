@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from verify_dag.errors import FatalError, UsageError
+from verify_dag.files import write_atomic
 from verify_dag.git import display_source
 from verify_dag.models.base import Frozen
 from verify_dag.models.request import VerifyRequest
@@ -78,21 +78,6 @@ def check_run_id(run_id: str) -> str:
     return run_id
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    # open(..., "xb") rather than mkstemp: the file gets the umask's mode (mkstemp's is 0600),
-    # so other readers of a shared store can read it.
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        with open(tmp, "xb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def save(store_dir: str | os.PathLike[str] | None, run_id: str, report: dict[str, Any],
          markdown: str, meta: RunMeta) -> Path:
     """Write one run's three files; returns the run's directory."""
@@ -100,9 +85,9 @@ def save(store_dir: str | os.PathLike[str] | None, run_id: str, report: dict[str
 
     run_dir = resolve(store_dir) / check_run_id(run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
-    _write_atomic(run_dir / REPORT_JSON, to_json(report).encode("utf-8"))
-    _write_atomic(run_dir / REPORT_MD, markdown.encode("utf-8"))
-    _write_atomic(run_dir / META_JSON, (meta.model_dump_json(indent=2) + "\n").encode("utf-8"))
+    write_atomic(run_dir / REPORT_JSON, to_json(report).encode("utf-8"))
+    write_atomic(run_dir / REPORT_MD, markdown.encode("utf-8"))
+    write_atomic(run_dir / META_JSON, (meta.model_dump_json(indent=2) + "\n").encode("utf-8"))
     return run_dir
 
 
@@ -181,7 +166,7 @@ def record_evidence(run_id: str, request: VerifyRequest,
     try:
         run_dir = resolve(request.store) / check_run_id(run_id)
         run_dir.mkdir(parents=True, exist_ok=True)
-        _write_atomic(run_dir / EVIDENCE_JSON, text.encode("utf-8"))
+        write_atomic(run_dir / EVIDENCE_JSON, text.encode("utf-8"))
     except OSError as exc:
         return {"storeError": f"evidence bundle not stored in {resolve(request.store)}: {exc}"}
     return {"evidence": str(run_dir / EVIDENCE_JSON)}

@@ -9,12 +9,11 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import re
-import uuid
+import time
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -23,6 +22,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from verify_dag import files
 from verify_dag.completion.models import Dispatch, Mode
 from verify_dag.errors import FatalError, UsageError
 
@@ -79,15 +79,7 @@ def sha256(path: Path) -> str | None:
 
 def write_text(path: Path, text: str) -> None:
     """Write to a temporary name and move it into place: a reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        with open(tmp, "x", encoding="utf-8") as fh:  # "x": created with the umask's mode
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    files.write_atomic(path, text.encode("utf-8"))
 
 
 def write_model(path: Path, model: BaseModel) -> None:
@@ -150,13 +142,8 @@ def mode_usage(rows: list[dict[str, Any]], iteration: int, mode: Mode) -> dict[s
 @contextlib.contextmanager
 def locked(directory: Path) -> Iterator[None]:
     """One completion run at a time per run directory: iterations are numbered from the trail."""
-    with open(directory / LOCK, "a") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+    with files.file_lock(directory / LOCK, deadline=time.monotonic()) as got:
+        if not got:
             raise FatalError(f"another verify-dag completion is running on {directory}",
-                             hint="wait for it to finish, then run again") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+                             hint="wait for it to finish, then run again")
+        yield

@@ -10,17 +10,14 @@ and the file is replaced atomically, only if nobody changed it while the checks 
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 import stat
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from verify_dag import git, util
+from verify_dag import files, git, util
 from verify_dag.contract import oracle, parse
 from verify_dag.contract.parse import Contract, Criterion
 from verify_dag.errors import FatalError
@@ -83,19 +80,8 @@ def rewrite(text: str, contract: Contract, outcomes: Sequence[Outcome]) -> str:
 def write_atomic(path: Path, text: str) -> None:
     """Replace ``path``'s content (a symlink's target) in one rename, keeping its mode."""
     target = path.resolve()
-    mode = stat.S_IMODE(target.stat().st_mode)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    # Bytes as written: CRLF contracts stay CRLF.
+    files.write_atomic(target, text.encode("utf-8"), mode=stat.S_IMODE(target.stat().st_mode))
 
 
 def run(contract_path: Path, repo: Path, timeout: float = DEFAULT_TIMEOUT) -> list[Outcome]:

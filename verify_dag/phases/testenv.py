@@ -37,9 +37,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from verify_dag import util
+from verify_dag.files import file_lock, write_atomic
 from verify_dag.models.toolchain import Toolchain
 from verify_dag.phases import testenv_npm, testenv_plan
-from verify_dag.phases.testenv_base import MARKER, PY_LEAKS, locked, pip_env, tail
+from verify_dag.phases.testenv_base import MARKER, PY_LEAKS, pip_env, tail
 from verify_dag.phases.testenv_base import Env as Env  # re-exported: callers name testenv.Env
 from verify_dag.phases.testenv_base import clean as clean  # re-exported: the tester uses it
 from verify_dag.phases.testenv_plan import SKIP, Plan
@@ -125,7 +126,7 @@ def _python(workdir: Path, plan: Plan, envs: Path, deadline: float) -> Env:
     key = testenv_plan.key(workdir, plan)
     env_dir = envs / key[:24]
     envs.mkdir(parents=True, exist_ok=True)
-    with locked(envs / f"{key[:24]}.lock", deadline) as got:
+    with file_lock(envs / f"{key[:24]}.lock", deadline) as got:
         if not got:
             return Env(key=key, source=plan.source,
                        error="timed out waiting for another run building the same environment")
@@ -137,9 +138,8 @@ def _python(workdir: Path, plan: Plan, envs: Path, deadline: float) -> Env:
         if error is not None:
             shutil.rmtree(env_dir, ignore_errors=True)
             return Env(key=key, source=plan.source, error=clean(error))
-        tmp = env_dir / f"{MARKER}.tmp"
-        tmp.write_text(json.dumps({"source": plan.source, "project": project}), encoding="utf-8")
-        os.replace(tmp, env_dir / MARKER)
+        write_atomic(env_dir / MARKER,
+                     json.dumps({"source": plan.source, "project": project}).encode("utf-8"))
     return _env(env_dir, key, plan.source, reused=False, project=project)
 
 

@@ -4,11 +4,7 @@ they hand back, the lock and marker of a cache entry, and the environment their 
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import re
-import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,24 +33,6 @@ class Env:
 def clean(text: str) -> str:
     """Redacted text for findings: secret values and credentials in index URLs removed."""
     return _USERINFO.sub(r"\1[REDACTED]@", util.redact(text))
-
-
-@contextlib.contextmanager
-def locked(path: Path, deadline: float) -> Iterator[bool]:
-    with open(path, "a+b") as fh:
-        while True:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    yield False
-                    return
-                time.sleep(0.2)
-        try:
-            yield True
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def pip_env() -> dict[str, str]:

@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 
 from verify_dag import util
-from verify_dag.phases.testenv_base import MARKER, RECIPE, Env, clean, locked, pip_env, tail
+from verify_dag.files import file_lock
+from verify_dag.phases.testenv_base import MARKER, RECIPE, Env, clean, pip_env, tail
 
 RUNNERS = frozenset({"npm", "npx", "yarn", "pnpm", "node"})
 
@@ -36,7 +37,7 @@ def node(workdir: Path, cache: Path, timeout: float) -> Env:
                          + lock.read_bytes()).hexdigest()
     target = cache / key[:24]
     cache.mkdir(parents=True, exist_ok=True)
-    with locked(cache / f"{key[:24]}.lock", time.monotonic() + timeout) as got:
+    with file_lock(cache / f"{key[:24]}.lock", time.monotonic() + timeout) as got:
         reused = (target / MARKER).is_file()
         if got and not reused:
             shutil.rmtree(target, ignore_errors=True)

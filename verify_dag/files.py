@@ -1,0 +1,59 @@
+"""The two file primitives shared across modules: atomic replacement and inter-process locks."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Replace ``path`` in one rename: a reader sees the old file or the new one, never half.
+
+    The temporary file is opened with ``"xb"`` rather than made by mkstemp, so it gets the umask's
+    mode (mkstemp's is 0600) and other readers of a shared directory can read it; ``mode`` sets
+    another one (a rewritten file keeping its own).
+    """
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        with open(tmp, "xb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def file_lock(path: Path, deadline: float | None = None) -> Iterator[bool]:
+    """An exclusive ``flock`` on ``path`` (created if missing) across this host's processes.
+
+    Without ``deadline`` it waits as long as it takes and yields True. With one (a
+    ``time.monotonic()`` value) it yields False once the deadline passes without the lock; a
+    deadline already past means one try.
+    """
+    with open(path, "a+b") as fh:
+        if deadline is None:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        else:
+            while True:
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        yield False
+                        return
+                    time.sleep(0.2)
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
