@@ -133,3 +133,42 @@ def parse_hunks(patch: str) -> dict[str, list[tuple[int, int]]]:
             if path is not None and new_n:
                 ranges.setdefault(path, []).append((start, start + new_n - 1))
     return ranges
+
+
+def parse_hunk_pairs(patch: str) -> list[tuple[int, int, int, int]]:
+    """The ``@@ -a[,b] +c[,d] @@`` headers of a one-path ``-U0`` patch. A body line starts with
+    "+", "-", " " or "\\", so it is never mistaken for a header."""
+
+    def pair(text: str) -> tuple[int, int]:
+        start, _, count = text[1:].partition(",")
+        return int(start), 1 if not count else int(count)
+
+    out = []
+    for line in patch.split("\n"):
+        fields = line.split(" ", 3)
+        if len(fields) >= 4 and fields[0] == "@@" and fields[3].startswith("@@"):
+            (a, b), (c, d) = pair(fields[1]), pair(fields[2])
+            out.append((a, b, c, d))
+    return out
+
+
+def parse_grep_z(out: str, commit: str) -> list[tuple[str, int, str]]:
+    """``git grep -n -z COMMIT``: ``COMMIT:path\\0line\\0text\\n`` records, read in order so
+    that a path holding a newline or a colon is still read whole."""
+    found: list[tuple[str, int, str]] = []
+    prefix, pos = f"{commit}:", 0
+    while pos < len(out):
+        if not out.startswith(prefix, pos):
+            break
+        path_end = out.find("\0", pos)
+        line_end = out.find("\0", path_end + 1)
+        text_end = out.find("\n", line_end + 1)
+        if path_end < 0 or line_end < 0:
+            break
+        text_end = len(out) if text_end < 0 else text_end
+        number = out[path_end + 1:line_end]
+        if number.isdigit():
+            found.append((out[pos + len(prefix):path_end], int(number),
+                          out[line_end + 1:text_end]))
+        pos = text_end + 1
+    return found
