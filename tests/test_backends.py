@@ -440,3 +440,13 @@ def test_carry_lines_alone_mean_no_new_findings() -> None:
 def test_status_line(text: str, status: str) -> None:
     parsed = parse_reply(text, "visual-verify")
     assert parsed.status == status and parsed.findings == ()
+
+
+def test_the_tools_model_arms_have_their_own_settings(tmp_path: Path) -> None:
+    repo = project(tmp_path, '[tool.verify-dag]\nbackend = "claude"\n\n'
+                             '[tool.verify-dag.skills.contract]\nmodel = "judge-model"\n')
+    env = {"VERIFY_DAG_MODEL_SHADOW_VERIFIER": "shadow-model"}
+    config = load_config(repo, env)
+    assert resolve(config, "contract").model == "judge-model"  # type: ignore[union-attr]
+    assert resolve(config, "shadow-verifier").model == "shadow-model"  # type: ignore[union-attr]
+    assert resolve(config, "reviewer").model != "judge-model"  # type: ignore[union-attr]

@@ -19,7 +19,9 @@ from verify_dag.models.base import Frozen
 
 Kind = Literal["codex", "claude", "command"]
 JUDGEMENT_SKILLS = ("reviewer", "codex-reviewer", "comment-review", "qa", "ux-reviewer",
-                    "visual-verify", "plan-completeness")
+                    "visual-verify", "plan-completeness",
+                    # The verification tools' model arms (contract criteria, shadow claims).
+                    "contract", "shadow-verifier")
 PLACEHOLDERS = ("{model}", "{effort}", "{skill}")
 # comment-density is read by phases/comments.py (the deterministic comment-review rules); it is
 # listed here only so that a [tool.verify-dag] table carrying it is not refused.
