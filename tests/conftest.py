@@ -49,6 +49,19 @@ def make_repo(path: Path, branch: str = "main") -> Repo:
     return repo
 
 
+def calc_base(repo: Repo) -> Repo:
+    """The base of the small calculator projects many tests branch from: ``src/calc.py`` with
+    ``add``, one passing test, pytest configured; committed and tagged ``base``."""
+    repo.write("pyproject.toml",
+               '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["src"]\n')
+    repo.write("src/calc.py", "def add(a, b):\n    return a + b\n")
+    repo.write("tests/test_calc.py",
+               "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n")
+    repo.commit("calc: add")
+    repo.git("tag", "base")
+    return repo
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Repo:
     return make_repo(tmp_path / "repo")

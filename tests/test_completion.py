@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Repo
+from conftest import Repo, calc_base
 
 from verify_dag import cli_completion, report
 from verify_dag.cli import main
@@ -445,13 +445,7 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
 
 def clean_branch(repo: Repo) -> Repo:
     """A branch whose lint and tests pass: only the completion criterion can fail the run."""
-    repo.write("pyproject.toml",
-               '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["src"]\n')
-    repo.write("src/calc.py", "def add(a, b):\n    return a + b\n")
-    repo.write("tests/test_calc.py",
-               "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n")
-    repo.commit("calc: add")
-    repo.git("tag", "base")
+    calc_base(repo)
     repo.write("src/calc.py", "def add(a, b):\n    return a + b\n\n\n"
                "def mul(a, b):\n    return a * b\n")
     repo.commit("calc: mul")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from conftest import Repo, make_repo
+from conftest import Repo, calc_base, make_repo
 from redis_workers import fresh_db, logs, stop, workers
 
 from verify_dag import report, store
@@ -58,13 +58,7 @@ def broker() -> str:
 def make_project(path: Path, module: str) -> Repo:
     """A tiny project whose branch adds an unused ``import <module>`` and a passing test."""
     repo = make_repo(path)
-    repo.write("pyproject.toml",
-               '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["src"]\n')
-    repo.write("src/calc.py", "def add(a, b):\n    return a + b\n")
-    repo.write("tests/test_calc.py",
-               "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n")
-    repo.commit("calc: add")
-    repo.git("tag", "base")
+    calc_base(repo)
     repo.write("src/calc.py", f"import {module}\n\n\ndef add(a, b):\n    return a + b\n\n\n"
                "def sub(a, b):\n    return a - b\n")
     repo.write("tests/test_calc.py",

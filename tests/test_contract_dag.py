@@ -1,4 +1,4 @@
-"""verify --contract: the contract verifier as a skill of the verify DAG's review chord (issue 7)."""
+"""verify --contract: the contract verifier as a skill of the review chord (issue 7)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import Repo, make_repo
+from conftest import Repo, calc_base, make_repo
 
 from verify_dag import report
 
@@ -35,14 +35,7 @@ Add `sub()` to the calculator.
 
 
 def project(path: Path) -> Repo:
-    repo = make_repo(path)
-    repo.write("pyproject.toml",
-               '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["src"]\n')
-    repo.write("src/calc.py", "def add(a, b):\n    return a + b\n")
-    repo.write("tests/test_calc.py", "from calc import add\n\n\ndef test_add():\n"
-                                     "    assert add(2, 2) == 4\n")
-    repo.commit("calc")
-    repo.git("tag", "base")
+    repo = calc_base(make_repo(path))
     repo.write("src/calc.py", "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n"
                               "    return a - b\n")
     # A weakening (the old test is skipped) and a file outside FILE SCOPE.

@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 import redis
-from conftest import Repo, make_repo
+from conftest import Repo, calc_base, make_repo
 from redis_workers import fresh_db, logs, stop, workers
 
 from verify_dag import reliability, report, store
@@ -52,13 +52,7 @@ def make_held_project(path: Path, hold: Path, runs: Path) -> Repo:
     """A tiny project whose branch adds an unused ``import heapq`` (F401) and a test; each run
     of its suite appends a line to ``runs`` and waits while ``hold`` exists (60 s at most)."""
     repo = make_repo(path)
-    repo.write("pyproject.toml",
-               '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["src"]\n')
-    repo.write("src/calc.py", "def add(a, b):\n    return a + b\n")
-    repo.write("tests/test_calc.py",
-               "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n")
-    repo.commit("calc: add")
-    repo.git("tag", "base")
+    calc_base(repo)
     repo.write("src/calc.py", "import heapq\n\n\ndef add(a, b):\n    return a + b\n\n\n"
                "def sub(a, b):\n    return a - b\n")
     repo.write("tests/test_calc.py", f"""\

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Repo, make_repo
+from conftest import Repo, calc_base, make_repo
 from redis_workers import fresh_db, logs, workers
 
 from verify_dag import git, report, repos, store
@@ -33,13 +33,7 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
 def project(path: Path) -> Repo:
     """A branch off ``base`` that adds an unused import, with a passing test."""
     repo = make_repo(path)
-    repo.write("pyproject.toml",
-               '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["src"]\n')
-    repo.write("src/calc.py", "def add(a, b):\n    return a + b\n")
-    repo.write("tests/test_calc.py",
-               "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n")
-    repo.commit("calc")
-    repo.git("tag", "base")
+    calc_base(repo)
     repo.write("src/calc.py", "import heapq\n\n\ndef add(a, b):\n    return a + b\n")
     repo.commit("calc: import")
     return repo
