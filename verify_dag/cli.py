@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -338,21 +338,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["arbiter"]:  # the seed's exit codes (3, 4) and usage errors: its own parser
         return cli_arbiter.main(argv[1:])
     if argv[:1] == ["floor-guard"]:  # the seed's exit codes (2 findings, 3 usage): its own parser
-        return cli_contract.floor_guard_main(argv[1:])
-    parser = build_parser()
+        return _guarded(lambda: cli_contract.floor_guard(argv[1:]),
+                        error_code=cli_contract.EXIT_FLOOR_USAGE)
+    return _guarded(lambda: _dispatch(argv))
+
+
+def _dispatch(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    handler = {"verify": cmd_verify, "worker": cmd_worker, "status": cmd_status,
+               "report": cmd_report, "runs": cmd_runs,
+               "fleet": cli_fleet.cmd_fleet,
+               "completion": cli_completion.cmd_completion,
+               "contract": cli_contract.cmd_contract, "gates": cli_contract.cmd_gates,
+               "shadow": cli_shadow.cmd_shadow,
+               }[args.command]
+    return handler(args)
+
+
+def _guarded(body: Callable[[], int], error_code: int | None = None) -> int:
+    """Run a command, mapping errors to one stderr line and an exit code: the one place.
+
+    ``error_code`` replaces the error's own code for commands whose specification fixes it.
+    """
     try:
-        args = parser.parse_args(argv)
-        handler = {"verify": cmd_verify, "worker": cmd_worker, "status": cmd_status,
-                   "report": cmd_report, "runs": cmd_runs,
-                   "fleet": cli_fleet.cmd_fleet,
-                   "completion": cli_completion.cmd_completion,
-                   "contract": cli_contract.cmd_contract, "gates": cli_contract.cmd_gates,
-                   "shadow": cli_shadow.cmd_shadow,
-                   }[args.command]
-        return handler(args)
+        return body()
     except VerifyDagError as exc:
         print(exc.line(), file=sys.stderr)
-        return exc.exit_code
+        return exc.exit_code if error_code is None else error_code
     except KeyboardInterrupt:
         print("verify-dag: interrupted", file=sys.stderr)
         return 130

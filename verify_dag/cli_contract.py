@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from verify_dag.errors import EXIT_ERROR, FatalError, UsageError, VerifyDagError
+from verify_dag.errors import FatalError, UsageError
 
 CONTRACT_EXIT_CODES = """exit codes:
   0  CONFORME: every criterion MET, no out-of-scope file, no unwaived floor finding
@@ -132,24 +132,7 @@ def _floor_parser() -> argparse.ArgumentParser:
     return p
 
 
-def floor_guard_main(argv: list[str]) -> int:
-    try:
-        return _floor_guard(argv)
-    except VerifyDagError as exc:
-        print(exc.line(), file=sys.stderr)
-        return EXIT_FLOOR_USAGE
-    except KeyboardInterrupt:
-        print("verify-dag: interrupted", file=sys.stderr)
-        return 130
-    # A guard that broke has found nothing it can vouch for: never 0.
-    except Exception as exc:
-        if os.environ.get("VERIFY_DAG_DEBUG"):
-            raise
-        print(f"verify-dag: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-
-
-def _floor_guard(argv: list[str]) -> int:
+def floor_guard(argv: list[str]) -> int:
     from verify_dag import git
     from verify_dag.contract import floor, parse
 
