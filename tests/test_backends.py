@@ -21,6 +21,7 @@ from verify_dag.backends import (
     resolve,
 )
 from verify_dag.errors import UsageError
+from verify_dag.reviewers import runner
 
 PROMPT = "Review the change.\nRELEVANT STATIC FINDINGS:\nnone\n"
 
@@ -124,6 +125,23 @@ def test_a_sources_model_names_stay_with_its_own_backend(tmp_path: Path) -> None
            "VERIFY_DAG_BACKEND": "codex"}
     assert resolve(load_config(None, env), "qa") == Backend(kind="codex", skill="qa",
                                                             effort="medium")
+
+
+def test_a_model_named_beside_no_backend_is_the_configured_backends(
+        tmp_path: Path, fake_bin: Path) -> None:
+    # VERIFY_DAG_MODEL=sonnet next to a user file choosing Claude names a Claude model: Claude's
+    # reviewers get it, codex-reviewer's Codex does not (the real codex would reject it).
+    env = {**user_config(tmp_path, 'backend = "claude"\n'), "VERIFY_DAG_MODEL": "sonnet"}
+    config = load_config(None, env)
+    assert resolve(config, "reviewer").model == "sonnet"  # type: ignore[union-attr]
+    assert resolve(config, "codex-reviewer") == Backend(kind="codex", skill="codex-reviewer",
+                                                        effort="medium")
+    repo = project(tmp_path, '[tool.verify-dag]\nmodel = "opus"\n')
+    codex = resolve(load_config(repo, {"VERIFY_DAG_BACKEND": "claude"}), "codex-reviewer")
+    assert codex is not None and codex.model is None
+    # With Codex the configured engine, the same unnamed model is Codex's.
+    both = resolve(load_config(repo, {"VERIFY_DAG_BACKEND": "codex"}), "codex-reviewer")
+    assert both is not None and both.model == "opus"
 
 
 def test_command_template_from_the_repository_is_refused(tmp_path: Path) -> None:
@@ -303,6 +321,18 @@ def test_child_keeps_model_credentials_and_loses_broker_settings(
     assert "VERIFY_DAG_BROKER_URL" not in names and "CELERY_BROKER_URL" not in names
 
 
+@pytest.mark.parametrize("kind", ("codex", "claude"))
+def test_the_fake_rejects_options_the_real_cli_would(kind: str, tmp_path: Path,
+                                                     fake_bin: Path) -> None:
+    # What verify-dag sends passes (test above); a misspelt option fails as it would for real.
+    backend = Backend(kind="command", skill="qa", command=(
+        kind, *(("exec", "--sandbx", "read-only", "-") if kind == "codex" else ("-p", "--modle",
+                                                                                  "opus"))))
+    reply = invoke(backend, PROMPT, cwd=tmp_path)
+    assert reply.status == "failed"
+    assert ("--sandbx" if kind == "codex" else "--modle") in reply.reason
+
+
 def test_unset_placeholders_drop_out_with_their_flag(tmp_path: Path, fake_bin: Path) -> None:
     config = load_config(None, {"VERIFY_DAG_BACKEND_COMMAND": "fake-model --model {model} "
                                                               "--effort {effort} {skill}"})
@@ -440,6 +470,21 @@ def test_carry_lines_alone_mean_no_new_findings() -> None:
 def test_status_line(text: str, status: str) -> None:
     parsed = parse_reply(text, "visual-verify")
     assert parsed.status == status and parsed.findings == ()
+
+
+@pytest.mark.parametrize(("status", "expected"), [
+    ("SKIPPED NO_UI_FILES_IN_SCOPE", ("SKIPPED", "NO_UI_FILES_IN_SCOPE")),
+    ("SKIPPED_UNSUPPORTED_SCOPE", ("SKIPPED", "SKIPPED_UNSUPPORTED_SCOPE")),
+    ("PATCH_CONSTRUCTION_FAILED cannot rebuild the rename",
+     ("BLOCKED", "PATCH_CONSTRUCTION_FAILED: cannot rebuild the rename")),
+    ("BLOCKED: sandbox denied", ("BLOCKED", "sandbox denied")),
+    ("COMPLETED", ("COMPLETED", "Found 0 items")),
+])
+def test_a_status_the_reply_reports_about_itself(status: str, expected: tuple[str, str]) -> None:
+    # codex-reviewer's prompt offers these statuses; none of them is a review that found nothing.
+    parsed = parse_reply(f'STATUS: {status}\n{{"findings": []}}', "codex-reviewer")
+    out = runner._outcome("codex-reviewer", "why", parsed)
+    assert (out.status, out.notes) == expected
 
 
 def test_the_tools_model_arms_have_their_own_settings(tmp_path: Path) -> None:

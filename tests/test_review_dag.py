@@ -18,6 +18,7 @@ REPLY = json.dumps({"findings": [
     {"title": "mul is off by one", "severity": 8, "location": "src/calc.py:10",
      "category": "correctness", "description": "mul adds 1 to the product."},
 ]}) + ("\nREAFFIRMED: F-1 — unchanged since delta base"
+       "\nREAFFIRMED: F-3 — also unchanged"
        "\nREOPENED: F-2 — test_mul now fails"
        "\nDEFERRED_TO_EPIC: #47 — pagination belongs to the export issue\n")
 
@@ -81,7 +82,8 @@ def test_light_falls_back_to_reviewer_on_the_configured_backend(
     assert result(doc, "reviewer")["status"] == "COMPLETED"
     assert result(doc, "codex-reviewer") == {
         "skill": "codex-reviewer", "status": "SKIPPED",
-        "notes": "Codex CLI not on PATH; reviewer ran instead"}
+        "notes": "not in light composition"}
+    assert "(Codex unavailable)" in result(doc, "reviewer")["notes"]
     (call,) = calls(fake)
     assert call["name"] == "claude" and "-p" in call["argv"]
     assert "Comprehensive review across all five dimensions" in call["prompt"]
@@ -181,6 +183,10 @@ def test_ledger_epic_and_plan_reach_the_report(scenario: Repo, tmp_path: Path, f
     known = doc["knownFindings"]
     assert known["supplied"] == 3
     assert known["reaffirmed"][0]["id"] == "F-1" and known["reopened"][0]["id"] == "F-2"
+    # F-3 is fixed, so it was not in the table the reviewer saw: its reaffirmation is flagged.
+    assert {(r["id"], r["known"]) for r in known["reaffirmed"]} == {("F-1", True), ("F-3", False)}
+    md = markdown(doc)
+    assert "## Known Findings" in md and "| F-3 (**not in KNOWN FINDINGS**) | REAFFIRMED |" in md
     assert {"issue": "#47", "item": "pagination belongs to the export issue",
             "source": "reviewer"} in doc["deferredToEpic"]
     assert not any("pagination" in i["title"] for i in doc["issues"])
@@ -203,7 +209,10 @@ def test_no_carry_forward_keeps_the_ledger_for_reporting_only(
         {"id": "F-1", "skill": "reviewer", "title": "old", "severity": 4,
          "disposition": "accepted", "location": None, "rootCause": "", "reason": ""}]}))
     _, doc = run(scenario, tmp_path, f"--ledger={ledger}", "--no-carry-forward")
-    assert doc["knownFindings"]["supplied"] == 1
+    # The reply still says REAFFIRMED/REOPENED/DEFERRED_TO_EPIC, but the reviewer was given no
+    # carry-forward rules and no epic: none of it is a decision those inputs produced.
+    assert doc["knownFindings"] == {"supplied": 1, "reaffirmed": [], "reopened": []}
+    assert doc["deferredToEpic"] == []
     (call,) = calls(fake)
     assert "CARRY-FORWARD RULES" not in call["prompt"] and "KNOWN FINDINGS" not in call["prompt"]
 

@@ -38,6 +38,38 @@ def option(argv: list[str], *names: str) -> str | None:
     return None
 
 
+# The options the real CLIs accept (`codex exec --help`, `claude --help`): an option the real
+# CLI would reject fails here as it would there, so a misspelt flag cannot pass the tests.
+CODEX_VALUED = {"-c", "--config", "-i", "--image", "-m", "--model", "-s", "--sandbox", "-p",
+                "--profile", "-C", "--cd", "--output-schema", "--color", "-o",
+                "--output-last-message", "--add-dir", "--local-provider"}
+CODEX_FLAGS = {"--oss", "--full-auto", "--dangerously-bypass-approvals-and-sandbox",
+               "--skip-git-repo-check", "--json"}
+CLAUDE_VALUED = {"--output-format", "--input-format", "--model", "--effort", "--max-turns",
+                 "--system-prompt", "--append-system-prompt", "--permission-mode",
+                 "--allowedTools", "--disallowedTools", "--add-dir", "--settings",
+                 "--fallback-model", "--json-schema", "--mcp-config"}
+CLAUDE_FLAGS = {"-p", "--print", "--verbose", "--dangerously-skip-permissions", "--bare",
+                "--safe-mode"}
+
+
+def unknown_option(args: list[str], valued: set[str], flags: set[str]) -> str | None:
+    """The first option the real CLI would reject, or None."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name = arg.split("=", 1)[0]
+        if arg == "-" or not arg.startswith("-"):
+            i += 1
+        elif name in valued:
+            i += 1 if "=" in arg else 2
+        elif arg in flags:
+            i += 1
+        else:
+            return arg
+    return None
+
+
 def reply_for(mode: str) -> str:
     if mode == "none":
         return '{"findings": []}'
@@ -60,6 +92,11 @@ def as_codex(argv: list[str], mode: str, reply: str) -> int:
     if not argv or argv[0] != "exec" or argv[-1] != "-":
         print("error: the fake expects `codex exec [OPTIONS] -`", file=sys.stderr)
         return 2
+    bad = unknown_option(argv[1:], CODEX_VALUED, CODEX_FLAGS)
+    if bad is not None:
+        print(f"error: unexpected argument '{bad}' found\n\nUsage: codex exec [OPTIONS] "
+              "[PROMPT]", file=sys.stderr)
+        return 2
     print("OpenAI Codex v0.0.0-fake (research preview)\n--------\nworkdir: " + os.getcwd()
           + f"\nmodel: {option(argv, '-m', '--model') or 'gpt-5-codex'}\nsandbox: "
           + f"{option(argv, '-s', '--sandbox')}\n--------\nuser\n{PROMPT}", file=sys.stderr)
@@ -80,6 +117,10 @@ def as_claude(argv: list[str], mode: str, reply: str) -> int:
     if "-p" not in argv and "--print" not in argv:
         print("error: the fake only supports print mode (-p)", file=sys.stderr)
         return 2
+    bad = unknown_option(argv, CLAUDE_VALUED, CLAUDE_FLAGS)
+    if bad is not None:
+        print(f"error: unknown option '{bad}'", file=sys.stderr)
+        return 1
     as_json = option(argv, "--output-format") == "json"
     if mode in ("rate-limit", "auth"):
         text = CLAUDE_LIMIT if mode == "rate-limit" else CLAUDE_AUTH

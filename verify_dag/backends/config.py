@@ -49,7 +49,7 @@ from verify_dag.errors import UsageError
 from verify_dag.models.base import Frozen
 
 __all__ = ["DEFAULT_TIMEOUT", "JUDGEMENT_SKILLS", "Backend", "BackendsConfig", "Kind",
-           "how_to_configure", "load_config", "resolve"]
+           "codex_on_path", "how_to_configure", "load_config", "resolve"]
 
 Tier = Literal["capable", "general"]
 DEFAULT_TIMEOUT = 600.0
@@ -107,6 +107,11 @@ def how_to_configure() -> str:
             "~/.config/verify-dag/config.toml")
 
 
+def codex_on_path() -> bool:
+    """The seed's `which codex`, on the host that asks (the worker that would run Codex)."""
+    return shutil.which("codex") is not None
+
+
 def resolve(config: BackendsConfig, skill: str) -> Backend | None:
     """The backend ``skill`` runs on, or None when there is none to run it.
 
@@ -114,7 +119,7 @@ def resolve(config: BackendsConfig, skill: str) -> Backend | None:
     silently becomes another backend under its own name.
     """
     if skill == "codex-reviewer":
-        kind: Kind | None = "codex" if shutil.which("codex") else None
+        kind: Kind | None = "codex" if codex_on_path() else None
     else:
         kind = config.backend
     if kind is None:
@@ -132,7 +137,10 @@ def _pick(config: BackendsConfig, skill: str, kind: Kind, key: Literal["model", 
           ) -> str | None:
     for layer in config.layers:
         own = layer.skills.get(skill)
-        applies = layer.backend in (None, kind)
+        # A source that names no backend speaks of the one configured overall: its model is
+        # that engine's name (VERIFY_DAG_MODEL=sonnet beside backend = "claude" is a Claude
+        # model), so it never reaches codex-reviewer's Codex unless Codex is that engine.
+        applies = (layer.backend or config.backend) in (None, kind)
         if own is not None and getattr(own, key) and (applies or skill == "codex-reviewer"):
             return str(getattr(own, key))
         if applies and getattr(layer, key):

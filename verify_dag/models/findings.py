@@ -90,9 +90,13 @@ class SkillOutcome(Frozen):
     def combine(self, other: SkillOutcome) -> SkillOutcome:
         """One skill that ran in two parts (deterministic rules and a model pass, say).
 
-        COMPLETED if either part completed; each part's own status stays visible in the notes.
+        The skill is only as complete as its least complete part: a model pass that timed out
+        makes the whole skill NOT_RUN even though its rules ran, because the judgement it was
+        due did not happen (seed: NOT_RUN, never COMPLETED, for a review that never ran). Both
+        parts' findings are kept, and each part's own status stays visible in the notes.
         """
-        status = self.status if self.status == "COMPLETED" else other.status
+        status = next((s for s in (self.status, other.status) if s in ("NOT_RUN", "BLOCKED")),
+                      self.status if self.status == "COMPLETED" else other.status)
         return self.model_copy(update={
             "status": status,
             "notes": f"{self.notes}; {other.notes}",

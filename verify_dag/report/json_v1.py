@@ -133,15 +133,23 @@ def _known_findings(state: RunState) -> dict[str, Any] | None:
     ledger = state.request.ledger_data
     if ledger is None:
         return None
+    if state.request.no_carry_forward:
+        # The reviewers were never given the carry-forward rules (first-run review): a stray
+        # REAFFIRMED line is not a decision the rules produced.
+        return {"supplied": len(ledger.findings), "reaffirmed": [], "reopened": []}
+    table = {f.id for f in ledger.known()}
     return {
         "supplied": len(ledger.findings),
+        # known (additive): whether the id was in the KNOWN FINDINGS table the reviewers saw. A
+        # reaffirmation of anything else cites no earlier decision and is shown as such.
         "reaffirmed": [
             {"id": r.id, "skill": r.skill, "reason": r.reason,
-             "newHarmEvidence": r.new_harm_evidence}
+             "newHarmEvidence": r.new_harm_evidence, "known": r.id in table}
             for o in state.outcomes for r in o.reaffirmed
         ],
         "reopened": [
-            {"id": r.id, "skill": r.skill, "reason": r.reason, "evidence": r.evidence}
+            {"id": r.id, "skill": r.skill, "reason": r.reason, "evidence": r.evidence,
+             "known": r.id in table}
             for o in state.outcomes for r in o.reopened
         ],
     }
@@ -212,10 +220,11 @@ def build(state: RunState) -> Report:
         "overall": {"result": result, "mode": scope["mode"]},
         "scope": scope,
         "knownFindings": _known_findings(state),
+        # [] with no --epic-context (seed 8c): a deferral cites an epic the reviewers were given.
         "deferredToEpic": [
             {"issue": d.issue, "item": d.item, "source": d.source}
             for o in state.outcomes for d in o.deferred
-        ],
+        ] if state.request.epic_text is not None else [],
         "triage": {**results.triage(all_outcomes), **_triage_result(state)},
         "skillResults": results.skill_results(all_outcomes),
         "issues": [_issue(n, i) for n, i in enumerate(issues, start=1)],

@@ -253,6 +253,28 @@ def _deferred(report: Report) -> list[str]:
     ]
 
 
+def _carried(report: Report) -> list[str]:
+    """Additive to 8b: every carry-forward decision the reviewers made, so a suppression is as
+    visible to a reader of the Markdown as it is in the JSON's knownFindings."""
+    known = report["knownFindings"]
+    if known is None or not (known["reaffirmed"] or known["reopened"]):
+        return []
+    def mark(row: dict[str, Any]) -> str:
+        return row["id"] if row.get("known", True) else f"{row['id']} (**not in KNOWN FINDINGS**)"
+    rows: list[list[object]] = [
+        *[[mark(r), "REAFFIRMED", r["skill"], r["reason"]] for r in known["reaffirmed"]],
+        *[[mark(r), "REOPENED", r["skill"], f"{r['reason']} {r['evidence']}".strip()]
+          for r in known["reopened"]],
+    ]
+    return [
+        "## Known Findings", "",
+        f"{known['supplied']} finding(s) supplied by the ledger; the reviewers' decisions:", "",
+        *_table(["Known ID", "Decision", "Reviewer", "Reason / evidence"], rows), "",
+        "A REAFFIRMED finding was not reported again: the reviewer judged its code unchanged "
+        "since the delta base.", "", "---", "",
+    ]
+
+
 def _exerciser(report: Report) -> list[str]:
     out = ["## Exerciser Verification", ""]
     entries = report["exerciserVerification"]
@@ -299,6 +321,7 @@ def markdown(report: Report) -> str:
     lines += _skill_results(report)
     lines += _issues(report)
     lines += _debugger(report)
+    lines += _carried(report)
     lines += _deferred(report)
     lines += _exerciser(report)
     lines += _gates(report)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from verify_dag import backends
 from verify_dag.models.findings import SkillOutcome
 from verify_dag.models.state import RunState
 
@@ -74,6 +75,13 @@ def stopped_phase(state: RunState) -> str:
     return "report"
 
 
+def _light_excluded() -> tuple[str, ...]:
+    """Skills outside the light composition: the fixed four, and the one judgement reviewer of
+    the pair that light does not choose (codex-reviewer when Codex is on PATH, else reviewer)."""
+    unchosen = "reviewer" if backends.codex_on_path() else "codex-reviewer"
+    return (*LIGHT_EXCLUDED, unchosen)
+
+
 def _debugger_needed(state: RunState) -> bool:
     # Seed 7b: the debugger fires when tester or exerciser (or, at deep, ux-reviewer) reported
     # a failure of severity 7 or more.
@@ -90,16 +98,18 @@ def _missing(skill: str, state: RunState) -> SkillOutcome:
     def skip(status: Literal["SKIPPED", "NOT_RUN"], notes: str) -> SkillOutcome:
         return SkillOutcome(skill=skill, status=status, notes=notes, reason=notes, ran=False)
 
+    if nothing_to_verify(state):
+        return skip("SKIPPED", "nothing to verify")
+    # What was never part of this run's plan is SKIPPED even when the run stopped early: NOT_RUN
+    # keeps meaning "this should have run and did not" (seed, 8a and the error shape of 8c).
+    if state.request.depth == "light" and skill in _light_excluded():
+        return skip("SKIPPED", "not in light composition")
+    if skill == "plan-completeness" and state.request.plan_text is None:
+        return skip("SKIPPED", "no plan resolved")
     err = error_of(state)
     if err is not None:
         phase, message = stopped_at(state, err[1])
         return skip("NOT_RUN", f"not run: verification stopped at {phase}: {message}")
-    if nothing_to_verify(state):
-        return skip("SKIPPED", "nothing to verify")
-    if state.request.depth == "light" and skill in LIGHT_EXCLUDED:
-        return skip("SKIPPED", "not in light composition")
-    if skill == "plan-completeness" and state.request.plan_text is None:
-        return skip("SKIPPED", "no plan resolved")
     if skill == "debugger" and not _debugger_needed(state):
         return skip("SKIPPED", "no failures of severity 7+ to investigate")
     return skip("NOT_RUN", "not run: no result was recorded for this skill")

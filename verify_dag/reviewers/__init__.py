@@ -8,10 +8,9 @@ runs (prompt, backend, parsing) lives in :mod:`verify_dag.reviewers.runner`.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 
-from verify_dag import git
+from verify_dag import backends, git
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import RunState, SkillOutcome
 from verify_dag.phases import comments
@@ -28,11 +27,6 @@ REASONS = {
     "visual-verify": "UI-rendering files in scope",
     "plan-completeness": "a plan file was supplied",
 }
-
-
-def codex_available() -> bool:
-    # The seed's `which codex`, checked on the worker that would run it.
-    return shutil.which("codex") is not None
 
 
 def _always(skill: str) -> Reviewer:
@@ -76,17 +70,20 @@ def light_judgement(state: RunState) -> list[SkillOutcome]:
     The choice is made here, visibly, never inside codex-reviewer: a substitute hidden behind its
     name would report model diversity that did not happen.
     """
-    if codex_available():
-        skipped = "not in light composition (codex-reviewer was chosen)"
+    if backends.codex_on_path():
         return [runner.codex_reviewer(state, "light judgement reviewer (Codex available)"),
-                SkillOutcome(skill="reviewer", status="SKIPPED", ran=False, notes=skipped,
-                             reason=skipped)]
+                light_skip("reviewer")]
     chosen = runner.model_skill(state, "reviewer", "light judgement reviewer (Codex unavailable)")
     note = "Judgement reviewer at light depth (Codex unavailable)"
     chosen = chosen.model_copy(update={"notes": f"{note}. {chosen.notes}"})
-    return [chosen, SkillOutcome(skill="codex-reviewer", status="SKIPPED", ran=False,
-                                 notes="Codex CLI not on PATH; reviewer ran instead",
-                                 reason="Codex CLI not on PATH")]
+    return [chosen, light_skip("codex-reviewer")]
+
+
+def light_skip(skill: str) -> SkillOutcome:
+    """The light reviewer that was not chosen: outside the composition, so SKIPPED with the
+    seed's exact reason (the chosen one's notes say whether Codex was available)."""
+    why = "not in light composition"
+    return SkillOutcome(skill=skill, status="SKIPPED", ran=False, notes=why, reason=why)
 
 
 def _gated(skill: str) -> Reviewer:

@@ -7,6 +7,7 @@ seed spells codex-reviewer's statuses that way), never in COMPLETED with zero fi
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -53,14 +54,28 @@ def _normalise(skill: str, findings: list[Finding]) -> list[Finding]:
     return findings
 
 
+# The statuses a reply may report about itself (codex-reviewer's prompt offers all four), longest
+# first so SKIPPED_UNSUPPORTED_SCOPE is not read as SKIPPED plus a reason "_UNSUPPORTED_SCOPE".
+_SELF_STATUS = re.compile(
+    r"(?i)^(SKIPPED_UNSUPPORTED_SCOPE|PATCH_CONSTRUCTION_FAILED|SKIPPED|BLOCKED)\b[\s:—-]*(.*)$")
+
+
 def _outcome(skill: str, reason: str, parsed: ParsedReply) -> SkillOutcome:
-    status_line = (parsed.status or "").strip()
-    if status_line.upper().startswith("SKIPPED"):
-        why = status_line[len("SKIPPED"):].strip(" :—-") or "the skill reported SKIPPED"
-        return SkillOutcome(skill=skill, status="SKIPPED", ran=False, reason=why, notes=why)
-    if status_line.upper().startswith("BLOCKED"):
-        why = status_line[len("BLOCKED"):].strip(" :—-") or "the skill reported BLOCKED"
-        return SkillOutcome(skill=skill, status="BLOCKED", reason=reason, notes=why)
+    said = _SELF_STATUS.match((parsed.status or "").strip())
+    if said is not None:
+        token, why = said.group(1).upper(), said.group(2).strip()
+        if token == "SKIPPED":
+            why = why or "the skill reported SKIPPED"
+            return SkillOutcome(skill=skill, status="SKIPPED", ran=False, reason=why, notes=why)
+        if token == "SKIPPED_UNSUPPORTED_SCOPE":
+            notes = f"{token}: {why}" if why else token
+            return SkillOutcome(skill=skill, status="SKIPPED", ran=False, reason=token,
+                                notes=notes)
+        # BLOCKED, or a review that could not rebuild the exact diff: either way no review
+        # happened, and the seed's JSON statuses for codex-reviewer leave BLOCKED for that.
+        notes = (why or "the skill reported BLOCKED") if token == "BLOCKED" else (
+            f"{token}: {why}" if why else token)
+        return SkillOutcome(skill=skill, status="BLOCKED", reason=reason, notes=notes)
     findings = _normalise(skill, list(parsed.findings))
     notes = f"Found {len(findings)} item{'s' if len(findings) != 1 else ''}"
     return SkillOutcome(skill=skill, status="COMPLETED", reason=reason, notes=notes,
