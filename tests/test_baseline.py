@@ -110,3 +110,69 @@ def test_static_run_classifies_and_says_so(repo: Repo) -> None:
     found = {(f.location.path if f.location else None, f.rule): f.baseline for f in out.findings}
     assert found == {("app.py", "F401"): "pre-existing", ("app.py", "F841"): "introduced",
                      ("extra.py", "F401"): "introduced"}
+
+
+# Lines that move into another file: a.py keeps enough code that git sees no rename.
+KEEP = "".join(f"\n\ndef f{n}():\n    return {n}\n" for n in range(8))
+TWO = 'def two():\n    return f"two"\n'
+
+
+def statuses(sc: Scope) -> dict[str, str]:
+    return {c.path: c.status for c in sc.included}
+
+
+def test_line_moved_into_a_new_file_is_pre_existing(repo: Repo) -> None:
+    sc = branch(repo, {"a.py": TWO + KEEP}, {"a.py": KEEP.lstrip("\n"), "b.py": TWO})
+    assert statuses(sc) == {"a.py": "modified", "b.py": "added"}
+    found = classify(repo, sc)
+    assert [(f.location.path if f.location else None, f.rule, f.baseline) for f in found] == [
+        ("b.py", "F541", "pre-existing")]
+
+
+def test_same_rule_on_different_text_in_a_new_file_is_introduced(repo: Repo) -> None:
+    sc = branch(repo, {"a.py": TWO + KEEP},
+                {"a.py": KEEP.lstrip("\n"), "b.py": TWO + '\n\ndef three():\n    return f"3"\n'})
+    assert baselines(classify(repo, sc)) == {("F541", 2): "pre-existing",
+                                             ("F541", 6): "introduced"}
+
+
+def test_duplicated_line_is_pre_existing_once(repo: Repo) -> None:
+    sc = branch(repo, {"a.py": TWO + KEEP},
+                {"a.py": KEEP.lstrip("\n"), "b.py": TWO + "\n\n" + TWO.replace("two()", "too()")})
+    found = classify(repo, sc)
+    assert sorted(f.baseline or "" for f in found) == ["introduced", "pre-existing"]
+
+
+def test_duplicate_kept_in_its_own_file_is_the_pre_existing_one(repo: Repo) -> None:
+    # The moved (re-indented) line stays in a.py and a copy lands in b.py: a.py's is the origin.
+    moved = KEEP.lstrip("\n") + '\n\nclass C:\n    def two(self):\n        return f"two"\n'
+    sc = branch(repo, {"a.py": TWO + KEEP}, {"a.py": moved, "b.py": TWO})
+    found = {(f.location.path if f.location else None, f.rule): f.baseline
+             for f in classify(repo, sc)}
+    assert found == {("a.py", "F541"): "pre-existing", ("b.py", "F541"): "introduced"}
+
+
+def test_unchanged_line_copied_into_a_new_file_is_introduced(repo: Repo) -> None:
+    sc = branch(repo, {"a.py": TWO + KEEP}, {"a.py": TWO + KEEP + "\nX = 1\n", "b.py": TWO})
+    assert baselines(classify(repo, sc)) == {("F541", 2): "introduced"}
+
+
+def test_line_from_a_renamed_file_moved_into_a_new_file_is_pre_existing(repo: Repo) -> None:
+    sc = branch(repo, {"a.py": TWO + KEEP}, {"renamed.py": KEEP.lstrip("\n"), "b.py": TWO},
+                remove=("a.py",))
+    assert statuses(sc) == {"renamed.py": "renamed", "b.py": "added"}
+    assert baselines(classify(repo, sc)) == {("F541", 2): "pre-existing"}
+
+
+def test_line_from_a_deleted_file_is_pre_existing(repo: Repo) -> None:
+    sc = branch(repo, {"a.py": TWO + KEEP}, {"b.py": TWO + "\n\nX = 1\n"}, remove=("a.py",))
+    assert statuses(sc) == {"a.py": "deleted", "b.py": "added"}
+    assert baselines(classify(repo, sc)) == {("F541", 2): "pre-existing"}
+
+
+def test_untouched_files_at_the_base_are_not_origins(repo: Repo) -> None:
+    # other.py has the same problem at the base but the change does not touch it: b.py's copy
+    # is new code, and the base run covers only the scope's old paths.
+    sc = branch(repo, {"a.py": KEEP, "other.py": TWO + KEEP},
+                {"a.py": KEEP + "\nX = 1\n", "b.py": TWO})
+    assert baselines(classify(repo, sc)) == {("F541", 2): "introduced"}
