@@ -245,6 +245,24 @@ def test_files_and_module_scopes(repo: Repo) -> None:
     assert [f.path for f in sc.included] == ["src/untracked.py"]
 
 
+def test_relative_paths_are_relative_to_where_the_user_stands(
+        repo: Repo, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    repo.write("sub dir/mödule.py", "x\n")
+    repo.write("sub dir/inner/b.py", "y\n")
+    repo.write("top.py", "z\n")
+    repo.commit()
+    monkeypatch.chdir(repo.path / "sub dir")  # inside the repository: as git's pathspecs
+    sc = _run(repo, files=("mödule.py",))
+    assert [f.path for f in sc.included] == ["sub dir/mödule.py"]
+    sc = _run(repo, module=".")
+    assert [f.path for f in sc.included] == ["sub dir/inner/b.py", "sub dir/mödule.py"]
+    assert _run(repo, files=("../top.py",)).included[0].path == "top.py"
+    with pytest.raises(UsageError, match=r"does not exist: top\.py"):
+        _run(repo, files=("top.py",))
+    monkeypatch.chdir(tmp_path)  # outside it: relative to the repository's top
+    assert [f.path for f in _run(repo, files=("top.py",)).included] == ["top.py"]
+
+
 # --- branch scope and base resolution --------------------------------------------------------
 
 

@@ -72,19 +72,25 @@ def validate_request(req: VerifyRequest) -> VerifyRequest:
         git.check_ref(req.since, "--since commit")
     if top is None:
         return req
-    files = tuple(dict.fromkeys(_inside(top, f, "--files", file_only=True) for f in req.files))
-    module = _inside(top, req.module, "--module") if req.module is not None else None
+    # Relative paths are relative to where the user stands when that is inside the repository,
+    # as git's own pathspecs are; from outside it, relative to the repository's top.
+    here = Path.cwd().resolve()
+    start = here if _relative(here, top) is not None else top
+    files = tuple(dict.fromkeys(_inside(top, f, "--files", start, file_only=True)
+                                for f in req.files))
+    module = _inside(top, req.module, "--module", start) if req.module is not None else None
     scope = "files" if files else "module" if module is not None else req.scope
     return req.model_copy(update={"repo": str(top), "files": files, "module": module,
                                   "scope": scope})
 
 
-def _inside(top: Path, raw: str, flag: str, file_only: bool = False) -> str:
-    """``raw`` as a repo-relative POSIX path, refusing anything that leaves the repository."""
+def _inside(top: Path, raw: str, flag: str, start: Path, file_only: bool = False) -> str:
+    """``raw`` (relative to ``start``) as a repo-relative POSIX path, refusing anything that
+    leaves the repository."""
     if not raw.strip() or "\0" in raw:
         raise UsageError(f"{flag}: empty path")
     given = Path(raw)
-    full = given if given.is_absolute() else top / given
+    full = given if given.is_absolute() else start / given
     rel = _relative(Path(os.path.normpath(full)), top) or _relative(full.resolve(), top)
     # A symlink inside the repository may still point outside it.
     if rel is None or _relative(full.resolve(), top) is None or ".git" in rel.parts:
