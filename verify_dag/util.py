@@ -15,7 +15,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -39,12 +39,22 @@ _GIT_LEAKS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTOR
               "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_PREFIX")
 
 
+# A URL with a password in it (DATABASE_URL=postgres://user:pw@host/db) is a credential whatever
+# the variable is called.
+_URL_WITH_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@", re.IGNORECASE)
+
+
+def _secret(key: str, value: str) -> bool:
+    return bool(_SECRET_NAME.search(key) or key.startswith(_SECRET_PREFIXES)
+                or _URL_WITH_PASSWORD.search(value))
+
+
 def scrubbed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment repository code runs in: ours, minus anything secret-looking."""
     env = {
         k: v
         for k, v in os.environ.items()
-        if not _SECRET_NAME.search(k) and not k.startswith(_SECRET_PREFIXES) and k not in _GIT_LEAKS
+        if not _secret(k, v) and k not in _GIT_LEAKS
     }
     if extra:
         env.update(extra)
@@ -63,7 +73,7 @@ def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 def redact(text: str) -> str:
     """Replace the values of secret-looking environment variables found in ``text``."""
     for key, value in os.environ.items():
-        if len(value) >= 8 and (_SECRET_NAME.search(key) or key.startswith(_SECRET_PREFIXES)):
+        if len(value) >= 8 and _secret(key, value):
             text = text.replace(value, "[REDACTED]")
     return text
 
@@ -96,8 +106,39 @@ def _drain(stream: IO[bytes], cap: int, out: list[bytes], flags: list[bool]) -> 
     stream.close()
 
 
-def _limits() -> None:  # pragma: no cover - runs in the child between fork and exec
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+MEMORY_ENV = "VERIFY_DAG_MEMORY_LIMIT_MB"
+FILE_SIZE_ENV = "VERIFY_DAG_FILE_LIMIT_MB"
+DEFAULT_FILE_LIMIT_MB = 8192  # above any pack file a mirror of a big repository writes
+
+
+def _megabytes(env: str, default: int) -> int:
+    text = os.environ.get(env, "").strip()
+    return int(text) if text.isdigit() and int(text) > 0 else default
+
+
+def resource_limits() -> dict[int, int]:
+    """The rlimits every child runs under (DESIGN §5): no core dumps; data memory (heap and
+    private mappings, RLIMIT_DATA: unlike an address-space limit it leaves the large reservations
+    of V8 or Go alone) at three quarters of this machine's memory, so one runaway test cannot
+    take a worker host down; and a cap on the size of any file it writes. Both are settable
+    in MB through $VERIFY_DAG_MEMORY_LIMIT_MB and $VERIFY_DAG_FILE_LIMIT_MB."""
+    physical_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    return {
+        resource.RLIMIT_CORE: 0,
+        resource.RLIMIT_DATA: _megabytes(MEMORY_ENV, physical_mb * 3 // 4) * 2**20,
+        resource.RLIMIT_FSIZE: _megabytes(FILE_SIZE_ENV, DEFAULT_FILE_LIMIT_MB) * 2**20,
+    }
+
+
+def _limiter(limits: dict[int, int]) -> Callable[[], None]:
+    def apply() -> None:  # pragma: no cover - runs in the child between fork and exec
+        for which, value in limits.items():
+            hard = resource.getrlimit(which)[1]
+            # Never above a hard limit the worker itself was started under.
+            cap = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            resource.setrlimit(which, (cap, cap))
+
+    return apply
 
 
 def run(
@@ -126,7 +167,7 @@ def run(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            preexec_fn=_limits,
+            preexec_fn=_limiter(resource_limits()),
         )
     except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
         res = Result(127, "", f"{argv[0]}: {exc.strerror or exc}", not_found=True)

@@ -1,0 +1,48 @@
+"""The subprocess chokepoint: what every child of verify-dag runs under (DESIGN §5)."""
+
+from __future__ import annotations
+
+import resource
+import sys
+from pathlib import Path
+
+import pytest
+
+from verify_dag import util
+
+
+def test_a_password_in_a_url_is_a_secret_whatever_the_variable_is_called(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DATABASE_URL", "postgres://app:pw123456@db.internal/app")
+    monkeypatch.setenv("UPSTREAM", "https://example.org/simple")  # no credentials: kept
+    env = util.scrubbed_env()
+    assert "DATABASE_URL" not in env and env["UPSTREAM"] == "https://example.org/simple"
+    leaked = "connect failed: postgres://app:pw123456@db.internal/app"
+    assert "pw123456" not in util.redact(leaked)
+
+
+def test_a_runaway_allocation_hits_the_memory_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(util.MEMORY_ENV, "300")
+    grab = "b = bytearray(1024 * 1024 * 1024); print('allocated')"
+    res = util.run([sys.executable, "-c", grab], timeout=60, env=util.scrubbed_env())
+    assert res.returncode != 0 and "MemoryError" in res.stderr
+    monkeypatch.setenv(util.MEMORY_ENV, "4096")
+    ok = util.run([sys.executable, "-c", grab], timeout=60, env=util.scrubbed_env())
+    assert ok.returncode == 0 and "allocated" in ok.stdout
+
+
+def test_a_runaway_writer_hits_the_file_size_limit(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(util.FILE_SIZE_ENV, "1")
+    write = "open('big', 'wb').write(b'x' * 3 * 1024 * 1024)"
+    res = util.run([sys.executable, "-c", write], cwd=tmp_path, timeout=60,
+                   env=util.scrubbed_env())
+    assert res.returncode != 0 and "File too large" in res.stderr
+    assert (tmp_path / "big").stat().st_size <= 1024 * 1024
+
+
+def test_defaults_leave_room_for_real_work() -> None:
+    limits = util.resource_limits()
+    assert limits[resource.RLIMIT_CORE] == 0
+    assert limits[resource.RLIMIT_DATA] >= 1024 * 2**20
+    assert limits[resource.RLIMIT_FSIZE] == util.DEFAULT_FILE_LIMIT_MB * 2**20
