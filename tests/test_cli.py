@@ -49,6 +49,7 @@ def test_empty_repository(repo: Repo) -> None:
         (["--scope=sideways"], "invalid choice"),
         (["--fail-on=11"], "severity must be 1-10"),
         (["--ledger=nope.json", "--since=HEAD"], "--ledger: no such file"),
+        (["--output="], "--output: empty path"),
     ],
 )
 def test_usage_errors(repo: Repo, flags: list[str], needle: str) -> None:
@@ -69,6 +70,38 @@ def test_output_is_never_overwritten(repo: Repo, tmp_path: Path) -> None:
 
 def test_worker_needs_a_broker() -> None:
     assert_one_line_error(run_cli("worker"), 2, "a worker needs a broker")
+
+
+def test_no_command_and_version() -> None:
+    assert_one_line_error(run_cli(), 2, "no command given")
+    proc = run_cli("--version")
+    assert proc.returncode == 0 and proc.stdout.startswith("verify-dag ")
+
+
+@pytest.mark.parametrize(("broker", "code", "needle"), [
+    ("foo://x", 2, "not a broker URL Celery knows: 'foo://x'"),
+    ("amqp://guest:pw@127.0.0.1//", 2, "no result backend for broker amqp://"),
+])
+def test_a_broker_url_mistake_is_a_usage_error(repo: Repo, broker: str, code: int,
+                                               needle: str) -> None:
+    repo.write("a.py", "x = 1\n")
+    repo.commit()
+    assert_one_line_error(run_cli("verify", str(repo.path), "--broker", broker), code, needle)
+
+
+def test_an_unreachable_broker_is_one_line_naming_it(repo: Repo) -> None:
+    import socket
+
+    repo.write("a.py", "x = 1\n")
+    repo.commit()
+    repo.write("a.py", "x = 2\n")
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = run_cli("verify", str(repo.path), "--broker", f"redis://:pw-secret@127.0.0.1:{port}/0")
+    assert_one_line_error(proc, 3, f"cannot reach the broker or result store at "
+                                   f"redis://:***@127.0.0.1:{port}/0")
+    assert "pw-secret" not in proc.stderr and "internal error" not in proc.stderr
 
 
 def test_file_names_that_look_like_flags(repo: Repo, tmp_path: Path,

@@ -10,8 +10,11 @@ import os
 
 from celery import Celery
 from kombu.entity import Queue
+from kombu.transport import TRANSPORT_ALIASES
 
 from verify_dag import reliability
+from verify_dag.errors import UsageError
+from verify_dag.git import display_source
 
 BROKER_ENV = "VERIFY_DAG_BROKER_URL"
 BACKEND_ENV = "VERIFY_DAG_RESULT_BACKEND"
@@ -51,8 +54,18 @@ ROUTES = {
 
 
 def broker_url(explicit: str | None = None) -> str:
-    """The broker: ``--broker``, else ``VERIFY_DAG_BROKER_URL``, else the in-process memory one."""
-    return explicit or os.environ.get(BROKER_ENV) or MEMORY_BROKER
+    """The broker: ``--broker``, else ``VERIFY_DAG_BROKER_URL``, else the in-process memory one.
+
+    A URL kombu has no transport for is a usage error here, before anything is sent.
+    """
+    url = explicit or os.environ.get(BROKER_ENV) or MEMORY_BROKER
+    scheme = url.partition("://")[0] if "://" in url else ""
+    transport = scheme.split("+", 1)[0]
+    if transport not in TRANSPORT_ALIASES:
+        where = "--broker" if explicit else BROKER_ENV
+        raise UsageError(f"{where}: not a broker URL Celery knows: {display_source(url)!r} "
+                         "(e.g. redis://host:6379/0 or amqp://user:pass@host//)")
+    return url
 
 
 def result_backend(broker: str) -> str:
@@ -65,8 +78,9 @@ def result_backend(broker: str) -> str:
         # The cache backend counts chord parts natively, so no chord_unlock polling in-process.
         return "cache+memory://"
     # AMQP brokers have no good chord-capable default; a result store must be named.
-    raise ValueError(
-        f"no result backend for broker {broker.split('://')[0]}://: set {BACKEND_ENV} (e.g. redis://...)"
+    raise UsageError(
+        f"no result backend for broker {broker.split('://')[0]}://: set {BACKEND_ENV} "
+        "(e.g. redis://...)"
     )
 
 

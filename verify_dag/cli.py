@@ -54,15 +54,17 @@ def _severity(text: str) -> int:
     return value
 
 
-def _add_broker(p: argparse.ArgumentParser) -> None:
+def _add_broker(p: argparse.ArgumentParser, default: str = "else in-process") -> None:
     p.add_argument("--broker", metavar="URL",
-                   help="Celery broker URL (default: $VERIFY_DAG_BROKER_URL, else in-process)")
+                   help=f"Celery broker URL (default: $VERIFY_DAG_BROKER_URL, {default})")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="verify-dag", description="Verify a code change before calling it done.",
                      epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
+                                metavar="COMMAND")
 
     v = sub.add_parser("verify", help="verify a change and write one report",
                        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -72,21 +74,30 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--scope", choices=["staged", "unstaged", "branch", "all"],
                    help="what to verify (default: auto-detect staged, then unstaged, then branch)")
     v.add_argument("--base", metavar="REF", help="exact baseline ref; only with --scope=branch")
-    v.add_argument("--files", metavar="F1,F2", help="verify these files only (comma-separated)")
-    v.add_argument("--module", metavar="PATH", help="verify this directory or file only")
-    v.add_argument("--depth", choices=["light", "deep"], default="light")
+    v.add_argument("--files", metavar="F1,F2",
+                   help="verify these files only (comma-separated; relative to the current "
+                        "directory inside the repository, else to its top)")
+    v.add_argument("--module", metavar="PATH",
+                   help="verify this directory or file only (relative like --files)")
+    v.add_argument("--depth", choices=["light", "deep"], default="light",
+                   help="light: tester + one judgement reviewer; deep: every reviewer, triage "
+                        "Job B, changed-line coverage and comment rules (default light)")
     v.add_argument("--mode", choices=["interactive", "report-only", "auto-fix"],
                    default="interactive", help=MODE_NOTE)
-    v.add_argument("--format", choices=["markdown", "json"], default="markdown")
+    v.add_argument("--format", choices=["markdown", "json"], default="markdown",
+                   help="markdown on stdout (default) or JSON v1 (needs --output)")
     v.add_argument("--output", metavar="PATH",
                    help="write the report here (required with --format=json; never overwritten)")
     v.add_argument("--fail-on", type=_severity, default=7, metavar="N",
                    help="exit 1 when an issue has severity >= N (default 7)")
     v.add_argument("--since", metavar="SHA", help="head the last approved run saw; needs --ledger")
     v.add_argument("--ledger", metavar="PATH", help="run ledger to read (read-only)")
-    v.add_argument("--no-carry-forward", action="store_true")
-    v.add_argument("--epic-context", metavar="PATH")
-    v.add_argument("--plan-file", metavar="PATH")
+    v.add_argument("--no-carry-forward", action="store_true",
+                   help="report the --ledger's findings but review as a first run")
+    v.add_argument("--epic-context", metavar="PATH",
+                   help="the epic this change is one issue of; deferrals go to deferredToEpic")
+    v.add_argument("--plan-file", metavar="PATH",
+                   help="a plan the change implements; plan completeness checks it")
     v.add_argument("--contract", metavar="PATH",
                    help="a CONTRACT (docs/contract.md) the change is verified against, in the "
                         "review chord: criteria, FILE SCOPE and the floor guard")
@@ -94,9 +105,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a completion criterion: one bash line the exerciser runs in the "
                         "verified commit (30 s, capped output); pass only if it exits 0")
     v.add_argument("--skip-ux", action="store_true", help="skip ux-reviewer (deep only)")
-    v.add_argument("--skip-visual", action="store_true")
-    v.add_argument("--auto-fix-threshold", type=_severity, default=3, metavar="N")
-    v.add_argument("--test-timeout", type=float, default=1800.0, metavar="SECONDS")
+    v.add_argument("--skip-visual", action="store_true",
+                   help="skip visual-verify (deep) or the exerciser's visual lens (light)")
+    v.add_argument("--auto-fix-threshold", type=_severity, default=3, metavar="N",
+                   help="minimum severity auto-fix mode would fix (accepted; auto-fix is not "
+                        "built yet)")
+    v.add_argument("--test-timeout", type=float, default=1800.0, metavar="SECONDS",
+                   help="time limit of the test suite run (default 1800)")
     v.add_argument("--timeout", type=float, default=7200.0, metavar="SECONDS",
                    help="give up waiting for the report after this long")
     v.add_argument("--no-wait", action="store_true",
@@ -105,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_runs.add_store(v)
 
     w = sub.add_parser("worker", help="start a Celery worker for the pipeline's queues")
-    _add_broker(w)
+    _add_broker(w, default="required")
     # Defaults are resolved in cmd_worker from the environment, so a container image can choose
     # its queue set without a command line (worker.Dockerfile).
     w.add_argument("--queues", metavar="Q1,Q2",
@@ -124,6 +139,15 @@ def build_parser() -> argparse.ArgumentParser:
     cli_contract.add_parsers(sub)
     cli_shadow.add_parser(sub, _add_broker)
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("verify-dag")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
 
 
 def _existing_file(value: str | None, flag: str) -> str | None:
@@ -173,6 +197,8 @@ def _request(args: argparse.Namespace) -> Any:
     if args.no_wait and args.output:
         raise UsageError("--output cannot be written by a --no-wait run; fetch the report later "
                          "with: verify-dag report RUN_ID --output=PATH")
+    if args.output is not None and not args.output.strip():
+        raise UsageError("--output: empty path")
     if args.format == "json" and not args.output:
         raise UsageError("--format=json requires --output=PATH")
     output = _new_output(args.output) if args.output else None
@@ -344,7 +370,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    if not argv:
+        raise UsageError("no command given: try `verify-dag verify` in a repository, or "
+                         "`verify-dag --help` for every command")
+    args = parser.parse_args(argv)
     handler = {"verify": cmd_verify, "worker": cmd_worker, "status": cmd_status,
                "report": cmd_report, "runs": cmd_runs,
                "fleet": cli_fleet.cmd_fleet,

@@ -60,7 +60,7 @@ def verify(run_id: str, *, runs_dir: str | None = None, mode: Mode = "full",
            wait: float = WAIT_TIMEOUT) -> Outcome:
     """Run one iteration on ``DIR/RUN_ID`` and return its outcome. ``timeout`` is the
     criterion's budget (default: the seed's 30 s; tests lower it)."""
-    from verify_dag import client, workflow
+    from verify_dag import cli_runs, client, workflow
     from verify_dag.celery_app import configure
     from verify_dag.completion import artifacts, flow, steps
     from verify_dag.completion.models import CompletionJob, Outcome
@@ -86,7 +86,8 @@ def verify(run_id: str, *, runs_dir: str | None = None, mode: Mode = "full",
 
             embedded.ensure_worker()
         progress = client.Progress(client.progress_stream(False))
-        built.canvas.apply_async()
+        with cli_runs.unreachable_broker_is_fatal():
+            built.canvas.apply_async()
         try:
             result = client.wait(built, timeout=wait, progress=progress,
                                  interval=0.005 if embedded_run else 0.05)

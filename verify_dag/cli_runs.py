@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the parser is built on every call, before pydantic is needed
@@ -64,9 +65,31 @@ def submit(request: Any) -> Any:
 
     run_id = uuid()
     built = plan(repos.prepare(request, run_id), run_id)
-    app.backend.store_result(built.run_id, None, states.PENDING)
-    built.canvas.apply_async()
+    with unreachable_broker_is_fatal():
+        app.backend.store_result(built.run_id, None, states.PENDING)
+        built.canvas.apply_async()
     return built
+
+
+@contextmanager
+def unreachable_broker_is_fatal() -> Iterator[None]:
+    """A broker or result store that does not answer is a verification that could not start
+    (exit 3), said in one line that names the URL (password hidden) instead of an internal
+    error."""
+    from kombu.exceptions import OperationalError
+
+    from verify_dag import client, git
+    from verify_dag.celery_app import app
+    from verify_dag.errors import FatalError
+
+    unreachable: tuple[type[BaseException], ...] = (OperationalError, *client.outage_errors())
+    try:
+        yield
+    except unreachable as exc:
+        url = git.display_source(str(app.conf.broker_url))
+        reason = client.one_line(exc).rstrip(".")
+        raise FatalError(f"cannot reach the broker or result store at {url}: {reason} "
+                         "(is it running?)") from None
 
 
 def status(run_id: str, store_dir: str | None, broker: str | None) -> str:

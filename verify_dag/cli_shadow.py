@@ -156,7 +156,8 @@ def _rounds(job: ShadowJob, chosen: list[Any], embedded: bool, json_output: bool
     for round_no in range(1, merge.MAX_ROUNDS + 1):
         built = workflow.shadow_round(job, dispatches, round_no,
                                       result.verdicts if result else ())
-        built.canvas.apply_async()
+        with cli_runs.unreachable_broker_is_fatal():
+            built.canvas.apply_async()
         try:
             raw = client.wait(built, timeout=ROUND_WAIT, progress=progress,
                               interval=0.005 if embedded else 0.05)

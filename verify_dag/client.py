@@ -78,7 +78,7 @@ def wait(p: Plan, *, timeout: float, progress: Progress | None = None,
             if now - down_since >= limit:
                 raise FatalError(
                     f"the result store was unreachable for {limit:.0f} s in a row (limit "
-                    f"{OUTAGE_ENV}) while waiting for run {p.run_id}: {_one_line(exc)}",
+                    f"{OUTAGE_ENV}) while waiting for run {p.run_id}: {one_line(exc)}",
                     hint=f"the run goes on if the workers reconnect; ask `verify-dag status "
                          f"{p.run_id}` once Redis is back",
                 ) from exc
@@ -135,7 +135,7 @@ def read_meta(task_id: str, *, outage: float | None = None) -> dict[str, Any]:
             if time.monotonic() - start >= limit:
                 raise FatalError(
                     f"the result store was unreachable for {limit:.0f} s in a row (limit "
-                    f"{OUTAGE_ENV}) while reading {task_id}: {_one_line(exc)}",
+                    f"{OUTAGE_ENV}) while reading {task_id}: {one_line(exc)}",
                     hint="try again once Redis is back",
                 ) from exc
             time.sleep(OUTAGE_RETRY)
@@ -163,7 +163,7 @@ def outage_errors() -> tuple[type[BaseException], ...]:
     return (BackendError, *(e for e in errors if not issubclass(e, LookupError)))
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     cause = exc.__cause__ or exc.__context__
     if isinstance(exc, BackendError) and cause is not None:
