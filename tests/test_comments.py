@@ -172,3 +172,24 @@ def test_unchanged_file_lines_and_unknown_languages(repo: Repo) -> None:
     found = comments.run(whole, repo.path, threshold=10)
     assert sorted({f.rule for f in found if f.rule}) == ["change-narration", "review-reference"]
     assert all(5 <= f.severity <= 6 for f in found)
+
+
+def test_the_clients_density_setting_travels_with_the_run(
+        repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A worker on another host has its own environment: the setting the user made where they
+    # ran verify-dag is carried in the request and wins over the worker's.
+    from verify_dag import reviewers
+    from verify_dag.models import RunState, VerifyRequest
+
+    body = "".join(f"# step {n} explained at length\nx{n} = {n}\n" for n in range(5))
+    scope = change(repo, {"dense.py": body}, {"keep.py": "x = 1\n"})
+    monkeypatch.setenv(comments.DENSITY_ENV, "0.05")  # the worker's own environment
+
+    def density(setting: str | None) -> list[Finding]:
+        state = RunState(run_id="r", scope=scope,
+                         request=VerifyRequest(repo=str(repo.path), comment_density=setting))
+        (outcome,) = reviewers.comment_review(state)
+        return by_rule(list(outcome.findings), "comment-density")
+
+    assert density(None)  # the worker's 5%
+    assert not density("150%")  # the client's setting

@@ -178,6 +178,18 @@ def _repo_arg(value: str) -> str:
     return value if git.is_url(value) else str(Path(value).resolve())
 
 
+def _comment_density() -> str | None:
+    """$VERIFY_DAG_COMMENT_DENSITY, checked here so a bad value is a usage error, not a
+    comment-review that did not run on some worker."""
+    from verify_dag.phases import comments
+
+    text = os.environ.get(comments.DENSITY_ENV, "").strip()
+    if not text:
+        return None
+    comments.parse_density(text, f"environment {comments.DENSITY_ENV}")
+    return text
+
+
 def _new_output(value: str) -> str:
     out = Path(value)
     if out.exists():
@@ -220,6 +232,7 @@ def _request(args: argparse.Namespace) -> Any:
         contract=contract_path, contract_text=_read_text(contract_path, "--contract"),
         skip_visual=args.skip_visual, auto_fix_threshold=args.auto_fix_threshold,
         test_timeout=args.test_timeout, completion=cli_completion.criterion(args.completion),
+        comment_density=_comment_density(),
         store=str(Path(args.store).expanduser().resolve()) if args.store else None,
         submitted=store.now(),
     )

@@ -50,6 +50,9 @@ class VerifyRequest(Frozen):
     epic_text: str | None = None
     plan_text: str | None = None
     test_timeout: float = 1800.0
+    # $VERIFY_DAG_COMMENT_DENSITY as the client saw it: a run's own setting travels with the run,
+    # so a worker on another host applies it too (it wins over the worker's environment).
+    comment_density: str | None = None
     # verify --completion: one bash line the exerciser runs as seed 001's criterion (validated
     # by the client with verify_dag.completion.steps.validate).
     completion: str | None = None

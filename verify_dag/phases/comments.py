@@ -146,7 +146,7 @@ def density_threshold(workdir: Path, env: Mapping[str, str] | None = None) -> fl
     """The density threshold: the environment, else the repository's pyproject, else 10%."""
     env = os.environ if env is None else env
     if env.get(DENSITY_ENV, "").strip():
-        return _parse_density(env[DENSITY_ENV].strip(), f"environment {DENSITY_ENV}")
+        return parse_density(env[DENSITY_ENV].strip(), f"environment {DENSITY_ENV}")
     pyproject = workdir / "pyproject.toml"
     if pyproject.is_file():
         try:
@@ -156,12 +156,12 @@ def density_threshold(workdir: Path, env: Mapping[str, str] | None = None) -> fl
         tool = data.get("tool")
         table = tool.get("verify-dag") if isinstance(tool, dict) else None
         if isinstance(table, dict) and DENSITY_KEY in table:
-            return _parse_density(table[DENSITY_KEY], f"{pyproject} [tool.verify-dag] "
+            return parse_density(table[DENSITY_KEY], f"{pyproject} [tool.verify-dag] "
                                                        f"{DENSITY_KEY}")
     return DEFAULT_DENSITY
 
 
-def _parse_density(value: object, where: str) -> float:
+def parse_density(value: object, where: str) -> float:
     """A fraction (0.1) or a percentage string ("10%"); a bare 10 is refused as ambiguous."""
     share: float | None = None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -196,10 +196,11 @@ def _density(counts: dict[str, tuple[int, int]], threshold: float) -> Finding | 
                      "lines that say why, delete the comments that restate the code."))
 
 
-def run(scope: Scope, workdir: Path, threshold: float | None = None) -> list[Finding]:
+def run(scope: Scope, workdir: Path, threshold: float | None = None,
+        env: Mapping[str, str] | None = None) -> list[Finding]:
     """Findings on comments added or modified in ``scope``; ``workdir`` holds its new commit."""
     if threshold is None:
-        threshold = density_threshold(workdir)
+        threshold = density_threshold(workdir, env)
     findings: list[Finding] = []
     counts: dict[str, tuple[int, int]] = {}  # path -> (added comment lines, added code lines)
     for change in scope.included:

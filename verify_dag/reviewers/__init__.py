@@ -8,6 +8,7 @@ runs (prompt, backend, parsing) lives in :mod:`verify_dag.reviewers.runner`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from verify_dag import backends, git
@@ -42,7 +43,9 @@ def comment_review(state: RunState) -> list[SkillOutcome]:
     skill = "comment-review"
     try:
         with git.worktree(state.request.repo, state.scope.new_commit) as workdir:
-            found = comments.run(state.scope, workdir)
+            setting = state.request.comment_density
+            env = {**os.environ, comments.DENSITY_ENV: setting} if setting else None
+            found = comments.run(state.scope, workdir, env=env)
         rules = SkillOutcome(skill=skill, status="COMPLETED", reason=REASONS[skill],
                              notes=f"deterministic rules: {len(found)} finding(s)",
                              findings=tuple(found))
