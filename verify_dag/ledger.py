@@ -1,12 +1,13 @@
 """Read a run ledger (``--ledger=PATH``): what earlier verification runs on a change decided.
 
-The format is ours, JSON, validated against ``schemas/ledger.schema.json`` (Draft 2020-12)::
+The format is ours, JSON, validated against ``schemas/ledger.schema.json`` (Draft 2020-12) and
+documented for users in docs/ledger.md::
 
     {
       "schemaVersion": 1,
       "change": "feature/login",                                    # optional
       "runs": [{"head": "9d8f...", "at": "2025-01-31T10:00:00Z",    # optional, informational
-                "result": "issues"}],
+                "result": "issues-found"}],
       "findings": [
         {"id": "F-3", "skill": "reviewer", "title": "Token compared with ==",
          "severity": 6, "disposition": "accepted",                  # open|accepted|deferred|

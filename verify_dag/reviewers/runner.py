@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -125,8 +126,11 @@ def _backend(state: RunState, skill: str, reason: str) -> backends.Backend | Ski
     if backend is None:
         # Say what was ignored too (a command template the repository itself asked for, ...).
         ignored = "".join(f" ({note})" for note in config.notes)
+        # Settings are read where the review task runs: on a fleet that is the review worker,
+        # not the machine the run was submitted from, so say which host looked.
         return _not_run(skill, reason,
-                        f"no model backend configured{ignored}; {backends.how_to_configure()}")
+                        f"no model backend configured{ignored} on {socket.gethostname()} (read "
+                        f"where the review task runs); {backends.how_to_configure()}")
     return backend
 
 
