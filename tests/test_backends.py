@@ -387,6 +387,25 @@ def test_text_fallback_reads_numbered_and_bold_blocks() -> None:
     assert second.location is not None and second.location.line is None
 
 
+def test_text_fallback_takes_a_heading_as_the_title() -> None:
+    # The other common shape: the title is the item's heading, its fields a list under it.
+    text = """## Findings
+
+1. **Division by zero**
+   - Severity: 7
+   - Location: src/calc.py:5
+   - Description: mean() divides by len(values) without a check.
+
+### Unused import
+- Severity: 3
+- Location: src/calc.py:1
+"""
+    first, second = parse_reply(text, "reviewer").findings
+    assert (first.title, first.severity, first.description) == (
+        "Division by zero", 7, "mean() divides by len(values) without a check.")
+    assert (second.title, second.severity) == ("Unused import", 3)
+
+
 @pytest.mark.parametrize(("location", "expected"), [
     ("src/a.py:3", ("src/a.py", 3, None)),
     ("src/a.py:3-9", ("src/a.py", 3, 9)),

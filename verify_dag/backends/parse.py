@@ -76,6 +76,10 @@ _NONE = re.compile(r"^\W*(?:none(?: found)?|n/a|nothing to report|no new finding
 _FIELD = re.compile(r"^\s*(?:[-*•]\s+|\d+[.)]\s+|#+\s+)?(?:\*\*|__)?(title|severity|location|file|"
                     r"category|description)(?:\*\*|__)?\s*:\s*(?:\*\*|__)?\s*(.*?)\s*$",
                     re.IGNORECASE)
+# A line that is only a heading: "1. **Title**", "### Title", "**Title**" (markdown emphasis or
+# heading marks around the whole text).
+_HEADING = re.compile(r"^\s*(?:\d+[.)]\s+|#+\s+|[-*•]\s+)?(?:\*\*|__)(.+?)(?:\*\*|__)\s*:?\s*$"
+                      r"|^\s*#+\s+(?:\d+[.)]\s+)?(.+?)\s*$")
 _FENCE = re.compile(r"```[A-Za-z]*\s*\n(.*?)```", re.DOTALL)
 _LOCATION = re.compile(r"^(?P<path>.+?)(?::|#L)(?P<line>\d+)(?:\s*[-\u2013]\s*L?(?P<end>\d+))?"
                        r"(?::\d+)?$")
@@ -187,10 +191,12 @@ def _json_status(text: str) -> str | None:
 
 def _text_items(body: str) -> list[dict[str, str]]:
     items: list[dict[str, str]] = []
+    headed: list[dict[str, str]] = []  # items opened by a heading line, not a Title: field
     current: dict[str, str] | None = None
     last_key = ""
     for line in body.splitlines():
         m = _FIELD.match(line)
+        heading = None if m else _HEADING.match(line)
         if m:
             key = m.group(1).lower()
             key = "location" if key == "file" else key
@@ -199,11 +205,19 @@ def _text_items(body: str) -> list[dict[str, str]]:
                 items.append(current)
             current[key] = m.group(2)
             last_key = key
+        elif heading:
+            # "1. **Division by zero**" followed by "- Severity: 7" lines: the heading is the
+            # title, not a stray line before the first field.
+            current = {"title": (heading.group(1) or heading.group(2)).strip()}
+            items.append(current)
+            headed.append(current)
+            last_key = "title"
         elif current is not None and last_key == "description" and line.strip():
             current["description"] += "\n" + line.strip()
         elif not line.strip():
             last_key = ""  # a blank line ends a description
-    return items
+    # A heading with no field under it ("## Findings") was a section title, not a finding.
+    return [i for i in items if not any(i is h for h in headed) or len(i) > 1]
 
 
 def _finding(item: Any, skill: str, n: int) -> Finding:
