@@ -14,6 +14,7 @@ from verify_dag.errors import EXIT_ERROR, EXIT_ISSUES, EXIT_OK
 from verify_dag.models import (
     ALL_OTHER_FILES,
     EngineerContext,
+    ExcludedFile,
     FileChange,
     Finding,
     LineRange,
@@ -23,9 +24,11 @@ from verify_dag.models import (
     ScopeError,
     SkillOutcome,
     Toolchain,
+    Verification,
     VerifyRequest,
 )
-from verify_dag.report.dedup import dedup
+from verify_dag.report.dedup import dedup, same_problem
+from verify_dag.report.markdown import path_text
 
 GOLDEN = Path(__file__).parent / "golden"
 HEAD = "89abcdef0123456789abcdef0123456789abcdef"
@@ -107,7 +110,8 @@ def light_branch_state(**kw: Any) -> RunState:
                         line=12, issue_class="test-failure", in_scope=True),
                 finding("tester", "test_parse fails | TypeError", 9, path="tests/test_app.py",
                         line=20, issue_class="test-failure",
-                        description="TypeError: unsupported operand\nwhile parsing \"1|2\""),
+                        description="TypeError: unsupported operand\nwhile parsing \"1|2\"",
+                        in_scope=False),
                 reason="pytest discovered in pyproject.toml"),
         outcome("reviewer", "NOT_RUN", "provider rate limit: 429 Too Many Requests",
                 reason="judgement reviewer at light depth (Codex unavailable)"),
@@ -509,3 +513,187 @@ def test_markdown_renders_gates_and_verifications() -> None:
     assert "| VI-1 | Retry loop never gives up | NOT REPRODUCED | retried 3x |" in md
     assert "| 1 | Tenant scoped | BLOCKED | reviewer |  |" in md
     assert "**Custom Gates: 1/2 passed, 1 blocked**" in md
+
+
+# -- 8a: one problem reported by several skills ------------------------------------------------
+
+RUFF_JSON = dict(rule="F401", tool="ruff", issue_class="style")
+
+
+def test_static_and_reviewer_findings_of_one_problem_merge() -> None:
+    # The audit's case: ruff's own finding, a reviewer quoting it, and a reviewer's paraphrase.
+    issues = dedup([
+        finding("static-analysis", "ruff F401: `json` imported but unused", 5, path="pkg/m.py",
+                line=9, **RUFF_JSON),
+        finding("reviewer", "ruff F401: `json` imported but unused", 6, path="pkg/m.py", line=9,
+                issue_class="style"),
+        finding("codex-reviewer", "Unused import json", 4, path="pkg/m.py", line=9,
+                issue_class="style"),
+    ])
+    assert len(issues) == 1
+    (issue,) = issues
+    assert issue.sources == ("static-analysis", "reviewer", "codex-reviewer")
+    assert issue.severity == 6 and (issue.path, issue.line) == ("pkg/m.py", 9)
+
+
+def test_report_counts_the_merge() -> None:
+    static = outcome("static-analysis", "COMPLETED", "ruff (1 finding)",
+                     finding("static-analysis", "F401 `json` imported but unused", 5,
+                             path="pkg/m.py", line=9, **RUFF_JSON))
+    reviewer = outcome("reviewer", "COMPLETED", "Found 1 item",
+                       finding("reviewer", "Unused import json", 6, path="pkg/m.py", line=9))
+    doc = built(light_branch_state(static=static, outcomes=(reviewer,)))
+    assert [(i["sources"], i["severity"]) for i in doc["issues"]] == [
+        (["static-analysis", "reviewer"], 6)]
+    assert doc["dedup"] == {"skillFindings": 2, "issues": 1}
+
+
+@pytest.mark.parametrize(("a", "b", "same"), [
+    # A rule code settles it, however the other side words the problem.
+    (finding("static-analysis", "ruff F401: `json` imported but unused", 5, **RUFF_JSON),
+     finding("reviewer", "F401: json is never used", 6), True),
+    (finding("static-analysis", "mypy arg-type: Argument 1 has incompatible type", 7,
+             rule="arg-type", tool="mypy"),
+     finding("reviewer", "Wrong argument type passed to f() [arg-type]", 6), True),
+    # Otherwise most content words must be shared, inflections and punctuation aside.
+    (finding("static-analysis", "ruff F401: `json` imported but unused", 5, **RUFF_JSON),
+     finding("reviewer", "Unused import json", 6), True),
+    (finding("reviewer", "Off-by-one in the page count", 6),
+     finding("qa", "off by one in page counts!", 4), True),
+    # Different problems on one line stay apart.
+    (finding("reviewer", "Unused import json", 6),
+     finding("codex-reviewer", "Division by zero when total is 0", 8), False),
+    (finding("static-analysis", "ruff F401: `json` imported but unused", 5, **RUFF_JSON),
+     finding("reviewer", "Division by zero", 8), False),
+    (finding("reviewer", "Unused import json", 6),
+     finding("codex-reviewer", "Unused import os", 6), False),
+    (finding("static-analysis", "ruff F401: `os` imported but unused", 5, **RUFF_JSON),
+     finding("static-analysis", "ruff F401: `json` imported but unused", 5, **RUFF_JSON), False),
+    (finding("static-analysis", "ruff E501: Line too long (120 > 100)", 2, rule="E501",
+             tool="ruff"),
+     finding("reviewer", "ruff F401: `json` imported but unused", 6), False),
+])
+def test_same_problem(a: Finding, b: Finding, same: bool) -> None:
+    assert same_problem(a, b) is same and same_problem(b, a) is same
+    assert len(dedup([a, b])) == len(dedup([b, a])) == (1 if same else 2)
+
+
+def test_no_chained_merge_across_two_problems() -> None:
+    # "Unused import" matches each of the two, but the two are different imports: the third
+    # finding must not pull the second into the first one's issue.
+    issues = dedup([
+        finding("static-analysis", "ruff F401: `os` imported but unused", 5, **RUFF_JSON),
+        finding("reviewer", "Unused import", 6, rule="F401"),
+        finding("static-analysis", "ruff F401: `json` imported but unused", 5, **RUFF_JSON),
+    ])
+    assert [i.sources for i in issues] == [("static-analysis", "reviewer"), ("static-analysis",)]
+
+
+def test_comment_review_floor_survives_a_paraphrased_merge() -> None:
+    (issue,) = dedup([
+        finding("reviewer", "Docstring of parse() is stale", 2, issue_class="style"),
+        finding("comment-review", "Stale docstring on parse()", 5, issue_class="comment"),
+    ])
+    assert issue.sources == ("reviewer", "comment-review")
+    assert (issue.severity, issue.issue_class) == (5, "comment")
+
+
+def test_exerciser_verdict_finds_a_merged_issue_by_any_member_title() -> None:
+    static = outcome("static-analysis", "COMPLETED", "",
+                     finding("static-analysis", "F401 `json` imported but unused", 5,
+                             path="pkg/m.py", line=9, **RUFF_JSON),
+                     finding("static-analysis", "E501 Line too long", 2, path="pkg/m.py",
+                             line=9, rule="E501", tool="ruff", issue_class="style"))
+    reviewer = outcome("reviewer", "COMPLETED", "",
+                       finding("reviewer", "Unused import json", 6, path="pkg/m.py", line=9))
+    exerciser = SkillOutcome(
+        skill="exerciser", status="PASSED", reason="r",
+        verifications=(Verification(path="pkg/m.py", line=9, status="CONFIRMED", evidence="e",
+                                    title="F401 `json` imported but unused"),))
+    doc = built(light_branch_state(static=static, outcomes=(reviewer, exerciser)))
+    assert doc["issues"][0]["title"] == "Unused import json"  # the lead is the reviewer's
+    assert doc["exerciserVerification"] == [{"issue": "VI-1", "status": "CONFIRMED",
+                                             "evidence": "e"}]
+
+
+# -- tester: IN-SCOPE / OUT-OF-SCOPE ------------------------------------------------------------
+
+def test_in_scope_is_reported_where_known() -> None:
+    doc = built(light_branch_state())
+    by_title = {i["title"]: i for i in doc["issues"]}
+    assert by_title["test_total fails: assert 3 == 4"]["inScope"] is True
+    assert by_title["test_parse fails | TypeError"]["inScope"] is False
+    assert all("inScope" not in i for i in doc["issues"] if i["class"] != "test-failure")
+    assert all("inScope" not in f for f in doc["findings"])  # the adversary shape is fixed
+    md = report.markdown(doc)
+    assert "| test_total fails: assert 3 == 4 (IN-SCOPE) |" in md
+    assert ("| test_parse fails \\| TypeError (OUT-OF-SCOPE: no scoped file in the test or its "
+            "traceback) |") in md
+
+
+def test_schema_rejects_a_non_boolean_in_scope() -> None:
+    doc = built(light_branch_state())
+    doc["issues"][0]["inScope"] = "yes"
+    with pytest.raises(ValueError, match=r"inScope: 'yes' is not of type 'boolean'"):
+        report.validate(doc)
+
+
+def test_merged_failure_is_in_scope_when_any_member_is() -> None:
+    (issue,) = dedup([
+        finding("tester", "Test failed: t.py::test_a", 9, issue_class="test-failure",
+                in_scope=False),
+        finding("exerciser", "Test failed: t.py::test_a", 8, issue_class="test-failure",
+                in_scope=True),
+    ])
+    assert issue.in_scope is True
+
+
+# -- Markdown cosmetics -------------------------------------------------------------------------
+
+def test_markdown_single_line_range_says_line() -> None:
+    scope = branch_scope(included=(
+        FileChange(path="a.py", status="modified", lines=(LineRange(start=2, end=2),)),
+        FileChange(path="b.py", status="modified", lines=(LineRange(start=2, end=3),)),
+        FileChange(path="c.py", status="modified",
+                   lines=(LineRange(start=2, end=2), LineRange(start=7, end=7))),
+    ))
+    md = report.markdown(built(light_branch_state(scope=scope)))
+    assert "- a.py (modified, line 2)\n" in md
+    assert "- b.py (modified, lines 2-3)\n" in md
+    assert "- c.py (modified, lines 2, 7)\n" in md
+
+
+def test_markdown_quotes_file_names_git_would_quote() -> None:
+    odd = "pkg/a\nb.py"
+    scope = branch_scope(
+        included=(FileChange(path=odd, status="modified", lines=(LineRange(start=1, end=4),)),
+                  FileChange(path="pkg/a b.py", status="added")),
+        excluded=(ExcludedFile(path="vendor/x\ty.py", reason="vendored"),))
+    bug = outcome("reviewer", "COMPLETED", "", finding("reviewer", "Bug", 6, path=odd, line=2))
+    clean = outcome("static-analysis", "COMPLETED")
+    md = report.markdown(built(light_branch_state(scope=scope, static=clean, outcomes=(bug,))))
+    assert '- `"pkg/a\\nb.py"` (modified, lines 1-4)\n' in md
+    assert "- pkg/a b.py (added, entire file)\n" in md  # nothing to quote: shown as it is
+    assert '- `"vendor/x\\ty.py"` (vendored)\n' in md
+    row = next(line for line in md.splitlines() if line.startswith("| VI-1 "))
+    assert '| `"pkg/a\\nb.py"`:2 |' in row
+    assert "<br>" not in row and "pkg/a b.py" not in row
+
+
+def test_markdown_quoting_keeps_distinct_names_distinct() -> None:
+    names = ["a\nb", "a\\nb", "a b", '"a\\nb"', "a`b\n", "\x1b.py"]
+    assert len({path_text(n) for n in names}) == len(names)
+    assert path_text("a\\nb") == '`"a\\\\nb"`'
+    assert path_text("a`b\n") == '``"a`b\\n"``'
+    assert path_text("\x1b.py") == '`"\\033.py"`'
+
+
+def test_parametrized_failures_at_one_line_stay_apart() -> None:
+    # Their titles differ by the case id only; the test ids say they are two failures.
+    issues = dedup([
+        finding("tester", f"Test failed: tests/t.py::test_x[{case}]", 9, path="tests/t.py",
+                line=5, issue_class="test-failure", nodeid=f"tests/t.py::test_x[{case}]")
+        for case in ("1", "2")
+    ])
+    assert [i.title for i in issues] == ["Test failed: tests/t.py::test_x[1]",
+                                         "Test failed: tests/t.py::test_x[2]"]

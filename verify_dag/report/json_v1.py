@@ -1,8 +1,8 @@
 """Phase 8c: the JSON v1 report dict, the one object every output format is generated from.
 
 Keys beyond the seed's 8c shape are additive (consumers ignore unknown fields, so they do not bump
-schemaVersion): issues[].class, scope.compareRef/pathFilter/diffCommand/notes/nothingToVerify,
-top-level run and dedup.
+schemaVersion): issues[].class/baseline/inScope,
+scope.compareRef/pathFilter/diffCommand/notes/nothingToVerify, top-level run and dedup.
 """
 
 from __future__ import annotations
@@ -102,6 +102,10 @@ def _issue(n: int, issue: Issue) -> dict[str, Any]:
     }
     if issue.baseline is not None:
         out["baseline"] = issue.baseline
+    if issue.in_scope is not None:
+        # The tester's IN-SCOPE / OUT-OF-SCOPE call for a failing test; absent where no skill
+        # made one, since "not known" is not "out of scope".
+        out["inScope"] = issue.in_scope
     return out
 
 
@@ -180,10 +184,12 @@ def _gates(state: RunState) -> dict[str, list[dict[str, str]]]:
 def _verifications(state: RunState, issues: list[Issue]) -> list[dict[str, str]]:
     """The exerciser's verdicts, keyed to VI ids now that the issues are numbered.
 
-    The exerciser names an issue by path, line and title (ids do not exist before dedup); one
-    verdict per issue, the first that matches it.
+    The exerciser names an issue by path, line and the title of the finding it tried (ids do not
+    exist before dedup), which may be any member of a merged issue; one verdict per issue, the
+    first that matches it.
     """
-    ids = {(i.path, i.line, norm_title(i.title)): f"VI-{n}" for n, i in enumerate(issues, 1)}
+    ids = {(i.path, i.line, norm_title(t)): f"VI-{n}"
+           for n, i in enumerate(issues, 1) for t in (i.titles or (i.title,))}
     at: dict[tuple[str | None, int | None], list[str]] = {}
     for n, i in enumerate(issues, 1):
         at.setdefault((i.path, i.line), []).append(f"VI-{n}")

@@ -6,6 +6,7 @@ JSON is exactly what a person reads here.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 Report = dict[str, Any]
@@ -13,6 +14,9 @@ Report = dict[str, Any]
 _LOUD = ("BLOCKED", "NOT_RUN", "FAILED")
 _FIVE = ("reviewer", "codex-reviewer", "comment-review", "qa", "ux-reviewer")
 _LEGEND = "*Severity: 9-10 Critical | 7-8 High | 5-6 Moderate | 3-4 Low | 1-2 Trivial*"
+# git's C-style quoting of file names (quote.c), so a quoted name reads as git prints it.
+_C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v",
+              "\f": "\\f", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
 _SOURCES_NOTE = (
     "*Sources column shows which agents flagged the issue. Multiple sources = higher confidence.*"
 )
@@ -22,6 +26,26 @@ def cell(text: object) -> str:
     """One table cell: a `|` or a newline inside it would break the row."""
     s = str(text).replace("|", "\\|")
     return s.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "<br>")
+
+
+def path_text(path: str) -> str:
+    """A file name as one unambiguous piece of Markdown.
+
+    Names git would quote (a control character such as a newline, a backslash, a double quote)
+    are shown as git quotes them, "a\\nb.py", in a code span so Markdown keeps the backslashes.
+    Turning the newline into a space or a line break instead would show a different file name.
+    """
+    if all(c.isprintable() and c not in _C_ESCAPES for c in path):
+        return path
+    quoted = '"' + "".join(_quote_char(c) for c in path) + '"'
+    fence = "`" * (max(map(len, re.findall("`+", quoted)), default=0) + 1)
+    return f"{fence}{quoted}{fence}"
+
+
+def _quote_char(c: str) -> str:
+    if c in _C_ESCAPES:
+        return _C_ESCAPES[c]
+    return c if c.isprintable() else "".join(f"\\{b:03o}" for b in c.encode())
 
 
 def _inline(text: object) -> str:
@@ -42,18 +66,20 @@ def _code(value: object) -> str:
 def _file_line(rec: dict[str, Any]) -> str:
     status = rec["status"]
     if status == "deleted":
-        return f"- {_inline(rec['path'])} (deleted)"
-    parts = [f"{status} from {_inline(rec['oldPath'])}" if "oldPath" in rec else status]
+        return f"- {path_text(rec['path'])} (deleted)"
+    parts = [f"{status} from {path_text(rec['oldPath'])}" if "oldPath" in rec else status]
     lines: list[str] = rec["lines"]
     if lines == ["entire file"]:
         parts.append("entire file")
+    elif len(lines) == 1 and "-" not in lines[0]:
+        parts.append(f"line {lines[0]}")
     elif lines:
         parts.append("lines " + ", ".join(lines))
     else:
         parts.append("no added lines")
     if rec.get("binary"):
         parts.append("binary")
-    return f"- {_inline(rec['path'])} ({', '.join(parts)})"
+    return f"- {path_text(rec['path'])} ({', '.join(parts)})"
 
 
 def _excluded(records: list[dict[str, str]]) -> list[str]:
@@ -63,7 +89,7 @@ def _excluded(records: list[dict[str, str]]) -> list[str]:
         return [f"**Files Excluded:** All other files ({_inline(records[0]['reason'])})"]
     out = ["**Files Excluded:**", ""]
     for r in records:
-        path = "All other files" if r["path"] == "ALL_OTHER_FILES" else r["path"]
+        path = "All other files" if r["path"] == "ALL_OTHER_FILES" else path_text(r["path"])
         out.append(f"- {_inline(path)} ({_inline(r['reason'])})")
     return out
 
@@ -194,10 +220,11 @@ def _skill_results(report: Report) -> list[str]:
 def location_text(loc: dict[str, Any] | None) -> str:
     if loc is None:
         return "—"
+    path = path_text(loc["path"])
     if "line" not in loc:
-        return str(loc["path"])
+        return path
     end = f"-{loc['endLine']}" if "endLine" in loc else ""
-    return f"{loc['path']}:{loc['line']}{end}"
+    return f"{path}:{loc['line']}{end}"
 
 
 def _issues(report: Report) -> list[str]:
@@ -223,9 +250,15 @@ def _issues(report: Report) -> list[str]:
 
 
 def _title(issue: dict[str, Any]) -> str:
+    notes = []
     if issue.get("baseline") == "pre-existing":
-        return f"{issue['title']} (pre-existing: also at the merge base)"
-    return str(issue["title"])
+        notes.append("(pre-existing: also at the merge base)")
+    # The tester's call in the seed's own words (its tester prompt: IN-SCOPE or OUT-OF-SCOPE).
+    if issue.get("inScope") is True:
+        notes.append("(IN-SCOPE)")
+    elif issue.get("inScope") is False:
+        notes.append("(OUT-OF-SCOPE: no scoped file in the test or its traceback)")
+    return " ".join([str(issue["title"]), *notes])
 
 
 def _debugger(report: Report) -> list[str]:
@@ -233,7 +266,8 @@ def _debugger(report: Report) -> list[str]:
     if not diagnoses:
         return []
     rows: list[list[object]] = [
-        [d["failure"], d["preExisting"], ", ".join(d["touchedByDiff"]) or "none",
+        [d["failure"], d["preExisting"],
+         ", ".join(path_text(p) for p in d["touchedByDiff"]) or "none",
          _code(d["command"]), d["evidence"][:300]]
         for d in diagnoses
     ]
