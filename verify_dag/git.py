@@ -124,8 +124,7 @@ def fetch(repo: str | Path, remote: str, refspec: str | None = None,
     if res.timed_out:
         return False, f"git fetch {remote} timed out after {timeout:g}s"
     if res.returncode != 0:
-        lines = [ln for ln in res.stderr.strip().splitlines() if ln.strip()]
-        return False, lines[-1] if lines else f"git fetch {remote} exited {res.returncode}"
+        return False, _first_fatal(res, f"fetch {remote}")
     return True, ""
 
 
