@@ -160,6 +160,9 @@ def test_codex_prompt_says_scope_metadata_is_authoritative() -> None:
     assert "Use `SCOPE_METADATA` as the source of truth for scope reconstruction." in prompt
     assert "- scope_mode: branch" in prompt and f"- merge_base: {'b' * 40}" in prompt
     assert "STATUS: COMPLETED | BLOCKED" in prompt and "SKIPPED_UNSUPPORTED_SCOPE" in prompt
+    # Codex is told where it stands, not asked to shell out to itself or rebuild the workspace.
+    assert "git diff --cached" in prompt
+    assert "Shell out" not in prompt and "under /tmp" not in prompt
 
 
 def test_assigned_files_and_relevant_static_findings() -> None:

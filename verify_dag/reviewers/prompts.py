@@ -34,16 +34,23 @@ for what is missing and never for what should be cut. Tag those findings
 (delete / stdlib / native / yagni / shrink), verify each proposed replacement actually
 exists before reporting it, and close the report with the net-lines metric."""
 
-_CODEX_REVIEWER = """Run the local Codex CLI as an independent second-opinion reviewer.
-Shell out to the local Codex CLI — the point is a second engine's opinion, not your own analysis again.
-Follow the codex-reviewer skill's own execution procedure exactly; it owns the invocation, the completion detection, and the timeout. Do not substitute your own — this prompt is scope and context, not a runbook.
+# The seed's codex-reviewer block is addressed to the harness that shells out to Codex ("Shell out
+# to the local Codex CLI", "Adapt the verify scope into a temporary diff-only workspace"). verify-dag
+# is that harness: it rebuilds the workspace, checks it byte for byte against the scoped patch and
+# runs `codex exec` there. Codex itself gets the part of the block that is about reviewing, said to
+# it, so it does not try to shell out to itself or rebuild a workspace it is already standing in.
+_CODEX_REVIEWER = """You are the independent second-opinion reviewer: a second engine's opinion, not a repeat of
+another model's analysis.
+Your working directory is a temporary diff-only workspace rebuilt from `SCOPE_METADATA`: HEAD holds
+the old side of the scoped files and the index holds the new side, so `git diff --cached` is
+exactly the change under review (checked byte for byte against the scoped patch before you were
+started). Review only that diff.
 Use `SCOPE_METADATA` as the source of truth for scope reconstruction.
-Adapt the verify scope into a temporary diff-only workspace under /tmp so Codex reviews only the intended changes.
 Do NOT infer staged vs unstaged vs branch vs path-filtered scope from assigned files or prose if `SCOPE_METADATA` says otherwise.
-If exact reconstruction from `SCOPE_METADATA` is not possible, report PATCH_CONSTRUCTION_FAILED instead of reviewing an approximate diff.
-If Codex is unavailable (missing CLI, auth missing, network blocked, sandbox blocked), report BLOCKED status with a short factual reason.
+If `git diff --cached` does not match `SCOPE_METADATA`, report PATCH_CONSTRUCTION_FAILED instead of reviewing an approximate diff.
+If you cannot review (sandbox blocked, files unreadable), report BLOCKED status with a short factual reason.
 If scope is `--scope=all`, report SKIPPED_UNSUPPORTED_SCOPE rather than attempting a whole-codebase audit.
-Normalize Codex output into: title, severity, location, description."""
+Review correctness, design, hardening and security. Normalize your output into: title, severity, location, description."""
 
 _COMMENT_REVIEW = """Review ONLY comments and docstrings added or modified in the scoped diff
 (plus pre-existing comments the changes make stale).
