@@ -222,6 +222,7 @@ def test_all_scope(repo: Repo) -> None:
     sc = _run(repo, scope="all")
     assert sc.new_commit != head and sc.head_sha == head and _index(repo) == index
     assert [f.path for f in sc.included] == [".gitignore", "a.py", "img.png"]
+    assert [e.path for e in sc.excluded] == ["untracked.py"]
     assert repo.git("show", f"{sc.new_commit}:a.py") == "changed"
 
 
@@ -240,7 +241,11 @@ def test_files_and_module_scopes(repo: Repo) -> None:
     assert sc.path_filter == ("src/c.py", "a.py", "src/debug.log")
     sc = _run(repo, module="src")
     assert [f.path for f in sc.included] == ["src/c.py", "src/pkg/b.py"]
-    assert sc.excluded == (ALL_OTHER_FILES,) and sc.path_filter == ("src",)
+    # The untracked file under the module is named as left out, not silently dropped.
+    assert [(e.path, e.reason) for e in sc.excluded] == [
+        ("src/untracked.py", "untracked (git add it to verify it)"),
+        (ALL_OTHER_FILES.path, ALL_OTHER_FILES.reason)]
+    assert sc.path_filter == ("src",)
     sc = _run(repo, module="src/untracked.py")
     assert [f.path for f in sc.included] == ["src/untracked.py"]
 
@@ -491,7 +496,8 @@ def test_scope_metadata_block(repo: Repo) -> None:
     ]
     all_meta = phase.scope_metadata(_run(repo, scope="all"))
     assert "- path_filter: ALL_SCOPED_FILES" in all_meta
-    assert "- excluded_files:" in all_meta.splitlines()
+    assert ("- excluded_files: untracked.py (untracked (git add it to verify it))"
+            in all_meta.splitlines())
     assert "ENTIRE content" in phase.scope_context(_run(repo, scope="all"))
 
 

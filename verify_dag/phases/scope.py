@@ -38,6 +38,7 @@ _STATUS: dict[str, FileStatus] = {
 }
 _FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _UNTRACKED = "untracked (not part of the unstaged diff)"
+_UNTRACKED_WHOLE = "untracked (git add it to verify it)"
 _NO_BASE = "no provider default, origin/main, origin/master, main, or master base exists"
 EMPTY_REPO = "empty repository: nothing to verify"
 
@@ -308,8 +309,13 @@ def _whole(states: States, mode: str, paths: Sequence[str]) -> Scope:
     else:
         # Directories mean tracked files; untracked ones are in the snapshot only so that a
         # checkout of it matches the user's work tree.
-        skip = set(states.untracked())
-        chosen, excluded = [p for p in in_tree if p not in skip], []
+        untracked = states.untracked()
+        skip = set(untracked)
+        chosen = [p for p in in_tree if p not in skip]
+        # Named, as the unstaged scope names them: a file left out silently reads as verified.
+        listed = set(in_tree)
+        excluded = [ExcludedFile(path=p, reason=_UNTRACKED_WHOLE) for p in untracked
+                    if p in listed]
     excluded += [] if mode == "all" else [ALL_OTHER_FILES]
     path_filter = () if mode == "all" else tuple(paths)
     if not chosen:
