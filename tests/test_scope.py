@@ -248,6 +248,10 @@ def test_files_and_module_scopes(repo: Repo) -> None:
     assert sc.path_filter == ("src",)
     sc = _run(repo, module="src/untracked.py")
     assert [f.path for f in sc.included] == ["src/untracked.py"]
+    # Only an ignored file asked for: nothing to verify, and the report says which and why.
+    sc = _run(repo, files=("src/debug.log",))
+    assert sc.nothing_to_verify and sc.excluded[0].path == "src/debug.log"
+    assert "src/debug.log: ignored by git" in " ".join(sc.notes)
 
 
 def test_relative_paths_are_relative_to_where_the_user_stands(

@@ -320,7 +320,11 @@ def _whole(states: States, mode: str, paths: Sequence[str]) -> Scope:
     path_filter = () if mode == "all" else tuple(paths)
     if not chosen:
         where = "the repository" if mode == "all" else ", ".join(paths)
-        return _nothing(mode, mode, head, f"no tracked files in {where}")
+        left_out = "; ".join(f"{e.path}: {e.reason}" for e in excluded if e != ALL_OTHER_FILES)
+        nothing = _nothing(mode, mode, head, f"no tracked files in {where}",
+                           (left_out,) if left_out else ())
+        # What was asked for and left out stays visible in the JSON too, not only in a note.
+        return nothing.model_copy(update={"excluded": tuple(excluded), "path_filter": path_filter})
     binary = git.binary_paths(repo, git.empty_tree(repo), wt, chosen if path_filter else ())
     included = tuple(FileChange(path=p, status="included", binary=p in binary) for p in chosen)
     return Scope(mode=mode, requested_mode=mode, compare_ref="WORKTREE", path_filter=path_filter,
