@@ -73,7 +73,7 @@ def test_pre_existing_new_and_added_failures(branch: tuple[Repo, Path]) -> None:
     state = verify(repo, scope="branch", base="base")
     out = debugger.run(state)
     assert out.skill == "debugger" and out.status == "COMPLETED" and out.ran
-    assert out.notes == "4 failures: 1 pre-existing, 1 new, 2 undetermined"
+    assert out.notes == "4 failures: 1 pre-existing, 2 new, 1 undetermined"
     got = by_failure(out)
     assert list(got) == ["tests/test_calc.py::test_add", "tests/test_calc.py::test_sub",
                          "tests/test_calc.py::test_mod", "tests/test_new.py::test_neg"]
@@ -99,9 +99,11 @@ def test_pre_existing_new_and_added_failures(branch: tuple[Repo, Path]) -> None:
     assert changed.pre_existing == "undetermined"
     assert "different signature: AssertionError there, KeyError here" in changed.evidence
 
+    # A test the diff added cannot have failed at the merge base: it is new (issue 4).
     added = got["tests/test_new.py::test_neg"]
-    assert added.pre_existing == "undetermined"
-    assert "does not exist at the merge base" in added.evidence
+    assert added.pre_existing == "no"
+    assert added.evidence.startswith("pytest exited 4: the test does not exist at the merge base")
+    assert "file or directory not found: tests/test_new.py" in added.evidence
     assert added.touched_by_diff == ("tests/test_new.py",)
 
     # Only the failing tests ran at the base: the suite's other test never did.
@@ -109,7 +111,7 @@ def test_pre_existing_new_and_added_failures(branch: tuple[Repo, Path]) -> None:
     assert len(repo.git("worktree", "list").splitlines()) == 1
 
 
-def test_test_added_to_an_existing_file_is_undetermined(branch: tuple[Repo, Path]) -> None:
+def test_test_added_to_an_existing_file_is_new(branch: tuple[Repo, Path]) -> None:
     repo, _ = branch
     state = verify(repo, scope="branch", base="base")
     finding = Finding(title="Test failed: tests/test_calc.py::test_later", severity=9,
@@ -118,8 +120,42 @@ def test_test_added_to_an_existing_file_is_undetermined(branch: tuple[Repo, Path
     out = debugger.run(state.model_copy(update={
         "outcomes": (SkillOutcome(skill="tester", status="FAILED", findings=(finding,)),)}))
     (d,) = out.diagnoses
-    assert d.pre_existing == "undetermined" and "pytest exited 4" in d.evidence
-    assert "no match in any of" in d.evidence
+    assert d.pre_existing == "no" and "pytest exited 4" in d.evidence
+    assert "does not exist at the merge base" in d.evidence and "no match in any of" in d.evidence
+
+
+def test_usage_error_at_the_base_stays_undetermined(repo: Repo) -> None:
+    """pytest's exit 4 is also a usage error: a base whose options pytest rejects says nothing
+    about whether the test exists there."""
+    repo.write("pyproject.toml", CONFIG.replace("]\n", ']\naddopts = "--no-such-option"\n', 1))
+    repo.write("tests/test_a.py", "def test_a():\n    assert 1 == 2\n")
+    repo.commit("base")
+    repo.git("tag", "base")
+    repo.write("pyproject.toml", CONFIG)
+    repo.commit("fix the options")
+    (d,) = debugger.run(verify(repo, scope="branch", base="base")).diagnoses
+    assert d.failure == "tests/test_a.py::test_a"
+    assert d.pre_existing == "undetermined"
+    assert d.evidence.startswith("pytest exited 4: usage error at the merge base")
+    assert "unrecognized arguments: --no-such-option" in d.evidence
+
+
+def test_renamed_test_file_is_re_run_under_its_old_path(repo: Repo) -> None:
+    """A test file the diff renamed existed at the base under its old path: it is re-run there,
+    not called new."""
+    repo.write("pyproject.toml", CONFIG)
+    repo.write("src/calc.py", "def add(a, b):\n    return a - b\n")
+    body = "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n"
+    repo.write("tests/test_old.py", body)
+    repo.commit("base")
+    repo.git("tag", "base")
+    repo.git("mv", "tests/test_old.py", "tests/test_renamed.py")
+    repo.commit("rename the test file")
+    (d,) = debugger.run(verify(repo, scope="branch", base="base")).diagnoses
+    assert d.failure == "tests/test_renamed.py::test_add"
+    assert d.pre_existing == "yes", d.evidence
+    assert d.command.split("  (cwd:")[0].endswith("--tb=long tests/test_old.py::test_add")
+    assert "renamed from tests/test_old.py" in d.evidence
 
 
 def test_staged_snapshot_is_compared_with_head(repo: Repo) -> None:
@@ -244,3 +280,24 @@ def test_never_raises(two_commits: Repo, monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(debugger, "_diagnose", crash)
     out = debugger.run(state)
     assert out.status == "NOT_RUN" and "RuntimeError: boom" in out.notes
+
+
+def test_a_run_that_stops_after_the_exerciser_stopped_at_the_debugger(two_commits: Repo) -> None:
+    """The debugger runs after the exerciser: a run with the exerciser's result and no
+    debugger's ended in the debugger phase, not in the report."""
+    from verify_dag.models import EngineerContext
+    from verify_dag.report import results
+
+    state = state_with(two_commits, failure("tests/test_a.py::test_secret"),
+                       scope="branch", base="base")
+    ran = (*state.outcomes, SkillOutcome(skill="reviewer", status="COMPLETED"),
+           SkillOutcome(skill="exerciser", status="FAILED"))
+    state = state.model_copy(update={
+        "engineer": EngineerContext(), "toolchain": PYTEST, "outcomes": ran,
+        "static": SkillOutcome(skill="static-analysis", status="COMPLETED"),
+        "error_code": "INTERNAL_ERROR", "error_message": "worker lost"})
+    assert results.stopped_phase(state) == "debugger"
+    assert results.stopped_at(state, "debugger: boom") == ("debugger", "boom")
+    diagnosed = SkillOutcome(skill="debugger", status="COMPLETED")
+    done = state.model_copy(update={"outcomes": (*ran, diagnosed)})
+    assert results.stopped_phase(done) == "report"
