@@ -63,7 +63,7 @@ def direct(request: VerifyRequest) -> dict[str, Any]:
         results.append(body(_DIRECT, state) if name == "verify_dag.test" else body(state))
     st = pipeline.collect(RunState.model_validate(state), results)
     state = st.model_dump(mode="json")
-    for phase in (pipeline._debugger, pipeline._exerciser):
+    for phase in (pipeline._exerciser, pipeline._debugger):
         state = phase(_DIRECT, state)
     # The report task's own body, called in-process (no request id: no idempotency lookup): the
     # report, the evidence bundle and the store writes cost the same on both paths.

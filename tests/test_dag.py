@@ -196,3 +196,37 @@ def test_a_redelivered_task_returns_its_first_result(scenario: Repo,
         time.sleep(0.01)
     assert runs == ["r1"]  # the phase did not run again
     assert lookups[0] is None and isinstance(lookups[1], dict) and lookups[1]["run_id"] == "r1"
+
+
+def test_exerciser_failures_reach_the_debugger(repo: Repo, tmp_path: Path) -> None:
+    """Seed 7b: the debugger runs after the exerciser, so a failed exerciser gate is diagnosed
+    at the merge base instead of the debugger saying there was nothing to investigate."""
+    import sys
+
+    from verify_dag.models import VerifyRequest
+    from verify_dag.workflow import plan
+
+    labels = [p.label for p in plan(VerifyRequest(repo=str(repo.path))).phases]
+    assert labels[labels.index("collect"):] == ["collect", "exerciser", "debugger", "report"]
+
+    repo.write(".claude/skills/shop-engineer/SKILL.md", "# shop engineer\n")
+    repo.write(".claude/skills/shop-engineer/VERIFICATION.md",
+               f"## Exerciser Gates\n- Export works\n  CHECK: {sys.executable} export.py\n")
+    repo.write("export.py", "print('exported')\n")
+    repo.write("pyproject.toml", '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
+    repo.write("tests/test_ok.py", "def test_ok():\n    pass\n")  # the tester passes
+    repo.commit("base")
+    repo.git("tag", "base")
+    repo.write("export.py", "raise SystemExit(3)\n")
+    repo.commit("branch: export breaks")
+    _, doc = verify_json(repo, tmp_path, "--scope=branch", "--base=base")
+    assert skill(doc, "exerciser")["status"] == "FAILED"
+    assert skill(doc, "tester")["status"] == "PASSED"
+    assert skill(doc, "debugger") == {"skill": "debugger", "status": "COMPLETED",
+                                      "notes": "1 failure: 0 pre-existing, 1 new"}
+    (d,) = doc["debugger"]
+    assert d["failure"] == "Exerciser gate failed: Export works"
+    assert d["preExisting"] == "no" and d["evidence"].startswith("passes at the merge base")
+    assert d["command"].startswith(f"{sys.executable} export.py  (cwd: ")
+    order = [s["skill"] for s in doc["skillResults"]]
+    assert order.index("exerciser") < order.index("debugger")

@@ -3,7 +3,10 @@
 The DAG (DESIGN §4)::
 
     scope -> engineer -> triage -> static
-      -> chord([test, review.<skill> ...], collect) -> debugger -> exerciser -> report
+      -> chord([test, review.<skill> ...], collect) -> exerciser -> debugger -> report
+
+The debugger comes after the exerciser (DESIGN §4 lists it before): seed 7b fires it on tester
+and exerciser failures alike, and the exerciser does not read the debugger's diagnoses.
 
 Every signature gets an explicit task id up front so a client can follow the run phase by phase
 (and a redelivered task keeps its id, which is what idempotency is keyed on). The run id is the
@@ -85,10 +88,10 @@ def plan(request: VerifyRequest, run_id: str | None = None) -> Plan:
         for name in header_tasks(request)
     ]
     collect = sig("verify_dag.collect", label="collect", context_id=static_id)
-    debugger = sig("verify_dag.debugger", label="debugger")
     exerciser = sig("verify_dag.exerciser", label="exerciser")
+    debugger = sig("verify_dag.debugger", label="debugger")
     report = sig("verify_dag.report", label="report")
-    canvas = chain(scope, engineer, triage, static, chord(header, collect), debugger, exerciser,
+    canvas = chain(scope, engineer, triage, static, chord(header, collect), exerciser, debugger,
                    report)
     return Plan(run_id=run_id, canvas=canvas, phases=tuple(phases), final_id=phases[-1].task_id)
 

@@ -22,7 +22,7 @@ PIPELINE = (
     "static-analysis", "tester", *JUDGEMENT, "plan-completeness", "debugger", "exerciser",
 )
 LIGHT_EXCLUDED = ("comment-review", "qa", "ux-reviewer", "visual-verify")
-PHASES = ("scope", "engineer", "triage", "static", "review", "debugger", "exerciser", "report")
+PHASES = ("scope", "engineer", "triage", "static", "review", "exerciser", "debugger", "report")
 # Statuses that mean a toolchain command actually ran and reported; FAILED counts, because
 # failing tests are findings, not an absence of analysis.
 _RAN = ("COMPLETED", "PASSED", "FAILED")
@@ -72,6 +72,8 @@ def stopped_phase(state: RunState) -> str:
         return "review"
     if "exerciser" not in ran:
         return "exerciser"
+    if "debugger" not in ran:  # it runs after the exerciser: it diagnoses its failures too
+        return "debugger"
     return "report"
 
 

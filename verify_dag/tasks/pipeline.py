@@ -76,14 +76,15 @@ def _tester(st: RunState) -> list[SkillOutcome]:
     return [outcome, qa]
 
 
-@state_phase("debugger")
-def _debugger(st: RunState) -> RunState:
-    return st.model_copy(update={"outcomes": (*st.outcomes, debugger.run(st))})
-
-
 @state_phase("exerciser")
 def _exerciser(st: RunState) -> RunState:
     return st.model_copy(update={"outcomes": (*st.outcomes, exerciser.run(st))})
+
+
+@state_phase("debugger")
+def _debugger(st: RunState) -> RunState:
+    """After the exerciser: its failures are among those the debugger re-runs at the base."""
+    return st.model_copy(update={"outcomes": (*st.outcomes, debugger.run(st))})
 
 
 def collect(st: RunState, results: list[list[dict[str, Any]]]) -> RunState:
@@ -141,14 +142,14 @@ def collect_task(self: Any, results: list[list[dict[str, Any]]], context_id: str
     return collect(st, results).model_dump(mode="json")
 
 
-@app.task(name="verify_dag.debugger", bind=True)
-def debugger_task(self: Any, state: dict[str, Any]) -> dict[str, Any]:
-    return _debugger(self, state)
-
-
 @app.task(name="verify_dag.exerciser", bind=True)
 def exerciser_task(self: Any, state: dict[str, Any]) -> dict[str, Any]:
     return _exerciser(self, state)
+
+
+@app.task(name="verify_dag.debugger", bind=True)
+def debugger_task(self: Any, state: dict[str, Any]) -> dict[str, Any]:
+    return _debugger(self, state)
 
 
 @app.task(name="verify_dag.report", bind=True)
