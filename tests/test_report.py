@@ -35,7 +35,7 @@ HEAD = "89abcdef0123456789abcdef0123456789abcdef"
 MERGE_BASE = "0123456789abcdef0123456789abcdef01234567"
 PIPELINE = [
     "static-analysis", "tester", "reviewer", "codex-reviewer", "comment-review", "qa",
-    "ux-reviewer", "visual-verify", "plan-completeness", "debugger", "exerciser",
+    "ux-reviewer", "visual-verify", "plan-completeness", "exerciser", "debugger",
 ]
 
 
@@ -119,10 +119,10 @@ def light_branch_state(**kw: Any) -> RunState:
         *(skipped(s, "not in light composition")
           for s in ("comment-review", "qa", "ux-reviewer", "visual-verify")),
         skipped("plan-completeness", "no plan resolved"),
-        outcome("debugger", "COMPLETED", "2 failures: PRE_EXISTING no",
-                reason="tester reported failures of severity 7+"),
         outcome("exerciser", "BLOCKED", "SERVICE_UNAVAILABLE: no way to start the app was found",
                 reason="exerciser runs at every depth"),
+        outcome("debugger", "COMPLETED", "2 failures: PRE_EXISTING no",
+                reason="tester reported failures of severity 7+"),
     )
     base: dict[str, Any] = dict(
         run_id="run-light-1", request=request(scope="branch", base="origin/release"),
@@ -224,14 +224,14 @@ def test_branch_run_shape() -> None:
     assert doc["knownFindings"] is None and doc["deferredToEpic"] == []
     assert [r["skill"] for r in doc["skillResults"]] == [
         "static-analysis", "tester", "reviewer", "codex-reviewer", "comment-review", "qa",
-        "ux-reviewer", "visual-verify", "plan-completeness", "debugger", "exerciser",
+        "ux-reviewer", "visual-verify", "plan-completeness", "exerciser", "debugger",
     ]
     assert all(set(r) == {"skill", "status", "notes"} for r in doc["skillResults"])
     status = {r["skill"]: r["status"] for r in doc["skillResults"]}
     assert status["reviewer"] == "NOT_RUN" and status["exerciser"] == "BLOCKED"
     assert status["qa"] == "SKIPPED" and status["tester"] == "FAILED"
     t = doc["triage"]
-    assert t["skills_run"] == ["static-analysis", "tester", "reviewer", "debugger", "exerciser"]
+    assert t["skills_run"] == ["static-analysis", "tester", "reviewer", "exerciser", "debugger"]
     assert t["skillsRun"][0] == {"skill": "static-analysis",
                                  "reason": "ruff and mypy discovered in pyproject.toml"}
     assert t["skills_skipped"] == [e["skill"] for e in t["skillsSkipped"]]
@@ -442,7 +442,7 @@ def test_unrecorded_skills_are_not_run() -> None:
     assert status["exerciser"][0] == "NOT_RUN"
     # Without Codex on PATH light would have chosen reviewer: codex-reviewer is not a hole.
     assert status["codex-reviewer"] == ("SKIPPED", "not in light composition")
-    assert "> **Not run:** reviewer, debugger, exerciser." in report.markdown(doc)
+    assert "> **Not run:** reviewer, exerciser, debugger." in report.markdown(doc)
 
 
 @pytest.mark.parametrize(("fail_on", "expected"), [

@@ -18,7 +18,7 @@ class RunState(Frozen):
     toolchain: Toolchain | None = None
     triage: TriageResult | None = None
     static: SkillOutcome | None = None
-    outcomes: tuple[SkillOutcome, ...] = ()  # chord results, then debugger and exerciser
+    outcomes: tuple[SkillOutcome, ...] = ()  # chord results, then exerciser and debugger
     error_code: str | None = None  # a phase that could not proceed (status: error)
     error_message: str | None = None
 

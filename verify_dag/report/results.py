@@ -19,7 +19,7 @@ JUDGEMENT = ("reviewer", "codex-reviewer", "comment-review", "qa", "ux-reviewer"
 DETERMINISTIC = ("static-analysis", "tester")
 # The order missing skills are filled in: the pipeline's own phase order.
 PIPELINE = (
-    "static-analysis", "tester", *JUDGEMENT, "plan-completeness", "debugger", "exerciser",
+    "static-analysis", "tester", *JUDGEMENT, "plan-completeness", "exerciser", "debugger",
 )
 LIGHT_EXCLUDED = ("comment-review", "qa", "ux-reviewer", "visual-verify")
 PHASES = ("scope", "engineer", "triage", "static", "review", "exerciser", "debugger", "report")
