@@ -13,11 +13,8 @@ base is "yes" only when it fails the same way: the exception class named on pyte
 between commits). When the branch's failure records no class (a repository that sets
 ``--tb=short``), the first line of the failure message is compared instead.
 
-Exerciser failures (a gate, an EXERCISE command, the completion criterion). The exerciser's own
-exercise runs once at the base with the verified commit's declarations: START and HEALTH, the
-EXERCISE commands, then every gate, as the exerciser did, because a gate may query the app or
-read what an EXERCISE command wrote. A check that passes there is "no"; one that fails is "yes"
-only with the same exit codes and the same output once paths and numbers are set aside.
+Exerciser failures (a gate, an EXERCISE command, the completion criterion) are checked by
+re-running the whole exercise at the base: see :mod:`~verify_dag.phases.debugger_exercise`.
 
 Either way, a failure with a different or unreadable signature at the base is "undetermined",
 never "yes": the change may have turned one failure into another. So is anything that could not
@@ -30,29 +27,32 @@ import logging
 import re
 import shlex
 import time
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Literal
 
 from verify_dag import git, util
 from verify_dag.errors import VerifyDagError
-from verify_dag.models import Diagnosis, EngineerContext, Finding, RunState, SkillOutcome
+from verify_dag.models import Diagnosis, Finding, RunState, SkillOutcome
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Toolchain
-from verify_dag.phases import exerciser, gates, testenv
+from verify_dag.phases import debugger_exercise, exerciser, testenv
+from verify_dag.phases.debugger_common import EVIDENCE_CAP as EVIDENCE_CAP  # tests read it here
+from verify_dag.phases.debugger_common import (
+    PreExisting,
+    Signature,
+    excerpt,
+    touched,
+    undetermined,
+)
 from verify_dag.tools.base import python_tool_argv
 
 log = logging.getLogger(__name__)
-PreExisting = Literal["yes", "no", "undetermined"]
 
 SKILL = "debugger"
 MAX_RERUNS = 20  # distinct signatures re-run per verification; the rest are "not re-run: cap"
 RERUN_TIMEOUT = 600.0  # one test, not a suite: a single re-run never gets more than this
-EVIDENCE_CAP = 1500
 _TEST_TITLE = "Test failed: "  # the tester's title for one failing test (nodeid follows)
 _COMMAND_TITLE = "Test command failed: "  # the tester's title for a non-pytest runner
 _CRASH = re.compile(r"^(?P<path>[^\s:]+\.py):\d+: (?P<exc>[A-Za-z_][\w.]*)[ \t]*$", re.MULTILINE)
-_TRACE_PATH = re.compile(r"^(?P<path>[^\s:]+\.py):\d+:", re.MULTILINE)
 _EXC_MESSAGE = re.compile(r"^(?P<exc>[A-Za-z_][\w.]*)(?::|$)")  # "ValueError: x" -> ValueError
 _E_LINE = re.compile(r"^E\s+(?P<text>\S.*)$", re.MULTILINE)
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)")
@@ -65,11 +65,6 @@ _UNRUNNABLE = {
     4: "usage error at the merge base (its options, plugins or configuration differ)",
     5: "no tests collected at the merge base (deselected or ignored there)",
 }
-# Exerciser evidence: the exit codes it names, a timeout, and what the rest is compared without.
-_EXIT = re.compile(r"\bexit(?:ed)? -?\d+(?: \(expected -?\d+\))?")
-_TIMED_OUT = re.compile(r"`(?:: fail:)? timed out\b")
-_DIRS = re.compile(r"[^\s'\"`(\[<>=,;]*/")  # directories: the two worktrees differ
-_NUMBERS = re.compile(r"\d+")  # ports, pids, timings, line numbers
 
 
 def failures(state: RunState) -> list[Finding]:
@@ -90,15 +85,6 @@ def pytest_argv() -> list[str] | None:
     return python_tool_argv("pytest")
 
 
-@dataclass
-class _Signature:
-    key: str  # the nodeid for pytest failures, else the command or title
-    nodeid: str | None
-    findings: list[Finding] = field(default_factory=list)
-    why_not: str = ""  # why it cannot be re-run, when nodeid is None and it is not exercised
-    exercised: bool = False  # an exerciser failure: checked by the exercise at the base
-
-
 def _nodeid(f: Finding) -> str | None:
     if f.nodeid:
         return f.nodeid
@@ -108,22 +94,22 @@ def _nodeid(f: Finding) -> str | None:
     return None
 
 
-def signatures(found: list[Finding]) -> list[_Signature]:
+def signatures(found: list[Finding]) -> list[Signature]:
     """Distinct failure signatures, in first-seen order."""
-    out: dict[str, _Signature] = {}
+    out: dict[str, Signature] = {}
     for f in found:
         nodeid = _nodeid(f)
         if f.source == exerciser.SKILL:
-            sig = out.setdefault(f.title, _Signature(f.title, None, exercised=True))
+            sig = out.setdefault(f.title, Signature(f.title, None, exercised=True))
         elif nodeid is not None:
-            sig = out.setdefault(nodeid, _Signature(nodeid, nodeid))
+            sig = out.setdefault(nodeid, Signature(nodeid, nodeid))
         elif f.title.startswith(_COMMAND_TITLE):
             command = f.title.removeprefix(_COMMAND_TITLE)
-            sig = out.setdefault(command, _Signature(command, None, why_not=(
+            sig = out.setdefault(command, Signature(command, None, why_not=(
                 "the test runner is not pytest: a single failing test cannot be re-run in "
                 "isolation")))
         else:
-            sig = out.setdefault(f.title, _Signature(f.title, None, why_not=(
+            sig = out.setdefault(f.title, Signature(f.title, None, why_not=(
                 "no single test to re-run in isolation (the failure carries no test id)")))
         sig.findings.append(f)
     return list(out.values())
@@ -160,16 +146,17 @@ def _base(scope: Scope | None) -> tuple[str | None, str]:
     return base, ""
 
 
-def _diagnose(state: RunState, sigs: list[_Signature]) -> list[Diagnosis]:
+def _diagnose(state: RunState, sigs: list[Signature]) -> list[Diagnosis]:
     included = state.scope.included if state.scope is not None else ()
     scoped = {f.path for f in included if f.status != "deleted"}
     base, no_base = _base(state.scope)
-    results = _diagnose_exercised(state, [s for s in sigs if s.exercised], base, no_base, scoped)
+    exercised = [s for s in sigs if s.exercised]
+    results = debugger_exercise.diagnose(state, exercised, base, no_base, scoped)
     # A test file the diff renamed (or copied) is found at the base under its old path.
     renamed = {f.path: f.old_path for f in included
                if f.status in ("renamed", "copied") and f.old_path}
     argv = pytest_argv()
-    todo: list[_Signature] = []
+    todo: list[Signature] = []
     for sig in (s for s in sigs if not s.exercised):
         why = sig.why_not or _unsafe(sig.key) or no_base
         if not why and argv is None:
@@ -177,7 +164,7 @@ def _diagnose(state: RunState, sigs: list[_Signature]) -> list[Diagnosis]:
         if not why and len(todo) >= MAX_RERUNS:
             why = f"not re-run: cap of {MAX_RERUNS} re-runs reached"
         if why:
-            results[sig.key] = _undetermined(sig, why, scoped)
+            results[sig.key] = undetermined(sig, why, scoped)
         else:
             todo.append(sig)
     if todo:
@@ -194,7 +181,7 @@ def _diagnose(state: RunState, sigs: list[_Signature]) -> list[Diagnosis]:
                 if env.error is not None:
                     why = f"the merge base's test environment could not be set up: {env.error}"
                     for sig in todo:
-                        results[sig.key] = _undetermined(sig, why, scoped)
+                        results[sig.key] = undetermined(sig, why, scoped)
                     todo = []
                 run_argv = [str(env.python), "-m", "pytest"] if env.python else argv
                 run_env = testenv.suite_env(env, {"PYTHONDONTWRITEBYTECODE": "1"})
@@ -203,105 +190,13 @@ def _diagnose(state: RunState, sigs: list[_Signature]) -> list[Diagnosis]:
                     results[sig.key] = (_rerun(run_argv, run_env, wt, base, sig,
                                                min(left, RERUN_TIMEOUT), scoped, renamed)
                                         if left > 1 else
-                                        _undetermined(sig, "not re-run: time budget spent",
-                                                      scoped))
+                                        undetermined(sig, "not re-run: time budget spent",
+                                                     scoped))
         except VerifyDagError as exc:
             for sig in todo:
-                results.setdefault(sig.key, _undetermined(
+                results.setdefault(sig.key, undetermined(
                     sig, f"could not check out the merge base {base}: {exc.message}", scoped))
     return [results[s.key] for s in sigs]
-
-
-def _diagnose_exercised(state: RunState, sigs: list[_Signature], base: str | None, no_base: str,
-                        scoped: set[str]) -> dict[str, Diagnosis]:
-    """Exerciser failures: the exerciser's exercise, run once at the base, checks them all."""
-    if not sigs:
-        return {}
-    if base is None:
-        return {s.key: _undetermined(s, no_base, scoped) for s in sigs}
-    eng = state.engineer or EngineerContext()
-    criterion = state.request.completion
-    env = util.scrubbed_env({"PYTHONDONTWRITEBYTECODE": "1"})  # as the exerciser's
-    try:
-        with git.worktree(state.request.repo, base) as wt:
-            # The one implementation of "the exercise" (exerciser.py), with the verified
-            # commit's declarations: the same commands, against the base's code.
-            ex = exerciser._exercise(eng, wt, env, criterion)
-            where = f"cwd: {wt}, a scratch worktree of {base}" + (
-                f", the app started with `{eng.start}`" if eng.start else "")
-            checked = _checked(ex, eng, criterion)
-            return {s.key: _compare(s, checked.get(s.key), where, ex.note, scoped) for s in sigs}
-    except VerifyDagError as exc:
-        why = f"could not check out the merge base {base}: {exc.message}"
-    # Whatever broke the exercise there, the tests' diagnoses must still be reported.
-    except Exception as exc:  # noqa: BLE001
-        why = f"the exercise could not run at the merge base: {type(exc).__name__}: {exc}"
-    return {s.key: _undetermined(s, util.redact(why), scoped) for s in sigs}
-
-
-_Check = tuple[str, str, str]  # (PASS | FAIL | BLOCKED | NOT_CHECKED, command, evidence)
-
-
-def _checked(ex: exerciser._Exercise, eng: EngineerContext,
-             criterion: str | None) -> dict[str, _Check]:
-    """Each check of the base's exercise under the title its failure has (exerciser._finding)."""
-    def title(text: str) -> str:
-        return exerciser._finding(text, "").title
-
-    declared = gates.parse(eng.verification_md or "")
-    commands = {(g.kind, g.rule): g.check for g in (*declared.exerciser, *declared.review)}
-    failed = {f.title: f.description for f in ex.findings}
-    out: dict[str, _Check] = {}
-    for g in ex.gates:
-        if g.checker == exerciser.COMPLETION_CHECKER and criterion is not None:
-            key, command = title(f"Completion criterion failed: {criterion}"), criterion
-        else:
-            key = title(f"{g.kind.capitalize()} gate failed: {g.rule}")
-            command = commands.get((g.kind, g.rule)) or "no CHECK command declared"
-        out.setdefault(key, (g.status, command, failed.get(key, g.evidence)))
-    # An app that never came up at the base ran no EXERCISE command there.
-    ran = not ex.note.startswith("SERVICE_UNAVAILABLE")
-    for command in eng.exercise:
-        key = title(f"Exercise command failed: {command}")
-        status = "FAIL" if key in failed else "PASS" if ran else "BLOCKED"
-        out.setdefault(key, (status, command, failed.get(key, f"`{command}` exited 0" if ran
-                                                          else ex.note)))
-    return out
-
-
-def _compare(sig: _Signature, check: _Check | None, where: str, note: str,
-             scoped: set[str]) -> Diagnosis:
-    if check is None:
-        return _undetermined(sig, f"the exercise at the merge base did not check this ({note})",
-                             scoped)
-    status, command, there = check
-
-    def verdict(pre: PreExisting, why: str) -> Diagnosis:
-        return Diagnosis(failure=sig.key, pre_existing=pre, command=f"{command}  ({where})",
-                         evidence=_excerpt(why, there), touched_by_diff=_touched(sig, scoped))
-
-    if status == "PASS":
-        return verdict("no", "passes at the merge base")
-    if status != "FAIL":
-        return verdict("undetermined", f"could not be checked at the merge base ({status}: "
-                                       f"{note})")
-    if _TIMED_OUT.search(there):
-        return verdict("undetermined", "timed out at the merge base")
-    here = sig.findings[0].description
-    here_exits, there_exits = _EXIT.findall(here), _EXIT.findall(there)
-    if here_exits == there_exits and _normalised(here) == _normalised(there):
-        return verdict("yes", "fails at the merge base the same way: "
-                              f"{'; '.join(there_exits) or 'the same output'}")
-    if here_exits == there_exits:
-        return verdict("undetermined", "fails at the merge base too, with the same exit codes "
-                                       "but different output")
-    return verdict("undetermined", "fails at the merge base too, but differently: "
-                                   f"{'; '.join(there_exits) or 'no exit code'} there, "
-                                   f"{'; '.join(here_exits) or 'no exit code'} here")
-
-
-def _normalised(evidence: str) -> str:
-    return _NUMBERS.sub("#", _DIRS.sub("", evidence))
 
 
 def _unsafe(nodeid: str) -> str:
@@ -312,22 +207,7 @@ def _unsafe(nodeid: str) -> str:
     return ""
 
 
-def _touched(sig: _Signature, scoped: set[str]) -> tuple[str, ...]:
-    paths: set[str] = set()
-    for f in sig.findings:
-        if f.location is not None:
-            paths.add(f.location.path)
-        paths.update(m["path"] for m in _TRACE_PATH.finditer(f.description))
-    paths = {p.removeprefix("./") for p in paths}
-    return tuple(sorted(paths & scoped))
-
-
-def _undetermined(sig: _Signature, why: str, scoped: set[str]) -> Diagnosis:
-    return Diagnosis(failure=sig.key, pre_existing="undetermined", command="not run",
-                     evidence=why, touched_by_diff=_touched(sig, scoped))
-
-
-def _rerun(argv: list[str], env: dict[str, str], wt: Path, base: str, sig: _Signature,
+def _rerun(argv: list[str], env: dict[str, str], wt: Path, base: str, sig: Signature,
            timeout: float, scoped: set[str], renamed: dict[str, str]) -> Diagnosis:
     assert sig.nodeid is not None
     path, sep, rest = sig.nodeid.partition("::")
@@ -343,7 +223,7 @@ def _rerun(argv: list[str], env: dict[str, str], wt: Path, base: str, sig: _Sign
     def verdict(pre: PreExisting, why: str) -> Diagnosis:
         why = f"{why} (renamed from {old} by the diff)" if old else why
         return Diagnosis(failure=sig.key, pre_existing=pre, command=command,
-                         evidence=_excerpt(why, output), touched_by_diff=_touched(sig, scoped))
+                         evidence=excerpt(why, output), touched_by_diff=touched(sig, scoped))
 
     if res.not_found:
         return verdict("undetermined", f"{cmd[0]} was not found")
@@ -412,13 +292,3 @@ def _counts(stdout: str) -> dict[str, int]:
 
 def _summary(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} {k}" for k, n in counts.items()) or "no result line"
-
-
-def _excerpt(why: str, output: str) -> str:
-    """The verdict, then the tail of the output (where pytest puts the crash line and summary)."""
-    why, text = util.redact(why), util.redact(output)
-    room = EVIDENCE_CAP - len(why) - 1
-    if len(text) > room:
-        # Cut on a line boundary: a half line of a traceback reads as a different message.
-        text = "...\n" + text[len(text) - room + 4:].split("\n", 1)[-1]
-    return f"{why}\n{text}"[:EVIDENCE_CAP] if text else why[:EVIDENCE_CAP]

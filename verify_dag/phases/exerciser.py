@@ -75,7 +75,9 @@ def lens(request: VerifyRequest) -> str:
 
 
 @dataclass
-class _Exercise:
+class Exercise:
+    """What one exercise found. Public: the debugger re-runs the exercise at the merge base."""
+
     status: ExStatus
     note: str
     gates: list[GateResult] = field(default_factory=list)
@@ -101,15 +103,17 @@ def _run(state: RunState) -> SkillOutcome:
                 verified, vnote = verify_issues(state, wt, test_env, str(tenv.python))
             else:
                 verified, vnote = verify_issues(state, wt, env)
-        ex = _exercise(eng, wt, env, state.request.completion)
+        ex = exercise(eng, wt, env, state.request.completion)
     notes = "; ".join([ex.note, *ex.details, vnote, lens(state.request)])
     return SkillOutcome(skill=SKILL, status=ex.status, reason=REASON, notes=notes,
                         findings=tuple(ex.findings), gates=tuple(ex.gates),
                         verifications=tuple(verified))
 
 
-def _exercise(eng: EngineerContext, wt: Path, env: dict[str, str],
-              criterion: str | None = None) -> _Exercise:
+def exercise(eng: EngineerContext, wt: Path, env: dict[str, str],
+             criterion: str | None = None) -> Exercise:
+    """START and HEALTH, the EXERCISE commands, then every gate, in ``wt``. The debugger runs
+    this same code at the merge base, so what it compares there is what was checked here."""
     parsed = gates.parse(eng.verification_md or "")
     declared = bool(eng.start or eng.exercise or parsed.exerciser or criterion)
     app: _App | None = None
@@ -122,15 +126,15 @@ def _exercise(eng: EngineerContext, wt: Path, env: dict[str, str],
             started = [f"app started with `{eng.start}` ({evidence})"]
         else:
             started = []
-        ex = _Exercise("PASSED", "", details=started)
+        ex = Exercise("PASSED", "", details=started)
         for command in eng.exercise:
             res = gates.run_command(command, wt, env)
             if res.returncode != 0 or res.timed_out:
                 got = "timed out" if res.timed_out else f"exited {res.returncode}"
                 seen = (gates.excerpt(res.stderr, tail=True) or gates.excerpt(res.stdout, tail=True)
                         or "no output")
-                ex.findings.append(_finding(f"Exercise command failed: {command}",
-                                            f"`{command}` {got}: {seen}"))
+                ex.findings.append(failure_finding(f"Exercise command failed: {command}",
+                                                   f"`{command}` {got}: {seen}"))
         exercise_failed = len(ex.findings)
         if eng.exercise:
             ex.details.append(f"{len(eng.exercise) - exercise_failed}/{len(eng.exercise)} "
@@ -141,7 +145,7 @@ def _exercise(eng: EngineerContext, wt: Path, env: dict[str, str],
     finally:
         if app is not None:
             _stop(app)
-    ex.findings += [_finding(f"{g.kind.capitalize()} gate failed: {g.rule}", g.evidence)
+    ex.findings += [failure_finding(f"{g.kind.capitalize()} gate failed: {g.rule}", g.evidence)
                     for g in ex.gates if g.status == "FAIL"]
     ex.details.extend(_gate_counts(ex.gates))
     own = [g.status for g in ex.gates if g.kind == "exerciser"]
@@ -179,7 +183,8 @@ def _completion(criterion: str, wt: Path,
     gate = GateResult(kind="exerciser", rule=f"Completion criterion: {criterion}",
                       status="PASS" if passed else "FAIL", evidence=evidence,
                       checker=COMPLETION_CHECKER)
-    finding = None if passed else _finding(f"Completion criterion failed: {criterion}", evidence)
+    finding = (None if passed
+               else failure_finding(f"Completion criterion failed: {criterion}", evidence))
     return gate, f"completion criterion: {result.verdict} ({result.reason})", finding
 
 
@@ -188,7 +193,7 @@ def _completion_blocked(criterion: str, why: str) -> GateResult:
                       status="BLOCKED", evidence=why, checker=COMPLETION_CHECKER)
 
 
-def _add_completion(ex: _Exercise, gate: GateResult, line: str, finding: Finding | None) -> None:
+def _add_completion(ex: Exercise, gate: GateResult, line: str, finding: Finding | None) -> None:
     """The criterion's gate goes first; a failed criterion is a finding and fails the
     exerciser, whatever the other checks said."""
     ex.gates.insert(0, gate)
@@ -201,7 +206,7 @@ def _add_completion(ex: _Exercise, gate: GateResult, line: str, finding: Finding
 
 
 def _unavailable(parsed: gates.ParsedGates, evidence: str,
-                 criterion: str | None = None) -> _Exercise:
+                 criterion: str | None = None) -> Exercise:
     why = "not checked: the app did not become healthy (SERVICE_UNAVAILABLE)"
     results = [
         gates.check(g, Path("."), {}) if g.kind == "review" and g.check is None
@@ -212,7 +217,7 @@ def _unavailable(parsed: gates.ParsedGates, evidence: str,
     details = _gate_counts(results)
     if criterion is not None:
         results.insert(0, _completion_blocked(criterion, why))
-    return _Exercise("BLOCKED", f"SERVICE_UNAVAILABLE: {evidence}", gates=results,
+    return Exercise("BLOCKED", f"SERVICE_UNAVAILABLE: {evidence}", gates=results,
                      details=details)
 
 
@@ -226,7 +231,8 @@ def _gate_counts(results: list[GateResult]) -> list[str]:
     return out
 
 
-def _finding(title: str, evidence: str) -> Finding:
+def failure_finding(title: str, evidence: str) -> Finding:
+    """An exerciser failure. Public: the debugger matches its base checks by these titles."""
     if len(title) > _TITLE_MAX:
         title = title[: _TITLE_MAX - 3] + "..."
     return Finding(title=title, severity=8, description=util.redact(evidence), source=SKILL,
