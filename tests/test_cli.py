@@ -41,6 +41,7 @@ def test_empty_repository(repo: Repo) -> None:
         (["--scope=staged", "--base=main"], "--base is only valid with --scope=branch"),
         (["--base=main"], "--base is only valid with --scope=branch"),
         (["--since=HEAD"], "--since requires --ledger"),
+        (["--no-carry-forward"], "--no-carry-forward requires --ledger"),
         (["--files=../outside.py"], "outside the repository"),
         (["--files=missing.py"], "missing.py"),
         (["--module=/etc"], "outside the repository"),

@@ -67,6 +67,10 @@ def validate_request(req: VerifyRequest) -> VerifyRequest:
         if req.scope != "branch":
             raise UsageError("--base is only valid with --scope=branch")
         git.check_ref(req.base, "--base ref")
+    if req.no_carry_forward and not req.ledger:
+        # Like --skip-ux at light: accepting it would let a caller believe it changed something.
+        raise UsageError("--no-carry-forward requires --ledger (it keeps a ledger for reporting "
+                         "only; without one every run is already a first run)")
     if req.since is not None:
         if not req.ledger:
             raise UsageError("--since requires --ledger")
