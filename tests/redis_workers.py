@@ -1,6 +1,6 @@
 """Real Redis databases and real worker processes for the tests that need them.
 
-Each test module takes a database of its own (11-15) so their queues, results and broadcasts
+Each test module takes a database of its own (6, 8-15) so their queues, results and broadcasts
 (pings) never meet. CI sets VERIFY_DAG_TEST_REDIS after starting Redis, so there a missing server
 fails the test instead of skipping it.
 """
