@@ -11,10 +11,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from conftest import make_repo
 
 from verify_dag.models.scope import FileChange, Scope
 from verify_dag.models.toolchain import Command, Toolchain
-from verify_dag.phases import testenv, testenv_base, testenv_plan, tester
+from verify_dag.phases import testenv, testenv_base, testenv_plan, tester, triage
 
 PYTEST = Toolchain(commands=(
     Command(kind="test", argv=("pytest",), source="tests directory", exists=True, tool="pytest"),
@@ -273,3 +274,39 @@ def test_a_nox_test_session_declares_the_env(tmp_path: Path) -> None:
     outcome = tester.run(whole("tests/test_tiny.py"), PYTEST, repo, 300)
     # The package exists only through the nox session's install: the suite ran in that env.
     assert outcome.notes.startswith("4 passed, 1 failed, 0 errors, 1 skipped"), outcome.notes
+
+
+def test_tox_commands_select_the_same_tests_as_a_venv_built_by_hand(tmp_path: Path) -> None:
+    """The audit's case: tox runs `pytest -q tests/unit`; the integration tests need a service
+    and are not part of that run, so they must not be part of ours either."""
+    repo = make_repo(tmp_path / "repo")
+    for rel, text in TINYPKG.items():
+        if rel.startswith("vendor/"):
+            repo.write(rel, text)
+    repo.write("tox.ini", "[tox]\nenvlist = py\n\n[testenv]\ndeps =\n    pytest\n"
+                          "    {toxinidir}/vendor/tinypkg\n"
+                          "commands = pytest -q tests/unit {posargs}\n")
+    repo.write("tests/unit/test_tiny.py", "import verify_dag_tinypkg as t\n\n"
+                                          "def test_double():\n    assert t.double(2) == 4\n\n"
+                                          "def test_zero():\n    assert t.double(0) == 0\n")
+    repo.write("tests/integration/test_service.py", "def test_service():\n"
+                                                    "    raise ConnectionError('no service')\n")
+    repo.commit("tox-run unit tests")
+    toolchain = triage.discover(repo.path)
+    outcome, _ = tester.run_with_coverage(whole("tests/unit/test_tiny.py"), toolchain, repo.path,
+                                          300, cache_dir=tmp_path / "cache")
+
+    venv = tmp_path / "by-hand"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(venv / "bin/python"), "-m", "pip", "install", "-q", "pytest",
+                    "./vendor/tinypkg"], cwd=repo.path, check=True, capture_output=True)
+    by_hand = subprocess.run([str(venv / "bin/pytest"), "-q", "tests/unit", "-p",
+                              "no:cacheprovider", f"--junitxml={tmp_path / 'junit.xml'}"],
+                             cwd=repo.path, capture_output=True, text=True)
+    assert by_hand.returncode == 0, by_hand.stdout
+    assert outcome.status == "PASSED", outcome.findings
+    assert outcome.notes == (junit_counts(tmp_path / "junit.xml")
+                             + "; env from tox.ini [testenv] deps")
+    assert outcome.notes.startswith("2 passed, 0 failed, 0 errors, 0 skipped")
+    assert outcome.reason == ("test command discovered: pytest -q tests/unit "
+                              "(tox.ini [testenv] commands)")

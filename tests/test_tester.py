@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import re
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import make_repo
 
 from verify_dag.models.findings import SkillOutcome
 from verify_dag.models.scope import FileChange, LineRange, Scope
-from verify_dag.models.toolchain import Command, Toolchain
-from verify_dag.phases import tester
+from verify_dag.models.toolchain import Command, EngineerContext, Toolchain
+from verify_dag.phases import coverage, tester, triage
 
 PYTEST = Toolchain(commands=(
     Command(kind="test", argv=("pytest",), source="tests directory", exists=True, tool="pytest"),
@@ -207,3 +211,147 @@ def test_no_coverage_when_the_suite_could_not_run(tmp_path: Path) -> None:
     write(tmp_path, {"tests/helper.py": "X = 1\n"})
     outcome, data = tester.run_with_coverage(scope_of(), PYTEST, tmp_path, 60)
     assert outcome.status == "BLOCKED" and data is None
+
+
+def direct_counts(root: Path, *args: str) -> dict[str, int]:
+    """pytest's own summary line of a direct run, as {word: count}."""
+    res = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+                         cwd=root, capture_output=True, text=True)
+    last = res.stdout.strip().splitlines()[-1]
+    return {word: int(n) for n, word in re.findall(r"(\d+) (\w+)", last.split(" in ")[0])}
+
+
+def test_xfailed_and_xpassed_are_counted_in_pytest_words(tmp_path: Path) -> None:
+    write(tmp_path, {"tests/test_x.py": (
+        "import pytest\n\n"
+        "@pytest.mark.parametrize('n', range(8))\ndef test_ok(n):\n    pass\n\n"
+        "@pytest.mark.skip(reason='later')\ndef test_later():\n    pass\n\n"
+        "@pytest.mark.xfail(reason='known bug')\ndef test_known():\n    assert 0\n\n"
+        "@pytest.mark.xfail(reason='fixed?')\ndef test_fixed():\n    pass\n")})
+    assert direct_counts(tmp_path) == {"passed": 8, "skipped": 1, "xfailed": 1, "xpassed": 1}
+    out = run(tmp_path)
+    assert out.status == "PASSED"
+    assert out.notes == "8 passed, 0 failed, 0 errors, 1 skipped, 1 xfailed, 1 xpassed " \
+                        "(pytest junit)"
+    assert out.evidence is not None
+    assert (out.evidence.counts.skipped, out.evidence.counts.xfailed) == (1, 1)
+
+
+def test_a_strict_xpass_is_a_failure_as_pytest_says(tmp_path: Path) -> None:
+    write(tmp_path, {"tests/test_x.py": (
+        "import pytest\n\ndef test_ok():\n    pass\n\n"
+        "@pytest.mark.xfail(strict=True)\ndef test_strict():\n    pass\n")})
+    assert direct_counts(tmp_path) == {"failed": 1, "passed": 1}
+    out = run(tmp_path)
+    assert out.status == "FAILED"
+    assert out.notes == "1 passed, 1 failed, 0 errors, 0 skipped (pytest junit)"
+
+
+SPLIT_SUITE = {
+    "calc.py": "def add(a, b):\n    return a + b\n",
+    "tests/unit/test_calc.py": "import calc\n\ndef test_a():\n    assert calc.add(1, 1) == 2\n\n"
+                            "def test_b():\n    assert calc.add(0, 1) == 1\n",
+    "tests/integration/test_db.py": "def test_needs_a_database():\n"
+                                    "    raise ConnectionError('no database here')\n",
+}
+
+
+def test_an_engineer_skill_pytest_command_keeps_its_selection(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    for rel, text in SPLIT_SUITE.items():
+        repo.write(rel, text)
+    repo.commit("a split suite")
+    engineer = EngineerContext(skill_dir=".claude/skills/x-engineer",
+                               test_commands=("python -m pytest -q tests -k test_a",))
+    tc = triage.discover(repo.path, engineer)
+    assert tc.test is not None and tc.test.tool == "pytest"
+    assert direct_counts(repo.path, "-q", "tests", "-k", "test_a") == {
+        "passed": 1, "deselected": 2}
+    out = run(repo.path, tc)
+    assert out.status == "PASSED", out.findings
+    assert out.notes == "1 passed, 0 failed, 0 errors, 0 skipped (pytest junit)"
+    assert out.reason is not None and "python -m pytest -q tests -k test_a" in out.reason
+    assert out.evidence is not None
+    assert [c.nodeid for c in out.evidence.tests] == ["tests/unit/test_calc.py::test_a"]
+    # What ran, with our additions after the repository's own selection; no scratch paths.
+    assert out.evidence.command.startswith(
+        "python -m coverage run --branch --data-file=.coverage -m pytest -q tests -k test_a "
+        "-p no:cacheprovider --rootdir=. --junitxml=junit.xml -o junit_family=xunit1")
+    assert str(tmp_path) not in out.evidence.command
+
+
+def test_a_makefile_pytest_target_keeps_markers_and_drops_what_would_break_the_run(
+    tmp_path: Path
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    for rel, text in SPLIT_SUITE.items():
+        repo.write(rel, text)
+    repo.write("tests/unit/test_slow.py", "import pytest\n\n@pytest.mark.slow\n"
+                                          "def test_slow():\n    assert False\n")
+    repo.write("pytest.ini", "[pytest]\nmarkers =\n    slow: slow tests\n")
+    # pytest-cov and xdist are not installed here, and the cache is off in our run: passed
+    # on, --cov, -n and --lf would each stop pytest with a usage error.
+    repo.write("Makefile", "test:\n\t@echo testing\n"
+                           "\tpytest --cov=calc --cov-report=xml -n 2 --lf -m 'not slow' "
+                           "--ignore=tests/integration\n")
+    repo.commit("make test")
+    tc = triage.discover(repo.path)
+    assert tc.test is not None and tc.test.source == "Makefile target test"
+    outcome, data = tester.run_with_coverage(scope_of("calc.py"), tc, repo.path, 60)
+    assert outcome.status == "PASSED", outcome.findings
+    assert outcome.notes.startswith("2 passed, 0 failed, 0 errors, 0 skipped (pytest junit); "
+                                    "not passed on from the declared command: --cov=calc (")
+    for text in ("--cov-report=xml (", "-n 2 (xdist", "--lf (needs pytest's cache"):
+        assert text in outcome.notes
+    assert outcome.evidence is not None and "-m 'not slow' --ignore=tests/integration" in (
+        outcome.evidence.command)
+    assert data is not None and [f.path for f in data.files] == ["calc.py"]
+
+
+def test_cobertura_xml_lets_diff_cover_recheck_the_figure(tmp_path: Path) -> None:
+    pytest.importorskip("diff_cover")
+    repo = make_repo(tmp_path / "repo")
+    repo.write("calc.py", "def add(a, b):\n    return a + b\n")
+    repo.write("tests/test_calc.py", "import calc\n\ndef test_add():\n"
+                                     "    assert calc.add(1, 2) == 3\n")
+    repo.commit("calc")
+    repo.git("tag", "base")
+    repo.write("calc.py", "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n"
+                          "    if a < b:\n        return 0\n    return a - b\n")
+    repo.commit("calc: sub")
+    sc = Scope(mode="branch", new_commit=repo.head(), included=(
+        FileChange(path="calc.py", status="modified", lines=(LineRange(start=3, end=8),)),))
+    xml = tmp_path / "out" / "coverage.xml"
+    data_file = tmp_path / "out" / ".coverage"
+    outcome, data = tester.run_with_coverage(sc, PYTEST, repo.path, 60, xml_file=xml,
+                                             data_file=data_file)
+    assert outcome.status == "PASSED" and data is not None
+    qa = coverage.diff_coverage(sc, data)
+    res = subprocess.run([sys.executable, "-m", "diff_cover.diff_cover_tool", str(xml),
+                          "--compare-branch=base", f"--json-report={tmp_path / 'dc.json'}"],
+                         cwd=repo.path, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    report = json.loads((tmp_path / "dc.json").read_text(encoding="utf-8"))
+    assert (qa.covered, qa.total) == (1, 4)  # sub's def ran at import; its body never did
+    assert (report["total_num_lines"], report["total_num_violations"]) == (4, 3)
+    assert report["total_percent_covered"] == qa.diff_cover_percent()
+    # Written outside the checkout, named repository-relative inside.
+    assert 'filename="calc.py"' in xml.read_text(encoding="utf-8")
+    # Our pytest plugin is not measured: the kept data reports without -i once it is gone.
+    assert "_verify_dag_outcomes" not in xml.read_text(encoding="utf-8")
+    subprocess.run([sys.executable, "-m", "coverage", "report", f"--data-file={data_file}"],
+                   cwd=repo.path, check=True, capture_output=True)
+    assert not list(repo.path.rglob("*.xml"))
+
+
+def test_declared_arguments_after_a_double_dash_stay_paths(tmp_path: Path) -> None:
+    write(tmp_path, {"tests/test_a.py": "def test_a():\n    pass\n",
+                     "tests/test_b.py": "def test_b():\n    assert False\n"})
+    declared = Toolchain(commands=(Command(kind="test", argv=(
+        "pytest", "-v", "--", "tests/test_a.py"), source="ci", exists=True, tool="pytest"),))
+    out = run(tmp_path, declared)
+    assert out.status == "PASSED", out.findings
+    assert out.notes == "1 passed, 0 failed, 0 errors, 0 skipped (pytest junit)"
+    assert out.evidence is not None
+    assert out.evidence.command.endswith("-p _verify_dag_outcomes -- tests/test_a.py")
+    assert " -q " not in out.evidence.command  # the declared -v stands

@@ -7,31 +7,33 @@ could not run (no command, an environment that could not be built, missing execu
 collection or usage errors, no tests, no readable report) are BLOCKED with a severity 10
 environment finding: a suite that did not run is never a pass.
 
-A pytest suite runs once, under coverage.py, so qa's changed-line coverage needs no second run.
+A pytest suite runs once, under coverage.py, so qa's changed-line coverage needs no second run,
+with the selection the repository declares for it (its pytest arguments, see
+:mod:`~verify_dag.phases.pytest_command`), so the counts are those of the repository's own run.
 Its junit report also gives the per-test results of the evidence bundle (verify_dag.evidence).
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import re
+import shlex
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
 from pathlib import Path
 
 from verify_dag import evidence, util
-from verify_dag.models.evidence import CaseOutcome, CaseResult, SuiteEvidence
+from verify_dag.models.evidence import SuiteEvidence
 from verify_dag.models.findings import Finding, Location, SkillOutcome
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Command, Toolchain
-from verify_dag.phases import coverage, testenv
+from verify_dag.phases import coverage, junit, pytest_command, testenv
 from verify_dag.phases.coverage import CoverageData
 from verify_dag.tools.base import PYTHON_NAMES, module_available, python_tool_argv, resolve_argv
 
 SKILL = "tester"
-_JUNIT_MAX = 64 * 1024 * 1024  # a report bigger than this is not one pytest wrote for a test suite
 # pytest's documented exit codes other than 0 (all passed) and 1 (some failed).
 _PYTEST_EXIT = {
     2: "test execution was interrupted (collection errors or KeyboardInterrupt)",
@@ -39,23 +41,8 @@ _PYTEST_EXIT = {
     4: "pytest was misused (bad command line or configuration)",
     5: "no tests were collected",
 }
+_VERBOSITY = re.compile(r"^-(?:q+|v+)$|^--(?:quiet|verbose|verbosity=.*)$")
 _TRACE_PATH = re.compile(r"^(?P<path>[^\s:]+\.py):(?P<line>\d+):", re.MULTILINE)
-
-
-@dataclass(frozen=True)
-class _Counts:
-    tests: int
-    failures: int
-    errors: int
-    skipped: int
-
-    @property
-    def passed(self) -> int:
-        return max(0, self.tests - self.failures - self.errors - self.skipped)
-
-    def notes(self) -> str:
-        return (f"{self.passed} passed, {self.failures} failed, {self.errors} errors, "
-                f"{self.skipped} skipped (pytest junit)")
 
 
 def run(scope: Scope, toolchain: Toolchain, workdir: Path, timeout: float) -> SkillOutcome:
@@ -64,11 +51,13 @@ def run(scope: Scope, toolchain: Toolchain, workdir: Path, timeout: float) -> Sk
 
 def run_with_coverage(
     scope: Scope, toolchain: Toolchain, workdir: Path, timeout: float, *,
-    cache_dir: Path | None = None, data_file: Path | None = None,
+    cache_dir: Path | None = None, data_file: Path | None = None, xml_file: Path | None = None,
 ) -> tuple[SkillOutcome, CoverageData | None]:
     """The outcome, and the coverage of the scoped files measured in the same run (None when
     the suite did not run to completion or coverage could not be collected). ``data_file`` keeps
-    the raw coverage.py data there instead of in a temporary directory."""
+    the raw coverage.py data there instead of in a temporary directory; ``xml_file`` receives
+    the run's whole coverage as Cobertura XML (``coverage xml``), the input diff-cover reads to
+    re-check qa's changed-line figure, when coverage was collected."""
     command = toolchain.test
     if command is None:
         return _blocked("no test command was discovered", ran=False), None
@@ -78,13 +67,19 @@ def run_with_coverage(
             return _unprovisioned(env), None
         if command.tool == "pytest":
             return _pytest(scope, command, workdir, timeout, env,
-                           data_file or Path(tmp) / ".coverage")
+                           data_file or Path(tmp) / ".coverage", xml_file)
         return _other(command, workdir, timeout, env), None
 
 
-def _env(env: testenv.Env) -> dict[str, str]:
+def _env(env: testenv.Env, plugin_dir: Path | None = None) -> dict[str, str]:
     # No bytecode files: the checkout should hold what was committed, nothing else.
-    return testenv.suite_env(env, {"PYTHONDONTWRITEBYTECODE": "1"})
+    out = testenv.suite_env(env, {"PYTHONDONTWRITEBYTECODE": "1"})
+    if plugin_dir is not None:
+        # Only our plugin's directory is added: it holds nothing the suite could import by
+        # accident.
+        out["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(plugin_dir), out.get("PYTHONPATH", "")) if p)
+    return out
 
 
 def _pytest_argv(env: testenv.Env, data_file: Path) -> tuple[list[str] | None, str | None]:
@@ -101,37 +96,50 @@ def _pytest_argv(env: testenv.Env, data_file: Path) -> tuple[list[str] | None, s
 
 
 def _pytest(scope: Scope, command: Command, workdir: Path, timeout: float, env: testenv.Env,
-            data_file: Path) -> tuple[SkillOutcome, CoverageData | None]:
+            data_file: Path, xml_file: Path | None) -> tuple[SkillOutcome, CoverageData | None]:
     base, python = _pytest_argv(env, data_file)
     if base is None:
         return _blocked("pytest is not installed (not importable, not on PATH)", ran=False), None
     data_file.parent.mkdir(parents=True, exist_ok=True)
+    kept, dropped = pytest_command.selection(pytest_command.args(command.argv) or ())
     # The junit report and the coverage data live outside the checkout, so the suite's own files
     # stay untouched.
     with tempfile.TemporaryDirectory(prefix="verify-dag-junit-") as tmp:
-        junit = Path(tmp) / "junit.xml"
+        report = Path(tmp) / "junit.xml"
+        plugin_dir = junit.install_plugin(Path(tmp) / "plugin")
+        # The declared selection first, ours after it: where both set one value, ours wins.
         # xunit1, not xunit2: only xunit1 testcases carry the `file` and `line` attributes that
         # locate a failure (pytest drops them under xunit2).
         # --rootdir: junit paths and node ids are relative to the rootdir, and they must be
         # repo-relative to be compared with the scope, even if pytest would pick an ancestor.
-        argv = [*base, "-q", "-p", "no:cacheprovider", f"--rootdir={workdir.resolve()}",
-                f"--junitxml={junit}", "-o", "junit_family=xunit1"]
-        res = util.run(argv, cwd=workdir, timeout=timeout, env=_env(env))
+        quiet = [] if any(_VERBOSITY.match(a) for a in kept) else ["-q"]
+        ours = ["-p", "no:cacheprovider", f"--rootdir={workdir.resolve()}",
+                f"--junitxml={report}", "-o", "junit_family=xunit1", "-p", junit.PLUGIN]
+        end = kept.index("--") if "--" in kept else len(kept)  # after `--`, all are paths
+        argv = [*base, *quiet, *kept[:end], *ours, *kept[end:]]
+        res = util.run(argv, cwd=workdir, timeout=timeout, env=_env(env, plugin_dir))
         if res.not_found:
             return _blocked(f"{argv[0]} was not found", ran=False), None
         if res.timed_out:
             return _blocked(f"the suite timed out after {timeout:g}s", _tail(res)), None
-        root = _read_junit(junit)
+        root = junit.read(report)
         if res.returncode not in (0, 1):
             why = _PYTEST_EXIT.get(res.returncode, "pytest ended abnormally")
-            errors = _error_messages(root) if root is not None else ""
+            errors = junit.error_messages(root) if root is not None else ""
             return _blocked(f"pytest exited {res.returncode}: {why}", errors or _tail(res)), None
         if root is None:
             return _blocked("pytest wrote no readable junit report", _tail(res)), None
-    measured = (coverage.measure(python, data_file, workdir, scope, _env(env))
-                if python is not None else None)
-    counts = _counts(root)
-    findings = [_failure(tc, scope) for tc in root.iter("testcase") if _problem(tc) is not None]
+        shown = _shown(argv, {str(workdir.resolve()): ".", str(data_file): data_file.name,
+                              str(report): report.name})
+    measured = None
+    if python is not None:
+        _combine(python, data_file, workdir, _env(env))
+        measured = coverage.measure(python, data_file, workdir, scope, _env(env))
+        if xml_file is not None:
+            _cobertura(python, data_file, xml_file, workdir, _env(env))
+    counts = junit.counts(root)
+    findings = [_failure(tc, scope) for tc in root.iter("testcase")
+                if junit.problem(tc) is not None]
     if res.returncode == 1 and not findings:
         # pytest says something failed but no testcase records it (a plugin, a session hook):
         # still a failure, described by the output.
@@ -139,20 +147,58 @@ def _pytest(scope: Scope, command: Command, workdir: Path, timeout: float, env: 
                                 source=SKILL, description=f"pytest exited 1\n{_tail(res)}"))
     failed = bool(findings)
     outcome = SkillOutcome(skill=SKILL, status="FAILED" if failed else "PASSED",
-                           notes=counts.notes() + _env_note(env),
+                           notes=counts.notes() + _dropped_note(dropped) + _env_note(env),
                            reason=f"test command discovered: {_label(command)}",
                            findings=tuple(findings),
-                           evidence=_pytest_evidence(root, workdir, base, env, command,
+                           evidence=_pytest_evidence(root, workdir, base, env, shown,
                                                      res.returncode))
     return outcome, measured
 
 
+def _shown(argv: list[str], paths: dict[str, str]) -> str:
+    """The command as it ran, for the evidence bundle: the interpreter as `python`, and the
+    checkout and scratch files by the names that mean something outside this worker."""
+    out = ["python" if Path(argv[0]).name.startswith("python") else Path(argv[0]).name]
+    for arg in argv[1:]:
+        for path, name in paths.items():
+            arg = arg.replace(path, name)
+        out.append(arg)
+    return shlex.join(out)
+
+
+def _dropped_note(dropped: tuple[tuple[str, str], ...]) -> str:
+    if not dropped:
+        return ""
+    return "; not passed on from the declared command: " + ", ".join(
+        f"{text} ({why})" for text, why in dropped)
+
+
+def _combine(python: str, data_file: Path, workdir: Path, env: dict[str, str]) -> None:
+    if not data_file.is_file() and list(data_file.parent.glob(data_file.name + ".*")):
+        # A repository that configures `parallel = true` gets one file per process.
+        util.run([python, "-m", "coverage", "combine", f"--data-file={data_file}"], cwd=workdir,
+                 timeout=300, env=env)
+
+
+def _cobertura(python: str, data_file: Path, xml_file: Path, workdir: Path,
+               env: dict[str, str]) -> None:
+    """The whole run's coverage as Cobertura XML, written by the coverage.py that measured it.
+    Run from the checkout's root, so file names in it are repository-relative, as diff-cover
+    matches them against `git diff`. Best effort: nothing is written without data."""
+    if not data_file.is_file():
+        return
+    xml_file.parent.mkdir(parents=True, exist_ok=True)
+    # -i: files that were measured but are gone (generated, temporary) must not sink the report.
+    util.run([python, "-m", "coverage", "xml", "-i", f"--data-file={data_file}", "-o",
+              str(xml_file)], cwd=workdir, timeout=300, env=env)
+
+
 def _pytest_evidence(root: ET.Element, workdir: Path, base: list[str], env: testenv.Env,
-                     command: Command, returncode: int) -> SuiteEvidence:
-    cases = _cases(root, workdir)
+                     shown: str, returncode: int) -> SuiteEvidence:
+    cases = junit.cases(root, workdir)
     version = _pytest_version(base, env)
     return SuiteEvidence(
-        runner="pytest", runner_version=version, command=command.display(),
+        runner="pytest", runner_version=version, command=shown,
         returncode=returncode, per_test=True, tests=tuple(cases[:evidence.MAX_TESTS]),
         counts=evidence.counts(c.outcome for c in cases),
         truncated=len(cases) > evidence.MAX_TESTS,
@@ -161,39 +207,6 @@ def _pytest_evidence(root: ET.Element, workdir: Path, base: list[str], env: test
 
 def _environment(env: testenv.Env) -> str:
     return env.source or "verify-dag's own interpreter (nothing declared to install)"
-
-
-_RANK: dict[CaseOutcome, int] = {"passed": 0, "skipped": 1, "xfailed": 2, "error": 3, "failed": 4}
-
-
-def _cases(root: ET.Element, workdir: Path) -> list[CaseResult]:
-    """Per-test results in run order. pytest writes a second testcase for a teardown error of
-    the same test: the worse outcome stands for the test."""
-    merged: dict[str, CaseResult] = {}
-    for tc in root.iter("testcase"):
-        outcome, reason = _case_outcome(tc)
-        props = [p.get("value", "") for p in tc.iter("property")
-                 if p.get("name", "").lower() in ("requirement", "requirements")]
-        case = CaseResult(
-            nodeid=_nodeid(tc), outcome=outcome,
-            reason=evidence.sanitize(reason, workdir) if reason else None,
-            requirements=tuple(dict.fromkeys(evidence.REQ_ID.findall(" ".join(props)))))
-        known = merged.get(case.nodeid)
-        if known is None or _RANK[outcome] > _RANK[known.outcome]:
-            merged[case.nodeid] = case
-    return list(merged.values())
-
-
-def _case_outcome(tc: ET.Element) -> tuple[CaseOutcome, str | None]:
-    if tc.find("failure") is not None:
-        return "failed", None  # a strict xpass is a failure too ([XPASS(strict)])
-    if tc.find("error") is not None:
-        return "error", None
-    skipped = tc.find("skipped")
-    if skipped is None:
-        return "passed", None
-    kind: CaseOutcome = "xfailed" if skipped.get("type") == "pytest.xfail" else "skipped"
-    return kind, skipped.get("message") or None
 
 
 def _pytest_version(base: list[str], env: testenv.Env) -> str | None:
@@ -282,54 +295,8 @@ def _tail(res: util.Result, lines: int = 30) -> str:
     return util.redact("\n".join(text.splitlines()[-lines:]))
 
 
-def _read_junit(path: Path) -> ET.Element | None:
-    # defusedxml is not a dependency; expat (>= 2.4) in CPython 3.11 already refuses the
-    # entity-expansion bombs a hostile suite could write over its report, and the size cap
-    # bounds the rest.
-    try:
-        if not path.is_file() or path.stat().st_size > _JUNIT_MAX:
-            return None
-        return ET.parse(path).getroot()
-    except (ET.ParseError, OSError):
-        return None
-
-
-def _counts(root: ET.Element) -> _Counts:
-    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
-
-    def total(attr: str) -> int:
-        return sum(int(s.get(attr, "0") or 0) for s in suites)
-
-    return _Counts(total("tests"), total("failures"), total("errors"), total("skipped"))
-
-
-def _problem(tc: ET.Element) -> ET.Element | None:
-    return tc.find("failure") if tc.find("failure") is not None else tc.find("error")
-
-
-def _error_messages(root: ET.Element, limit: int = 5) -> str:
-    """Collection errors and the like, as pytest recorded them in the report."""
-    out: list[str] = []
-    for tc in root.iter("testcase"):
-        problem = _problem(tc)
-        if problem is not None and len(out) < limit:
-            text = (problem.text or problem.get("message") or "").strip().splitlines()[-12:]
-            out.append(f"{_nodeid(tc)}:\n" + "\n".join(text))
-    return util.redact("\n".join(out))
-
-
-def _nodeid(tc: ET.Element) -> str:
-    """Rebuild pytest's node id (path::Class::test) from the xunit1 attributes."""
-    file, classname, name = tc.get("file"), tc.get("classname", ""), tc.get("name", "")
-    if not file:
-        return "::".join(p for p in (classname, name) if p)
-    module = file.removesuffix(".py").replace("/", ".")
-    inner = classname[len(module) + 1:] if classname.startswith(module + ".") else ""
-    return "::".join(p for p in (file, *inner.split("."), name) if p)
-
-
 def _failure(tc: ET.Element, scope: Scope) -> Finding:
-    problem = _problem(tc)
+    problem = junit.problem(tc)
     assert problem is not None
     file, line = tc.get("file"), tc.get("line")
     text = problem.text or ""
@@ -341,7 +308,7 @@ def _failure(tc: ET.Element, scope: Scope) -> Finding:
     if problem.tag == "error":
         message.insert(0, "Error outside the test body (fixture setup or teardown):")
     return Finding(
-        title=f"Test failed: {_nodeid(tc)}",
+        title=f"Test failed: {junit.nodeid(tc)}",
         severity=9,
         description=util.redact("\n".join([*message, *where[-1:]]))[:4000],
         source=SKILL,
@@ -350,5 +317,5 @@ def _failure(tc: ET.Element, scope: Scope) -> Finding:
         location=Location(path=file, line=int(line) + 1 if line and line.isdigit() else None)
         if file else None,
         in_scope=bool(file in scoped or touched & scoped),
-        nodeid=_nodeid(tc),
+        nodeid=junit.nodeid(tc),
     )

@@ -53,6 +53,8 @@ def discover(workdir: Path, engineer: EngineerContext | None = None) -> Toolchai
                 if argv:
                     found.candidates.append(Candidate(kind, argv, source, 0, body=line))
                     found.scan(line, source)
+                    if kind == "test":
+                        found.pytest_line(line, source, 0)
     read_pyproject(workdir, found)
     read_ini_files(workdir, found)
     read_makefile(workdir, found)
@@ -112,8 +114,7 @@ def _python_commands(workdir: Path, found: Found) -> list[Command]:
     if has_tests and project:
         found.signal("pytest", "tests directory")
     if project and "pytest" in sig:
-        out.append(Command(kind="test", argv=("pytest",), source=_join(sig["pytest"]),
-                           exists=python_tool_argv("pytest") is not None, tool="pytest"))
+        out.append(_pytest(found))
     if "ruff" in sig or has_py:
         source = _join(sig["ruff"]) if "ruff" in sig else "Python files (ruff default rules)"
         out.append(Command(kind="lint", argv=("ruff", "check"), source=source,
@@ -122,6 +123,26 @@ def _python_commands(workdir: Path, found: Found) -> list[Command]:
         out.append(Command(kind="typecheck", argv=("mypy",), source=_join(sig["mypy"]),
                            exists=python_tool_argv("mypy") is not None, tool="mypy"))
     return out
+
+
+def _pytest(found: Found) -> Command:
+    """pytest, as the highest-ranked declaration runs it (the tester keeps its arguments), or
+    bare when the project only configures it."""
+    exists = python_tool_argv("pytest") is not None
+    if not found.pytest:
+        return Command(kind="test", argv=("pytest",), source=_join(found.signals["pytest"]),
+                       exists=exists, tool="pytest")
+    chosen = min(found.pytest, key=lambda c: c.rank)  # the first of equals: file order
+    command = Command(kind="test", argv=chosen.argv, source=chosen.source, exists=exists,
+                      tool="pytest")
+    # An engineer skill's line is a candidate too: it is this command now, not an alternative.
+    found.candidates = [c for c in found.candidates if c is not chosen]
+    for other in found.pytest:
+        if other is not chosen and other.argv != chosen.argv and all(
+                other is not c for c in found.candidates):
+            found.notes.append(f"test: also found {' '.join(other.argv)} ({other.source}); "
+                               f"using {command.display()}")
+    return command
 
 
 def _signature(argv: tuple[str, ...]) -> tuple[str, ...]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from verify_dag.models.toolchain import CommandKind
+from verify_dag.phases import pytest_command
 from verify_dag.tools.base import module_available
 
 STRUCTURED = re.compile(r"\b(pytest|ruff|mypy)\b")
@@ -40,6 +41,7 @@ _NPM_SCRIPTS: dict[str, CommandKind] = {
     "test": "test", "build": "build", "lint": "lint", "typecheck": "typecheck",
     "type-check": "typecheck",
 }
+_TOX_SUBSTITUTION = re.compile(r"\{([^{}]*)\}")
 
 
 @dataclass
@@ -56,6 +58,8 @@ class Found:
     signals: dict[str, list[str]] = field(default_factory=dict)  # pytest/ruff/mypy -> sources
     candidates: list[Candidate] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Declared pytest command lines (kind "test"): the tester keeps their arguments.
+    pytest: list[Candidate] = field(default_factory=list)
 
     def signal(self, tool: str, source: str) -> None:
         sources = self.signals.setdefault(tool, [])
@@ -65,6 +69,20 @@ class Found:
     def scan(self, text: str, source: str) -> None:
         for tool in STRUCTURED.findall(text):
             self.signal(tool, source)
+
+    def pytest_line(self, text: str, source: str, rank: int) -> None:
+        """Record ``text`` as a declared pytest command when it is one."""
+        try:
+            argv = tuple(shlex.split(text))
+        except ValueError:
+            return
+        if pytest_command.args(argv) is None:
+            return
+        if _SHELL_ONLY.search(text) or not pytest_command.literal(argv):
+            self.notes.append(f"test: {text!r} ({source}) needs a shell; its pytest arguments "
+                              "are not used")
+            return
+        self.pytest.append(Candidate("test", argv, source, rank, text))
 
 
 def read_pyproject(workdir: Path, found: Found) -> None:
@@ -131,9 +149,12 @@ def read_ini_files(workdir: Path, found: Found) -> None:
                 argv = ("python", "-m", "flake8") if module_available("flake8") else ("flake8",)
                 found.candidates.append(Candidate("lint", argv, f"{name} [flake8]", 5))
             elif section == "testenv" or section.startswith("testenv:"):
-                for line in cfg.get(section, "commands", fallback="").splitlines():
-                    line = line.replace("{posargs}", "").strip().lstrip("- ")
-                    _command_line(line, f"tox.ini [{section}] commands", 40, found)
+                # [testenv] is what a plain `tox` runs in every env; named ones come after it.
+                rank = 40 if section == "testenv" else 45
+                text = cfg.get(section, "commands", fallback="").replace("\\\n", " ")
+                for line in text.splitlines():
+                    line = _tox_command(line.strip().lstrip("- "))
+                    _command_line(line, f"tox.ini [{section}] commands", rank, found)
 
 
 def read_makefile(workdir: Path, found: Found) -> None:
@@ -157,6 +178,9 @@ def read_makefile(workdir: Path, found: Found) -> None:
         if target in recipes:
             body = "\n".join(recipes[target])
             found.scan(body, f"{path.name} target {target}")
+            if kind == "test":
+                for line in recipes[target]:
+                    found.pytest_line(line.lstrip("@-+ "), f"{path.name} target {target}", rank)
             found.candidates.append(
                 Candidate(kind, ("make", target), f"{path.name} target {target}", rank, body))
 
@@ -207,13 +231,53 @@ def _command_line(text: str, source: str, rank: int, found: Found) -> None:
                     text):
         found.scan(text, source)
     kind = next((k for k, pat in _CLASSIFY if pat.match(text)), None)
-    if kind is None or _SHELL_ONLY.search(text):
+    if kind is None:
+        found.pytest_line(text, source, rank)
+        return
+    if _SHELL_ONLY.search(text):
         return
     try:
         argv = tuple(shlex.split(text))
     except ValueError:
         return
     found.candidates.append(Candidate(kind, argv, source, rank, text))
+
+
+def _tox_command(line: str) -> str:
+    """A tox ``commands`` line with the substitutions that have a value outside tox resolved
+    ({posargs} is empty, {posargs:x} is x, {toxinidir} is the checkout's root, which is where
+    commands run, {envpython} is python) and the tokens holding any other left out, with the
+    option they are the value of: a value left behind would be read as the value of something
+    else (`--basetemp {envtmpdir} tests` must not become `--basetemp tests`)."""
+    def resolve(m: re.Match[str]) -> str:
+        inner = m.group(1)
+        if inner.partition(":")[0] == "posargs":
+            return inner.partition(":")[2]
+        if inner in ("toxinidir", "tox_root"):
+            return "."
+        if inner == "envpython":
+            return "python"  # `python -m X` from a config runs in the suite's env
+        if inner.startswith("env:") and inner.count(":") >= 2:
+            return inner.split(":", 2)[2]
+        return m.group(0)
+
+    text, before = line, ""
+    while text != before:  # innermost first: {posargs:{toxinidir}/tests}
+        before, text = text, _TOX_SUBSTITUTION.sub(resolve, text)
+    try:
+        tokens = shlex.split(text)
+    except ValueError:
+        return text
+    kept: list[str] = []
+    for tok in tokens:
+        if tok == "[]":  # tox 3's old spelling of {posargs}
+            continue
+        if _TOX_SUBSTITUTION.search(tok):
+            if len(kept) > 1 and kept[-1].startswith("-") and "=" not in kept[-1]:
+                kept.pop()
+            continue
+        kept.append(tok)
+    return shlex.join(kept)
 
 
 def _yaml_values(lines: list[str], key: str) -> list[str]:
