@@ -197,3 +197,22 @@ def test_qa_outcome_notes() -> None:
     third = coverage.QaResult(covered=2, total=3)
     assert (third.diff_cover_percent(), third.diff_cover_percent(total_percent_float=True)) == (
         66, 66.67)
+
+
+def test_a_deep_run_keeps_its_coverage_data_for_diff_cover(tmp_path: Path) -> None:
+    # The user's own re-check: diff-cover on the coverage.xml stored with the run gives the
+    # figure qa reported, through the whole DAG.
+    pytest.importorskip("diff_cover")
+    from verify_dag.cli import main
+
+    repo = branch_repo(tmp_path / "repo")
+    store_dir, out = tmp_path / "store", tmp_path / "r.json"
+    main(["verify", str(repo.path), "--scope=branch", "--base=base", "--depth=deep", "--skip-ux",
+          "--store", str(store_dir), "--format=json", f"--output={out}"])
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    qa = next(r for r in doc["skillResults"] if r["skill"] == "qa")
+    assert "diff coverage 66.7% (8/12 changed lines)" in qa["notes"]
+    kept = store_dir / doc["run"]["id"] / "coverage.xml"
+    plain = diff_cover(kept, repo.path, tmp_path / "dc.json", "--total-percent-float")
+    assert (plain["total_num_lines"], plain["total_num_violations"]) == (12, 4)
+    assert plain["total_percent_covered"] == 66.67

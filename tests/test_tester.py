@@ -337,6 +337,8 @@ def test_cobertura_xml_lets_diff_cover_recheck_the_figure(tmp_path: Path) -> Non
     assert report["total_percent_covered"] == qa.diff_cover_percent()
     # Written outside the checkout, named repository-relative inside.
     assert 'filename="calc.py"' in xml.read_text(encoding="utf-8")
+    # Only the scoped files: the test module ran under coverage too, but is not in the scope.
+    assert "test_calc.py" not in xml.read_text(encoding="utf-8")
     # Our pytest plugin is not measured: the kept data reports without -i once it is gone.
     assert "_verify_dag_outcomes" not in xml.read_text(encoding="utf-8")
     subprocess.run([sys.executable, "-m", "coverage", "report", f"--data-file={data_file}"],

@@ -1,9 +1,10 @@
 """The report store: one directory per run, keyed by run id.
 
 ``<store>/<run_id>/`` holds ``report.json`` (the v1 report exactly as ``--format=json`` writes it),
-``report.md`` and ``meta.json``. The report task writes it on the worker, so a run submitted with
-``--no-wait`` lands here too; on a fleet the store must be a directory every git-queue worker and
-every reader share (or each worker's own default, read on that host).
+``report.md`` and ``meta.json``, with ``evidence.json`` (the evidence bundle) and, at deep,
+``coverage.xml`` (qa's coverage data). The report task writes it on the worker, so a run
+submitted with ``--no-wait`` lands here too; on a fleet the store must be a directory every
+git-queue worker and every reader share (or each worker's own default, read on that host).
 
 Every file is written to a temporary file and moved into place with ``os.replace``, and
 ``meta.json`` is written last: a run whose ``meta.json`` exists is complete, so readers never see
@@ -32,6 +33,7 @@ REPORT_JSON = "report.json"
 REPORT_MD = "report.md"
 META_JSON = "meta.json"
 EVIDENCE_JSON = "evidence.json"
+COVERAGE_XML = "coverage.xml"
 
 # Run ids are Celery task ids (uuid4). Anything that could name another path is refused before
 # it is joined to the store directory.
@@ -152,6 +154,21 @@ def record(run_id: str, request: VerifyRequest, report: dict[str, Any],
     except OSError as exc:
         return {"storeError": f"report not stored in {resolve(request.store)}: {exc}"}
     return {"stored": str(where)}
+
+
+def record_coverage(run_id: str, request: VerifyRequest, xml: str | None) -> dict[str, str]:
+    """Keep qa's coverage data (Cobertura XML of the scoped files) as ``coverage.xml``, so that
+    ``diff-cover coverage.xml --compare-branch=<mergeBase>`` in the repository re-checks the
+    changed-line figure. A failure is returned, like :func:`record`'s."""
+    if xml is None:
+        return {}
+    try:
+        run_dir = resolve(request.store) / check_run_id(run_id)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        write_atomic(run_dir / COVERAGE_XML, xml.encode("utf-8"))
+    except OSError as exc:
+        return {"storeError": f"coverage data not stored in {resolve(request.store)}: {exc}"}
+    return {"coverage": str(run_dir / COVERAGE_XML)}
 
 
 def record_evidence(run_id: str, request: VerifyRequest,

@@ -86,6 +86,9 @@ class SkillOutcome(Frozen):
     gates: tuple[GateResult, ...] = ()  # exerciser (exerciser gates) and reviewers (review gates)
     verifications: tuple[Verification, ...] = ()  # exerciser
     evidence: SuiteEvidence | None = None  # tester: per-test results for the evidence bundle
+    # qa: the scoped files' coverage as Cobertura XML, kept with the run as coverage.xml so that
+    # diff-cover can re-check the changed-line figure on the same data.
+    coverage_xml: str | None = None
 
     def combine(self, other: SkillOutcome) -> SkillOutcome:
         """One skill that ran in two parts (deterministic rules and a model pass, say).
@@ -107,4 +110,5 @@ class SkillOutcome(Frozen):
             "diagnoses": (*self.diagnoses, *other.diagnoses),
             "gates": (*self.gates, *other.gates),
             "verifications": (*self.verifications, *other.verifications),
+            "coverage_xml": self.coverage_xml or other.coverage_xml,
         })

@@ -56,7 +56,7 @@ def run_with_coverage(
     """The outcome, and the coverage of the scoped files measured in the same run (None when
     the suite did not run to completion or coverage could not be collected). ``data_file`` keeps
     the raw coverage.py data there instead of in a temporary directory; ``xml_file`` receives
-    the run's whole coverage as Cobertura XML (``coverage xml``), the input diff-cover reads to
+    the scoped files' coverage as Cobertura XML (``coverage xml``), the input diff-cover reads to
     re-check qa's changed-line figure, when coverage was collected."""
     command = toolchain.test
     if command is None:
@@ -136,7 +136,7 @@ def _pytest(scope: Scope, command: Command, workdir: Path, timeout: float, env: 
         _combine(python, data_file, workdir, _env(env))
         measured = coverage.measure(python, data_file, workdir, scope, _env(env))
         if xml_file is not None:
-            _cobertura(python, data_file, xml_file, workdir, _env(env))
+            _cobertura(python, data_file, xml_file, workdir, _env(env), scope)
     counts = junit.counts(root)
     findings = [_failure(tc, scope) for tc in root.iter("testcase")
                 if junit.problem(tc) is not None]
@@ -181,15 +181,22 @@ def _combine(python: str, data_file: Path, workdir: Path, env: dict[str, str]) -
 
 
 def _cobertura(python: str, data_file: Path, xml_file: Path, workdir: Path,
-               env: dict[str, str]) -> None:
-    """The whole run's coverage as Cobertura XML, written by the coverage.py that measured it.
-    Run from the checkout's root, so file names in it are repository-relative, as diff-cover
-    matches them against `git diff`. Best effort: nothing is written without data."""
+               env: dict[str, str], scope: Scope) -> None:
+    """The coverage of the scoped files as Cobertura XML, written by the coverage.py that
+    measured it: what diff-cover reads to re-check qa's changed-line figure, and no more (it only
+    looks at changed files), so it stays small enough to keep with the run. Run from the
+    checkout's root, so file names in it are repository-relative, as diff-cover matches them
+    against `git diff`. Best effort: nothing is written without data."""
     if not data_file.is_file():
         return
     xml_file.parent.mkdir(parents=True, exist_ok=True)
+    scoped = [f.path for f in scope.included if f.status != "deleted" and not f.binary]
+    # --include patterns without a wildcard are taken relative to the working directory; its
+    # list is comma-separated, so a name with a comma in it keeps the whole run's coverage.
+    narrow = scoped and not any("," in p for p in scoped)
+    include = [f"--include={','.join(scoped)}"] if narrow else []
     # -i: files that were measured but are gone (generated, temporary) must not sink the report.
-    util.run([python, "-m", "coverage", "xml", "-i", f"--data-file={data_file}", "-o",
+    util.run([python, "-m", "coverage", "xml", "-i", f"--data-file={data_file}", *include, "-o",
               str(xml_file)], cwd=workdir, timeout=300, env=env)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from celery.result import AsyncResult
@@ -62,18 +64,34 @@ def _tester(st: RunState) -> list[SkillOutcome]:
     """The suite runs once, with coverage. At deep, qa's changed-line coverage comes from that
     same run here (collect merges it with qa's judgement pass from the review queue)."""
     assert st.scope is not None and st.toolchain is not None
-    with git.worktree(st.request.repo, st.scope.new_commit) as workdir:
+    deep = st.request.depth == "deep"
+    with git.worktree(st.request.repo, st.scope.new_commit) as workdir, \
+            tempfile.TemporaryDirectory(prefix="verify-dag-cov-") as scratch:
+        xml_file = Path(scratch) / "coverage.xml" if deep else None
         outcome, data = tester.run_with_coverage(st.scope, st.toolchain, workdir,
-                                                 st.request.test_timeout)
-    if st.request.depth != "deep":
+                                                 st.request.test_timeout, xml_file=xml_file)
+        xml = _small_text(xml_file)
+    if not deep:
         return [outcome]
     if data is None:
         qa = SkillOutcome(skill="qa", status="NOT_RUN", reason="changed-line coverage",
                           notes=f"changed-line coverage: no coverage data ({outcome.notes})")
     else:
         qa = coverage.qa_outcome(coverage.diff_coverage(st.scope, data))
-        qa = qa.model_copy(update={"notes": f"changed-line coverage: {qa.notes}"})
+        qa = qa.model_copy(update={"notes": f"changed-line coverage: {qa.notes}",
+                                   "coverage_xml": xml})
     return [outcome, qa]
+
+
+# Coverage XML travels with the run's state through the result backend to be stored: only the
+# scoped files are in it, and anything larger than this is left out rather than carried along.
+_COVERAGE_XML_CAP = 500_000
+
+
+def _small_text(path: Path | None) -> str | None:
+    if path is None or not path.is_file() or path.stat().st_size > _COVERAGE_XML_CAP:
+        return None
+    return path.read_text(encoding="utf-8", errors="replace")
 
 
 @state_phase("exerciser")
@@ -169,5 +187,10 @@ def report_task(self: Any, state: dict[str, Any]) -> dict[str, Any]:
     # Whatever broke the bundle, the report itself must still be delivered and stored.
     except Exception as exc:  # noqa: BLE001
         bundle = {"storeError": f"evidence bundle not built: {type(exc).__name__}: {exc}"}
+    xml = next((o.coverage_xml for o in st.outcomes if o.coverage_xml), None)
+    kept = store.record_coverage(st.run_id, st.request, xml)
+    if "storeError" in kept and "storeError" in bundle:
+        kept["storeError"] = f"{bundle['storeError']}; {kept['storeError']}"
+    bundle = {**bundle, **kept}
     return {"report": doc, "markdown": markdown,
             **bundle, **store.record(st.run_id, st.request, doc, markdown)}
