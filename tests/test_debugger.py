@@ -158,6 +158,33 @@ def test_renamed_test_file_is_re_run_under_its_old_path(repo: Repo) -> None:
     assert "renamed from tests/test_old.py" in d.evidence
 
 
+def test_the_declared_pytest_configuration_applies_at_the_base(repo: Repo) -> None:
+    """A suite whose tests are only collected under the repository's declared options (here
+    `-o python_functions=check_*`) is re-run at the base with them: without them the test would
+    not be found there and would read as new."""
+    repo.write("pyproject.toml", CONFIG)
+    repo.write("src/calc.py", "def add(a, b):\n    return a - b\n")
+    repo.write("tests/test_calc.py", "from calc import add\n\n\ndef check_add():\n"
+                                     "    assert add(2, 2) == 4\n")
+    repo.commit("base")
+    repo.git("tag", "base")
+    repo.write("src/other.py", "X = 1\n")
+    repo.commit("unrelated")
+    declared = Toolchain(commands=(Command(
+        kind="test", argv=("pytest", "-o", "python_functions=check_*", "tests"),
+        source="Makefile", exists=True, tool="pytest"),))
+    request = VerifyRequest(repo=str(repo.path), scope="branch", base="base")
+    sc = scope.run(request)
+    with git.worktree(request.repo, sc.new_commit) as wt:
+        tested = tester.run(sc, declared, wt, 60)
+    state = RunState(run_id="t", request=request, scope=sc, toolchain=declared,
+                     outcomes=(tested,))
+    (d,) = debugger.run(state).diagnoses
+    assert d.failure == "tests/test_calc.py::check_add"
+    assert d.pre_existing == "yes", d.evidence
+    assert "-o 'python_functions=check_*'" in d.command and " tests " not in d.command
+
+
 def test_staged_snapshot_is_compared_with_head(repo: Repo) -> None:
     repo.write("pyproject.toml", CONFIG)
     repo.write("src/calc.py", "def add(a, b):\n    return a + b\n")

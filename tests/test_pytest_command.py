@@ -110,3 +110,16 @@ def test_a_pytest_line_that_needs_a_shell_falls_back_to_bare_pytest(tmp_path: Pa
     assert tc.test is not None and tc.test.argv == ("pytest",)
     assert tc.test.source.startswith("Makefile target test")  # where pytest was seen
     assert any("needs a shell; its pytest arguments are not used" in n for n in tc.notes)
+
+
+@pytest.mark.parametrize(("declared", "expected"), [
+    (("-q", "tests/unit", "-k", "fast", "-m", "not slow"), ()),
+    (("-p", "myplugin", "-o", "python_files=check_*.py", "tests"),
+     ("-p", "myplugin", "-o", "python_files=check_*.py")),
+    (("-Werror", "--strict-markers", "--import-mode=importlib", "-c", "ci.ini", "--cov=src"),
+     ("-Werror", "--strict-markers", "--import-mode=importlib", "-c", "ci.ini")),
+    (("-p", "no:junitxml", "--", "-p", "x"), ()),
+])
+def test_config_options_are_what_a_single_rerun_needs(declared: tuple[str, ...],
+                                                      expected: tuple[str, ...]) -> None:
+    assert pytest_command.config_options(declared) == expected

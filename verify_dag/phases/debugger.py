@@ -34,7 +34,7 @@ from verify_dag.errors import VerifyDagError
 from verify_dag.models import Diagnosis, Finding, RunState, SkillOutcome
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Toolchain
-from verify_dag.phases import debugger_exercise, exerciser, testenv
+from verify_dag.phases import debugger_exercise, exerciser, pytest_command, testenv
 from verify_dag.phases.debugger_common import EVIDENCE_CAP as EVIDENCE_CAP  # tests read it here
 from verify_dag.phases.debugger_common import (
     PreExisting,
@@ -184,6 +184,11 @@ def _diagnose(state: RunState, sigs: list[Signature]) -> list[Diagnosis]:
                         results[sig.key] = undetermined(sig, why, scoped)
                     todo = []
                 run_argv = [str(env.python), "-m", "pytest"] if env.python else argv
+                # The repository's own pytest configuration (plugins, ini overrides) applies
+                # at the base too; its selection of the suite does not.
+                declared = toolchain.test.argv if toolchain.test is not None else ()
+                run_argv = [*run_argv, *pytest_command.config_options(
+                    pytest_command.args(declared) or ())]
                 run_env = testenv.suite_env(env, {"PYTHONDONTWRITEBYTECODE": "1"})
                 for sig in todo:
                     left = deadline - time.monotonic()

@@ -118,3 +118,33 @@ def selection(declared: Sequence[str]) -> tuple[tuple[str, ...], tuple[tuple[str
         else:
             dropped.append((" ".join(declared[start:i]), why))
     return tuple(kept), tuple(dropped)
+
+
+# The declared options that configure how pytest runs rather than which tests it selects: a
+# single failing test re-run at the merge base needs these (a plugin, an ini override, a config
+# file, warnings as errors), and none of the selection (paths, -k, -m) of the whole suite.
+_CONFIG_VALUED = frozenset({"-p", "-o", "--override-ini", "-c", "--config-file", "-W",
+                            "--pythonwarnings", "--import-mode", "--confcutdir"})
+_CONFIG_FLAGS = frozenset({"--noconftest", "--strict-markers", "--strict-config"})
+
+
+def config_options(declared: Sequence[str]) -> tuple[str, ...]:
+    """The configuring part of the arguments the tester keeps (see :func:`selection`)."""
+    kept, _ = selection(declared)
+    out: list[str] = []
+    i = 0
+    while i < len(kept):
+        tok = kept[i]
+        name = tok.split("=", 1)[0]
+        if tok == "--":
+            break
+        if name in _CONFIG_VALUED and "=" in tok and tok.startswith("--"):
+            out.append(tok)
+        elif name in _CONFIG_VALUED and i + 1 < len(kept):
+            out += [tok, kept[i + 1]]
+            i += 1
+        elif tok in _CONFIG_FLAGS or (tok[:2] in ("-p", "-o", "-W", "-c") and len(tok) > 2
+                                      and not tok.startswith("--")):
+            out.append(tok)  # --strict-markers, or -pxdist / -Werror glued to its value
+        i += 1
+    return tuple(out)
