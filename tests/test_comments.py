@@ -104,13 +104,15 @@ def test_change_narration_with_rewrites(repo: Repo) -> None:
         '    """Now we cache the result."""\n'      # 18
         "    # now we have the lock, read the value\n"  # 19: program flow
         "    return CACHE.get(key)\n"
+        "# Swapped the list for a set.\n"           # 21
+        "# the two values are swapped when a > b\n"  # 22: what the code does
     )})
     found = by_rule(comments.run(scope, repo.path, threshold=10), "change-narration")
-    assert lines_of(found) == [10, 12, 14, 18]  # line 4's "previously" is unchanged
+    assert lines_of(found) == [10, 12, 14, 18, 21]  # line 4's "previously" is unchanged
     assert all(f.severity == 5 and f.issue_class == "comment" for f in found)
     rewrites = [f.description.rsplit("Rewrite: ", 1)[1] for f in found]
     assert rewrites == ['"Use a dict for O(1) lookups"', "delete", "delete",
-                        '"We cache the result."']
+                        '"We cache the result."', "delete"]
     assert '"Use a dict for O(1) lookups; previously this was a list."' in found[0].description
 
 

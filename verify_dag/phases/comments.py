@@ -69,6 +69,8 @@ _NARRATION = (
     re.compile(r"\binstead\s+of\s+the\s+(?:old|previous|former)\b|\bthe\s+(?:old|previous|former)"
                r"\s+(?:code|implementation|approach|version|behaviou?r|logic)\b", re.I),
     re.compile(r"\bswitched\s+from\b", re.I),
+    # "swapped the list for a set": the history of the code, like "replaced X with Y".
+    re.compile(r"\bswapped\s+(?!out\b)\S+(?:\s+\S+){0,6}?\s+(?:for|with)\b", re.I),
 )
 _STATE = re.compile(r"\b(?:once|after|when|whenever|until|if|unless)\b", re.I)
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\s+(?:--|\u2014)\s+")
