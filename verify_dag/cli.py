@@ -190,15 +190,6 @@ def _comment_density() -> str | None:
     return text
 
 
-def _new_output(value: str) -> str:
-    out = Path(value)
-    if out.exists():
-        raise UsageError(f"--output: {value} already exists; pass a new path per run")
-    if not out.parent.is_dir():
-        raise UsageError(f"--output: directory {out.parent} does not exist")
-    return str(out.resolve())
-
-
 def _request(args: argparse.Namespace) -> Any:
     from verify_dag import ledger, store
     from verify_dag.models import VerifyRequest
@@ -213,7 +204,7 @@ def _request(args: argparse.Namespace) -> Any:
         raise UsageError("--output: empty path")
     if args.format == "json" and not args.output:
         raise UsageError("--format=json requires --output=PATH")
-    output = _new_output(args.output) if args.output else None
+    output = cli_runs.new_output(args.output) if args.output else None
     files = tuple(f.strip() for f in args.files.split(",") if f.strip()) if args.files else ()
     if args.files is not None and not files:
         raise UsageError("--files: no file names given")
@@ -308,7 +299,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from verify_dag import report, store
 
-    output = _new_output(args.output) if args.output else None
+    output = cli_runs.new_output(args.output) if args.output else None
     doc, markdown, _ = store.load(args.store, args.run_id)
     text = report.to_json(doc) if args.format == "json" else markdown
     if output:

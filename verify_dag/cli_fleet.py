@@ -99,7 +99,7 @@ def _run(args: argparse.Namespace, print_summary: bool) -> int:
     from verify_dag.celery_app import configure
 
     entries = fleet.load(args.fleet_file)
-    output = _new_output(args.output) if getattr(args, "output", None) else None
+    output = cli_runs.new_output(args.output) if getattr(args, "output", None) else None
     store_dir = store.resolve(args.store).resolve()
     started = store.now()
     embedded = str(configure(args.broker).conf.broker_url).startswith("memory://")
@@ -126,15 +126,6 @@ def _run(args: argparse.Namespace, print_summary: bool) -> int:
         raise UsageError(f"--output: {output} already exists; not overwritten") from None
     print(output)
     return code
-
-
-def _new_output(value: str) -> str:
-    out = Path(value)
-    if out.exists():
-        raise UsageError(f"--output: {value} already exists; pass a new path per run")
-    if not out.parent.is_dir():
-        raise UsageError(f"--output: directory {out.parent} does not exist")
-    return str(out.resolve())
 
 
 def _head(entry: Entry) -> str | VerifyDagError:

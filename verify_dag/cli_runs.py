@@ -48,6 +48,21 @@ def add_parsers(sub: Any, add_broker: Callable[[argparse.ArgumentParser], None])
     add_store(n)
 
 
+def new_output(value: str) -> str:
+    """An --output path for a file that must not exist yet, made absolute (reports and fleet
+    summaries are never overwritten)."""
+    from pathlib import Path
+
+    from verify_dag.errors import UsageError
+
+    out = Path(value)
+    if out.exists():
+        raise UsageError(f"--output: {value} already exists; pass a new path per run")
+    if not out.parent.is_dir():
+        raise UsageError(f"--output: directory {out.parent} does not exist")
+    return str(out.resolve())
+
+
 def submit(request: Any) -> Any:
     """Submit a run to a broker, recording it as PENDING on the result backend first.
 

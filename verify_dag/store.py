@@ -162,13 +162,7 @@ def record_coverage(run_id: str, request: VerifyRequest, xml: str | None) -> dic
     changed-line figure. A failure is returned, like :func:`record`'s."""
     if xml is None:
         return {}
-    try:
-        run_dir = resolve(request.store) / check_run_id(run_id)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        write_atomic(run_dir / COVERAGE_XML, xml.encode("utf-8"))
-    except OSError as exc:
-        return {"storeError": f"coverage data not stored in {resolve(request.store)}: {exc}"}
-    return {"coverage": str(run_dir / COVERAGE_XML)}
+    return _keep(run_id, request, COVERAGE_XML, xml, "coverage", "coverage data")
 
 
 def record_evidence(run_id: str, request: VerifyRequest,
@@ -180,10 +174,16 @@ def record_evidence(run_id: str, request: VerifyRequest,
     if bundle is None:
         return {}
     text = json.dumps(bundle, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return _keep(run_id, request, EVIDENCE_JSON, text, "evidence", "evidence bundle")
+
+
+def _keep(run_id: str, request: VerifyRequest, name: str, text: str, key: str,
+          what: str) -> dict[str, str]:
+    """One more file of a run, written before meta.json; ``{key: path}``, or the failure."""
     try:
         run_dir = resolve(request.store) / check_run_id(run_id)
         run_dir.mkdir(parents=True, exist_ok=True)
-        write_atomic(run_dir / EVIDENCE_JSON, text.encode("utf-8"))
+        write_atomic(run_dir / name, text.encode("utf-8"))
     except OSError as exc:
-        return {"storeError": f"evidence bundle not stored in {resolve(request.store)}: {exc}"}
-    return {"evidence": str(run_dir / EVIDENCE_JSON)}
+        return {"storeError": f"{what} not stored in {resolve(request.store)}: {exc}"}
+    return {key: str(run_dir / name)}
