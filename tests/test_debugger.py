@@ -28,13 +28,14 @@ PYTEST = Toolchain(commands=(
 CONFIG = '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["src"]\n'
 
 
-def verify(repo: Repo, **req: object) -> RunState:
+def verify(repo: Repo, toolchain: Toolchain | None = None, **req: object) -> RunState:
     """Scope and tester exactly as the DAG runs them, then the state the debugger receives."""
     request = VerifyRequest.model_validate({"repo": str(repo.path), **req})
     sc = scope.run(request)
     with git.worktree(request.repo, sc.new_commit) as wt:
-        tested = tester.run(sc, PYTEST, wt, 60)
-    return RunState(run_id="t", request=request, scope=sc, outcomes=(tested,))
+        tested = tester.run(sc, toolchain or PYTEST, wt, 60)
+    return RunState(run_id="t", request=request, scope=sc, toolchain=toolchain,
+                    outcomes=(tested,))
 
 
 def by_failure(out: SkillOutcome) -> dict[str, Diagnosis]:
@@ -173,13 +174,7 @@ def test_the_declared_pytest_configuration_applies_at_the_base(repo: Repo) -> No
     declared = Toolchain(commands=(Command(
         kind="test", argv=("pytest", "-o", "python_functions=check_*", "tests"),
         source="Makefile", exists=True, tool="pytest"),))
-    request = VerifyRequest(repo=str(repo.path), scope="branch", base="base")
-    sc = scope.run(request)
-    with git.worktree(request.repo, sc.new_commit) as wt:
-        tested = tester.run(sc, declared, wt, 60)
-    state = RunState(run_id="t", request=request, scope=sc, toolchain=declared,
-                     outcomes=(tested,))
-    (d,) = debugger.run(state).diagnoses
+    (d,) = debugger.run(verify(repo, declared, scope="branch", base="base")).diagnoses
     assert d.failure == "tests/test_calc.py::check_add"
     assert d.pre_existing == "yes", d.evidence
     assert "-o 'python_functions=check_*'" in d.command and " tests " not in d.command
