@@ -39,6 +39,15 @@ class Repo:
         return self.git("rev-parse", "HEAD")
 
 
+def write(root: Path, files: dict[str, str]) -> Path:
+    """Files (relative path -> text) written under ``root``, directories made as needed."""
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
 def make_repo(path: Path, branch: str = "main") -> Repo:
     path.mkdir(parents=True, exist_ok=True)
     subprocess.run(["git", "init", "-q", "-b", branch, str(path)], check=True)

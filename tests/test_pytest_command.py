@@ -7,18 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import write
 
 from verify_dag.models.toolchain import EngineerContext
 from verify_dag.phases import pytest_command
 from verify_dag.phases.triage import discover
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return root
 
 
 @pytest.mark.parametrize(("argv", "expected"), [

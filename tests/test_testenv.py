@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import make_repo
+from conftest import make_repo, write
 
 from verify_dag.models.scope import FileChange, Scope
 from verify_dag.models.toolchain import Command, Toolchain
@@ -36,14 +36,6 @@ TINYPKG = {
                           "def test_wrong():\n    assert t.double(3) == 7\n\n"
                           "@pytest.mark.skip(reason='later')\ndef test_later():\n    pass\n",
 }
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return root
 
 
 def whole(*paths: str) -> Scope:
