@@ -71,11 +71,12 @@ def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def redact(text: str) -> str:
-    """Replace the values of secret-looking environment variables found in ``text``."""
-    for key, value in os.environ.items():
-        if len(value) >= 8 and _secret(key, value):
-            text = text.replace(value, "[REDACTED]")
-    return text
+    """``text`` with every secret the worker knows and every secret shape replaced by
+    ``[REDACTED]`` (see :mod:`verify_dag.redaction`)."""
+    # Imported here, not at the top: redaction uses this module's secret rules.
+    from verify_dag import redaction
+
+    return redaction.redact(text)
 
 
 @dataclass(frozen=True)
