@@ -172,3 +172,68 @@ def parse_grep_z(out: str, commit: str) -> list[tuple[str, int, str]]:
                           out[line_end + 1:text_end]))
         pos = text_end + 1
     return found
+
+
+# --- configuration: the programs a repository's config names --------------------------------
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    """One entry of ``git config -z --show-scope --show-origin --get-regexp``."""
+
+    scope: str  # system, global, local, worktree, command
+    origin: str  # "file:<path>", "command line:", "blob:..."
+    key: str  # section and variable lowercased by git, a subsection as written
+    value: str | None  # None: a bare key (boolean true)
+
+
+def parse_config_z(out: str) -> list[ConfigEntry]:
+    fields = out.split("\0")
+    entries = []
+    for i in range(0, len(fields) - 2, 3):
+        key, nl, value = fields[i + 2].partition("\n")
+        entries.append(ConfigEntry(fields[i], fields[i + 1], key, value if nl else None))
+    return entries
+
+
+# What makes each driver run a program. An empty clean/smudge/process means "no filter" to git
+# (convert.c tests `cmd && *cmd`); required=false then lets the file pass unfiltered instead of
+# failing. An empty textconv, diff command or merge driver is not "none" but a program git
+# cannot start: the call fails loudly instead of running the repository's program (our diffs
+# also pass --no-textconv and --no-ext-diff, so they never get there).
+_DRIVER_OFF = {
+    "filter": (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false")),
+    "diff": (("textconv", ""), ("command", "")),
+    "merge": (("driver", ""),),
+}
+_TRUSTED_SCOPES = ("system", "global", "command")
+
+
+def program_overrides(entries: list[ConfigEntry]) -> list[tuple[str, str]]:
+    """Command-line settings that neutralise every filter, diff and merge driver ``entries``
+    name and every credential helper the repository's own config (local, worktree) adds."""
+    out: list[tuple[str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for e in entries:
+        section, _, rest = e.key.partition(".")
+        name, dot, _var = rest.rpartition(".")
+        if (section, name) in seen or "\n" in name:
+            continue
+        if section in _DRIVER_OFF and dot:
+            seen.add((section, name))
+            out += [(f"{section}.{name}.{var}", value) for var, value in _DRIVER_OFF[section]]
+        elif e.key == "diff.external":
+            seen.add((section, name))
+            out.append(("diff.external", ""))
+    # credential.helper is a list that an empty value resets: reset it, then put back the
+    # helpers of the user's and operator's own files (how workers reach repositories).
+    helpers = [e for e in entries if e.key.startswith("credential.") and e.key.endswith(".helper")]
+    if any(e.scope not in _TRUSTED_SCOPES for e in helpers):
+        out.append(("credential.helper", ""))
+        out += [(e.key, e.value or "") for e in helpers if e.scope in _TRUSTED_SCOPES]
+    return out
+
+
+def config_files(entries: list[ConfigEntry]) -> list[str]:
+    """The files (as git names them, possibly relative) that ``entries`` came from."""
+    return sorted({e.origin[len("file:"):] for e in entries if e.origin.startswith("file:")})
