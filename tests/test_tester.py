@@ -188,7 +188,8 @@ def test_coverage_is_collected_in_the_same_run(tmp_path: Path) -> None:
                               "        fh.write('run\\n')\n"
                               "    assert calc.add(1, 2) == 3\n",
     })
-    log = tmp_path.parent / f"{tmp_path.name}-runs.log"
+    # In the checkout: the sandbox lets the suite write nowhere else.
+    log = tmp_path / "runs.log"
     scope = Scope(mode="branch", new_commit="0" * 40, included=(
         FileChange(path="calc.py", status="modified", lines=(LineRange(start=4, end=6),)),
         FileChange(path="README.md", status="modified")))

@@ -43,6 +43,7 @@ from typing import Any
 
 from celery import signals
 
+from verify_dag import sandbox
 from verify_dag.errors import UsageError
 
 log = logging.getLogger(__name__)
@@ -291,6 +292,8 @@ def install(app: Any) -> TaskHeartbeat:
 
     def on_worker_init(**_: Any) -> None:
         for_workers(app)
+        # Sandboxes a killed predecessor on this host left running go before this one works.
+        sandbox.worker_started()
 
     signals.worker_init.connect(on_worker_init, weak=False)
     return handlers

@@ -11,16 +11,20 @@ import contextlib
 import os
 import re
 import resource
+import shutil
 import signal
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from verify_dag import sandbox as _sandbox
 from verify_dag.errors import CalledProcessError
+from verify_dag.sandbox import Policy
 
 DEFAULT_CAP = 1_000_000  # bytes kept per stream; the rest is drained and counted
 
@@ -151,19 +155,35 @@ def run(
     input_data: bytes | None = None,
     cap: int = DEFAULT_CAP,
     check: bool = False,
+    sandbox: Policy | None = None,
 ) -> Result:
     """Run ``argv`` (never through a shell) and return what came back.
+
+    Repository code passes a ``sandbox`` policy: it then runs inside this host's sandbox
+    (:mod:`verify_dag.sandbox`) with a scrubbed environment unless ``env`` is given.
 
     A missing executable is reported as ``not_found`` with return code 127, like a shell would,
     so callers can tell "could not run" from "ran and failed".
     """
     argv = [str(a) for a in argv]
     start = time.monotonic()
+    step = uuid.uuid4().hex[:12]
+    child_env = dict(env) if env is not None else (
+        scrubbed_env() if sandbox is not None else git_env())
+    if sandbox is not None:
+        # Inside a sandbox a missing program is the launcher's error, not ours: look first.
+        missing = _missing(argv[0], child_env, cwd)
+        if missing is not None:
+            res = Result(127, "", missing, not_found=True)
+            if check:
+                raise CalledProcessError(argv, res.returncode, res.stderr)
+            return res
+        argv, child_env = _sandbox.wrap(argv, sandbox, cwd=cwd, env=child_env, step=step)
     try:
         proc = subprocess.Popen(
             argv,
             cwd=cwd,
-            env=dict(env) if env is not None else git_env(),
+            env=child_env,
             stdin=subprocess.PIPE if input_data is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -196,7 +216,12 @@ def run(
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
+    finally:
+        # Every exit path, a normal one too: what the command left running in its group (a
+        # sandbox's namespace ends with it already) goes with it.
         _kill_group(proc)
+        if sandbox is not None:
+            _sandbox.kill_step(step)
     for t in readers:
         t.join(timeout=5)
     res = Result(
@@ -212,7 +237,20 @@ def run(
     return res
 
 
+def _missing(program: str, env: Mapping[str, str], cwd: str | Path | None) -> str | None:
+    """Why ``program`` cannot be started, as Popen would say it; None when it can."""
+    if os.sep in program:
+        path = Path(program) if os.path.isabs(program) else Path(cwd or ".") / program
+        if path.is_file() and os.access(path, os.X_OK):
+            return None
+        reason = "Permission denied" if path.exists() else "No such file or directory"
+        return f"{program}: {reason}"
+    if shutil.which(program, path=env.get("PATH", os.defpath)) is None:
+        return f"{program}: No such file or directory"
+    return None
+
+
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()

@@ -20,6 +20,7 @@ from verify_dag.completion.models import (
     ExtractError,
     VerifyResult,
 )
+from verify_dag.sandbox import Policy
 
 MAX_LENGTH = 500  # characters, after stripping
 DEFAULT_TIMEOUT = 30.0  # seconds
@@ -104,7 +105,8 @@ def execute(extracted: Extracted, *, cwd: str | Path, env: Mapping[str, str] | N
         return Execution(skipped=True, skip_reasons=reasons, skip_reason="; ".join(reasons),
                          **limits)
     res = util.run(["bash", "-c", extracted.completion], cwd=cwd,
-                   env=util.scrubbed_env() if env is None else env, timeout=timeout, cap=cap)
+                   env=util.scrubbed_env() if env is None else env, timeout=timeout, cap=cap,
+                   sandbox=Policy())
     return Execution(
         skipped=False, command=extracted.completion, cwd=str(cwd),
         exit_code=None if res.timed_out else res.returncode,

@@ -29,6 +29,7 @@ from verify_dag.contract.models import (
 from verify_dag.contract.parse import Contract, Criterion
 from verify_dag.errors import VerifyDagError
 from verify_dag.phases.gates import excerpt
+from verify_dag.sandbox import Policy
 
 DEFAULT_TEST_TIMEOUT = 1800.0
 TEST_CAP = 1_000_000
@@ -136,7 +137,7 @@ def _inside(top: Path, path: Path) -> list[str]:
 def _run_test(top: Path, commit: str, command: str, timeout: float) -> TestRun:
     with git.worktree(top, commit) as checkout:
         res = util.run(["bash", "-c", command], cwd=checkout, env=util.scrubbed_env(),
-                       timeout=timeout, cap=TEST_CAP)
+                       timeout=timeout, cap=TEST_CAP, sandbox=Policy())
     output = excerpt(res.stdout + res.stderr, 300, tail=True)
     return TestRun(command=command, exitCode=None if res.timed_out else res.returncode,
                    passed=res.returncode == 0 and not res.timed_out, timedOut=res.timed_out,

@@ -41,6 +41,8 @@ class VerifyRequest(Frozen):
     no_carry_forward: bool = False
     skip_ux: bool = False
     skip_visual: bool = False
+    # --require-sandbox: repository code runs under bubblewrap or the run is an error.
+    require_sandbox: bool = False
     plan_file: str | None = None
     epic_context: str | None = None
     auto_fix_threshold: int = 3

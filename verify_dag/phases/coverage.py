@@ -25,6 +25,7 @@ from verify_dag import util
 from verify_dag.models.base import Frozen
 from verify_dag.models.findings import Finding, Location, SkillOutcome
 from verify_dag.models.scope import FileChange, Scope
+from verify_dag.sandbox import Policy
 from verify_dag.tools.base import relative
 
 SKILL = "qa"
@@ -82,7 +83,7 @@ def measure(python: str, data_file: Path, workdir: Path, scope: Scope, env: Mapp
     if not data_file.is_file() and list(data_file.parent.glob(data_file.name + ".*")):
         # A repository that configures `parallel = true` gets one file per process.
         util.run([python, "-m", "coverage", "combine", f"--data-file={data_file}"], cwd=workdir,
-                 timeout=timeout, env=env)
+                 timeout=timeout, env=env, sandbox=Policy(writable=(data_file.parent,)))
     if not data_file.is_file():
         return None
     out = data_file.parent / "coverage.json"
@@ -92,7 +93,8 @@ def measure(python: str, data_file: Path, workdir: Path, scope: Scope, env: Mapp
     include = [] if re.search(r"[,*?\[]", "".join(paths)) else [f"--include={','.join(paths)}"]
     # -i: files that were measured but are gone (generated, temporary) must not sink the report.
     res = util.run([python, "-m", "coverage", "json", "-i", *include, f"--data-file={data_file}",
-                    "-o", str(out)], cwd=workdir, timeout=timeout, env=env)
+                    "-o", str(out)], cwd=workdir, timeout=timeout, env=env,
+                   sandbox=Policy(writable=(data_file.parent,)))
     if not out.is_file():
         return CoverageData() if "No data to report" in res.stdout + res.stderr else None
     report = json.loads(out.read_text(encoding="utf-8"))

@@ -43,6 +43,7 @@ from verify_dag.phases.debugger_common import (
     touched,
     undetermined,
 )
+from verify_dag.sandbox import Policy
 from verify_dag.tools.base import python_tool_argv
 
 log = logging.getLogger(__name__)
@@ -221,7 +222,7 @@ def _rerun(argv: list[str], env: dict[str, str], wt: Path, base: str, sig: Signa
     # --tb=long after the repository's addopts: the crash line `path:line: ExcType` is what the
     # signature is read from, and a repository's --tb=short/line/no would drop it.
     cmd = [*argv, "-q", "-p", "no:cacheprovider", f"--rootdir={wt}", "--tb=long", nodeid]
-    res = util.run(cmd, cwd=wt, timeout=timeout, env=env)
+    res = util.run(cmd, cwd=wt, timeout=timeout, env=env, sandbox=Policy())
     command = f"{shlex.join(cmd)}  (cwd: {wt}, a scratch worktree of {base})"
     output = "\n".join(t for t in (res.stdout.strip(), res.stderr.strip()) if t)
 

@@ -15,7 +15,7 @@ import re
 from verify_dag import git, util
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import Diagnosis, EngineerContext, RunState
-from verify_dag.phases import exerciser, gates
+from verify_dag.phases import exercise_sandbox, exerciser, gates
 from verify_dag.phases.debugger_common import PreExisting, Signature, excerpt, touched, undetermined
 
 # Exerciser evidence: the exit codes it names, a timeout, and what the rest is compared without.
@@ -39,7 +39,7 @@ def diagnose(state: RunState, sigs: list[Signature], base: str | None, no_base: 
         with git.worktree(state.request.repo, base) as wt:
             # The one implementation of "the exercise" (exerciser.py), with the verified
             # commit's declarations: the same commands, against the base's code.
-            ex = exerciser.exercise(eng, wt, env, criterion)
+            ex = exercise_sandbox.exercise(eng, wt, env, criterion)
             where = f"cwd: {wt}, a scratch worktree of {base}" + (
                 f", the app started with `{eng.start}`" if eng.start else "")
             checked = _checked(ex, eng, criterion)

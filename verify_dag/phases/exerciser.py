@@ -86,6 +86,9 @@ class Exercise:
 
 
 def _run(state: RunState) -> SkillOutcome:
+    # The driver that runs this module's exercise() inside one sandbox imports this module.
+    from verify_dag.phases import exercise_sandbox
+
     scope = state.scope
     if scope is None or not scope.new_commit:
         return _blocked(f"NO_COMMIT: no verified commit to exercise; {lens(state.request)}",
@@ -103,7 +106,7 @@ def _run(state: RunState) -> SkillOutcome:
                 verified, vnote = verify_issues(state, wt, test_env, str(tenv.python))
             else:
                 verified, vnote = verify_issues(state, wt, env)
-        ex = exercise(eng, wt, env, state.request.completion)
+        ex = exercise_sandbox.exercise(eng, wt, env, state.request.completion)
     notes = "; ".join([ex.note, *ex.details, vnote, lens(state.request)])
     return SkillOutcome(skill=SKILL, status=ex.status, reason=REASON, notes=notes,
                         findings=tuple(ex.findings), gates=tuple(ex.gates),

@@ -18,6 +18,7 @@ from typing import Literal
 
 from verify_dag import util
 from verify_dag.models import GateResult
+from verify_dag.sandbox import Policy
 
 DEFAULT_TIMEOUT = 30.0  # seconds per command, as the completion-criterion seed budgets
 OUTPUT_CAP = 100_000  # bytes kept per stream (seed 001's cap); the rest is drained
@@ -196,7 +197,8 @@ def run_command(command: str, cwd: Path, env: dict[str, str],
                 timeout: float = DEFAULT_TIMEOUT) -> util.Result:
     # The repository declared this command as shell text, so it runs under bash -c; it is its
     # own process group with a time limit and capped output (util.run).
-    return util.run(["bash", "-c", command], cwd=cwd, env=env, timeout=timeout, cap=OUTPUT_CAP)
+    return util.run(["bash", "-c", command], cwd=cwd, env=env, timeout=timeout, cap=OUTPUT_CAP,
+                    sandbox=Policy())
 
 
 def check(gate: Gate, cwd: Path, env: dict[str, str],

@@ -18,6 +18,7 @@ from verify_dag.models.findings import Finding, Location, SkillOutcome
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.phases import baseline
+from verify_dag.sandbox import Policy
 from verify_dag.tools.base import RawFinding, ToolSpec
 
 SKILL = "static-analysis"
@@ -128,7 +129,8 @@ def run_tool(spec: ToolSpec, files: Sequence[str], workdir: Path, timeout: float
             return result
         # The project's config (mypy plugins, make recipes, npm scripts) executes repository
         # code, so these run like the test suite: scrubbed environment, time limit, capped output.
-        res = util.run(argv, cwd=workdir, timeout=timeout, env=util.scrubbed_env())
+        res = util.run(argv, cwd=workdir, timeout=timeout, env=util.scrubbed_env(),
+                       sandbox=Policy())
         result.detail = _head(res.stderr) or _head(res.stdout)
         if res.not_found:
             result.failure = f"{argv[0]} was not found"

@@ -44,6 +44,7 @@ from verify_dag.phases.testenv_base import MARKER, PY_LEAKS, pip_env, tail
 from verify_dag.phases.testenv_base import Env as Env  # re-exported: callers name testenv.Env
 from verify_dag.phases.testenv_base import clean as clean  # re-exported: the tester uses it
 from verify_dag.phases.testenv_plan import SKIP, Plan
+from verify_dag.sandbox import Policy
 
 CACHE_VAR = "VERIFY_DAG_CACHE"
 _TOX_DEPS = ".verify-dag-tox-deps.txt"
@@ -110,9 +111,12 @@ def layer(env: Env, workdir: Path, dest: Path, timeout: float = 900) -> Env:
     # --no-deps: the dependencies are in the cached env already; the worktree is throwaway, so
     # the build files an editable install leaves in it (egg-info, build/) harm nothing.
     argv = [*_pip(python), "install", "--no-deps", "-e", str(workdir)]
-    res = util.run([*argv, "--no-build-isolation"], cwd=workdir, timeout=timeout, env=pip_env())
+    # The project's build backend runs here: sandboxed, with the index but no credentials.
+    build = Policy(network=True, writable=(dest,))
+    res = util.run([*argv, "--no-build-isolation"], cwd=workdir, timeout=timeout, env=pip_env(),
+                   sandbox=build)
     if res.returncode != 0 and not res.timed_out:
-        res = util.run(argv, cwd=workdir, timeout=timeout, env=pip_env())
+        res = util.run(argv, cwd=workdir, timeout=timeout, env=pip_env(), sandbox=build)
     if res.returncode != 0 or res.timed_out:
         return replace(env, error=clean(f"installing the project into the run venv failed "
                                         f"({env.source}): {tail(res)}"))
@@ -176,7 +180,10 @@ def _build(workdir: Path, plan: Plan, env_dir: Path, deadline: float) -> tuple[s
         for req in (*plan.requirements, *([_TOX_DEPS] if plan.tox_lines else [])):
             argv += ["-r", req]
         argv += [plan.project] if plan.project else []
-        res = util.run(argv, cwd=src, timeout=_left(deadline), env=pip_env())
+        # Build backends and setup.py files run here: sandboxed, with the index but no
+        # credentials, writing only the env being built and the scratch copy.
+        build = Policy(network=True, writable=(env_dir, Path(tmp)))
+        res = util.run(argv, cwd=src, timeout=_left(deadline), env=pip_env(), sandbox=build)
         if res.timed_out:
             return f"installing from {plan.source} timed out", False
         if res.returncode != 0:
@@ -184,14 +191,14 @@ def _build(workdir: Path, plan: Plan, env_dir: Path, deadline: float) -> tuple[s
         names = _installed_from(report, src)
         if names:
             res = util.run([*pip, "uninstall", "-y", *names], cwd=tmp,
-                           timeout=_left(deadline), env=pip_env())
+                           timeout=_left(deadline), env=pip_env(), sandbox=build)
             if res.returncode != 0:
                 return f"removing the project from the cached env failed: {tail(res)}", False
             # Its build requirements, so that each run's editable install can skip build
             # isolation (seconds per run, and no index needed once the env is cached). Best
             # effort: layer() falls back to an isolated build when they are not usable.
             util.run([*pip, "install", *_build_requires(src)], cwd=tmp,
-                     timeout=_left(deadline), env=pip_env())
+                     timeout=_left(deadline), env=pip_env(), sandbox=build)
     return None, bool(names)
 
 

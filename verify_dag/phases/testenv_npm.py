@@ -11,6 +11,7 @@ from pathlib import Path
 from verify_dag import util
 from verify_dag.files import file_lock
 from verify_dag.phases.testenv_base import MARKER, RECIPE, Env, clean, pip_env, tail
+from verify_dag.sandbox import Policy
 
 RUNNERS = frozenset({"npm", "npx", "yarn", "pnpm", "node"})
 
@@ -29,7 +30,7 @@ def node(workdir: Path, cache: Path, timeout: float) -> Env:
     if not lock.is_file() or "workspaces" in pkg or hooks or local:
         verb = "ci" if lock.is_file() else "install"
         res = util.run(["npm", verb, "--no-audit", "--no-fund"], cwd=workdir, timeout=timeout,
-                       env=pip_env())
+                       env=pip_env(), sandbox=Policy(network=True))
         error = None if res.returncode == 0 else clean(f"npm {verb} failed: {tail(res)}")
         return Env(source=f"package.json (npm {verb})", error=error,
                    notes=(f"npm {verb} ran in the worktree: node_modules not cached",))
@@ -45,7 +46,7 @@ def node(workdir: Path, cache: Path, timeout: float) -> Env:
             shutil.copy2(workdir / "package.json", target)
             shutil.copy2(lock, target)
             res = util.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=target, timeout=timeout,
-                           env=pip_env())
+                           env=pip_env(), sandbox=Policy(network=True))
             if res.returncode != 0:
                 return Env(key=key, source="package-lock.json",
                            error=clean(f"npm ci failed: {tail(res)}"))

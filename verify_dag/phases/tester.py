@@ -19,6 +19,7 @@ import importlib.metadata
 import os
 import re
 import shlex
+import shutil
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
@@ -31,6 +32,7 @@ from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.phases import coverage, junit, pytest_command, testenv
 from verify_dag.phases.coverage import CoverageData
+from verify_dag.sandbox import Policy
 from verify_dag.tools.base import PYTHON_NAMES, module_available, python_tool_argv, resolve_argv
 
 SKILL = "tester"
@@ -117,7 +119,8 @@ def _pytest(scope: Scope, command: Command, workdir: Path, timeout: float, env: 
                 f"--junitxml={report}", "-o", "junit_family=xunit1", "-p", junit.PLUGIN]
         end = kept.index("--") if "--" in kept else len(kept)  # after `--`, all are paths
         argv = [*base, *quiet, *kept[:end], *ours, *kept[end:]]
-        res = util.run(argv, cwd=workdir, timeout=timeout, env=_env(env, plugin_dir))
+        res = util.run(argv, cwd=workdir, timeout=timeout, env=_env(env, plugin_dir),
+                       sandbox=Policy(writable=(Path(tmp), data_file.parent)))
         if res.not_found:
             return _blocked(f"{argv[0]} was not found", ran=False), None
         if res.timed_out:
@@ -177,7 +180,7 @@ def _combine(python: str, data_file: Path, workdir: Path, env: dict[str, str]) -
     if not data_file.is_file() and list(data_file.parent.glob(data_file.name + ".*")):
         # A repository that configures `parallel = true` gets one file per process.
         util.run([python, "-m", "coverage", "combine", f"--data-file={data_file}"], cwd=workdir,
-                 timeout=300, env=env)
+                 timeout=300, env=env, sandbox=Policy(writable=(data_file.parent,)))
 
 
 def _cobertura(python: str, data_file: Path, xml_file: Path, workdir: Path,
@@ -196,8 +199,13 @@ def _cobertura(python: str, data_file: Path, xml_file: Path, workdir: Path,
     narrow = scoped and not any("," in p for p in scoped)
     include = [f"--include={','.join(scoped)}"] if narrow else []
     # -i: files that were measured but are gone (generated, temporary) must not sink the report.
+    # Written next to the data, then moved: the sandboxed coverage.py never sees the store.
+    written = data_file.parent / "coverage.xml"
     util.run([python, "-m", "coverage", "xml", "-i", f"--data-file={data_file}", *include, "-o",
-              str(xml_file)], cwd=workdir, timeout=300, env=env)
+              str(written)], cwd=workdir, timeout=300, env=env,
+             sandbox=Policy(writable=(data_file.parent,)))
+    if written.is_file():
+        shutil.move(written, xml_file)
 
 
 def _pytest_evidence(root: ET.Element, workdir: Path, base: list[str], env: testenv.Env,
@@ -227,7 +235,7 @@ def _pytest_version(base: list[str], env: testenv.Env) -> str | None:
         argv = [base[0], "-c", "import importlib.metadata as m; print(m.version('pytest'))"]
     else:
         argv = [base[0], "--version"]  # a pytest executable on PATH
-    res = util.run(argv, timeout=30, env=_env(env))
+    res = util.run(argv, timeout=30, env=_env(env), sandbox=Policy())
     found = re.search(r"\d+(?:\.\w+)+", res.stdout + res.stderr)
     return found.group(0) if res.returncode == 0 and found else None
 
@@ -255,7 +263,7 @@ def _other(command: Command, workdir: Path, timeout: float, env: testenv.Env) ->
     argv = resolve_argv(command.argv)
     if env.python is not None and Path(command.argv[0]).name in PYTHON_NAMES:
         argv[0] = str(env.python)  # `python -m X` runs in the repository's env when it has one
-    res = util.run(argv, cwd=workdir, timeout=timeout, env=_env(env))
+    res = util.run(argv, cwd=workdir, timeout=timeout, env=_env(env), sandbox=Policy())
     if res.not_found:
         return _blocked(f"{command.argv[0]} was not found ({_label(command)})", ran=False)
     if res.timed_out:

@@ -24,6 +24,7 @@ from pathlib import Path
 from verify_dag import tools, util
 from verify_dag.models.toolchain import Toolchain
 from verify_dag.phases import gates, static
+from verify_dag.sandbox import Policy
 from verify_dag.shadow import search
 from verify_dag.shadow.anchors import Anchor, Where, check, lines_of, pointer, short
 from verify_dag.shadow.budget import Budget, BudgetExhausted
@@ -178,7 +179,7 @@ def _test(claim: Claim, s: Surface, budget: Budget) -> ClaimVerdict:
     argv = [s.python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
             f"--rootdir={s.workdir.resolve()}", nodeid]
     timeout = budget.limit(s.test_cap)
-    res = util.run(argv, cwd=s.workdir, timeout=timeout, env=s.env)
+    res = util.run(argv, cwd=s.workdir, timeout=timeout, env=s.env, sandbox=Policy())
     shown = f"`python -m pytest -q -p no:cacheprovider {nodeid}`"
     if res.timed_out:
         budget.cut(timeout, s.test_cap, shown)

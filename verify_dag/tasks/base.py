@@ -14,7 +14,7 @@ from typing import Any
 
 from celery import states
 
-from verify_dag import repos
+from verify_dag import repos, sandbox
 from verify_dag.celery_app import app
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import RunState, SkillOutcome
@@ -38,6 +38,15 @@ def previous_result(task: Any) -> Any | None:
     return None
 
 
+def isolated(outcome: SkillOutcome, used: set[str]) -> SkillOutcome:
+    """``outcome`` with a note of the sandbox its repository code ran in, when it ran any."""
+    if not used:
+        return outcome
+    note = sandbox.describe(used)
+    notes = f"{outcome.notes}; {note}" if outcome.notes else note
+    return outcome.model_copy(update={"notes": notes})
+
+
 def progress(task: Any, run_id: str, phase: str) -> None:
     """A task event Flower shows (custom update_state states are not shown)."""
     if app.conf.worker_send_task_events and task.request.id:
@@ -58,10 +67,13 @@ def state_phase(phase: str) -> Callable[[StatePhase], Callable[..., dict[str, An
                 return state
             progress(task, st.run_id, phase)
             try:
-                out = fn(repos.localize(st))
+                with sandbox.tracking(required=st.request.require_sandbox) as used:
+                    out = fn(repos.localize(st))
                 # The localized request names this host's copy of the repository; the next
                 # task, maybe on another host, localizes the run's own name again.
-                out = out.model_copy(update={"request": st.request})
+                added = tuple(isolated(o, used) for o in out.outcomes[len(st.outcomes):])
+                out = out.model_copy(update={"request": st.request,
+                                             "outcomes": out.outcomes[:len(st.outcomes)] + added})
             except VerifyDagError as exc:
                 out = st.model_copy(update={"error_code": "PHASE_FAILED",
                                             "error_message": f"{phase}: {exc.message}"})
@@ -92,7 +104,11 @@ def header_phase(skill: str) -> Callable[[HeaderPhase], Callable[..., list[dict[
                 return []
             progress(task, st.run_id, skill)
             try:
-                outcomes = fn(repos.localize(st))
+                with sandbox.tracking(required=st.request.require_sandbox) as used:
+                    outcomes = [isolated(o, used) for o in fn(repos.localize(st))]
+            except sandbox.SandboxRequired as exc:
+                outcomes = [SkillOutcome(skill=skill, status="BLOCKED", reason=exc.message,
+                                         notes=f"BLOCKED: {exc.message}")]
             except Exception as exc:
                 log.exception("skill %s crashed", skill)
                 outcomes = [SkillOutcome(skill=skill, status="NOT_RUN",
