@@ -172,9 +172,11 @@ def _read_text(path: str | None, flag: str) -> str | None:
 
 
 def _repo_arg(value: str) -> str:
-    """PATH as an absolute path, or a repository URL as written (workers mirror it)."""
-    from verify_dag import git
+    """PATH as an absolute path, or a repository URL as written (workers mirror it) once it is
+    known to carry no credentials."""
+    from verify_dag import git, repos
 
+    repos.refuse_credentials(value)
     return value if git.is_url(value) else str(Path(value).resolve())
 
 
@@ -325,8 +327,18 @@ def _worker_setting(flag_value: str | None, flag: str, env: str, default: str) -
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from verify_dag.celery_app import QUEUES, broker_url, configure
+    from verify_dag import repos
+    from verify_dag.celery_app import BROKER_ENV, BROKER_FILE_ENV, QUEUES, broker_url, configure
 
+    secret = repos.credentials(args.broker) if args.broker else None
+    if secret is not None:
+        # Unlike a client's, a worker's command line lives as long as the worker, and any
+        # process on the host reads it (/proc/<pid>/cmdline, ps), repository code included.
+        raise UsageError(
+            f"--broker {repos.hide_credentials(args.broker)}: {secret} on a worker's command "
+            "line is readable by every process on this host",
+            hint=f"put the URL in {BROKER_ENV} or in a file named by {BROKER_FILE_ENV}, "
+                 'see ops/README.md "Broker credentials"')
     url = broker_url(args.broker)
     if url.startswith("memory://"):
         raise UsageError("a worker needs a broker: pass --broker URL or set VERIFY_DAG_BROKER_URL")
