@@ -7,6 +7,7 @@ the ``review`` queue's total consumer concurrency is the fleet-wide cap on model
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from celery import Celery
 from kombu.entity import Queue
@@ -17,6 +18,8 @@ from verify_dag.errors import UsageError
 from verify_dag.git import display_source
 
 BROKER_ENV = "VERIFY_DAG_BROKER_URL"
+# A file holding the broker URL: a password in it stays out of every process's environment.
+BROKER_FILE_ENV = "VERIFY_DAG_BROKER_URL_FILE"
 BACKEND_ENV = "VERIFY_DAG_RESULT_BACKEND"
 # A host name keeps kombu from warning that none was supplied.
 MEMORY_BROKER = "memory://localhost/"
@@ -54,15 +57,32 @@ ROUTES = {
 
 
 def broker_url(explicit: str | None = None) -> str:
-    """The broker: ``--broker``, else ``VERIFY_DAG_BROKER_URL``, else the in-process memory one.
+    """The broker: ``--broker``, else ``VERIFY_DAG_BROKER_URL``, else the contents of the file
+    ``VERIFY_DAG_BROKER_URL_FILE`` names, else the in-process memory one.
 
     A URL kombu has no transport for is a usage error here, before anything is sent.
     """
-    url = explicit or os.environ.get(BROKER_ENV) or MEMORY_BROKER
+    from_env = os.environ.get(BROKER_ENV, "").strip()
+    url_file = os.environ.get(BROKER_FILE_ENV, "").strip()
+    if from_env and url_file and not explicit:
+        # Two sources that may disagree: guessing one could point a worker at the wrong broker.
+        raise UsageError(f"both {BROKER_ENV} and {BROKER_FILE_ENV} are set; set one")
+    where = "--broker" if explicit else BROKER_ENV if from_env else BROKER_FILE_ENV
+    if explicit or from_env or not url_file:
+        url = explicit or from_env or MEMORY_BROKER
+    else:
+        try:
+            url = Path(url_file).expanduser().read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise UsageError(f"{BROKER_FILE_ENV}: cannot read {url_file}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise UsageError(f"{BROKER_FILE_ENV}: {url_file} is not UTF-8 text") from None
+        if not url:
+            raise UsageError(f"{BROKER_FILE_ENV}: {url_file} is empty; it should hold one "
+                             "broker URL")
     scheme = url.partition("://")[0] if "://" in url else ""
     transport = scheme.split("+", 1)[0]
     if transport not in TRANSPORT_ALIASES:
-        where = "--broker" if explicit else BROKER_ENV
         raise UsageError(f"{where}: not a broker URL Celery knows: {display_source(url)!r} "
                          "(e.g. redis://host:6379/0 or amqp://user:pass@host//)")
     return url

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from verify_dag import git, store
+from verify_dag import git, repos, store
 from verify_dag.errors import UsageError, VerifyDagError
 from verify_dag.files import file_lock, write_atomic
 from verify_dag.models.request import Depth
@@ -69,12 +69,8 @@ class Entry:
 
 
 def display(url: str) -> str:
-    """``url`` safe to print and store: a password in it is replaced by ``***``."""
-    scheme, sep, rest = url.partition("://")
-    userinfo, at, host = rest.partition("@")
-    if not sep or not at or "/" in userinfo or ":" not in userinfo:
-        return url
-    return f"{scheme}://{userinfo.split(':', 1)[0]}:***@{host}"
+    """``url`` safe to print and store: a password or token in it is replaced by ``***``."""
+    return repos.hide_credentials(url)
 
 
 def load(path: str | os.PathLike[str]) -> list[Entry]:
@@ -136,6 +132,8 @@ def _entry(where: Path, number: int, table: object) -> Entry:
     depth = table.get("depth", "deep")
     if depth not in DEPTHS:
         raise UsageError(f"{name}: depth must be one of {', '.join(DEPTHS)}, got {depth!r}")
+    # Refused at load, before any entry is audited: the run state of each carries its URL.
+    repos.refuse_credentials(url, name)
     if not git.is_url(url):
         # Paths are relative to the fleet file, so the file means the same from any directory.
         url = str((where.parent / Path(url).expanduser()).resolve())
