@@ -45,5 +45,8 @@ address="${FLOWER_ADDRESS:-127.0.0.1}"
 export FLOWER_BASIC_AUTH
 
 python="${PYTHON:-python3}"
-exec "$python" -m celery --broker="$broker" flower \
+# Celery reads the broker from CELERY_BROKER_URL: a password in it stays off Flower's command line,
+# which every process on the host can read.
+export CELERY_BROKER_URL="$broker"
+exec "$python" -m celery flower \
   --port="$port" --address="$address" --persistent=False "$@"
