@@ -105,6 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a completion criterion: one bash line the exerciser runs in the "
                         "verified commit (30 s, capped output); pass only if it exits 0")
     v.add_argument("--skip-ux", action="store_true", help="skip ux-reviewer (deep only)")
+    v.add_argument("--require-sandbox", action="store_true",
+                   help="refuse to run repository code without a full (bubblewrap) sandbox on "
+                        "the host that runs it (workers: $VERIFY_DAG_REQUIRE_SANDBOX=1); see "
+                        "docs/security.md")
     v.add_argument("--skip-visual", action="store_true",
                    help="skip visual-verify (deep) or the exerciser's visual lens (light)")
     v.add_argument("--auto-fix-threshold", type=_severity, default=3, metavar="N",
@@ -223,7 +227,8 @@ def _request(args: argparse.Namespace) -> Any:
         epic_text=_read_text(epic_path, "--epic-context"),
         plan_text=_read_text(plan_path, "--plan-file"), skip_ux=args.skip_ux,
         contract=contract_path, contract_text=_read_text(contract_path, "--contract"),
-        skip_visual=args.skip_visual, auto_fix_threshold=args.auto_fix_threshold,
+        skip_visual=args.skip_visual, require_sandbox=args.require_sandbox,
+        auto_fix_threshold=args.auto_fix_threshold,
         test_timeout=args.test_timeout, completion=cli_completion.criterion(args.completion),
         comment_density=_comment_density(),
         store=str(Path(args.store).expanduser().resolve()) if args.store else None,
@@ -244,8 +249,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     request = _request(args)
     progress = client.Progress(client.progress_stream(request.format == "json"))
     if embedded_run:
-        from verify_dag import embedded
+        from verify_dag import embedded, sandbox
 
+        # This host runs the repository's code: refuse now rather than half-way through.
+        sandbox.check_required(request.require_sandbox)
         embedded.ensure_worker()
         result = client.wait(client.submit(request), timeout=args.timeout, progress=progress)
     elif args.no_wait:

@@ -128,17 +128,24 @@ class SandboxRequired(FatalError):
     pass
 
 
-def wrap(argv: Sequence[str], policy: Policy, *, cwd: str | Path | None,
-         env: Mapping[str, str], step: str) -> tuple[list[str], dict[str, str]]:
-    """``argv`` and ``env`` as they run inside this host's sandbox; ``step`` names this one
-    command's processes for :func:`kill_step`."""
+def check_required(required: bool) -> None:
+    """Raise SandboxRequired when bubblewrap is required (by the run or this host's setting)
+    and this host cannot give it."""
     chosen = mode()
-    used = _used.get()
-    if chosen != "bubblewrap" and (_required.get() or require_setting()):
+    if chosen != "bubblewrap" and (required or require_setting()):
         raise SandboxRequired(
             f"repository code must run in a bubblewrap sandbox (--require-sandbox or "
             f"{REQUIRE_ENV}) and this host offers {chosen}",
             hint="install bubblewrap (Debian: apt-get install bubblewrap) on the worker hosts")
+
+
+def wrap(argv: Sequence[str], policy: Policy, *, cwd: str | Path | None,
+         env: Mapping[str, str], step: str) -> tuple[list[str], dict[str, str]]:
+    """``argv`` and ``env`` as they run inside this host's sandbox; ``step`` names this one
+    command's processes for :func:`kill_step`."""
+    check_required(_required.get())
+    chosen = mode()
+    used = _used.get()
     if used is not None:
         used.add(chosen)
     inner = dict(env)
@@ -182,12 +189,17 @@ def _bwrap_prefix(policy: Policy, workdir: Path | None, path_var: str) -> list[s
     for path in hidden:
         argv += ["--tmpfs", str(path)]
     argv += ["--dir", PRIVATE_HOME]
+    # A hidden home or /run stays empty: nothing written there could look like it landed.
+    scratch = {Path(p).resolve() for p in ("/tmp", "/var/tmp", "/dev/shm")}
+    late = [p for p in hidden if p not in scratch]
     writable = [p for p in (workdir, *policy.writable) if p is not None]
     for path in _exposed(policy, writable, hidden, path_var):
         argv += ["--ro-bind", str(path), str(path)]
     for path in _unique(Path(p).resolve() for p in writable):
         if path.exists():
             argv += ["--bind", str(path), str(path)]
+    for path in late:
+        argv += ["--remount-ro", str(path)]
     if workdir is not None:
         argv += ["--chdir", str(workdir)]
     return [*argv, "--"]

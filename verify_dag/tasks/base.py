@@ -72,7 +72,9 @@ def state_phase(phase: str) -> Callable[[StatePhase], Callable[..., dict[str, An
                 # The localized request names this host's copy of the repository; the next
                 # task, maybe on another host, localizes the run's own name again.
                 added = tuple(isolated(o, used) for o in out.outcomes[len(st.outcomes):])
-                out = out.model_copy(update={"request": st.request,
+                static = out.static if out.static == st.static or out.static is None else (
+                    isolated(out.static, used))
+                out = out.model_copy(update={"request": st.request, "static": static,
                                              "outcomes": out.outcomes[:len(st.outcomes)] + added})
             except VerifyDagError as exc:
                 out = st.model_copy(update={"error_code": "PHASE_FAILED",

@@ -1,0 +1,280 @@
+"""Repository code in a sandbox (issue 11, docs/security.md): hostile test suites, for real.
+
+Each attacker is a real repository whose pytest suite tries one thing a hostile repository would:
+read the worker's environment and command line, reach the broker and write a result key, write
+into what other runs use, leave processes behind. The suite *passes* only when the reads and the
+connection failed, so the tester's verdict is the sandbox's; the test then checks the world from
+outside (the files it tried to write, the broker's keys, the processes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from conftest import Repo, make_repo
+from redis_workers import fresh_db, workers
+
+import verify_dag
+from verify_dag import cli, report, sandbox
+
+CANARY = "canary-worker-secret-4e1f0c"
+
+PROBE = '''\
+import glob, json, os, socket
+
+BROKER = {broker!r}
+TARGETS = {targets!r}
+
+
+def proc_leaks():
+    """Other processes' environments and command lines that name the broker or a secret."""
+    leaks = []
+    for d in glob.glob("/proc/[0-9]*"):
+        for name in ("environ", "cmdline"):
+            try:
+                with open(os.path.join(d, name), "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                continue
+            if b"redis://" in data or {canary!r}.encode() in data:
+                leaks.append(d + "/" + name)
+    return leaks
+
+
+def resp(*words):
+    return b"".join([b"*%d\\r\\n" % len(words)] + [b"$%d\\r\\n%s\\r\\n" % (len(w), w)
+                                                   for w in words])
+
+
+def broker():
+    """Connect to the broker and write a result key, as the forger did."""
+    if BROKER is None:
+        return "no broker"
+    host, port, db = BROKER
+    try:
+        s = socket.create_connection((host, port), timeout=2)
+    except OSError as exc:
+        return "refused: " + type(exc).__name__
+    s.sendall(resp(b"SELECT", str(db).encode())
+              + resp(b"SET", b"celery-task-meta-forged", b'{{"status": "SUCCESS"}}'))
+    return "connected: " + s.recv(200).decode(errors="replace")
+
+
+def writes():
+    done = []
+    for path in TARGETS:
+        try:
+            with open(path, "a") as fh:
+                fh.write("poisoned\\n")
+            done.append(path)
+        except OSError:
+            pass
+    return done
+
+
+def test_attack():
+    achieved = {{"proc": proc_leaks(), "broker": broker(), "writes": writes()}}
+    assert not achieved["proc"], json.dumps(achieved)
+    assert not achieved["broker"].startswith("connected"), json.dumps(achieved)
+    # Writes are judged from outside: one that "worked" may have gone to a private scratch
+    # copy (a hidden directory's tmpfs), which is the point.
+    print(json.dumps(achieved))
+'''
+
+
+def attacker(path: Path, *, broker: tuple[str, int, int] | None = None,
+             targets: tuple[str, ...] = ()) -> Repo:
+    repo = make_repo(path)
+    repo.write("pyproject.toml", '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
+    repo.write("tests/test_attack.py", "def test_nothing():\n    pass\n")
+    repo.commit("base")
+    repo.git("tag", "base")
+    repo.write("tests/test_attack.py", PROBE.format(broker=broker, targets=list(targets),
+                                                    canary=CANARY))
+    repo.commit("attack")
+    return repo
+
+
+def verify(repo: Repo, out: Path, *flags: str, env: dict[str, str] | None = None,
+           ) -> tuple[int, dict[str, Any], str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "verify_dag.cli", "verify", str(repo.path), "--scope=branch",
+         "--base=base", "--depth=light", "--format=json", f"--output={out}", "--timeout=240",
+         *flags], capture_output=True, text=True, timeout=300, env=env)
+    doc = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {}
+    if doc:
+        report.validate(doc)
+    return proc.returncode, doc, proc.stderr
+
+
+def suite_result(doc: dict[str, Any]) -> dict[str, Any]:
+    (result,) = [s for s in doc["skillResults"] if s["skill"] == "tester"]
+    return result
+
+
+def need_bubblewrap() -> None:
+    if sandbox.mode() != "bubblewrap":
+        if os.environ.get("CI"):
+            pytest.fail("bubblewrap must work under CI (.ci/run installs it)")
+        pytest.skip(f"no working bubblewrap here (sandbox mode: {sandbox.mode()})")
+
+
+# --- on real workers over Redis -----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def broker() -> str:
+    return fresh_db(12)
+
+
+def test_a_suite_cannot_read_the_worker_reach_the_broker_or_forge_a_result(
+        tmp_path: Path, broker: str) -> None:
+    """The forgery of issue 11, step by step: each step fails, and the victim's report is its
+    own (its failing test and its exit code)."""
+    need_bubblewrap()
+    where = redis.Redis.from_url(broker).connection_pool.connection_kwargs
+    bad = attacker(tmp_path / "attacker", broker=(where["host"], where["port"], where["db"]))
+    victim = make_repo(tmp_path / "victim")
+    victim.write("tests/test_calc.py", "def test_ok():\n    assert True\n")
+    victim.commit("base")
+    victim.git("tag", "base")
+    victim.write("tests/test_calc.py", "def test_ok():\n    assert 1 + 1 == 3\n")
+    victim.commit("break it")
+    env = {k: v for k, v in os.environ.items() if k != "VERIFY_DAG_BROKER_URL"}
+    env["VERIFY_DAG_STORE"] = str(tmp_path / "worker-store")
+    env["WORKER_CANARY_SECRET"] = CANARY
+    # The broker URL in the worker's environment, as ops/README.md tells operators to pass it.
+    env["VERIFY_DAG_BROKER_URL"] = broker
+    with workers(broker, ["sandboxed"], tmp_path / "logs", env):
+        _rc, doc, err = verify(bad, tmp_path / "attacker.json", f"--broker={broker}")
+        assert suite_result(doc)["status"] == "PASSED", (suite_result(doc), doc["issues"], err)
+        assert "bubblewrap" in suite_result(doc)["notes"]
+        rc_victim, victim_doc, err = verify(victim, tmp_path / "victim.json", f"--broker={broker}")
+    assert redis.Redis.from_url(broker).get("celery-task-meta-forged") is None
+    assert rc_victim == 1, err
+    assert any("test_ok" in i["title"] for i in victim_doc["issues"]), victim_doc["issues"]
+
+
+# --- embedded ---------------------------------------------------------------------------------
+
+def test_writes_outside_the_checkout_change_nothing_another_run_sees(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cached environments, the store, the mirrors, verify-dag's own installation (a .pth would
+    run in every later verify-dag process) and the user's .git/config stay as they were."""
+    need_bubblewrap()
+    cache, mirrors = tmp_path / "cache", tmp_path / "mirrors"
+    (cache / "envs" / "someone-elses").mkdir(parents=True)
+    cached = cache / "envs" / "someone-elses" / "site.py"
+    cached.write_text("ORIGINAL = True\n", encoding="utf-8")
+    mirrors.mkdir()
+    mirror = mirrors / "other.git-config"
+    mirror.write_text("[core]\n", encoding="utf-8")
+    store = Path(os.environ["VERIFY_DAG_STORE"])
+    (store / "earlier-run").mkdir(parents=True)
+    stored = store / "earlier-run" / "report.json"
+    stored.write_text("{}", encoding="utf-8")
+    package = Path(verify_dag.__file__).parent / "zz_verify_dag_test_poison.py"
+    pth = Path(sysconfig.get_paths()["purelib"]) / "zz_verify_dag_test_poison.pth"
+    bad_path = tmp_path / "attacker"
+    user_config = bad_path / ".git" / "config"
+    targets = (str(cached), str(mirror), str(stored), str(package), str(pth), str(user_config))
+    bad = attacker(bad_path, targets=targets)
+    before = {p: Path(p).read_bytes() if Path(p).exists() else None for p in targets}
+    monkeypatch.setenv("VERIFY_DAG_CACHE", str(cache))
+    monkeypatch.setenv("VERIFY_DAG_MIRRORS", str(mirrors))
+    try:
+        rc, doc, err = verify(bad, tmp_path / "out.json")
+        after = {p: Path(p).read_bytes() if Path(p).exists() else None for p in targets}
+    finally:
+        for planted in (package, pth):  # only if the sandbox failed: never leave them
+            planted.unlink(missing_ok=True)
+    assert after == before
+    assert suite_result(doc)["status"] == "PASSED", (suite_result(doc), doc["issues"], err)
+    assert rc == 0, err
+
+
+def test_a_daemon_and_children_a_conftest_starts_are_gone_after_the_run(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    repo.write("tests/test_one.py", "def test_one():\n    pass\n")
+    repo.commit("base")
+    repo.git("tag", "base")
+    # A double-forked daemon in a session of its own, and 200 children: all outlive pytest.
+    repo.write("tests/conftest.py", '''\
+import os, subprocess
+
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execvp("sleep", ["sleep", "3600.5151"])
+    os._exit(0)
+for _ in range(200):
+    subprocess.Popen(["sleep", "3600.5152"], start_new_session=True)
+''')
+    repo.commit("conftest")
+    _rc, doc, err = verify(repo, tmp_path / "out.json")
+    assert suite_result(doc)["status"] == "PASSED", (suite_result(doc), err)
+    deadline = time.monotonic() + 10
+    while (left := running("sleep 3600.515")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert left == []
+
+
+def running(needle: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if needle in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def test_the_unshare_fallback_still_hides_other_processes(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without bubblewrap: own PID namespace and /proc, and the report says the file system was
+    not protected."""
+    monkeypatch.setenv(sandbox.MODE_ENV, "unshare")
+    if sandbox.mode() != "unshare":
+        pytest.skip("unshare does not work here")
+    monkeypatch.setenv("WORKER_CANARY_SECRET", CANARY)
+    _rc, doc, err = verify(attacker(tmp_path / "attacker"), tmp_path / "out.json")
+    assert suite_result(doc)["status"] == "PASSED", (suite_result(doc), doc["issues"], err)
+    assert "unshare" in suite_result(doc)["notes"] and "NOT read-only" in suite_result(doc)["notes"]
+
+
+def test_require_sandbox_refuses_a_host_without_bubblewrap(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        ) -> None:
+    monkeypatch.setenv(sandbox.MODE_ENV, "none")
+    repo = attacker(tmp_path / "attacker")
+    rc = cli.main(["verify", str(repo.path), "--scope=branch", "--base=base", "--depth=light",
+                   "--require-sandbox", f"--output={tmp_path / 'out.md'}"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 3
+    assert err == ["verify-dag: error: repository code must run in a bubblewrap sandbox "
+                   "(--require-sandbox or VERIFY_DAG_REQUIRE_SANDBOX) and this host offers none "
+                   "(install bubblewrap (Debian: apt-get install bubblewrap) on the worker "
+                   "hosts)"]
+    assert not (tmp_path / "out.md").exists()
+
+
+def test_each_skill_says_which_isolation_its_repository_code_ran_under(tmp_path: Path) -> None:
+    need_bubblewrap()
+    repo = attacker(tmp_path / "attacker")
+    _rc, doc, _err = verify(repo, tmp_path / "out.json")
+    by_skill = {s["skill"]: s["notes"] for s in doc["skillResults"]}
+    assert "repository code ran in bubblewrap" in by_skill["tester"]
+    assert "repository code ran in bubblewrap" in by_skill["static-analysis"]
