@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -278,3 +279,49 @@ def test_each_skill_says_which_isolation_its_repository_code_ran_under(tmp_path:
     by_skill = {s["skill"]: s["notes"] for s in doc["skillResults"]}
     assert "repository code ran in bubblewrap" in by_skill["tester"]
     assert "repository code ran in bubblewrap" in by_skill["static-analysis"]
+
+
+@pytest.mark.parametrize("mode", ["bubblewrap", "none"])
+def test_a_killed_workers_suite_does_not_outlive_it(tmp_path: Path, broker: str,
+                                                    mode: str) -> None:
+    """SIGKILL a worker (its whole process group) while its suite runs: the suite goes with it
+    (bubblewrap dies with its parent), or, where nothing can tie it to the worker (no sandbox
+    on the host), the next worker that starts there kills it."""
+    if mode == "bubblewrap":
+        need_bubblewrap()
+    repo = make_repo(tmp_path / "repo")
+    repo.write("tests/test_slow.py", "def test_slow():\n    pass\n")
+    repo.commit("base")
+    repo.git("tag", "base")
+    repo.write("tests/test_slow.py", "import subprocess\n\n\ndef test_slow():\n"
+               f"    subprocess.run(['sleep', '3600.{mode == 'none':d}717'])\n")
+    repo.commit("slow")
+    needle = f"sleep 3600.{mode == 'none':d}717"
+    env = {k: v for k, v in os.environ.items() if k != "VERIFY_DAG_BROKER_URL"}
+    env.update({"VERIFY_DAG_STORE": str(tmp_path / "store"), sandbox.MODE_ENV: mode})
+    submitted = subprocess.run(
+        [sys.executable, "-m", "verify_dag.cli", "verify", str(repo.path), "--scope=branch",
+         "--base=base", "--depth=light", f"--broker={broker}", "--no-wait"],
+        capture_output=True, text=True, timeout=120, env=env)
+    assert submitted.returncode == 0, submitted.stderr
+    try:
+        with workers(broker, ["doomed"], tmp_path / "logs", env) as (proc,):
+            deadline = time.monotonic() + 120
+            while not running(needle):
+                assert time.monotonic() < deadline, "the suite never started"
+                time.sleep(0.2)
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        time.sleep(1)
+        if mode == "none":
+            # Nothing ties the suite to the dead worker: it is still there...
+            assert running(needle)
+        # ... until a worker starts on this host.
+        with workers(broker, ["successor"], tmp_path / "logs2", env):
+            deadline = time.monotonic() + 10
+            while running(needle) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert running(needle) == []
+    finally:
+        for pid in running(needle):
+            os.kill(pid, signal.SIGKILL)
