@@ -248,8 +248,9 @@ def test_branch_run_shape() -> None:
     assert [f["title"] for f in doc["findings"]] == [i["title"] for i in doc["issues"]]
     assert doc["exerciserVerification"] == [] and doc["customGates"] == {"exerciser": [],
                                                                         "review": []}
-    assert doc["run"] == {"id": "run-light-1", "requestedMode": "interactive",
-                          "mode": "report-only", "note": report.json_v1.REPORT_ONLY_NOTE}
+    assert doc["run"] == {"id": "run-light-1", "repo": "/srv/repo",
+                          "requestedMode": "interactive", "mode": "report-only",
+                          "note": report.json_v1.REPORT_ONLY_NOTE}
 
 
 def test_issue_location_projections() -> None:

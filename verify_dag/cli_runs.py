@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the parser is built on every call, before pydantic is needed
     from verify_dag.store import RunMeta
 
+# What ``status`` says of a run whose records the result backend lost (client.announce).
+LOST = "LOST"
 STORE_HELP = ("report store directory (default: $VERIFY_DAG_STORE, else "
               "$XDG_DATA_HOME/verify-dag/runs, i.e. ~/.local/share/verify-dag/runs)")
 
@@ -31,7 +33,8 @@ def _positive(text: str) -> int:
 
 def add_parsers(sub: Any, add_broker: Callable[[argparse.ArgumentParser], None]) -> None:
     """``sub`` is the subparsers action of the top-level parser."""
-    s = sub.add_parser("status", help="one line: the state of a run (PENDING, STARTED, SUCCESS)")
+    s = sub.add_parser("status",
+                       help="one line: the state of a run (PENDING, STARTED, SUCCESS, LOST)")
     s.add_argument("run_id", metavar="RUN_ID")
     add_store(s)
     add_broker(s)
@@ -70,11 +73,12 @@ def submit(request: Any) -> Any:
     could not tell a queued run from a mistyped id. It is written before the canvas is sent: a
     worker that already marked the root task STARTED must not be overwritten. A local
     repository is first pinned and bundled into the store (``repos.prepare``): workers may be
-    on other hosts.
+    on other hosts. The run's sentinel (``client.announce``) is left beside it, so that a result
+    store that loses the run can be told from one still running it.
     """
     from celery import states, uuid
 
-    from verify_dag import repos
+    from verify_dag import client, repos
     from verify_dag.celery_app import app
     from verify_dag.workflow import plan
 
@@ -82,6 +86,7 @@ def submit(request: Any) -> Any:
     built = plan(repos.prepare(request, run_id), run_id)
     with unreachable_broker_is_fatal():
         app.backend.store_result(built.run_id, None, states.PENDING)
+        built = client.announce(built)
         built.canvas.apply_async()
     return built
 
@@ -122,9 +127,15 @@ def status(run_id: str, store_dir: str | None, broker: str | None) -> str:
             raise
         configure(broker)
         state = _backend_state(run_id)
+        if state is None and (store.resolve(store_dir) / run_id).is_dir():
+            # A run submitted from here (its bundle is in the store) that the backend forgot.
+            state = LOST
         if state is None:
             raise UsageError(f"no run {run_id} in {store.resolve(store_dir)} and none known to "
-                             "the result backend") from None
+                             "the result backend (a run it lost looks the same)") from None
+        if state == LOST:
+            return (f"{run_id} LOST (its records vanished from the result store: a restart "
+                    "without persistence or a flush?)")
         return f"{run_id} {state}"
     return (f"{run_id} SUCCESS result={meta.result} exit={meta.exit_code} "
             f"finished={meta.finished}")
@@ -138,12 +149,17 @@ def _backend_state(run_id: str) -> str | None:
     """
     from celery import states
 
-    from verify_dag.client import read_meta
+    from verify_dag.client import read_meta, sentinel_id
 
     # A Redis that is restarting is waited for (up to VERIFY_DAG_OUTAGE_LIMIT), as verify does.
     meta = read_meta(run_id)
+    sentinel = read_meta(sentinel_id(run_id))
     if not meta.get("task_id"):  # what the backend answers for an id nobody stored
         return None
+    if not sentinel.get("task_id"):
+        # Known to the backend (a task still running when it was flushed wrote its result
+        # again) but its sentinel is gone: nothing will finish the run.
+        return LOST
     state = str(meta["status"])
     return states.STARTED if state == states.SUCCESS else state
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 import sys
 import time
 from typing import Any, TextIO
@@ -11,9 +13,9 @@ from celery import states
 from celery.exceptions import BackendError
 
 from verify_dag.celery_app import app
-from verify_dag.errors import FatalError, UsageError
+from verify_dag.errors import FatalError, UsageError, VerifyDagError
 from verify_dag.models import VerifyRequest
-from verify_dag.workflow import Plan, plan
+from verify_dag.workflow import Expected, Plan, plan
 
 OUTAGE_ENV = "VERIFY_DAG_OUTAGE_LIMIT"
 # Seconds the result store (Redis) may stay unreachable while a client waits for a run; then the
@@ -21,12 +23,50 @@ OUTAGE_ENV = "VERIFY_DAG_OUTAGE_LIMIT"
 DEFAULT_OUTAGE_LIMIT = 60.0
 # How often an unreachable result store is asked again.
 OUTAGE_RETRY = 0.5
+# Seconds between two looks at a waiting run's sentinel: a run the result store lost is said so
+# within about this long (ops/README.md, "Faults and recovery").
+LOST_CHECK = 2.0
+# A custom state: never a ready one, which Celery's backends cache in the process and would go
+# on answering from memory after the store lost it.
+SUBMITTED = "SUBMITTED"
+_SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 
 
 def submit(request: VerifyRequest) -> Plan:
+    """Send a run to the in-process worker (the broker case is ``cli_runs.submit``)."""
+    from verify_dag import git
+
     built = plan(request)
+    if built.expect is not None and not git.is_url(request.repo):
+        # The in-process worker reads the repository where it is: the head the report must name
+        # is the one seen now, just before the scope phase looks.
+        built = dataclasses.replace(built, expect=dataclasses.replace(
+            built.expect, head=git.head(request.repo)))
+    built = announce(built)
     built.canvas.apply_async()
     return built
+
+
+def sentinel_id(run_id: str) -> str:
+    return f"{run_id}-sentinel"
+
+
+def announce(p: Plan) -> Plan:
+    """Leave a record of the run in the result backend, before its canvas is sent.
+
+    No worker ever writes it, so while the run's other records come and go it stays until the
+    backend's own expiry (``result_expires``); when it is gone the backend lost everything it
+    held (a Redis restarted without persistence, a flush) and the run cannot finish: its chord
+    counts and pending messages went with it. ``wait`` and ``verify-dag status`` look for it.
+    """
+    sid = sentinel_id(p.run_id)
+    app.backend.store_result(sid, {"runId": p.run_id}, SUBMITTED)
+    return dataclasses.replace(p, sentinel=sid)
+
+
+def lost(p: Plan) -> bool:
+    """Whether the result backend no longer has the run's sentinel (a missing id reads PENDING)."""
+    return p.sentinel is not None and _meta(p.sentinel)["status"] == states.PENDING
 
 
 class Progress:
@@ -52,12 +92,15 @@ class Progress:
 
 def wait(p: Plan, *, timeout: float, progress: Progress | None = None,
          interval: float = 0.005, sweep: float = 0.25,
-         outage: float | None = None) -> dict[str, Any]:
+         outage: float | None = None, lost_check: float = LOST_CHECK) -> dict[str, Any]:
     """Wait for the report task.
 
     The final result is polled every ``interval``; every ``sweep`` seconds the other phases are
     looked at too, for the progress display and so that a phase task that failed outright (it
-    should not: phases record errors on the state) ends the wait instead of hanging it.
+    should not: phases record errors on the state) ends the wait instead of hanging it. Every
+    ``lost_check`` seconds the run's sentinel is looked for (``announce``): when it is gone the
+    run's report is taken from the report store if it landed there, else the wait ends with a
+    FatalError. A verify run's report is checked against the run (``check_report``).
 
     A result store that cannot be reached (Redis restarting) is asked again every 0.5 s for up
     to ``outage`` seconds in a row (default: ``$VERIFY_DAG_OUTAGE_LIMIT``, else 60), then the
@@ -66,11 +109,16 @@ def wait(p: Plan, *, timeout: float, progress: Progress | None = None,
     limit = outage_limit() if outage is None else outage
     start = time.monotonic()
     next_sweep = start + sweep
+    next_look = start + lost_check
     down_since: float | None = None
     while True:
         attempt = time.monotonic()
         try:
             result = _poll(p, progress, sweep=attempt >= next_sweep)
+            if result is None and attempt >= next_look:
+                next_look = attempt + lost_check
+                if lost(p):
+                    result = _lost(p)
         except outage_errors() as exc:
             # An attempt can take a while to fail (a connect timeout): it counts.
             now = time.monotonic()
@@ -104,6 +152,7 @@ def _poll(p: Plan, progress: Progress | None, *, sweep: bool) -> dict[str, Any] 
         if final["status"] != states.SUCCESS:
             raise FatalError(f"the report task failed: {final.get('result')!r}")
         result: dict[str, Any] = final["result"]
+        check_report(p, result)
         return result
     if sweep:
         if progress is not None:
@@ -112,6 +161,67 @@ def _poll(p: Plan, progress: Progress | None, *, sweep: bool) -> dict[str, Any] 
             meta = _meta(ref.task_id)
             if meta["status"] == states.FAILURE:
                 raise FatalError(f"phase {ref.label} failed: {meta.get('result')!r}")
+    return None
+
+
+def _lost(p: Plan) -> dict[str, Any]:
+    """The run's report from the report store, when the result store lost the run after the
+    report landed; else the FatalError that says the run is lost."""
+    from verify_dag import store
+
+    if p.expect is not None:
+        try:
+            doc, markdown, _ = store.load(p.expect.store, p.run_id)
+        except VerifyDagError:
+            pass  # not there (or unreadable): the run is lost either way
+        else:
+            found = {"report": doc, "markdown": markdown,
+                     "stored": str(store.resolve(p.expect.store) / p.run_id)}
+            check_report(p, found)
+            return found
+    raise FatalError(
+        f"the broker lost run {p.run_id} (its records vanished from the result store: a restart "
+        "without persistence or a flush?)",
+        hint="submit it again; a broker that must survive restarts needs Redis persistence, "
+             "see ops/README.md, \"Faults and recovery\"",
+    )
+
+
+def check_report(p: Plan, result: object) -> None:
+    """A FatalError unless ``result`` is the report of the run ``p`` asked for."""
+    if p.expect is None:
+        return
+    report = result.get("report") if isinstance(result, dict) else None
+    wrong = mismatch(report, p.run_id, p.expect)
+    if wrong is not None:
+        raise FatalError(f"the report in the result store is not this run's ({wrong})",
+                         hint="something other than the run's own report task wrote its result; "
+                              "do not trust this run, verify again")
+
+
+def mismatch(report: object, run_id: str, expect: Expected) -> str | None:
+    """What in ``report`` says it is not the report of run ``run_id``, or None when it is.
+
+    Checked: the run id, the repository and the head SHA. The head is known to the client for a
+    local repository (the snapshot it pinned, or the HEAD the in-process worker will read); for
+    a URL the scope phase resolves it on a worker, so only its shape is checked. An error report
+    may have no head (the scope phase never resolved one); it fails the run anyway.
+    """
+    if not isinstance(report, dict):
+        return f"no report, expected run id {run_id}"
+    run, scope = (part if isinstance(part := report.get(key), dict) else {}
+                  for key in ("run", "scope"))
+    got_id, got_repo, head = run.get("id"), run.get("repo"), scope.get("headSha")
+    if got_id != run_id:
+        return f"run id {got_id}, expected {run_id}"
+    if got_repo != expect.repo:
+        return f"repository {got_repo}, expected {expect.repo}"
+    if head is None and report.get("status") == "error":
+        return None
+    if expect.head is not None and head != expect.head:
+        return f"head {head}, expected {expect.head}"
+    if not (isinstance(head, str) and _SHA.fullmatch(head)):
+        return f"head {head!r}, expected a commit SHA"
     return None
 
 

@@ -39,11 +39,24 @@ class PhaseRef:
 
 
 @dataclass(frozen=True)
+class Expected:
+    """What a verify run's report must say of itself before the client believes it: the result
+    store can be written by more than the run's own report task (issue 11)."""
+
+    repo: str  # the repository as the report names it: git.display_source of the request's
+    head: str | None  # the HEAD the client saw; None for a URL (the scope phase resolves it)
+    store: str | None  # the report store the run writes to (the request's), read if it is lost
+
+
+@dataclass(frozen=True)
 class Plan:
     run_id: str
     canvas: Any  # celery.canvas.Signature; celery ships no types
     phases: tuple[PhaseRef, ...]
     final_id: str
+    expect: Expected | None = None  # verify runs only; completion and shadow results differ
+    # The id of the record client.announce left in the result backend; None when none was left.
+    sentinel: str | None = None
 
 
 def header_tasks(request: VerifyRequest) -> list[str]:
@@ -93,7 +106,10 @@ def plan(request: VerifyRequest, run_id: str | None = None) -> Plan:
     report = sig("verify_dag.report", label="report")
     canvas = chain(scope, engineer, triage, static, chord(header, collect), exerciser, debugger,
                    report)
-    return Plan(run_id=run_id, canvas=canvas, phases=tuple(phases), final_id=phases[-1].task_id)
+    head = request.snapshot.head if request.snapshot is not None else None
+    expect = Expected(repo=display_source(request.repo), head=head, store=request.store)
+    return Plan(run_id=run_id, canvas=canvas, phases=tuple(phases), final_id=phases[-1].task_id,
+                expect=expect)
 
 
 # verify-dag completion (seed 001): four steps, each its own task; only execute runs a process.

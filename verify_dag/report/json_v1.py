@@ -2,7 +2,8 @@
 
 Keys beyond the seed's 8c shape are additive (consumers ignore unknown fields, so they do not bump
 schemaVersion): issues[].class/baseline/inScope,
-scope.compareRef/pathFilter/diffCommand/notes/nothingToVerify, top-level run and dedup.
+scope.compareRef/pathFilter/diffCommand/notes/nothingToVerify, top-level run (run.repo) and
+dedup.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from verify_dag.git import display_source
 from verify_dag.models.findings import Finding
 from verify_dag.models.scope import ExcludedFile, FileChange, Scope
 from verify_dag.models.state import RunState
@@ -243,6 +245,9 @@ def build(state: RunState) -> Report:
         ],
         "run": {
             "id": state.run_id,
+            # The repository as the run named it (never a password): with id and scope.headSha,
+            # what a client checks before it believes a report it did not see written.
+            "repo": display_source(state.request.repo),
             "requestedMode": requested,
             "mode": "report-only",
             "note": REPORT_ONLY_NOTE if requested != "report-only" else None,
