@@ -67,19 +67,24 @@ def test_nothing_configured_resolves_to_none_and_says_how(tmp_path: Path) -> Non
     config = load_config(tmp_path, {})
     assert config.backend is None
     assert resolve(config, "reviewer") is None
-    assert "VERIFY_DAG_BACKEND" in how_to_configure() and "[tool.verify-dag]" in how_to_configure()
+    assert "VERIFY_DAG_BACKEND" in how_to_configure() and "config.toml" in how_to_configure()
+    # The repository under verification cannot choose a backend, so it is not offered as a way.
+    assert "[tool.verify-dag]" not in how_to_configure()
 
 
 def test_precedence_environment_then_user_file_then_pyproject(tmp_path: Path) -> None:
+    # The repository's table gives only its timeout; its backend and model are dropped.
     repo = project(tmp_path, '[tool.verify-dag]\nbackend = "claude"\nmodel = "from-repo"\n'
                              "timeout = 30")
-    user = user_config(tmp_path, 'model = "from-user"\ntimeout = 40\n')
+    user = user_config(tmp_path, 'backend = "claude"\nmodel = "from-user"\ntimeout = 40\n')
     env = {**user, "VERIFY_DAG_MODEL": "from-env"}
     assert resolve(load_config(repo, env), "qa") == Backend(
         kind="claude", skill="qa", model="from-env", timeout=40.0)
     assert resolve(load_config(repo, user), "qa").model == "from-user"  # type: ignore[union-attr]
-    repo_only = resolve(load_config(repo, {}), "qa")
-    assert repo_only is not None and (repo_only.model, repo_only.timeout) == ("from-repo", 30.0)
+    assert resolve(load_config(repo, {}), "qa") is None
+    repo_timeout = resolve(load_config(repo, {"VERIFY_DAG_BACKEND": "claude"}), "qa")
+    assert repo_timeout is not None and (repo_timeout.model, repo_timeout.timeout) == ("sonnet",
+                                                                                       30.0)
     env_kind = load_config(repo, {"VERIFY_DAG_BACKEND": "codex", "VERIFY_DAG_MODEL_TIMEOUT": "9"})
     assert resolve(env_kind, "qa") == Backend(kind="codex", skill="qa", effort="medium",
                                               timeout=9.0)
@@ -109,10 +114,11 @@ def test_cost_tier_defaults(kind: str, expected: dict[str, tuple[str | None, str
 
 
 def test_per_skill_overrides_beat_globals_within_a_source(tmp_path: Path) -> None:
-    repo = project(tmp_path, '[tool.verify-dag]\nbackend = "claude"\neffort = "low"\n\n'
-                             '[tool.verify-dag.skills.qa]\neffort = "high"\nmodel = "haiku"\n')
-    env = {"VERIFY_DAG_MODEL_COMMENT_REVIEW": "claude-x", "VERIFY_DAG_EFFORT_UX_REVIEWER": "max"}
-    config = load_config(repo, env)
+    user = user_config(tmp_path, 'backend = "claude"\neffort = "low"\n\n'
+                                 '[skills.qa]\neffort = "high"\nmodel = "haiku"\n')
+    env = {**user, "VERIFY_DAG_MODEL_COMMENT_REVIEW": "claude-x",
+           "VERIFY_DAG_EFFORT_UX_REVIEWER": "max"}
+    config = load_config(None, env)
     qa, comment, ux = (resolve(config, s) for s in ("qa", "comment-review", "ux-reviewer"))
     assert qa is not None and (qa.model, qa.effort) == ("haiku", "high")
     assert comment is not None and (comment.model, comment.effort) == ("claude-x", "low")
@@ -136,11 +142,11 @@ def test_a_model_named_beside_no_backend_is_the_configured_backends(
     assert resolve(config, "reviewer").model == "sonnet"  # type: ignore[union-attr]
     assert resolve(config, "codex-reviewer") == Backend(kind="codex", skill="codex-reviewer",
                                                         effort="medium")
-    repo = project(tmp_path, '[tool.verify-dag]\nmodel = "opus"\n')
-    codex = resolve(load_config(repo, {"VERIFY_DAG_BACKEND": "claude"}), "codex-reviewer")
+    user = user_config(tmp_path, 'model = "opus"\n')
+    codex = resolve(load_config(None, {**user, "VERIFY_DAG_BACKEND": "claude"}), "codex-reviewer")
     assert codex is not None and codex.model is None
     # With Codex the configured engine, the same unnamed model is Codex's.
-    both = resolve(load_config(repo, {"VERIFY_DAG_BACKEND": "codex"}), "codex-reviewer")
+    both = resolve(load_config(None, {**user, "VERIFY_DAG_BACKEND": "codex"}), "codex-reviewer")
     assert both is not None and both.model == "opus"
 
 
@@ -165,18 +171,20 @@ def test_repository_template_refused_even_beside_a_trusted_backend(tmp_path: Pat
 
 def test_config_is_serialisable(tmp_path: Path) -> None:
     config = load_config(project(tmp_path, '[tool.verify-dag]\nbackend = "codex"\n'),
-                         {"VERIFY_DAG_MODEL_QA": "gpt-5"})
+                         {"VERIFY_DAG_MODEL_QA": "gpt-5", "VERIFY_DAG_BACKEND": "codex"})
+    assert config.notes  # the repository's backend, refused
     assert BackendsConfig.model_validate(json.loads(config.model_dump_json())) == config
 
 
 @pytest.mark.parametrize(("where", "body", "env", "message"), [
     ("repo", "[tool.verify-dag]\nbackend = ", {}, "invalid TOML"),
-    ("repo", '[tool.verify-dag]\nmodle = "x"\n', {}, "unknown key 'modle'"),
-    ("repo", '[tool.verify-dag]\nbackend = "gpt"\n', {}, "backend: expected one of"),
-    ("repo", '[tool.verify-dag]\nmodel = "--yolo"\n', {}, "model: expected a model"),
     ("repo", '[tool.verify-dag]\ntimeout = -1\n', {}, "timeout: expected a positive"),
-    ("repo", '[tool.verify-dag.skills.reviwer]\nmodel = "x"\n', {}, "unknown skill 'reviwer'"),
-    ("repo", '[tool.verify-dag.skills.qa]\nmodel = 3\n', {}, "skills.qa.model"),
+    # The repository's other keys are dropped with a note, not validated (test_repo_settings).
+    ("user", 'modle = "x"\n', {}, "unknown key 'modle'"),
+    ("user", 'backend = "gpt"\n', {}, "backend: expected one of"),
+    ("user", 'model = "--yolo"\n', {}, "model: expected a model"),
+    ("user", '[skills.reviwer]\nmodel = "x"\n', {}, "unknown skill 'reviwer'"),
+    ("user", '[skills.qa]\nmodel = 3\n', {}, "skills.qa.model"),
     ("user", 'command = "cli --model={model}"\n', {}, "whole arguments"),
     ("user", 'command = "cli \'unbalanced"\n', {}, "cannot split"),
     ("env", "", {"VERIFY_DAG_MODEL_TIMEOUT": "soon"}, "VERIFY_DAG_MODEL_TIMEOUT"),
@@ -507,10 +515,9 @@ def test_a_status_the_reply_reports_about_itself(status: str, expected: tuple[st
 
 
 def test_the_tools_model_arms_have_their_own_settings(tmp_path: Path) -> None:
-    repo = project(tmp_path, '[tool.verify-dag]\nbackend = "claude"\n\n'
-                             '[tool.verify-dag.skills.contract]\nmodel = "judge-model"\n')
-    env = {"VERIFY_DAG_MODEL_SHADOW_VERIFIER": "shadow-model"}
-    config = load_config(repo, env)
+    user = user_config(tmp_path, 'backend = "claude"\n\n[skills.contract]\nmodel = "judge-model"\n')
+    env = {**user, "VERIFY_DAG_MODEL_SHADOW_VERIFIER": "shadow-model"}
+    config = load_config(None, env)
     assert resolve(config, "contract").model == "judge-model"  # type: ignore[union-attr]
     assert resolve(config, "shadow-verifier").model == "shadow-model"  # type: ignore[union-attr]
     assert resolve(config, "reviewer").model != "judge-model"  # type: ignore[union-attr]

@@ -198,15 +198,17 @@ def test_backend_table_is_read_from_the_commit_in_a_bare_copy(
     from verify_dag.reviewers import runner
 
     work, _server = remote
-    work.write("pyproject.toml", '[tool.verify-dag]\nbackend = "claude"\nmodel = "from-repo"\n')
+    # timeout: one of the keys a repository may set (a backend it may not: test_repo_settings).
+    work.write("pyproject.toml", '[tool.verify-dag]\ntimeout = 45\n')
     work.commit("backend")
     bare = repos.mirror(work.path.as_uri(), refresh=True, need=[])
     request = VerifyRequest(repo=str(bare), scope="all")
     state = RunState(run_id="run-3", request=request, scope=scope.run(request))
     for key in [k for k in os.environ if k.startswith("VERIFY_DAG_")]:
         monkeypatch.delenv(key)
+    monkeypatch.setenv("VERIFY_DAG_BACKEND", "claude")
     chosen = backends.resolve(runner._config(state), "reviewer")
-    assert chosen is not None and (chosen.kind, chosen.model) == ("claude", "from-repo")
+    assert chosen is not None and (chosen.kind, chosen.timeout) == ("claude", 45.0)
 
 
 def test_old_run_copies_are_swept(tmp_path: Path) -> None:

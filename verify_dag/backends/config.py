@@ -9,9 +9,10 @@ Sources, highest precedence first:
 2. the user's config file: ``$VERIFY_DAG_CONFIG``, else ``$XDG_CONFIG_HOME/verify-dag/config.toml``,
    else ``~/.config/verify-dag/config.toml`` (top-level keys backend, command, model, effort,
    timeout and ``[skills.<skill>]`` tables);
-3. the verified repository's ``pyproject.toml`` ``[tool.verify-dag]`` (the same keys, except that
-   ``command`` is refused: that repository is what we are verifying, and a command template from it
-   would run whatever it likes on the reviewer's machine).
+3. the verified repository's ``pyproject.toml`` ``[tool.verify-dag]``: ``timeout`` only (and
+   ``comment-density``, read by phases/comments.py). That repository is what we are verifying:
+   a backend, model, effort or command template from it would choose what runs on the user's
+   machine and what the user pays for, so each is dropped with a note (``sources.REPO_KEYS``).
 
 For one skill, the first source that says anything wins: its skill table, then its global value.
 A source's model and effort only apply when that source names no backend or names the one that
@@ -44,7 +45,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from verify_dag.backends.sources import JUDGEMENT_SKILLS, REPO_TABLE, Kind, Layer, read_layers
+from verify_dag.backends.sources import JUDGEMENT_SKILLS, Kind, Layer, read_layers
 from verify_dag.errors import UsageError
 from verify_dag.models.base import Frozen
 
@@ -103,8 +104,7 @@ class Backend(Frozen):
 def how_to_configure() -> str:
     return ("configure a model backend with VERIFY_DAG_BACKEND=codex or claude (its CLI on PATH) "
             "or VERIFY_DAG_BACKEND_COMMAND='your-cli {model}' (prompt on stdin, reply on stdout), "
-            "or backend = \"claude\" under [tool.verify-dag] in pyproject.toml or in "
-            "~/.config/verify-dag/config.toml")
+            "or backend = \"claude\" in ~/.config/verify-dag/config.toml")
 
 
 def codex_on_path() -> bool:
@@ -156,10 +156,6 @@ def load_config(repo: Path | None, env: Mapping[str, str] | None = None) -> Back
     config = BackendsConfig(layers=tuple(layers), notes=tuple(notes))
     named = next((la for la in config.layers if la.backend), None)
     if named is not None and named.backend == "command" and not config.command:
-        if named.source.endswith(REPO_TABLE):
-            notes.append(f"{named.source}: backend = \"command\" has no trusted command template; "
-                         "no model backend configured")
-            return config.model_copy(update={"notes": tuple(notes)})
         raise UsageError(f"{named.source}: backend is \"command\" but no command template is set "
                          "(VERIFY_DAG_BACKEND_COMMAND or `command` in the user config file)")
     return config

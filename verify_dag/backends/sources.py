@@ -1,6 +1,8 @@
 """Read and validate each configuration source into a :class:`Layer`; precedence is config.py's.
 
-Every mistake is a UsageError of one line naming the file (or variable) and the key.
+Every mistake is a UsageError of one line naming the file (or variable) and the key. The
+repository's own table is untrusted: only ``REPO_KEYS`` are read from it, every other key is
+dropped with a note for the report.
 """
 
 from __future__ import annotations
@@ -26,6 +28,17 @@ PLACEHOLDERS = ("{model}", "{effort}", "{skill}")
 # comment-density is read by phases/comments.py (the deterministic comment-review rules); it is
 # listed here only so that a [tool.verify-dag] table carrying it is not refused.
 _KEYS = ("backend", "command", "model", "effort", "timeout", "skills", "comment-density")
+# What the repository under verification may set in its own table (issue 11): nothing that picks
+# or starts a program or spends the user's money. timeout only bounds a call to the backend the
+# user chose, and a longer call is not a dearer one (models bill tokens, not time).
+REPO_KEYS = ("timeout", "comment-density")
+# Repository-safe too, but verify-dag reads them from the command line only. Noted and not
+# refused: a project that writes them down for its contributors is not at fault, and reading
+# them would be a feature nobody asked for.
+_NOT_READ = {"depth": "--depth", "fail-on": "--fail-on"}
+_REFUSED = {"backend": "a model backend", "command": "a command template",
+            "model": "a model", "effort": "a model effort",
+            "skills": "a per-skill model or effort"}
 _SKILL_KEYS = ("model", "effort")
 # Model and effort names become CLI arguments: keep them to plain names, never option-like.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,99}")
@@ -120,6 +133,8 @@ def file_layer(raw: Mapping[str, Any], source: str, *, trusted: bool, notes: lis
             return f"environment {name}"
         return f"{source}: {key}"
 
+    if not trusted:
+        raw = _repository_safe(raw, source, notes)
     unknown = sorted(set(raw) - set(_KEYS))
     if unknown:
         raise UsageError(f"{source}: unknown key {unknown[0]!r} (known: {', '.join(_KEYS)})")
@@ -127,14 +142,7 @@ def file_layer(raw: Mapping[str, Any], source: str, *, trusted: bool, notes: lis
     if backend is not None and backend not in get_args(Kind):
         raise UsageError(f"{where('backend')}: expected one of codex, claude, command, "
                          f"got {backend!r}")
-    command: tuple[str, ...] = ()
-    if "command" in raw:
-        if trusted:
-            command = _template(raw["command"], where("command"))
-        else:
-            notes.append(f"{source}: ignored `command`: a command template is only accepted from "
-                         "the environment or the user config file, never from the repository "
-                         "under verification")
+    command = _template(raw["command"], where("command")) if "command" in raw else ()
     if command and backend is None:
         backend = "command"
     skills: dict[str, SkillSettings] = {}
@@ -158,6 +166,25 @@ def file_layer(raw: Mapping[str, Any], source: str, *, trusted: bool, notes: lis
                  model=_name(raw.get("model"), where("model")),
                  effort=_name(raw.get("effort"), where("effort")),
                  timeout=_timeout(raw.get("timeout"), where("timeout")), skills=skills)
+
+
+def _repository_safe(raw: Mapping[str, Any], source: str, notes: list[str]) -> dict[str, Any]:
+    """The keys of a repository's table it may set; a note for each other one, never an error:
+    the repository is not the user's to fix, and refusing keeps the run going without it."""
+    kept: dict[str, Any] = {}
+    for key in raw:
+        if key in REPO_KEYS:
+            kept[key] = raw[key]
+        elif key in _NOT_READ:
+            notes.append(f"{source}: `{key}` is not read from the repository; pass "
+                         f"{_NOT_READ[key]} on the command line")
+        else:
+            # Unknown keys too: a name this version does not know may choose a program.
+            what = _REFUSED.get(key, "a setting a repository may not make")
+            notes.append(f"{source}: ignored `{key}`: {what} is only accepted from the "
+                         "environment or the user config file, never from the repository under "
+                         f"verification (it may set {' and '.join(REPO_KEYS)})")
+    return kept
 
 
 def _name(value: object, where: str) -> str | None:
