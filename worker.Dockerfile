@@ -22,10 +22,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     VERIFY_DAG_POOL=prefork \
     VERIFY_DAG_LOGLEVEL=INFO
 
-# git: every scope, triage and worktree goes through it. Nothing else: test suites that need more
-# (node, browsers) get an image built FROM this one.
+# git: every scope, triage and worktree goes through it. bubblewrap: the sandbox repository code
+# runs in (docs/security.md; it needs user namespaces, see ops/README.md "Sandbox"). Nothing else:
+# test suites that need more (node, browsers) get an image built FROM this one.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends git \
+    && apt-get install -y --no-install-recommends git bubblewrap \
     && rm -rf /var/lib/apt/lists/*
 
 RUN groupadd --system --gid "${GID}" verifydag \

@@ -325,3 +325,14 @@ def test_a_killed_workers_suite_does_not_outlive_it(tmp_path: Path, broker: str,
     finally:
         for pid in running(needle):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_a_worker_set_to_require_the_sandbox_refuses_to_start_without_it(broker: str) -> None:
+    env = {**os.environ, sandbox.REQUIRE_ENV: "1", sandbox.MODE_ENV: "none"}
+    proc = subprocess.run([sys.executable, "-m", "verify_dag.cli", "worker", "--broker", broker],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 3
+    assert proc.stderr.splitlines() == [
+        "verify-dag: error: repository code must run in a bubblewrap sandbox (--require-sandbox "
+        "or VERIFY_DAG_REQUIRE_SANDBOX) and this host offers none (install bubblewrap (Debian: "
+        "apt-get install bubblewrap) on the worker hosts)"]

@@ -349,6 +349,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
     url = broker_url(args.broker)
     if url.startswith("memory://"):
         raise UsageError("a worker needs a broker: pass --broker URL or set VERIFY_DAG_BROKER_URL")
+    from verify_dag import sandbox
+
+    # A host set to require the sandbox and unable to give it serves nobody, loudly.
+    sandbox.check_required(False)
     text, source = _worker_setting(args.queues, "--queues", "VERIFY_DAG_QUEUES", ",".join(QUEUES))
     queues = [q.strip() for q in text.split(",") if q.strip()]
     if not queues:
