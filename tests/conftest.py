@@ -121,3 +121,12 @@ def _embedded_worker_shutdown() -> Iterator[None]:
     from verify_dag import embedded
 
     embedded.shutdown()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_redis_stopped() -> Iterator[None]:
+    # tests/redis_workers.py starts the session's own redis-server on first use; it ends here.
+    yield
+    import redis_workers
+
+    redis_workers.shutdown()

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -31,7 +30,7 @@ from typing import Any
 import pytest
 import redis
 from conftest import Repo, calc_base, make_repo
-from redis_workers import fresh_db, logs, stop, workers
+from redis_workers import RedisServer, fresh_db, logs, stop, workers
 
 from verify_dag import reliability, report, store
 from verify_dag.errors import FatalError, UsageError
@@ -231,61 +230,10 @@ def test_sigkilled_worker_run_completes(pool: str, tmp_path: Path,
 
 # --- Redis restarted, and Redis gone -----------------------------------------------------------
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-class RedisServer:
-    """A private redis-server on loopback (append-only, like ops/compose.yaml), so the shared
-    one on 6379 is never disturbed."""
-
-    def __init__(self, data_dir: Path) -> None:
-        self.port = free_port()
-        self.dir = data_dir
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.proc: subprocess.Popen[bytes] | None = None
-        data_dir.mkdir(parents=True, exist_ok=True)
-
-    def start(self) -> None:
-        with open(self.dir / "redis.log", "ab") as fh:
-            self.proc = subprocess.Popen(
-                ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                 "--appendonly", "yes", "--dir", str(self.dir)],
-                stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
-        client = redis.Redis(port=self.port)
-
-        def up() -> bool:
-            assert self.proc is not None and self.proc.poll() is None, self.log()
-            try:
-                return bool(client.ping())
-            except redis.exceptions.ConnectionError:
-                return False
-
-        wait_for("redis-server to answer", up, 20, self.log)
-
-    def stop(self) -> None:
-        """SIGTERM: a clean shutdown (the append-only file is complete), as on a restart."""
-        if self.proc is None:
-            return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            stop(self.proc)
-        self.proc = None
-
-    def log(self) -> str:
-        return (self.dir / "redis.log").read_text(errors="replace")[-2000:]
-
-
 @pytest.fixture(scope="module")
 def private_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    if subprocess.run(["which", "redis-server"], capture_output=True).returncode != 0:
-        pytest.skip("redis-server is not installed")
-    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    """A redis-server of this module's own to restart: append-only, like ops/compose.yaml."""
+    server = RedisServer(tmp_path_factory.mktemp("redis"), appendonly=True)
     server.start()
     try:
         yield server

@@ -386,12 +386,8 @@ def test_worker_defaults_without_environment() -> None:
 
 # --- the image's entrypoint and health check against a real Redis ------------------------------
 
-# Database 11, its own (see tests/redis_workers.py); kombu scopes broadcasts (pings) by database.
-REDIS_URL = redis_workers.url(11)
-
-
-def healthcheck(hostname: str) -> subprocess.CompletedProcess[str]:
-    env = {**worker_env(VERIFY_DAG_BROKER_URL=REDIS_URL), "HOSTNAME": hostname,
+def healthcheck(broker: str, hostname: str) -> subprocess.CompletedProcess[str]:
+    env = {**worker_env(VERIFY_DAG_BROKER_URL=broker), "HOSTNAME": hostname,
            "PATH": os.pathsep.join([sysconfig.get_path("scripts"), os.environ["PATH"]])}
     return subprocess.run(healthcheck_argv(), env=env, capture_output=True, text=True,
                           timeout=60)
@@ -400,10 +396,11 @@ def healthcheck(hostname: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.redis
 def test_entrypoint_serves_the_environment_queues_and_passes_its_health_check(
         tmp_path: Path) -> None:
-    redis_workers.fresh_db(11)
+    # Database 11, its own (see tests/redis_workers.py); kombu scopes broadcasts by database.
+    broker = redis_workers.fresh_db(11)
     log = tmp_path / "worker.log"
     # What the container runs: the ENTRYPOINT with no arguments, everything from the environment.
-    env = worker_env(VERIFY_DAG_BROKER_URL=REDIS_URL, VERIFY_DAG_QUEUES="static,review",
+    env = worker_env(VERIFY_DAG_BROKER_URL=broker, VERIFY_DAG_QUEUES="static,review",
                      VERIFY_DAG_CONCURRENCY="1", VERIFY_DAG_POOL="prefork",
                      VERIFY_DAG_LOGLEVEL="INFO")
     with open(log, "wb") as fh:
@@ -412,15 +409,15 @@ def test_entrypoint_serves_the_environment_queues_and_passes_its_health_check(
     node = f"celery@{socket.gethostname()}"
     try:
         deadline = time.monotonic() + 90
-        while healthcheck(socket.gethostname()).returncode != 0:
+        while healthcheck(broker, socket.gethostname()).returncode != 0:
             assert proc.poll() is None, log.read_text()
             assert time.monotonic() < deadline, "never healthy:\n" + log.read_text()
-        inspect = Celery(broker=REDIS_URL).control.inspect(destination=[node], timeout=5)
+        inspect = Celery(broker=broker).control.inspect(destination=[node], timeout=5)
         queues = inspect.active_queues()[node]
         assert sorted(q["name"] for q in queues) == ["review", "static"]
         assert inspect.stats()[node]["pool"]["max-concurrency"] == 1
         # The check is about this container's worker: another node name is unhealthy.
-        assert healthcheck("no-such-worker").returncode != 0
+        assert healthcheck(broker, "no-such-worker").returncode != 0
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
