@@ -222,8 +222,11 @@ def test_exerciser_failures_reach_the_debugger(repo: Repo, tmp_path: Path) -> No
     _, doc = verify_json(repo, tmp_path, "--scope=branch", "--base=base")
     assert skill(doc, "exerciser")["status"] == "FAILED"
     assert skill(doc, "tester")["status"] == "PASSED"
+    from verify_dag import sandbox
+
     assert skill(doc, "debugger") == {"skill": "debugger", "status": "COMPLETED",
-                                      "notes": "1 failure: 0 pre-existing, 1 new"}
+                                      "notes": "1 failure: 0 pre-existing, 1 new",
+                                      "isolation": sandbox.mode()}
     (d,) = doc["debugger"]
     assert d["failure"] == "Exerciser gate failed: Export works"
     assert d["preExisting"] == "no" and d["evidence"].startswith("passes at the merge base")

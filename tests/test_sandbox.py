@@ -111,7 +111,8 @@ def verify(repo: Repo, out: Path, *flags: str, env: dict[str, str] | None = None
         [sys.executable, "-m", "verify_dag.cli", "verify", str(repo.path), "--scope=branch",
          "--base=base", "--depth=light", "--format=json", f"--output={out}", "--timeout=240",
          *flags], capture_output=True, text=True, timeout=300, env=env)
-    doc = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {}
+    doc = json.loads(out.read_text(encoding="utf-8")) if out.suffix == ".json" and out.is_file(
+        ) else {}
     if doc:
         report.validate(doc)
     return proc.returncode, doc, proc.stderr
@@ -157,7 +158,7 @@ def test_a_suite_cannot_read_the_worker_reach_the_broker_or_forge_a_result(
     with workers(broker, ["sandboxed"], tmp_path / "logs", env):
         _rc, doc, err = verify(bad, tmp_path / "attacker.json", f"--broker={broker}")
         assert suite_result(doc)["status"] == "PASSED", (suite_result(doc), doc["issues"], err)
-        assert "bubblewrap" in suite_result(doc)["notes"]
+        assert suite_result(doc)["isolation"] == "bubblewrap"
         rc_victim, victim_doc, err = verify(victim, tmp_path / "victim.json", f"--broker={broker}")
     assert redis.Redis.from_url(broker).get("celery-task-meta-forged") is None
     assert rc_victim == 1, err
@@ -253,7 +254,7 @@ def test_the_unshare_fallback_still_hides_other_processes(tmp_path: Path,
     monkeypatch.setenv("WORKER_CANARY_SECRET", CANARY)
     _rc, doc, err = verify(attacker(tmp_path / "attacker"), tmp_path / "out.json")
     assert suite_result(doc)["status"] == "PASSED", (suite_result(doc), doc["issues"], err)
-    assert "unshare" in suite_result(doc)["notes"] and "NOT read-only" in suite_result(doc)["notes"]
+    assert suite_result(doc)["isolation"] == "unshare"
 
 
 def test_require_sandbox_refuses_a_host_without_bubblewrap(
@@ -276,9 +277,14 @@ def test_each_skill_says_which_isolation_its_repository_code_ran_under(tmp_path:
     need_bubblewrap()
     repo = attacker(tmp_path / "attacker")
     _rc, doc, _err = verify(repo, tmp_path / "out.json")
-    by_skill = {s["skill"]: s["notes"] for s in doc["skillResults"]}
-    assert "repository code ran in bubblewrap" in by_skill["tester"]
-    assert "repository code ran in bubblewrap" in by_skill["static-analysis"]
+    by_skill = {s["skill"]: s.get("isolation") for s in doc["skillResults"]}
+    assert by_skill["tester"] == by_skill["static-analysis"] == "bubblewrap"
+    assert by_skill["reviewer"] is None  # a model call, not repository code
+    _rc, _doc, _err = verify(repo, tmp_path / "out.md", "--format=markdown")
+    text = (tmp_path / "out.md").read_text(encoding="utf-8")
+    (line,) = [t for t in text.splitlines() if t.startswith("> **Sandbox:**")]
+    assert "static-analysis, tester" in line or "tester, static-analysis" in line
+    assert "ran the repository's code in bubblewrap (own PID namespace" in line
 
 
 @pytest.mark.parametrize("mode", ["bubblewrap", "none"])

@@ -88,9 +88,13 @@ def require_setting() -> bool:
 
 
 def describe(used: set[str] | Sequence[str]) -> str:
-    """The note a skill carries about the isolation its repository code ran under."""
-    texts = [text for name, text in DESCRIPTIONS.items() if name in used]
-    return "repository code ran in " + " and ".join(texts)
+    """What the named modes isolate, in words, for the report."""
+    return " and ".join(text for name, text in DESCRIPTIONS.items() if name in used)
+
+
+def joined(used: set[str]) -> str:
+    """The modes a step's commands ran under, weakest last: ``bubblewrap``, ``bubblewrap+none``."""
+    return "+".join(m for m in DESCRIPTIONS if m in used)
 
 
 def mode() -> Mode:

@@ -89,6 +89,9 @@ class SkillOutcome(Frozen):
     # qa: the scoped files' coverage as Cobertura XML, kept with the run as coverage.xml so that
     # diff-cover can re-check the changed-line figure on the same data.
     coverage_xml: str | None = None
+    # The sandbox the skill's repository code ran in (sandbox.py modes, joined by "+" when a
+    # skill's commands ran under more than one); None when it ran none.
+    isolation: str | None = None
 
     def combine(self, other: SkillOutcome) -> SkillOutcome:
         """One skill that ran in two parts (deterministic rules and a model pass, say).

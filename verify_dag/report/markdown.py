@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from verify_dag import sandbox
+
 Report = dict[str, Any]
 
 _LOUD = ("BLOCKED", "NOT_RUN", "FAILED")
@@ -207,6 +209,7 @@ def _skill_results(report: Report) -> list[str]:
             "> **Warning: codex-reviewer was BLOCKED.** The independent second-model review did "
             f"not run: {_inline(codex['notes']) or 'no reason recorded'}",
         ]
+    out += _isolation(report)
     not_run = [r["skill"] for r in report["skillResults"] if r["status"] == "NOT_RUN"]
     if not_run:
         out += [
@@ -215,6 +218,17 @@ def _skill_results(report: Report) -> list[str]:
             "findings from them is not a pass.",
         ]
     return [*out, "", "---", ""]
+
+
+def _isolation(report: Report) -> list[str]:
+    """Which sandbox the repository's code ran in, per skill (docs/security.md)."""
+    by_mode: dict[str, list[str]] = {}
+    for r in report["skillResults"]:
+        if r.get("isolation"):
+            by_mode.setdefault(r["isolation"], []).append(r["skill"])
+    return [line for mode, skills in by_mode.items() for line in (
+        "", f"> **Sandbox:** {', '.join(skills)} ran the repository's code in "
+            f"{sandbox.describe(mode.split('+'))}.")]
 
 
 def location_text(loc: dict[str, Any] | None) -> str:

@@ -125,7 +125,8 @@ def outcomes(state: RunState) -> list[SkillOutcome]:
 
 
 def skill_results(all_outcomes: list[SkillOutcome]) -> list[dict[str, Any]]:
-    return [{"skill": o.skill, "status": o.status, "notes": o.notes} for o in all_outcomes]
+    return [{"skill": o.skill, "status": o.status, "notes": o.notes,
+             **({"isolation": o.isolation} if o.isolation else {})} for o in all_outcomes]
 
 
 def _reason(o: SkillOutcome) -> str:

@@ -39,12 +39,10 @@ def previous_result(task: Any) -> Any | None:
 
 
 def isolated(outcome: SkillOutcome, used: set[str]) -> SkillOutcome:
-    """``outcome`` with a note of the sandbox its repository code ran in, when it ran any."""
+    """``outcome`` naming the sandbox its repository code ran in, when it ran any."""
     if not used:
         return outcome
-    note = sandbox.describe(used)
-    notes = f"{outcome.notes}; {note}" if outcome.notes else note
-    return outcome.model_copy(update={"notes": notes})
+    return outcome.model_copy(update={"isolation": sandbox.joined(used)})
 
 
 def progress(task: Any, run_id: str, phase: str) -> None:
