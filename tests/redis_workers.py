@@ -3,12 +3,12 @@
 The tests never empty a Redis they did not start. The first test that needs one starts a
 redis-server of the session's own on a free loopback port (conftest.py stops it at the session's
 end) and ``flush`` refuses every other server, with one exception: ``VERIFY_DAG_TEST_REDIS``
-(``redis://host:port``, no database) reserves a server's databases 6 and 8-15 for the tests, and
+(``redis://host:port``, no database) reserves a server's databases 6-15 for the tests, and
 only then is a server the session did not start used at all.
 
-Each test module takes a database of its own (6, 8-15) so their queues, results and broadcasts
-(pings) never meet. Without redis-server and without a reservation the Redis tests skip, except
-under CI (``CI=true``), where they fail.
+Each test module takes a database (6-15) no other module uses at the same time, so their queues,
+results and broadcasts (pings) never meet. Without redis-server and without a reservation the
+Redis tests skip, except under CI (``CI=true``), where they fail.
 """
 
 from __future__ import annotations
