@@ -216,3 +216,16 @@ def test_canaries_never_reach_a_stored_report(repo: Repo, home: Path, tmp_path: 
     for path in [out, *stored]:
         text = path.read_text(encoding="utf-8", errors="replace")
         assert [c for c in CANARIES if c in text] == [], path
+
+
+def test_paths_in_infrastructure_variables_are_not_mistaken_for_secrets(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """GITHUB_WORKSPACE, VERIFY_DAG_STORE: kept from repository code, but every report names
+    them; a report full of [REDACTED] paths would be a report nobody can read."""
+    workspace = str(tmp_path / "runner" / "work" / "project")
+    monkeypatch.setenv("GITHUB_WORKSPACE", workspace)
+    monkeypatch.setenv("VERIFY_DAG_STORE", str(tmp_path / "store"))
+    monkeypatch.setenv("GITHUB_TOKEN", "ghs_canaryTokenValue0123456789")
+    text = f"{workspace}/tests/test_x.py:3: AssertionError (token ghs_canaryTokenValue0123456789)"
+    assert util.redact(text) == (f"{workspace}/tests/test_x.py:3: AssertionError "
+                                 "(token [REDACTED])")

@@ -94,7 +94,10 @@ def known_values() -> set[str]:
     """The secrets this process holds, as they are (encodings are added by the caller)."""
     found: set[str] = set()
     for key, value in os.environ.items():
-        if util._secret(key, value):
+        # A credential's name says so (TOKEN, API_KEY, PASSWORD, ...). The broader rule that
+        # keeps VERIFY_DAG_*, GITHUB_*, ... from repository code is not one for output:
+        # GITHUB_WORKSPACE or VERIFY_DAG_STORE are paths every report names.
+        if util._SECRET_NAME.search(key):
             found.add(value)
         found.update(_url_credentials(value))
     for url in _celery_urls():
