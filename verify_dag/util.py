@@ -220,7 +220,8 @@ def run(
         # Every exit path, a normal one too: what the command left running in its group (a
         # sandbox's namespace ends with it already) goes with it.
         _kill_group(proc)
-        if sandbox is not None:
+        if sandbox is not None and _sandbox.mode() == "none":
+            # Nothing else holds a daemon that left the group; a namespace does.
             _sandbox.kill_step(step)
     for t in readers:
         t.join(timeout=5)
