@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Repo
+from conftest import Repo, running
 
 from verify_dag.models import (
     Finding,
@@ -134,21 +134,6 @@ EXERCISE: {get(port, '/records/2')}
     assert all(f.severity >= 7 and f.source == "exerciser" for f in out.findings)
 
 
-def _running(needle: str) -> list[int]:
-    """Live processes on this host whose command line holds ``needle`` (a sandbox's processes
-    have pids of their own inside it, so the app cannot tell us its pid)."""
-    alive = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if needle in cmdline and state != "Z":  # zombies are dead, only unreaped
-            alive.append(int(entry.name))
-    return alive
 
 
 def test_unhealthy_app_is_service_unavailable_and_its_group_is_gone(
@@ -169,7 +154,7 @@ START_TIMEOUT: 1
     assert "starting up" in out.notes  # the app's own output is evidence
     assert [(g.kind, g.status) for g in out.gates] == [("exerciser", "BLOCKED"),
                                                        ("review", "NOT_CHECKED")]
-    assert _running("sleep 60.4242") == []
+    assert running("sleep 60.4242") == []
 
 
 def test_app_that_exits_is_service_unavailable(repo: Repo) -> None:

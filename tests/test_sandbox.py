@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import redis
-from conftest import Repo, make_repo
+from conftest import Repo, make_repo, running
 from redis_workers import fresh_db, workers
 
 import verify_dag
@@ -229,19 +229,6 @@ for _ in range(200):
     assert left == []
 
 
-def running(needle: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if needle in cmdline and state != "Z":
-            found.append(int(entry.name))
-    return found
 
 
 def test_the_unshare_fallback_still_hides_other_processes(tmp_path: Path,
