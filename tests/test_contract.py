@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
-from conftest import Repo
+from conftest import Repo, running
 from fakes import install
 from jsonschema import Draft202012Validator
 
@@ -310,13 +312,29 @@ def test_gates_run_isolation_time_limit_and_secrets(project: Repo,
 
 
 def test_gates_run_never_overwrites_a_contract_edited_meanwhile(project: Repo) -> None:
+    """Someone edits the contract while its checks run (a check itself cannot: it runs in a
+    sandbox that sees only its throwaway checkout)."""
     path = write_contract(project, "")
-    text = contract(f"1. edits its own contract\n   CHECK: echo '<!-- x -->' >> {path}\n"
-                    "   EVIDENCE: pending\n")
+    text = contract("1. takes a while\n   CHECK: sleep 30.4545\n   EVIDENCE: pending\n")
     path.write_text(text)
-    proc = cli("gates", "run", str(path), cwd=project.path)
+    proc = subprocess.Popen([sys.executable, "-m", "verify_dag.cli", "gates", "run", str(path)],
+                            cwd=project.path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        deadline = time.monotonic() + 60
+        while not running("sleep 30.4545"):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        with path.open("a") as fh:
+            fh.write("<!-- x -->\n")
+        for pid in running("sleep 30.4545"):  # the check may end now: the edit is in
+            os.kill(pid, signal.SIGKILL)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
     assert proc.returncode == 3
-    assert "changed while its checks ran; EVIDENCE not written" in proc.stderr
+    assert "changed while its checks ran; EVIDENCE not written" in stderr
     assert path.read_text() == text + "<!-- x -->\n"
 
 
