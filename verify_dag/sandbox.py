@@ -235,8 +235,11 @@ def _exposed(policy: Policy, writable: list[Path], hidden: list[Path],
     objects a shared checkout borrows, and what the policy names."""
     from verify_dag.phases import testenv  # the cache root; imported late (phases import util)
 
+    # verify-dag itself too: an editable install's finder points at a source tree that may
+    # well live under a hidden directory (a checkout in /tmp or in a home).
+    package = Path(__file__).resolve().parent.parent  # the package and its schemas link
     wanted: list[Path] = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix),
-                          Path(os.path.realpath(sys.executable)).parent.parent,
+                          Path(os.path.realpath(sys.executable)).parent.parent, package,
                           testenv.cache_root(), *policy.readable]
     wanted += [Path(p) for p in sys.path if p and Path(p).is_dir()]
     for entry in path_var.split(os.pathsep):

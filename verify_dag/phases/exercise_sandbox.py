@@ -23,7 +23,7 @@ from pydantic import TypeAdapter
 
 from verify_dag import sandbox, util
 from verify_dag.models import EngineerContext
-from verify_dag.phases import exerciser
+from verify_dag.phases import exerciser, gates
 from verify_dag.sandbox import Policy
 
 # The exercise's own limits (start, health, each command) are inside; this one bounds the lot.
@@ -33,8 +33,10 @@ _OUTCOME: TypeAdapter[exerciser.Exercise] = TypeAdapter(exerciser.Exercise)
 
 def exercise(eng: EngineerContext, wt: Path, env: dict[str, str],
              criterion: str | None = None) -> exerciser.Exercise:
-    """:func:`exerciser.exercise` in one sandbox of this host's (or directly without one)."""
-    if sandbox.mode() == "none":
+    """:func:`exerciser.exercise` in one sandbox of this host's (or directly without one, or
+    when the exercise would run no command of the repository's: then there is nothing to
+    isolate, and a Python started for nothing costs about half a second)."""
+    if sandbox.mode() == "none" or not runs_commands(eng, criterion):
         return exerciser.exercise(eng, wt, env, criterion)
     with tempfile.TemporaryDirectory(prefix="verify-dag-exercise-") as tmp:
         io = Path(tmp)
@@ -52,6 +54,14 @@ def exercise(eng: EngineerContext, wt: Path, env: dict[str, str],
             raise RuntimeError(f"the sandboxed exercise gave no outcome (exit {res.returncode}"
                                f"{', timed out' if res.timed_out else ''}): "
                                f"{said or type(exc).__name__}") from exc
+
+
+def runs_commands(eng: EngineerContext, criterion: str | None) -> bool:
+    """Whether the exercise runs anything: an app, EXERCISE commands, a gate's CHECK, the
+    completion criterion."""
+    parsed = gates.parse(eng.verification_md or "")
+    return bool(eng.start or eng.exercise or criterion
+                or any(g.check for g in (*parsed.exerciser, *parsed.review)))
 
 
 def _main(io: Path) -> int:  # pragma: no cover - runs inside the sandbox, tested through it
