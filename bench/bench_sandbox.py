@@ -53,6 +53,7 @@ def main() -> None:
         pair("util.run(true)",
              lambda: util.run(["true"], cwd=wd, sandbox=sandbox.Policy()),
              lambda: util.run(["true"], cwd=wd), args.runs * 5)
+        (root / "repo").mkdir()
         repo = make_repo(root / "repo")
         argv = [sys.executable, "-m", "verify_dag.cli", "verify", str(repo), "--scope=branch",
                 "--base=base", "--depth=light", "--format=json"]
