@@ -329,3 +329,18 @@ def test_a_worker_set_to_require_the_sandbox_refuses_to_start_without_it(broker:
         "verify-dag: error: repository code must run in a bubblewrap sandbox (--require-sandbox "
         "or VERIFY_DAG_REQUIRE_SANDBOX) and this host offers none (install bubblewrap (Debian: "
         "apt-get install bubblewrap) on the worker hosts)"]
+
+
+def test_require_sandbox_on_a_broker_stops_at_a_worker_without_it(tmp_path: Path,
+                                                                 broker: str) -> None:
+    repo = attacker(tmp_path / "attacker")
+    env = {k: v for k, v in os.environ.items() if k != "VERIFY_DAG_BROKER_URL"}
+    env.update({"VERIFY_DAG_STORE": str(tmp_path / "store"), sandbox.MODE_ENV: "none"})
+    with workers(broker, ["unsandboxed"], tmp_path / "logs", env):
+        rc, doc, err = verify(repo, tmp_path / "out.json", f"--broker={broker}",
+                              "--require-sandbox")
+    assert rc == 3, err
+    assert doc["status"] == "error"
+    assert "must run in a bubblewrap sandbox" in doc["error"]["message"]
+    assert suite_result(doc)["status"] == "NOT_RUN"
+    assert "isolation" not in suite_result(doc)
