@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -235,3 +236,32 @@ def workers(broker: str, names: Sequence[str], log_dir: Path, env: Mapping[str, 
     finally:
         for proc in procs:
             stop(proc)
+
+
+@contextlib.contextmanager
+def flower(env: Mapping[str, str], cwd: Path, user: str, password: str) -> Iterator[str]:
+    """ops/flower.sh, as an operator starts it (basic auth, loopback, a free port), up (its
+    /healthcheck answers) for the block; yields its base URL. The broker comes from ``env``."""
+    port = free_port()
+    env = {**env, "FLOWER_BASIC_AUTH": f"{user}:{password}", "FLOWER_PORT": str(port),
+           "FLOWER_ADDRESS": "127.0.0.1", "PYTHON": sys.executable}
+    log = cwd / "flower.log"
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(["bash", str(Path(__file__).resolve().parent.parent / "ops"
+                                             / "flower.sh")],
+                                stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=cwd,
+                                start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, "Flower exited:\n" + log.read_text()
+            assert time.monotonic() < deadline, "Flower did not come up:\n" + log.read_text()
+            try:
+                urllib.request.urlopen(f"{base}/healthcheck", timeout=2).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        yield base
+    finally:
+        stop(proc)

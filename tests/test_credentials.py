@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -23,11 +22,11 @@ from pathlib import Path
 import pytest
 import redis
 from conftest import calc_base, make_repo
+from redis_workers import flower as flower_process
 from redis_workers import fresh_db, logs, stop, workers
 
 from verify_dag.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
 PASSWORD = "pw-canary-7f3a9c"
 API_KEY = "sk-canary-0b1e5d2c9a7f4e3b8d6c"
 # Port 9 (discard): nothing answers there, and the refusal must come before any connection.
@@ -52,13 +51,6 @@ def one_error_line(stderr: str) -> str:
     assert len(lines) == 1 and lines[0].startswith("verify-dag: error: "), stderr
     assert "Traceback" not in stderr
     return lines[0]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def files_under(root: Path) -> list[Path]:
@@ -248,29 +240,10 @@ def flower_get(base: str, path: str) -> str:
 def flower(tmp_path: Path) -> Iterator[tuple[str, str]]:
     """ops/flower.sh on the test's database, as tests/test_flower.py starts it."""
     broker = fresh_db(DB)
-    port = free_port()
-    env = worker_env(VERIFY_DAG_BROKER_URL=broker, FLOWER_BASIC_AUTH=FLOWER_AUTH,
-                     FLOWER_PORT=str(port), FLOWER_ADDRESS="127.0.0.1", PYTHON=sys.executable,
-                     HOME=str(tmp_path))
-    log = tmp_path / "flower.log"
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen(["bash", str(ROOT / "ops" / "flower.sh")], stdout=fh,
-                                stderr=subprocess.STDOUT, env=env, cwd=tmp_path,
-                                start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, "Flower exited:\n" + log.read_text()
-            assert time.monotonic() < deadline, "Flower did not come up:\n" + log.read_text()
-            try:
-                urllib.request.urlopen(f"{base}/healthcheck", timeout=2).close()
-                break
-            except OSError:
-                time.sleep(0.2)
+    user, password = FLOWER_AUTH.split(":", 1)
+    env = worker_env(VERIFY_DAG_BROKER_URL=broker, HOME=str(tmp_path))
+    with flower_process(env, tmp_path, user, password) as base:
         yield base, broker
-    finally:
-        stop(proc)
 
 
 def test_no_secret_reaches_redis_the_worker_log_flower_or_the_store(

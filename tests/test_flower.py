@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -23,10 +22,9 @@ from typing import Any
 
 import pytest
 from conftest import make_scenario
-from redis_workers import fresh_db, stop, workers
+from redis_workers import flower as flower_process
+from redis_workers import fresh_db, workers
 
-ROOT = Path(__file__).resolve().parent.parent
-FLOWER_SH = ROOT / "ops" / "flower.sh"
 CHROMIUM = Path("/usr/bin/chromium")
 USER, PASSWORD = "operator", "flower-pass-42"
 SECRET = "sekrit-123"
@@ -43,13 +41,6 @@ class Run:
 class Flower:
     base: str
     log: Path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def get(url: str, auth: bool = True, timeout: float = 10) -> tuple[int, str]:
@@ -79,29 +70,9 @@ def broker() -> str:
 @pytest.fixture(scope="module")
 def flower(broker: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Flower]:
     tmp = tmp_path_factory.mktemp("flower")
-    log = tmp / "flower.log"
-    port = free_port()
-    env = isolated_env(tmp)
-    env.update(FLOWER_BASIC_AUTH=f"{USER}:{PASSWORD}", FLOWER_PORT=str(port),
-               FLOWER_ADDRESS="127.0.0.1", VERIFY_DAG_BROKER_URL=broker, PYTHON=sys.executable)
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen(["bash", str(FLOWER_SH)], stdout=fh, stderr=subprocess.STDOUT,
-                                env=env, cwd=tmp, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, "Flower exited:\n" + log.read_text()
-            assert time.monotonic() < deadline, "Flower did not come up:\n" + log.read_text()
-            try:
-                if get(f"{base}/healthcheck", auth=False, timeout=2)[0] == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.2)
-        yield Flower(base, log)
-    finally:
-        stop(proc)
+    env = {**isolated_env(tmp), "VERIFY_DAG_BROKER_URL": broker}
+    with flower_process(env, tmp, USER, PASSWORD) as base:
+        yield Flower(base, tmp / "flower.log")
 
 
 @pytest.fixture(scope="module")
