@@ -62,7 +62,6 @@ class Policy:
 
     network: bool = False  # provisioning needs the package index; nothing else does
     writable: tuple[Path, ...] = ()
-    readable: tuple[Path, ...] = ()  # re-exposed (read-only) where a hidden directory holds them
 
 
 # Which isolation the repository code of the current step ran under; see :func:`tracking`.
@@ -118,6 +117,8 @@ def _mode(forced: str) -> Mode:
 
 
 def _works(argv: list[str]) -> bool:
+    # A probe of our own launcher, once per process, not repository code; util.run (which
+    # imports this module) is not available here.
     if shutil.which(argv[0]) is None:
         return False
     try:
@@ -232,7 +233,7 @@ def _exposed(policy: Policy, writable: list[Path], hidden: list[Path],
              path_var: str) -> list[Path]:
     """What the step needs from inside a hidden directory, read-only: the interpreter and
     verify-dag's installation, the venvs on PATH, verify-dag's cache of environments, the
-    objects a shared checkout borrows, and what the policy names."""
+    objects a shared checkout borrows."""
     from verify_dag.phases import testenv  # the cache root; imported late (phases import util)
 
     # verify-dag itself too: an editable install's finder points at a source tree that may
@@ -240,7 +241,7 @@ def _exposed(policy: Policy, writable: list[Path], hidden: list[Path],
     package = Path(__file__).resolve().parent.parent  # the package and its schemas link
     wanted: list[Path] = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix),
                           Path(os.path.realpath(sys.executable)).parent.parent, package,
-                          testenv.cache_root(), *policy.readable]
+                          testenv.cache_root()]
     wanted += [Path(p) for p in sys.path if p and Path(p).is_dir()]
     for entry in path_var.split(os.pathsep):
         if entry:
