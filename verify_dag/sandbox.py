@@ -200,7 +200,7 @@ def _bwrap_prefix(policy: Policy, workdir: Path | None, path_var: str) -> list[s
     writable = [p for p in (workdir, *policy.writable) if p is not None]
     for path in _exposed(policy, writable, hidden, path_var):
         argv += ["--ro-bind", str(path), str(path)]
-    for path in _unique(Path(p).resolve() for p in writable):
+    for path in dict.fromkeys(Path(p).resolve() for p in writable):
         if path.exists():
             argv += ["--bind", str(path), str(path)]
     for path in late:
@@ -254,7 +254,7 @@ def _exposed(policy: Policy, writable: list[Path], hidden: list[Path],
     if policy.network:
         wanted.append(resolv)
     out = []
-    for path in _unique(p.resolve() for p in wanted if p.exists()):
+    for path in dict.fromkeys(p.resolve() for p in wanted if p.exists()):
         if any(path.is_relative_to(h) for h in hidden) and not any(
                 path.is_relative_to(w.resolve()) for w in writable):
             out.append(path)
@@ -280,14 +280,6 @@ def _alternates(checkout: Path) -> list[Path]:
                     found.append(target)
                     pending.append(target)
     return found
-
-
-def _unique(paths: Iterator[Path] | Sequence[Path]) -> list[Path]:
-    seen: list[Path] = []
-    for p in paths:
-        if p not in seen:
-            seen.append(p)
-    return seen
 
 
 # --- what a killed worker left behind ---------------------------------------------------------
