@@ -35,13 +35,15 @@ def make_repo(root: Path) -> Path:
     (root / "tests").mkdir()
     (root / "calc.py").write_text("def add(a, b):\n    return a + b\n")
     (root / "tests" / "test_calc.py").write_text(
-        "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n")
+        "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+    )
     (root / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["."]\n')
     git("add", "-A")
     git("commit", "-qm", "base")
     git("tag", "base")
-    (root / "calc.py").write_text("def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n"
-                                  "    return a - b\n")
+    (root / "calc.py").write_text(
+        "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
+    )
     git("commit", "-qam", "sub")
     return root
 
@@ -99,8 +101,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         repo = make_repo(Path(tmp))
         full = scope.validate_request(
-            VerifyRequest(repo=str(repo), scope="branch", base="base", mode="report-only",
-                          store=str(Path(tmp) / "store")))
+            VerifyRequest(
+                repo=str(repo),
+                scope="branch",
+                base="base",
+                mode="report-only",
+                store=str(Path(tmp) / "store"),
+            )
+        )
         # The same DAG where scope finds nothing: every task still runs and hands the state on,
         # but no phase does work, so what is left is the orchestration alone.
         empty = full.model_copy(update={"scope": "staged"})
@@ -118,8 +126,11 @@ def main() -> None:
 
 
 def _row(dag: float, plain: float) -> None:
-    print(f"  through the embedded DAG {dag:7.1f} ms | phases called directly {plain:7.1f} ms"
-          f" | overhead {dag - plain:6.1f} ms | ratio {dag / plain:.3f}")
+    print(
+        f"  through the embedded DAG {dag:7.1f} ms | phases called directly {plain:7.1f} ms"
+        f" | overhead {dag - plain:6.1f} ms | ratio {dag / plain:.3f}"
+    )
+
 
 if __name__ == "__main__":
     main()

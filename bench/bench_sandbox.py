@@ -37,8 +37,10 @@ def pair(label: str, a: Callable[[], object], b: Callable[[], object], runs: int
             fn()
             times[key].append(time.perf_counter() - start)
     ma, mb = statistics.median(times["a"]), statistics.median(times["b"])
-    print(f"{label}: sandboxed {ma * 1000:.1f} ms, unsandboxed {mb * 1000:.1f} ms, "
-          f"ratio {ma / mb:.2f}, difference {(ma - mb) * 1000:+.1f} ms (medians of {runs})")
+    print(
+        f"{label}: sandboxed {ma * 1000:.1f} ms, unsandboxed {mb * 1000:.1f} ms, "
+        f"ratio {ma / mb:.2f}, difference {(ma - mb) * 1000:+.1f} ms (medians of {runs})"
+    )
 
 
 def main() -> None:
@@ -50,13 +52,25 @@ def main() -> None:
         root = Path(tmp)
         wd = root / "wd"
         wd.mkdir()
-        pair("util.run(true)",
-             lambda: util.run(["true"], cwd=wd, sandbox=sandbox.Policy()),
-             lambda: util.run(["true"], cwd=wd), args.runs * 5)
+        pair(
+            "util.run(true)",
+            lambda: util.run(["true"], cwd=wd, sandbox=sandbox.Policy()),
+            lambda: util.run(["true"], cwd=wd),
+            args.runs * 5,
+        )
         (root / "repo").mkdir()
         repo = make_repo(root / "repo")
-        argv = [sys.executable, "-m", "verify_dag.cli", "verify", str(repo), "--scope=branch",
-                "--base=base", "--depth=light", "--format=json"]
+        argv = [
+            sys.executable,
+            "-m",
+            "verify_dag.cli",
+            "verify",
+            str(repo),
+            "--scope=branch",
+            "--base=base",
+            "--depth=light",
+            "--format=json",
+        ]
         store = root / "store"
 
         def verify(mode: str | None) -> None:
@@ -64,11 +78,16 @@ def main() -> None:
             if mode is not None:
                 env[sandbox.MODE_ENV] = mode
             out = root / f"out-{time.monotonic_ns()}.json"
-            subprocess.run([*argv, f"--output={out}"], env=env, check=False,
-                           capture_output=True, timeout=300)
+            subprocess.run(
+                [*argv, f"--output={out}"], env=env, check=False, capture_output=True, timeout=300
+            )
 
-        pair("verify --depth=light (whole process)", lambda: verify(None),
-             lambda: verify("none"), args.runs)
+        pair(
+            "verify --depth=light (whole process)",
+            lambda: verify(None),
+            lambda: verify("none"),
+            args.runs,
+        )
 
 
 if __name__ == "__main__":

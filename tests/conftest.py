@@ -61,11 +61,14 @@ def make_repo(path: Path, branch: str = "main") -> Repo:
 def calc_base(repo: Repo) -> Repo:
     """The base of the small calculator projects many tests branch from: ``src/calc.py`` with
     ``add``, one passing test, pytest configured; committed and tagged ``base``."""
-    repo.write("pyproject.toml",
-               '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["src"]\n')
+    repo.write(
+        "pyproject.toml", '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["src"]\n'
+    )
     repo.write("src/calc.py", "def add(a, b):\n    return a + b\n")
-    repo.write("tests/test_calc.py",
-               "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n")
+    repo.write(
+        "tests/test_calc.py",
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n",
+    )
     repo.commit("calc: add")
     repo.git("tag", "base")
     return repo
@@ -94,18 +97,26 @@ def make_scenario(path: Path) -> Repo:
     """The issue's acceptance scenario: a branch that adds a lint error on a new line, keeps an
     old lint error on an unchanged line and adds a failing test; the base is tagged ``base``."""
     repo = make_repo(path)
-    repo.write("pyproject.toml",
-               '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["src"]\n')
+    repo.write(
+        "pyproject.toml", '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["src"]\n'
+    )
     repo.write("src/calc.py", "import os\n\n\ndef add(a, b):\n    return a + b\n")
-    repo.write("tests/test_calc.py",
-               "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n")
+    repo.write(
+        "tests/test_calc.py",
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n",
+    )
     repo.commit("calc: add")
     repo.git("tag", "base")
-    repo.write("src/calc.py", "import os\n\n\ndef add(a, b):\n    return a + b\n\n\n"
-               "def mul(a, b):\n    unused = 1\n    return a * b + 1\n")
-    repo.write("tests/test_calc.py",
-               "from calc import add, mul\n\n\ndef test_add():\n    assert add(2, 2) == 4\n\n\n"
-               "def test_mul():\n    assert mul(3, 4) == 12\n")
+    repo.write(
+        "src/calc.py",
+        "import os\n\n\ndef add(a, b):\n    return a + b\n\n\n"
+        "def mul(a, b):\n    unused = 1\n    return a * b + 1\n",
+    )
+    repo.write(
+        "tests/test_calc.py",
+        "from calc import add, mul\n\n\ndef test_add():\n    assert add(2, 2) == 4\n\n\n"
+        "def test_mul():\n    assert mul(3, 4) == 12\n",
+    )
     repo.commit("calc: mul")
     return repo
 

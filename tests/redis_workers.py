@@ -81,10 +81,24 @@ class RedisServer:
             unavailable(f"redis-server is not installed and {RESERVED_ENV} reserves no Redis")
         with open(self.dir / "redis.log", "ab") as fh:
             self.proc = subprocess.Popen(
-                ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                 "--appendonly", "yes" if self.appendonly else "no", "--dir", str(self.dir)],
-                stdout=fh, stderr=subprocess.STDOUT, start_new_session=True,
-                preexec_fn=functools.partial(_dies_with, os.getpid()))
+                [
+                    "redis-server",
+                    "--port",
+                    str(self.port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "yes" if self.appendonly else "no",
+                    "--dir",
+                    str(self.dir),
+                ],
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=functools.partial(_dies_with, os.getpid()),
+            )
         client = redis.Redis(port=self.port)
         deadline = time.monotonic() + 20
         try:
@@ -171,7 +185,8 @@ def flush(where: str) -> None:
             raise RefusedFlush(
                 f"refusing to flush Redis {kwargs.get('host')}:{kwargs.get('port')} database "
                 f"{kwargs.get('db')}: it is neither the redis-server this test session started "
-                f"nor the one {RESERVED_ENV} reserves for the tests")
+                f"nor the one {RESERVED_ENV} reserves for the tests"
+            )
         client.flushdb()
     finally:
         client.close()
@@ -200,14 +215,21 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def logs(log_dir: Path) -> str:
-    return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}"
-                     for p in sorted(log_dir.glob("*.log")))
+    return "\n".join(
+        f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}"
+        for p in sorted(log_dir.glob("*.log"))
+    )
 
 
 @contextlib.contextmanager
-def workers(broker: str, names: Sequence[str], log_dir: Path, env: Mapping[str, str],
-            concurrency: int = 2, queues: Mapping[str, str] | None = None,
-            ) -> Iterator[list[subprocess.Popen[bytes]]]:
+def workers(
+    broker: str,
+    names: Sequence[str],
+    log_dir: Path,
+    env: Mapping[str, str],
+    concurrency: int = 2,
+    queues: Mapping[str, str] | None = None,
+) -> Iterator[list[subprocess.Popen[bytes]]]:
     """``verify-dag worker`` processes named ``<name>@<host>``, up (answering a ping) for the
     block and stopped after it. Each consumes every queue unless ``queues`` gives its own
     (``{"w1": "git,static,test"}``)."""
@@ -216,13 +238,29 @@ def workers(broker: str, names: Sequence[str], log_dir: Path, env: Mapping[str, 
     try:
         for name in names:
             with open(log_dir / f"{name}.log", "wb") as fh:
-                procs.append(subprocess.Popen(
-                    [sys.executable, "-m", "verify_dag.cli", "worker", "--broker", broker,
-                     "--concurrency", str(concurrency), "--loglevel", "INFO",
-                     "--hostname", f"{name}@%h",
-                     *(["--queues", queues[name]] if queues and name in queues else [])],
-                    stdout=fh, stderr=subprocess.STDOUT, env=dict(env), start_new_session=True,
-                ))
+                procs.append(
+                    subprocess.Popen(
+                        [
+                            sys.executable,
+                            "-m",
+                            "verify_dag.cli",
+                            "worker",
+                            "--broker",
+                            broker,
+                            "--concurrency",
+                            str(concurrency),
+                            "--loglevel",
+                            "INFO",
+                            "--hostname",
+                            f"{name}@%h",
+                            *(["--queues", queues[name]] if queues and name in queues else []),
+                        ],
+                        stdout=fh,
+                        stderr=subprocess.STDOUT,
+                        env=dict(env),
+                        start_new_session=True,
+                    )
+                )
         pinger = Celery(broker=broker)
         deadline = time.monotonic() + 60
         while True:
@@ -243,14 +281,23 @@ def flower(env: Mapping[str, str], cwd: Path, user: str, password: str) -> Itera
     """ops/flower.sh, as an operator starts it (basic auth, loopback, a free port), up (its
     /healthcheck answers) for the block; yields its base URL. The broker comes from ``env``."""
     port = free_port()
-    env = {**env, "FLOWER_BASIC_AUTH": f"{user}:{password}", "FLOWER_PORT": str(port),
-           "FLOWER_ADDRESS": "127.0.0.1", "PYTHON": sys.executable}
+    env = {
+        **env,
+        "FLOWER_BASIC_AUTH": f"{user}:{password}",
+        "FLOWER_PORT": str(port),
+        "FLOWER_ADDRESS": "127.0.0.1",
+        "PYTHON": sys.executable,
+    }
     log = cwd / "flower.log"
     with open(log, "wb") as fh:
-        proc = subprocess.Popen(["bash", str(Path(__file__).resolve().parent.parent / "ops"
-                                             / "flower.sh")],
-                                stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=cwd,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            ["bash", str(Path(__file__).resolve().parent.parent / "ops" / "flower.sh")],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+        )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60

@@ -25,12 +25,20 @@ from verify_dag.cli import main
 
 RUNNER = "verify-dag/0.1.0 pytest/9.0.3"
 REQUEST_ID = "0123456789abcdef0123456789abcdef"
-NOT_CONFIGURED = {"configured": False, "status": "not_configured", "gates": [],
-                  "reason": "no security gate is declared"}
+NOT_CONFIGURED = {
+    "configured": False,
+    "status": "not_configured",
+    "gates": [],
+    "reason": "no security gate is declared",
+}
 
 
-def case(nodeid: str, outcome: str = "passed", reason: str | None = None,
-         requirements: tuple[str, ...] = ()) -> dict[str, Any]:
+def case(
+    nodeid: str,
+    outcome: str = "passed",
+    reason: str | None = None,
+    requirements: tuple[str, ...] = (),
+) -> dict[str, Any]:
     out: dict[str, Any] = {"nodeid": nodeid, "outcome": outcome}
     if reason:
         out["reason"] = reason
@@ -40,31 +48,73 @@ def case(nodeid: str, outcome: str = "passed", reason: str | None = None,
 
 
 def security(status: str, mode: str = "strict") -> dict[str, Any]:
-    gate_status = {"passed": "PASS", "failed": "FAIL", "advisory": "FAIL",
-                   "blocked": "BLOCKED"}[status]
-    return {"configured": True, "status": status, "reason": f"gates {status}", "gates": [
-        {"name": "G_SECURE", "kind": "exerciser", "rule": "G_SECURE: bandit is clean",
-         "mode": mode, "status": gate_status, "evidence": "`bandit`: exit 0"}]}
+    gate_status = {"passed": "PASS", "failed": "FAIL", "advisory": "FAIL", "blocked": "BLOCKED"}[
+        status
+    ]
+    return {
+        "configured": True,
+        "status": status,
+        "reason": f"gates {status}",
+        "gates": [
+            {
+                "name": "G_SECURE",
+                "kind": "exerciser",
+                "rule": "G_SECURE: bandit is clean",
+                "mode": mode,
+                "status": gate_status,
+                "evidence": "`bandit`: exit 0",
+            }
+        ],
+    }
 
 
-def make_bundle(tests: list[dict[str, Any]], *, tier: int = 0,
-                security_status: dict[str, Any] | None = None, per_test: bool = True,
-                status: str | None = None, returncode: int | None = None) -> dict[str, Any]:
+def make_bundle(
+    tests: list[dict[str, Any]],
+    *,
+    tier: int = 0,
+    security_status: dict[str, Any] | None = None,
+    per_test: bool = True,
+    status: str | None = None,
+    returncode: int | None = None,
+) -> dict[str, Any]:
     tests = json.loads(json.dumps(tests))  # callers edit bundles; GOOD stays as it is
     counts = evidence.counts(t["outcome"] for t in tests).model_dump()
     failing = counts["failed"] + counts["error"]
-    result = {"status": status or ("FAILED" if failing else "PASSED"), "notes": "pytest ran",
-              "runner": "pytest", "runner_version": "9.0.3", "command": "pytest",
-              "returncode": (1 if failing else 0) if returncode is None else returncode,
-              "per_test": per_test, "truncated": False, "counts": counts, "tests": tests}
+    result = {
+        "status": status or ("FAILED" if failing else "PASSED"),
+        "notes": "pytest ran",
+        "runner": "pytest",
+        "runner_version": "9.0.3",
+        "command": "pytest",
+        "returncode": (1 if failing else 0) if returncode is None else returncode,
+        "per_test": per_test,
+        "truncated": False,
+        "counts": counts,
+        "tests": tests,
+    }
     bundle: dict[str, Any] = {
-        "bundle_version": 1, "produced_by": "verify-dag/0.1.0", "runner_version": RUNNER,
-        "run_id": "run-1", "created": "2026-01-01T00:00:00+00:00",
-        "subject": {"repo": "/r", "mode": "branch", "depth": "light", "commit": "a" * 40,
-                    "head_sha": "a" * 40, "base_ref": "main", "merge_base": "b" * 40},
-        "inventory": {"tier": tier, "tier_source": "VERIFY_DAG_INVENTORY_TIER",
-                      "python": "3.11.7", "platform": "linux-x86_64", "runner": "pytest 9.0.3",
-                      "environment": "own interpreter"},
+        "bundle_version": 1,
+        "produced_by": "verify-dag/0.1.0",
+        "runner_version": RUNNER,
+        "run_id": "run-1",
+        "created": "2026-01-01T00:00:00+00:00",
+        "subject": {
+            "repo": "/r",
+            "mode": "branch",
+            "depth": "light",
+            "commit": "a" * 40,
+            "head_sha": "a" * 40,
+            "base_ref": "main",
+            "merge_base": "b" * 40,
+        },
+        "inventory": {
+            "tier": tier,
+            "tier_source": "VERIFY_DAG_INVENTORY_TIER",
+            "python": "3.11.7",
+            "platform": "linux-x86_64",
+            "runner": "pytest 9.0.3",
+            "environment": "own interpreter",
+        },
         "results": [result],
         "security_status": security_status or NOT_CONFIGURED,
     }
@@ -91,8 +141,9 @@ class Run:
     stderr: str
 
 
-def prepare(tmp_path: Path, bundle: dict[str, Any] | bytes, plan: dict[str, Any] | bytes,
-            **override: str) -> dict[str, str]:
+def prepare(
+    tmp_path: Path, bundle: dict[str, Any] | bytes, plan: dict[str, Any] | bytes, **override: str
+) -> dict[str, str]:
     """Write the inputs; the 10 arguments of a request that matches them, unless overridden."""
     inputs = tmp_path / "inputs"
     inputs.mkdir(exist_ok=True)
@@ -104,12 +155,16 @@ def prepare(tmp_path: Path, bundle: dict[str, Any] | bytes, plan: dict[str, Any]
     args = {
         "bundle_path": str(bundle_path),
         "bundle_hash": bundle["bundle_hash"] if isinstance(bundle, dict) else "f" * 64,
-        "request_id": REQUEST_ID, "attempt_id": "attempt-1",
-        "prior_state_version": "ledger-rev-7", "plan_path": str(plan_path),
+        "request_id": REQUEST_ID,
+        "attempt_id": "attempt-1",
+        "prior_state_version": "ledger-rev-7",
+        "plan_path": str(plan_path),
         "plan_hash": hashlib.sha256(plan_bytes).hexdigest(),
         "inventory_hash": evidence.inventory_hash(bundle["inventory"])
-        if isinstance(bundle, dict) and bundle.get("inventory") else "e" * 64,
-        "runner_version": RUNNER, "rubric_version": RUBRIC_VERSION,
+        if isinstance(bundle, dict) and bundle.get("inventory")
+        else "e" * 64,
+        "runner_version": RUNNER,
+        "rubric_version": RUBRIC_VERSION,
     }
     args.update(override)
     return args
@@ -120,9 +175,15 @@ def run_argv(tmp_path: Path, argv: list[str], env: dict[str, str] | None = None)
     cwd.mkdir(exist_ok=True)
     full = {k: v for k, v in os.environ.items() if not k.startswith(("AUDIT_", "FAKE_MODEL_"))}
     before = sorted(p for p in tmp_path.rglob("*") if p.name != "calls.jsonl")
-    proc = subprocess.run([sys.executable, "-m", "verify_dag.cli", "arbiter", *argv], cwd=cwd,
-                          env={**full, **(env or {})}, capture_output=True, text=True,
-                          timeout=120, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "verify_dag.cli", "arbiter", *argv],
+        cwd=cwd,
+        env={**full, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     # The arbiter writes nothing to disk.
     assert sorted(p for p in tmp_path.rglob("*") if p.name != "calls.jsonl") == before
     verdict = None
@@ -138,8 +199,13 @@ def run_argv(tmp_path: Path, argv: list[str], env: dict[str, str] | None = None)
     return Run(proc.returncode, verdict, proc.stderr.strip())
 
 
-def arbiter(tmp_path: Path, bundle: dict[str, Any] | bytes, plan: dict[str, Any] | bytes,
-            env: dict[str, str] | None = None, **override: str) -> Run:
+def arbiter(
+    tmp_path: Path,
+    bundle: dict[str, Any] | bytes,
+    plan: dict[str, Any] | bytes,
+    env: dict[str, str] | None = None,
+    **override: str,
+) -> Run:
     args = prepare(tmp_path, bundle, plan, **override)
     run = run_argv(tmp_path, [args[name] for name in ARGUMENTS], env)
     if run.verdict is not None:
@@ -155,9 +221,11 @@ def blockers(run: Run) -> list[str]:
 
 # --- verdicts -----------------------------------------------------------------------------------
 
-GOOD = [case("tests/test_auth.py::test_req_001_rejects_expired"),
-        case("tests/test_auth.py::test_login", requirements=("REQ-002",)),
-        case("tests/test_misc.py::test_unrelated")]
+GOOD = [
+    case("tests/test_auth.py::test_req_001_rejects_expired"),
+    case("tests/test_auth.py::test_login", requirements=("REQ-002",)),
+    case("tests/test_misc.py::test_unrelated"),
+]
 
 
 def test_full_coverage_is_verified_with_an_evidence_map(tmp_path: Path) -> None:
@@ -167,8 +235,10 @@ def test_full_coverage_is_verified_with_an_evidence_map(tmp_path: Path) -> None:
     assert v is not None and v["verdict"] == "VERIFIED" and v["concerns"] == []
     assert v["self_hash_check"]["matches_input"] is True
     assert v["coverage"]["requirements_total"] == 2 == v["coverage"]["requirements_covered"]
-    assert v["evidence_map"] == {"REQ-001": ["tests/test_auth.py::test_req_001_rejects_expired"],
-                                 "REQ-002": ["tests/test_auth.py::test_login"]}
+    assert v["evidence_map"] == {
+        "REQ-001": ["tests/test_auth.py::test_req_001_rejects_expired"],
+        "REQ-002": ["tests/test_auth.py::test_login"],
+    }
     assert v["citations"]["status"] == "corroborated" and v["citations"]["checked"] == 2
     assert v["tier"] == {"inventory_tier": 0, "manifest_matches": True}
     assert v["security_verdict"]["status"] == "not_applicable"
@@ -185,8 +255,9 @@ def test_tampered_bundle_is_rejected_by_the_self_hash(tmp_path: Path) -> None:
     assert run.rc == 0 and run.verdict is not None and run.verdict["verdict"] == "REJECTED"
     check = run.verdict["self_hash_check"]
     assert check["matches_input"] is False
-    assert check["bundle_recomputed_hash"] == evidence.bundle_hash(tampered) != bundle[
-        "bundle_hash"]
+    assert (
+        check["bundle_recomputed_hash"] == evidence.bundle_hash(tampered) != bundle["bundle_hash"]
+    )
     assert any(b.startswith("self-hash mismatch") for b in blockers(run))
 
 
@@ -200,9 +271,11 @@ def test_missing_coverage_is_rejected(tmp_path: Path) -> None:
     run = arbiter(tmp_path, make_bundle(GOOD), make_plan(req("REQ-001"), req("REQ-003")))
     assert run.verdict is not None and run.verdict["verdict"] == "REJECTED"
     assert run.verdict["coverage"]["uncovered"] == [
-        {"requirement_id": "REQ-003", "reason": "no test in the bundle matches it"}]
+        {"requirement_id": "REQ-003", "reason": "no test in the bundle matches it"}
+    ]
     assert run.verdict["evidence_map"] == {
-        "REQ-001": ["tests/test_auth.py::test_req_001_rejects_expired"]}
+        "REQ-001": ["tests/test_auth.py::test_req_001_rejects_expired"]
+    }
 
 
 def test_a_failing_matching_test_leaves_the_requirement_uncovered(tmp_path: Path) -> None:
@@ -224,10 +297,12 @@ def test_xfail_covers_without_a_citation(tmp_path: Path) -> None:
 
 
 def test_skip_with_a_declared_reason_at_a_sanctioned_tier_shortfall(tmp_path: Path) -> None:
-    tests = [*GOOD, case("tests/test_ui.py::test_req_004_login_page", "skipped",
-                         "needs a browser")]
-    run = arbiter(tmp_path, make_bundle(tests, tier=0),
-                  make_plan(req("REQ-001"), req("REQ-004", tier=2, skip=2)))
+    tests = [*GOOD, case("tests/test_ui.py::test_req_004_login_page", "skipped", "needs a browser")]
+    run = arbiter(
+        tmp_path,
+        make_bundle(tests, tier=0),
+        make_plan(req("REQ-001"), req("REQ-004", tier=2, skip=2)),
+    )
     assert run.rc == 0 and run.verdict is not None and run.verdict["verdict"] == "VERIFIED"
     (skip,) = run.verdict["coverage"]["skipped_with_reason"]
     assert skip["requirement_id"] == "REQ-004" and skip["tier_required"] == 2
@@ -235,17 +310,22 @@ def test_skip_with_a_declared_reason_at_a_sanctioned_tier_shortfall(tmp_path: Pa
     assert run.verdict["coverage"]["uncovered"] == []
 
 
-@pytest.mark.parametrize(("tier", "required", "skip", "why"), [
-    (0, 2, None, "the plan declares no skip_if_tier_below"),
-    (1, 2, 1, "skip_if_tier_below 1 does not sanction tier 1"),
-    (2, 2, 2, "which meets required_tier 2: a skip there is a coverage gap"),
-    (1, 0, None, "which meets required_tier 0"),
-])
-def test_unsanctioned_skips_are_a_blocker(tmp_path: Path, tier: int, required: int,
-                                          skip: int | None, why: str) -> None:
+@pytest.mark.parametrize(
+    ("tier", "required", "skip", "why"),
+    [
+        (0, 2, None, "the plan declares no skip_if_tier_below"),
+        (1, 2, 1, "skip_if_tier_below 1 does not sanction tier 1"),
+        (2, 2, 2, "which meets required_tier 2: a skip there is a coverage gap"),
+        (1, 0, None, "which meets required_tier 0"),
+    ],
+)
+def test_unsanctioned_skips_are_a_blocker(
+    tmp_path: Path, tier: int, required: int, skip: int | None, why: str
+) -> None:
     tests = [case("tests/test_ui.py::test_req_004", "skipped", "needs a browser")]
-    run = arbiter(tmp_path, make_bundle(tests, tier=tier),
-                  make_plan(req("REQ-004", tier=required, skip=skip)))
+    run = arbiter(
+        tmp_path, make_bundle(tests, tier=tier), make_plan(req("REQ-004", tier=required, skip=skip))
+    )
     assert run.rc == 0 and run.verdict is not None and run.verdict["verdict"] == "REJECTED"
     (gap,) = run.verdict["coverage"]["uncovered"]
     assert why in gap["reason"] and "needs a browser" in gap["reason"]
@@ -253,28 +333,36 @@ def test_unsanctioned_skips_are_a_blocker(tmp_path: Path, tier: int, required: i
 
 
 def test_a_tier_shortfall_with_a_passing_test_is_still_covered(tmp_path: Path) -> None:
-    run = arbiter(tmp_path, make_bundle([case("tests/t.py::test_req_004")], tier=0),
-                  make_plan(req("REQ-004", tier=2)))
+    run = arbiter(
+        tmp_path,
+        make_bundle([case("tests/t.py::test_req_004")], tier=0),
+        make_plan(req("REQ-004", tier=2)),
+    )
     assert run.verdict is not None and run.verdict["verdict"] == "VERIFIED"
 
 
 # --- the security arm ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("status", "required", "arm", "verdict", "rc"), [
-    ("passed", True, "passed", "VERIFIED", 0),
-    ("passed", None, "passed", "VERIFIED", 0),
-    ("advisory", True, "advisory", "VERIFIED_WITH_CONCERNS", 0),
-    ("failed", False, "failed", "REJECTED", 0),
-    ("failed", True, "failed", "REJECTED", 0),
-    ("not_configured", False, "not_applicable", "VERIFIED", 0),
-    ("not_configured", None, "not_applicable", "VERIFIED", 0),
-    ("not_configured", True, "unavailable", "AUDIT_UNAVAILABLE", 4),
-    ("blocked", True, "unavailable", "AUDIT_UNAVAILABLE", 4),
-    ("missing", True, "unavailable", "AUDIT_UNAVAILABLE", 4),
-    ("blocked", False, "not_applicable", "VERIFIED", 0),
-])
-def test_security_arms(tmp_path: Path, status: str, required: bool | None, arm: str,
-                       verdict: str, rc: int) -> None:
+
+@pytest.mark.parametrize(
+    ("status", "required", "arm", "verdict", "rc"),
+    [
+        ("passed", True, "passed", "VERIFIED", 0),
+        ("passed", None, "passed", "VERIFIED", 0),
+        ("advisory", True, "advisory", "VERIFIED_WITH_CONCERNS", 0),
+        ("failed", False, "failed", "REJECTED", 0),
+        ("failed", True, "failed", "REJECTED", 0),
+        ("not_configured", False, "not_applicable", "VERIFIED", 0),
+        ("not_configured", None, "not_applicable", "VERIFIED", 0),
+        ("not_configured", True, "unavailable", "AUDIT_UNAVAILABLE", 4),
+        ("blocked", True, "unavailable", "AUDIT_UNAVAILABLE", 4),
+        ("missing", True, "unavailable", "AUDIT_UNAVAILABLE", 4),
+        ("blocked", False, "not_applicable", "VERIFIED", 0),
+    ],
+)
+def test_security_arms(
+    tmp_path: Path, status: str, required: bool | None, arm: str, verdict: str, rc: int
+) -> None:
     if status == "not_configured":
         sec: dict[str, Any] | None = NOT_CONFIGURED
     elif status == "missing":
@@ -295,8 +383,9 @@ def test_security_arms(tmp_path: Path, status: str, required: bool | None, arm: 
     expected = {"advisory": ["medium"], "failed": ["blocker"], "unavailable": ["high"]}
     assert severities == expected.get(arm, [])
     if rc == 4:
-        assert run.stderr.startswith("verify-dag: AUDIT_UNAVAILABLE: security evidence "
-                                     "required but unavailable")
+        assert run.stderr.startswith(
+            "verify-dag: AUDIT_UNAVAILABLE: security evidence required but unavailable"
+        )
     if arm == "not_applicable":
         rule = "security_required: false" if required is False else "no security_required"
         assert rule in run.verdict["security_verdict"]["reason"]
@@ -310,14 +399,18 @@ def test_blockers_outrank_unavailable_security(tmp_path: Path) -> None:
 
 # --- shape checks -------------------------------------------------------------------------------
 
+
 def test_unparseable_bundle_is_rejected_with_a_blocker(tmp_path: Path) -> None:
     run = arbiter(tmp_path, b"\xff not json", make_plan(req("REQ-001")))
     assert run.rc == 0 and run.verdict is not None and run.verdict["verdict"] == "REJECTED"
-    assert run.verdict["self_hash_check"] == {"bundle_recomputed_hash": None,
-                                              "matches_input": False}
+    assert run.verdict["self_hash_check"] == {
+        "bundle_recomputed_hash": None,
+        "matches_input": False,
+    }
     assert any("the bundle is not parseable JSON" in b for b in blockers(run))
     assert run.verdict["coverage"]["uncovered"] == [
-        {"requirement_id": "REQ-001", "reason": "the bundle could not be used"}]
+        {"requirement_id": "REQ-001", "reason": "the bundle could not be used"}
+    ]
 
 
 def test_schema_invalid_bundle_is_rejected(tmp_path: Path) -> None:
@@ -330,28 +423,44 @@ def test_schema_invalid_bundle_is_rejected(tmp_path: Path) -> None:
     assert any("does not match schemas/evidence_bundle.schema.json" in b for b in blockers(run))
 
 
-@pytest.mark.parametrize(("plan", "why"), [
-    (b"{not json", "the plan is not parseable JSON"),
-    (json.dumps({"schema_version": 1, "requirements": [{"id": "REQUIREMENT-1",
-                                                        "test_types": ["unit"],
-                                                        "required_tier": 0}]}).encode(),
-     "the plan does not match schemas/test_plan.schema.json"),
-    (json.dumps(make_plan(req("REQ-001"), req("REQ-001"))).encode(),
-     "the plan lists requirement(s) more than once: REQ-001"),
-])
+@pytest.mark.parametrize(
+    ("plan", "why"),
+    [
+        (b"{not json", "the plan is not parseable JSON"),
+        (
+            json.dumps(
+                {
+                    "schema_version": 1,
+                    "requirements": [
+                        {"id": "REQUIREMENT-1", "test_types": ["unit"], "required_tier": 0}
+                    ],
+                }
+            ).encode(),
+            "the plan does not match schemas/test_plan.schema.json",
+        ),
+        (
+            json.dumps(make_plan(req("REQ-001"), req("REQ-001"))).encode(),
+            "the plan lists requirement(s) more than once: REQ-001",
+        ),
+    ],
+)
 def test_bad_plans_are_rejected(tmp_path: Path, plan: bytes, why: str) -> None:
     run = arbiter(tmp_path, make_bundle(GOOD), plan)
     assert run.rc == 0 and run.verdict is not None and run.verdict["verdict"] == "REJECTED"
     assert any(b.startswith(why) for b in blockers(run))
 
 
-@pytest.mark.parametrize(("override", "why"), [
-    ({"plan_hash": "0" * 64}, "plan_hash mismatch"),
-    ({"runner_version": "verify-dag/9.9.9 pytest/1.0"}, "runner_version mismatch"),
-    ({"inventory_hash": "0" * 64}, "inventory_hash " + "0" * 64 + " does not name"),
-])
-def test_hashes_and_versions_that_do_not_match_the_inputs(tmp_path: Path, override: dict[str, str],
-                                                          why: str) -> None:
+@pytest.mark.parametrize(
+    ("override", "why"),
+    [
+        ({"plan_hash": "0" * 64}, "plan_hash mismatch"),
+        ({"runner_version": "verify-dag/9.9.9 pytest/1.0"}, "runner_version mismatch"),
+        ({"inventory_hash": "0" * 64}, "inventory_hash " + "0" * 64 + " does not name"),
+    ],
+)
+def test_hashes_and_versions_that_do_not_match_the_inputs(
+    tmp_path: Path, override: dict[str, str], why: str
+) -> None:
     run = arbiter(tmp_path, make_bundle(GOOD), make_plan(req("REQ-001")), **override)
     assert run.rc == 0 and run.verdict is not None and run.verdict["verdict"] == "REJECTED"
     assert any(b.startswith(why) for b in blockers(run))
@@ -369,15 +478,20 @@ def test_a_bundle_without_test_results_is_rejected(tmp_path: Path) -> None:
 
 
 def test_exit_status_only_bundle_cannot_cover_or_cite(tmp_path: Path) -> None:
-    run = arbiter(tmp_path, make_bundle([], per_test=False, returncode=0),
-                  make_plan(req("REQ-001")))
+    run = arbiter(
+        tmp_path, make_bundle([], per_test=False, returncode=0), make_plan(req("REQ-001"))
+    )
     assert run.verdict is not None and run.verdict["verdict"] == "REJECTED"
     assert run.verdict["citations"]["status"] == "unavailable"
-    assert any("no per-test records" in c["detail"] for c in run.verdict["concerns"]
-               if c["severity"] == "warning")
+    assert any(
+        "no per-test records" in c["detail"]
+        for c in run.verdict["concerns"]
+        if c["severity"] == "warning"
+    )
 
 
 # --- exit 3: usage and environment --------------------------------------------------------------
+
 
 @pytest.mark.parametrize("count", [0, 9, 11])
 def test_wrong_argument_count_exits_3(tmp_path: Path, count: int) -> None:
@@ -387,21 +501,25 @@ def test_wrong_argument_count_exits_3(tmp_path: Path, count: int) -> None:
     assert run.rc == 3 and run.stderr.startswith("verify-dag: error: ")
 
 
-@pytest.mark.parametrize(("override", "why"), [
-    ({"bundle_hash": "abc"}, "bundle_hash must be a sha256"),
-    ({"bundle_hash": "A" * 64}, "bundle_hash must be a sha256"),
-    ({"plan_hash": "g" * 64}, "plan_hash must be a sha256"),
-    ({"inventory_hash": "1" * 65}, "inventory_hash must be a sha256"),
-    ({"request_id": "not-hex"}, "request_id must be 32 lowercase hex digits"),
-    ({"attempt_id": " "}, "attempt_id is empty"),
-    ({"runner_version": "a\nb"}, "runner_version spans more than one line"),
-    ({"rubric_version": "1.0.0"}, "rubric_version '1.0.0' is not implemented"),
-    ({"bundle_path": "/nonexistent/bundle.json"}, "cannot read bundle_path"),
-    ({"plan_path": "/"}, "cannot read plan_path /"),
-    ({"attempt_id": "--force"}, "the following arguments are required: rubric_version"),
-])
-def test_bad_arguments_and_unreadable_files_exit_3(tmp_path: Path, override: dict[str, str],
-                                                   why: str) -> None:
+@pytest.mark.parametrize(
+    ("override", "why"),
+    [
+        ({"bundle_hash": "abc"}, "bundle_hash must be a sha256"),
+        ({"bundle_hash": "A" * 64}, "bundle_hash must be a sha256"),
+        ({"plan_hash": "g" * 64}, "plan_hash must be a sha256"),
+        ({"inventory_hash": "1" * 65}, "inventory_hash must be a sha256"),
+        ({"request_id": "not-hex"}, "request_id must be 32 lowercase hex digits"),
+        ({"attempt_id": " "}, "attempt_id is empty"),
+        ({"runner_version": "a\nb"}, "runner_version spans more than one line"),
+        ({"rubric_version": "1.0.0"}, "rubric_version '1.0.0' is not implemented"),
+        ({"bundle_path": "/nonexistent/bundle.json"}, "cannot read bundle_path"),
+        ({"plan_path": "/"}, "cannot read plan_path /"),
+        ({"attempt_id": "--force"}, "the following arguments are required: rubric_version"),
+    ],
+)
+def test_bad_arguments_and_unreadable_files_exit_3(
+    tmp_path: Path, override: dict[str, str], why: str
+) -> None:
     run = arbiter(tmp_path, make_bundle(GOOD), make_plan(req("REQ-001")), **override)
     assert run.rc == 3 and why in run.stderr
 
@@ -416,30 +534,48 @@ def test_unreadable_bundle_exits_3(tmp_path: Path) -> None:
 
 
 def test_help_and_listing() -> None:
-    proc = subprocess.run([sys.executable, "-m", "verify_dag.cli", "arbiter", "--help"],
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "verify_dag.cli", "arbiter", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 0 and " ".join(ARGUMENTS[:3]) in " ".join(proc.stdout.split())
-    top = subprocess.run([sys.executable, "-m", "verify_dag.cli", "--help"],
-                         capture_output=True, text=True, check=False)
+    top = subprocess.run(
+        [sys.executable, "-m", "verify_dag.cli", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert "arbiter" in top.stdout
 
 
 # --- the model arm ------------------------------------------------------------------------------
 
-def model_env(tmp_path: Path, reply: str | None = None, mode: str = "findings",
-              name: str = "claude", **extra: str) -> dict[str, str]:
+
+def model_env(
+    tmp_path: Path,
+    reply: str | None = None,
+    mode: str = "findings",
+    name: str = "claude",
+    **extra: str,
+) -> dict[str, str]:
     bin_dir = tmp_path / "bin"
     install(bin_dir, (name,))
-    env = {"AUDIT_CLAUDE_BIN": str(bin_dir / name), "AUDIT_CLAUDE_MODEL": "opus-test",
-           "FAKE_MODEL_MODE": mode, "FAKE_MODEL_LOG": str(tmp_path / "calls.jsonl"), **extra}
+    env = {
+        "AUDIT_CLAUDE_BIN": str(bin_dir / name),
+        "AUDIT_CLAUDE_MODEL": "opus-test",
+        "FAKE_MODEL_MODE": mode,
+        "FAKE_MODEL_LOG": str(tmp_path / "calls.jsonl"),
+        **extra,
+    }
     if reply is not None:
         env["FAKE_MODEL_REPLY"] = reply
     return env
 
 
 def reply_for(args: dict[str, str], verdict: str = "VERIFIED", **extra: Any) -> str:
-    return json.dumps({**{k: args[k] for k in TUPLE}, "verdict": verdict, "concerns": [],
-                       **extra})
+    return json.dumps({**{k: args[k] for k in TUPLE}, "verdict": verdict, "concerns": [], **extra})
 
 
 def calls(tmp_path: Path) -> list[dict[str, Any]]:
@@ -447,12 +583,18 @@ def calls(tmp_path: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
 
 
-def model_run(tmp_path: Path, make_reply: Any = None, mode: str = "findings",
-              name: str = "claude", **extra: str) -> Run:
+def model_run(
+    tmp_path: Path,
+    make_reply: Any = None,
+    mode: str = "findings",
+    name: str = "claude",
+    **extra: str,
+) -> Run:
     args = prepare(tmp_path, make_bundle(GOOD), make_plan(req("REQ-001"), req("REQ-002")))
     reply = make_reply(args) if make_reply is not None else None
-    return run_argv(tmp_path, [args[n] for n in ARGUMENTS],
-                    model_env(tmp_path, reply, mode, name, **extra))
+    return run_argv(
+        tmp_path, [args[n] for n in ARGUMENTS], model_env(tmp_path, reply, mode, name, **extra)
+    )
 
 
 def test_model_arm_that_agrees_keeps_the_verdict(tmp_path: Path) -> None:
@@ -471,16 +613,30 @@ def test_model_arm_that_agrees_keeps_the_verdict(tmp_path: Path) -> None:
 
 def test_model_arm_may_add_concerns(tmp_path: Path) -> None:
     def reply(args: dict[str, str]) -> str:
-        return reply_for(args, "VERIFIED_WITH_CONCERNS", concerns=[
-            {"severity": "warning", "detail": "test_login barely asserts", "requirement_id":
-             "REQ-002"}], evidence_map={"REQ-002": ["tests/test_auth.py::test_login"]})
+        return reply_for(
+            args,
+            "VERIFIED_WITH_CONCERNS",
+            concerns=[
+                {
+                    "severity": "warning",
+                    "detail": "test_login barely asserts",
+                    "requirement_id": "REQ-002",
+                }
+            ],
+            evidence_map={"REQ-002": ["tests/test_auth.py::test_login"]},
+        )
 
     run = model_run(tmp_path, reply)
     assert run.rc == 0 and run.verdict is not None
     assert run.verdict["verdict"] == "VERIFIED_WITH_CONCERNS"
-    assert run.verdict["concerns"] == [{"severity": "warning", "source": "model",
-                                        "detail": "test_login barely asserts",
-                                        "requirement_id": "REQ-002"}]
+    assert run.verdict["concerns"] == [
+        {
+            "severity": "warning",
+            "source": "model",
+            "detail": "test_login barely asserts",
+            "requirement_id": "REQ-002",
+        }
+    ]
     assert run.verdict["citations"]["status"] == "corroborated"
     assert run.verdict["citations"]["checked"] == 3
     # Its citations are checked, never added to the arbiter's own evidence_map.
@@ -493,14 +649,16 @@ def test_model_arm_cannot_approve_what_it_rejects(tmp_path: Path) -> None:
     assert blockers(run) == ["the model arm's verdict is REJECTED"]
 
 
-@pytest.mark.parametrize("cited", ["tests/test_auth.py::test_invented",
-                                   "tests/test_misc.py::test_unrelated[x]"])
+@pytest.mark.parametrize(
+    "cited", ["tests/test_auth.py::test_invented", "tests/test_misc.py::test_unrelated[x]"]
+)
 def test_an_invented_citation_is_rejected(tmp_path: Path, cited: str) -> None:
     run = model_run(tmp_path, lambda a: reply_for(a, evidence_map={"REQ-001": [cited]}))
     assert run.rc == 0 and run.verdict is not None and run.verdict["verdict"] == "REJECTED"
     assert run.verdict["citations"]["status"] == "refuted"
-    assert blockers(run) == [f"the model arm's citation is not corroborated: REQ-001: {cited} "
-                             "is not in the bundle"]
+    assert blockers(run) == [
+        f"the model arm's citation is not corroborated: REQ-001: {cited} is not in the bundle"
+    ]
 
 
 def test_citing_a_test_that_did_not_pass_is_rejected() -> None:
@@ -509,33 +667,56 @@ def test_citing_a_test_that_did_not_pass_is_rejected() -> None:
     assert got.status == "refuted"
     assert got.problems == ("REQ-001: tests/t.py::test_b did not pass (skipped)",)
     assert corroborate({}, bundle).status == "unavailable"
-    assert corroborate({"REQ-001": ["tests/t.py::test_a"]},
-                       make_bundle([], per_test=False)).status == "unavailable"
+    assert (
+        corroborate({"REQ-001": ["tests/t.py::test_a"]}, make_bundle([], per_test=False)).status
+        == "unavailable"
+    )
 
 
-@pytest.mark.parametrize(("mode", "name", "make_reply", "extra", "why"), [
-    ("crash", "claude", None, {}, "claude exited 101: thread 'main' panicked"),
-    ("hang", "claude", None, {"AUDIT_CLAUDE_TIMEOUT": "1"}, "gave no reply within 1 s"),
-    ("garbage", "fake-model", None, {}, "printed non-JSON stdout"),
-    ("garbage", "claude", None, {}, "the model's reply is not JSON"),
-    ("empty", "claude", None, {}, "the model's reply is not JSON"),
-    ("rate-limit", "claude", None, {}, "rate limited"),
-    ("auth", "claude", None, {}, "claude auth"),
-    ("findings", "claude", lambda a: json.dumps({"verdict": "VERIFIED"}),
-     {}, "schema-invalid"),
-    ("findings", "claude", lambda a: reply_for(a, concerns=[{"severity": "info",
-                                                             "detail": "x"}]),
-     {}, "schema-invalid at $.concerns[0].severity"),
-    ("findings", "claude", lambda a: reply_for({**a, "attempt_id": "attempt-2"}), {},
-     "tuple mismatch: the model echoed attempt_id='attempt-2'"),
-    ("findings", "claude", lambda a: reply_for(a, "AUDIT_UNAVAILABLE"), {},
-     "the model emitted AUDIT_UNAVAILABLE"),
-    ("findings", "claude", lambda a: "```json\n" + reply_for(a, "AUDIT_UNAVAILABLE") + "\n```",
-     {}, "the model emitted AUDIT_UNAVAILABLE"),
-])
-def test_model_arm_failures_exit_4_never_an_approval(tmp_path: Path, mode: str, name: str,
-                                                    make_reply: Any, extra: dict[str, str],
-                                                    why: str) -> None:
+@pytest.mark.parametrize(
+    ("mode", "name", "make_reply", "extra", "why"),
+    [
+        ("crash", "claude", None, {}, "claude exited 101: thread 'main' panicked"),
+        ("hang", "claude", None, {"AUDIT_CLAUDE_TIMEOUT": "1"}, "gave no reply within 1 s"),
+        ("garbage", "fake-model", None, {}, "printed non-JSON stdout"),
+        ("garbage", "claude", None, {}, "the model's reply is not JSON"),
+        ("empty", "claude", None, {}, "the model's reply is not JSON"),
+        ("rate-limit", "claude", None, {}, "rate limited"),
+        ("auth", "claude", None, {}, "claude auth"),
+        ("findings", "claude", lambda a: json.dumps({"verdict": "VERIFIED"}), {}, "schema-invalid"),
+        (
+            "findings",
+            "claude",
+            lambda a: reply_for(a, concerns=[{"severity": "info", "detail": "x"}]),
+            {},
+            "schema-invalid at $.concerns[0].severity",
+        ),
+        (
+            "findings",
+            "claude",
+            lambda a: reply_for({**a, "attempt_id": "attempt-2"}),
+            {},
+            "tuple mismatch: the model echoed attempt_id='attempt-2'",
+        ),
+        (
+            "findings",
+            "claude",
+            lambda a: reply_for(a, "AUDIT_UNAVAILABLE"),
+            {},
+            "the model emitted AUDIT_UNAVAILABLE",
+        ),
+        (
+            "findings",
+            "claude",
+            lambda a: "```json\n" + reply_for(a, "AUDIT_UNAVAILABLE") + "\n```",
+            {},
+            "the model emitted AUDIT_UNAVAILABLE",
+        ),
+    ],
+)
+def test_model_arm_failures_exit_4_never_an_approval(
+    tmp_path: Path, mode: str, name: str, make_reply: Any, extra: dict[str, str], why: str
+) -> None:
     run = model_run(tmp_path, make_reply, mode, name, **extra)
     assert run.rc == 4 and run.verdict is not None
     assert run.verdict["verdict"] == "AUDIT_UNAVAILABLE"
@@ -546,8 +727,11 @@ def test_model_arm_failures_exit_4_never_an_approval(tmp_path: Path, mode: str, 
 
 def test_missing_model_binary_exits_4(tmp_path: Path) -> None:
     args = prepare(tmp_path, make_bundle(GOOD), make_plan(req("REQ-001")))
-    run = run_argv(tmp_path, [args[n] for n in ARGUMENTS],
-                   {"AUDIT_CLAUDE_BIN": str(tmp_path / "no-such-claude")})
+    run = run_argv(
+        tmp_path,
+        [args[n] for n in ARGUMENTS],
+        {"AUDIT_CLAUDE_BIN": str(tmp_path / "no-such-claude")},
+    )
     assert run.rc == 4 and "not found" in run.stderr
 
 
@@ -560,25 +744,30 @@ def test_model_arm_is_not_asked_once_the_verdict_is_rejected(tmp_path: Path) -> 
 
 def test_bad_model_timeout_setting_exits_3(tmp_path: Path) -> None:
     args = prepare(tmp_path, make_bundle(GOOD), make_plan(req("REQ-001")))
-    run = run_argv(tmp_path, [args[n] for n in ARGUMENTS],
-                   model_env(tmp_path, AUDIT_CLAUDE_TIMEOUT="soon"))
+    run = run_argv(
+        tmp_path, [args[n] for n in ARGUMENTS], model_env(tmp_path, AUDIT_CLAUDE_TIMEOUT="soon")
+    )
     assert run.rc == 3 and "AUDIT_CLAUDE_TIMEOUT" in run.stderr
 
 
 # --- the matching rule --------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("nodeid", "named"), [
-    ("tests/test_login.py::test_req_001_expired", True),
-    ("tests/test_login.py::TestReq001::test_x", True),
-    ("tests/req_001/test_a.py::test_b", True),
-    ("tests/test_login.py::test_login[REQ-001]", True),
-    ("tests/test_login.py::test_REQ001", True),
-    ("tests/test_login.py::test_req_0010", False),
-    ("tests/test_login.py::test_req_01", False),
-    ("tests/test_login.py::test_prereq_001", False),
-    ("tests/test_login.py::TestPREREQ001::test_x", False),
-    ("tests/test_login.py::test_login", False),
-])
+
+@pytest.mark.parametrize(
+    ("nodeid", "named"),
+    [
+        ("tests/test_login.py::test_req_001_expired", True),
+        ("tests/test_login.py::TestReq001::test_x", True),
+        ("tests/req_001/test_a.py::test_b", True),
+        ("tests/test_login.py::test_login[REQ-001]", True),
+        ("tests/test_login.py::test_REQ001", True),
+        ("tests/test_login.py::test_req_0010", False),
+        ("tests/test_login.py::test_req_01", False),
+        ("tests/test_login.py::test_prereq_001", False),
+        ("tests/test_login.py::TestPREREQ001::test_x", False),
+        ("tests/test_login.py::test_login", False),
+    ],
+)
 def test_matching_rule(nodeid: str, named: bool) -> None:
     assert names(nodeid, "REQ-001") is named
     assert matches({"nodeid": nodeid, "requirements": ["REQ-001"]}, "REQ-001")
@@ -586,17 +775,22 @@ def test_matching_rule(nodeid: str, named: bool) -> None:
 
 # --- end to end ---------------------------------------------------------------------------------
 
-def test_a_real_run_bundle_is_accepted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+
+def test_a_real_run_bundle_is_accepted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.delenv(evidence.TIER_ENV, raising=False)
     repo = make_repo(tmp_path / "repo")
-    repo.write("pyproject.toml",
-               '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["src"]\n')
+    repo.write(
+        "pyproject.toml", '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["src"]\n'
+    )
     repo.write("src/auth.py", "def valid(token: str) -> bool:\n    return token != 'expired'\n")
     repo.write("tests/test_auth.py", "def test_ok():\n    pass\n")
     repo.commit("base")
     repo.git("tag", "base")
-    repo.write("tests/test_auth.py", """\
+    repo.write(
+        "tests/test_auth.py",
+        """\
 import pytest
 from auth import valid
 
@@ -613,12 +807,14 @@ def test_accepts_fresh(record_property):
 @pytest.mark.skip(reason="needs a browser")
 def test_req_003_login_page():
     pass
-""")
+""",
+    )
     skill = ".claude/skills/auth-engineer"
     repo.write(f"{skill}/SKILL.md", "# auth engineer\n")
-    repo.write(f"{skill}/VERIFICATION.md",
-               "## Exerciser Gates\n- G_SECURE: no eval in the sources\n"
-               "  CHECK: ! grep -rn 'eval(' src\n")
+    repo.write(
+        f"{skill}/VERIFICATION.md",
+        "## Exerciser Gates\n- G_SECURE: no eval in the sources\n  CHECK: ! grep -rn 'eval(' src\n",
+    )
     repo.commit("auth: tokens")
     store = tmp_path / "store"
     main(["verify", str(repo.path), "--scope=branch", "--base=base", f"--store={store}"])
@@ -629,19 +825,29 @@ def test_req_003_login_page():
     assert bundle["bundle_hash"] == evidence.bundle_hash(bundle)
     assert bundle["security_status"]["status"] == "passed"
     assert str(tmp_path / "repo") + "/" not in bundle_path.read_text(encoding="utf-8")
-    plan = make_plan(req("REQ-001"), req("REQ-002"), req("REQ-003", tier=2, skip=2),
-                     security_required=True)
+    plan = make_plan(
+        req("REQ-001"), req("REQ-002"), req("REQ-003", tier=2, skip=2), security_required=True
+    )
     plan_path = tmp_path / "plan.json"
     plan_path.write_text(json.dumps(plan), encoding="utf-8")
-    argv = [str(bundle_path), bundle["bundle_hash"], REQUEST_ID, "1", "rev-1", str(plan_path),
-            hashlib.sha256(plan_path.read_bytes()).hexdigest(),
-            evidence.inventory_hash(bundle["inventory"]), bundle["runner_version"],
-            RUBRIC_VERSION]
+    argv = [
+        str(bundle_path),
+        bundle["bundle_hash"],
+        REQUEST_ID,
+        "1",
+        "rev-1",
+        str(plan_path),
+        hashlib.sha256(plan_path.read_bytes()).hexdigest(),
+        evidence.inventory_hash(bundle["inventory"]),
+        bundle["runner_version"],
+        RUBRIC_VERSION,
+    ]
     run = run_argv(tmp_path, argv)
     assert run.rc == 0 and run.verdict is not None, run.stderr
     assert run.verdict["verdict"] == "VERIFIED", run.verdict["concerns"]
     assert run.verdict["evidence_map"] == {
         "REQ-001": ["tests/test_auth.py::test_req_001_rejects_expired"],
-        "REQ-002": ["tests/test_auth.py::test_accepts_fresh"]}
+        "REQ-002": ["tests/test_auth.py::test_accepts_fresh"],
+    }
     assert run.verdict["coverage"]["skipped_with_reason"][0]["requirement_id"] == "REQ-003"
     assert run.verdict["security_verdict"]["status"] == "passed"

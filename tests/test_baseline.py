@@ -12,15 +12,19 @@ from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.phases import baseline, static
 from verify_dag.phases import scope as scope_phase
 
-RUFF = Toolchain(commands=(Command(kind="lint", argv=("ruff", "check"), source="test",
-                                   exists=True, tool="ruff"),))
+RUFF = Toolchain(
+    commands=(
+        Command(kind="lint", argv=("ruff", "check"), source="test", exists=True, tool="ruff"),
+    )
+)
 OLD = "import os\nimport sys\n\n\ndef main():\n    return sys.argv\n"
 # `import os` moves to the end (line 9, still unused); `x` (line 5) is a new F841.
 NEW = "import sys\n\n\ndef main():\n    x = 1\n    return sys.argv\n\n\nimport os\n"
 
 
-def branch(repo: Repo, old: dict[str, str], new: dict[str, str],
-           remove: tuple[str, ...] = ()) -> Scope:
+def branch(
+    repo: Repo, old: dict[str, str], new: dict[str, str], remove: tuple[str, ...] = ()
+) -> Scope:
     repo.write("ruff.toml", '[lint]\nselect = ["F"]\n')
     for path, text in old.items():
         repo.write(path, text)
@@ -31,8 +35,11 @@ def branch(repo: Repo, old: dict[str, str], new: dict[str, str],
     for path, text in new.items():
         repo.write(path, text)
     repo.commit("change")
-    sc = scope_phase.run(scope_phase.validate_request(
-        VerifyRequest(repo=str(repo.path), scope="branch", base="base")))
+    sc = scope_phase.run(
+        scope_phase.validate_request(
+            VerifyRequest(repo=str(repo.path), scope="branch", base="base")
+        )
+    )
     assert sc.old_commit is not None and sc.error is None
     return sc
 
@@ -61,8 +68,9 @@ def test_moved_old_finding_is_pre_existing_and_new_one_introduced(repo: Repo) ->
 def test_new_copy_of_an_unchanged_flagged_line_is_introduced(repo: Repo) -> None:
     # The old `import os` (line 1) is still there, unchanged: it cannot be the origin of the
     # same text added inside g().
-    sc = branch(repo, {"app.py": OLD},
-                {"app.py": OLD + "\n\ndef g():\n    import os\n    return 1\n"})
+    sc = branch(
+        repo, {"app.py": OLD}, {"app.py": OLD + "\n\ndef g():\n    import os\n    return 1\n"}
+    )
     found = baselines(classify(repo, sc))
     assert found[("F401", 10)] == "introduced"
     assert ("F401", 1) not in found  # unchanged line: never reported
@@ -74,9 +82,12 @@ def test_added_file_findings_are_introduced(repo: Repo) -> None:
 
 
 def test_renamed_file_compares_against_its_old_path(repo: Repo) -> None:
-    sc = branch(repo, {"old_name.py": OLD + "\n\n# padding so git sees a rename\n" * 3},
-                {"new_name.py": NEW + "\n\n# padding so git sees a rename\n" * 3},
-                remove=("old_name.py",))
+    sc = branch(
+        repo,
+        {"old_name.py": OLD + "\n\n# padding so git sees a rename\n" * 3},
+        {"new_name.py": NEW + "\n\n# padding so git sees a rename\n" * 3},
+        remove=("old_name.py",),
+    )
     (change,) = sc.included
     assert (change.status, change.old_path) == ("renamed", "old_name.py")
     assert baselines(classify(repo, sc)) == {("F401", 9): "pre-existing", ("F841", 5): "introduced"}
@@ -90,8 +101,7 @@ def test_whole_file_scope_is_left_unclassified(repo: Repo) -> None:
 
 
 def test_tool_that_cannot_run_at_the_base_leaves_findings_unclassified(repo: Repo) -> None:
-    sc = branch(repo, {"app.py": OLD, "ruff.toml": "not toml ["}, {"app.py": NEW,
-                                                                   "ruff.toml": ""})
+    sc = branch(repo, {"app.py": OLD, "ruff.toml": "not toml ["}, {"app.py": NEW, "ruff.toml": ""})
     problems: list[str] = []
     found = classify(repo, sc, problems)
     assert {f.baseline for f in found} == {None}
@@ -100,16 +110,23 @@ def test_tool_that_cannot_run_at_the_base_leaves_findings_unclassified(repo: Rep
 
 
 def test_static_run_classifies_and_says_so(repo: Repo) -> None:
-    sc = branch(repo, {"app.py": OLD, "lib.py": "import re\nX = 1\n"},
-                {"app.py": NEW, "lib.py": "import re\nX = 2\n", "extra.py": "import json\n"})
+    sc = branch(
+        repo,
+        {"app.py": OLD, "lib.py": "import re\nX = 1\n"},
+        {"app.py": NEW, "lib.py": "import re\nX = 2\n", "extra.py": "import json\n"},
+    )
     with git.worktree(repo.path, sc.new_commit) as workdir:
         out = static.run(sc, RUFF, workdir, 60)
     assert out.status == "COMPLETED"
-    assert out.notes == ("ruff (3 findings: 2 introduced, 1 pre-existing; "
-                         "1 outside scoped lines not reported)")  # lib.py's unchanged import
+    assert out.notes == (
+        "ruff (3 findings: 2 introduced, 1 pre-existing; 1 outside scoped lines not reported)"
+    )  # lib.py's unchanged import
     found = {(f.location.path if f.location else None, f.rule): f.baseline for f in out.findings}
-    assert found == {("app.py", "F401"): "pre-existing", ("app.py", "F841"): "introduced",
-                     ("extra.py", "F401"): "introduced"}
+    assert found == {
+        ("app.py", "F401"): "pre-existing",
+        ("app.py", "F841"): "introduced",
+        ("extra.py", "F401"): "introduced",
+    }
 
 
 # Lines that move into another file: a.py keeps enough code that git sees no rename.
@@ -126,19 +143,25 @@ def test_line_moved_into_a_new_file_is_pre_existing(repo: Repo) -> None:
     assert statuses(sc) == {"a.py": "modified", "b.py": "added"}
     found = classify(repo, sc)
     assert [(f.location.path if f.location else None, f.rule, f.baseline) for f in found] == [
-        ("b.py", "F541", "pre-existing")]
+        ("b.py", "F541", "pre-existing")
+    ]
 
 
 def test_same_rule_on_different_text_in_a_new_file_is_introduced(repo: Repo) -> None:
-    sc = branch(repo, {"a.py": TWO + KEEP},
-                {"a.py": KEEP.lstrip("\n"), "b.py": TWO + '\n\ndef three():\n    return f"3"\n'})
-    assert baselines(classify(repo, sc)) == {("F541", 2): "pre-existing",
-                                             ("F541", 6): "introduced"}
+    sc = branch(
+        repo,
+        {"a.py": TWO + KEEP},
+        {"a.py": KEEP.lstrip("\n"), "b.py": TWO + '\n\ndef three():\n    return f"3"\n'},
+    )
+    assert baselines(classify(repo, sc)) == {("F541", 2): "pre-existing", ("F541", 6): "introduced"}
 
 
 def test_duplicated_line_is_pre_existing_once(repo: Repo) -> None:
-    sc = branch(repo, {"a.py": TWO + KEEP},
-                {"a.py": KEEP.lstrip("\n"), "b.py": TWO + "\n\n" + TWO.replace("two()", "too()")})
+    sc = branch(
+        repo,
+        {"a.py": TWO + KEEP},
+        {"a.py": KEEP.lstrip("\n"), "b.py": TWO + "\n\n" + TWO.replace("two()", "too()")},
+    )
     found = classify(repo, sc)
     assert sorted(f.baseline or "" for f in found) == ["introduced", "pre-existing"]
 
@@ -147,8 +170,9 @@ def test_duplicate_kept_in_its_own_file_is_the_pre_existing_one(repo: Repo) -> N
     # The moved (re-indented) line stays in a.py and a copy lands in b.py: a.py's is the origin.
     moved = KEEP.lstrip("\n") + '\n\nclass C:\n    def two(self):\n        return f"two"\n'
     sc = branch(repo, {"a.py": TWO + KEEP}, {"a.py": moved, "b.py": TWO})
-    found = {(f.location.path if f.location else None, f.rule): f.baseline
-             for f in classify(repo, sc)}
+    found = {
+        (f.location.path if f.location else None, f.rule): f.baseline for f in classify(repo, sc)
+    }
     assert found == {("a.py", "F541"): "pre-existing", ("b.py", "F541"): "introduced"}
 
 
@@ -158,8 +182,9 @@ def test_unchanged_line_copied_into_a_new_file_is_introduced(repo: Repo) -> None
 
 
 def test_line_from_a_renamed_file_moved_into_a_new_file_is_pre_existing(repo: Repo) -> None:
-    sc = branch(repo, {"a.py": TWO + KEEP}, {"renamed.py": KEEP.lstrip("\n"), "b.py": TWO},
-                remove=("a.py",))
+    sc = branch(
+        repo, {"a.py": TWO + KEEP}, {"renamed.py": KEEP.lstrip("\n"), "b.py": TWO}, remove=("a.py",)
+    )
     assert statuses(sc) == {"renamed.py": "renamed", "b.py": "added"}
     assert baselines(classify(repo, sc)) == {("F541", 2): "pre-existing"}
 
@@ -173,6 +198,7 @@ def test_line_from_a_deleted_file_is_pre_existing(repo: Repo) -> None:
 def test_untouched_files_at_the_base_are_not_origins(repo: Repo) -> None:
     # other.py has the same problem at the base but the change does not touch it: b.py's copy
     # is new code, and the base run covers only the scope's old paths.
-    sc = branch(repo, {"a.py": KEEP, "other.py": TWO + KEEP},
-                {"a.py": KEEP + "\nX = 1\n", "b.py": TWO})
+    sc = branch(
+        repo, {"a.py": KEEP, "other.py": TWO + KEEP}, {"a.py": KEEP + "\nX = 1\n", "b.py": TWO}
+    )
     assert baselines(classify(repo, sc)) == {("F541", 2): "introduced"}

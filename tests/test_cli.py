@@ -15,8 +15,13 @@ from verify_dag.cli import main
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "verify_dag.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "verify_dag.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess[str], code: int, needle: str) -> None:
@@ -79,12 +84,16 @@ def test_no_command_and_version() -> None:
     assert proc.returncode == 0 and proc.stdout.startswith("verify-dag ")
 
 
-@pytest.mark.parametrize(("broker", "code", "needle"), [
-    ("foo://x", 2, "not a broker URL Celery knows: 'foo://x'"),
-    ("amqp://guest:pw@127.0.0.1//", 2, "no result backend for broker amqp://"),
-])
-def test_a_broker_url_mistake_is_a_usage_error(repo: Repo, broker: str, code: int,
-                                               needle: str) -> None:
+@pytest.mark.parametrize(
+    ("broker", "code", "needle"),
+    [
+        ("foo://x", 2, "not a broker URL Celery knows: 'foo://x'"),
+        ("amqp://guest:pw@127.0.0.1//", 2, "no result backend for broker amqp://"),
+    ],
+)
+def test_a_broker_url_mistake_is_a_usage_error(
+    repo: Repo, broker: str, code: int, needle: str
+) -> None:
     repo.write("a.py", "x = 1\n")
     repo.commit()
     assert_one_line_error(run_cli("verify", str(repo.path), "--broker", broker), code, needle)
@@ -100,18 +109,21 @@ def test_an_unreachable_broker_is_one_line_naming_it(repo: Repo) -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     proc = run_cli("verify", str(repo.path), "--broker", f"redis://:pw-secret@127.0.0.1:{port}/0")
-    assert_one_line_error(proc, 3, f"cannot reach the broker or result store at "
-                                   f"redis://:***@127.0.0.1:{port}/0")
+    assert_one_line_error(
+        proc, 3, f"cannot reach the broker or result store at redis://:***@127.0.0.1:{port}/0"
+    )
     assert "pw-secret" not in proc.stderr and "internal error" not in proc.stderr
 
 
-def test_file_names_that_look_like_flags(repo: Repo, tmp_path: Path,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_file_names_that_look_like_flags(
+    repo: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     repo.write("-dash é space.py", "import os\n")
     repo.commit()
     out = tmp_path / "r.json"
-    assert main(["verify", str(repo.path), "--files=-dash é space.py", "--format=json",
-                 f"--output={out}"]) in (0, 1)
+    assert main(
+        ["verify", str(repo.path), "--files=-dash é space.py", "--format=json", f"--output={out}"]
+    ) in (0, 1)
     text = out.read_text(encoding="utf-8")
     assert '"path": "-dash é space.py"' in text and "F401" in text
 
@@ -124,8 +136,15 @@ def test_help_names_modes_and_exit_codes() -> None:
 
 
 def test_progress_only_on_a_terminal(scenario: Repo) -> None:
-    args = [sys.executable, "-m", "verify_dag.cli", "verify", str(scenario.path),
-            "--scope=branch", "--base=base"]
+    args = [
+        sys.executable,
+        "-m",
+        "verify_dag.cli",
+        "verify",
+        str(scenario.path),
+        "--scope=branch",
+        "--base=base",
+    ]
     piped = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert piped.returncode == 1 and "[1/" not in piped.stderr
     # On a terminal: one line per phase as it finishes, on stderr.
@@ -149,7 +168,8 @@ def test_progress_only_on_a_terminal(scenario: Repo) -> None:
 
 
 def test_status_with_redis_unreachable_is_one_line_within_the_outage_limit(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import socket
     import time
 
@@ -158,8 +178,9 @@ def test_status_with_redis_unreachable_is_one_line_within_the_outage_limit(
         port = probe.getsockname()[1]
     monkeypatch.setenv("VERIFY_DAG_OUTAGE_LIMIT", "1")
     start = time.monotonic()
-    res = run_cli("status", "0123abcd-0000-4000-8000-000000000000",
-                  "--broker", f"redis://127.0.0.1:{port}/0")
+    res = run_cli(
+        "status", "0123abcd-0000-4000-8000-000000000000", "--broker", f"redis://127.0.0.1:{port}/0"
+    )
     assert res.returncode == 3 and res.stderr.count("\n") == 1, res.stderr
     assert "unreachable for 1 s in a row" in res.stderr and "Traceback" not in res.stderr
     assert time.monotonic() - start < 20

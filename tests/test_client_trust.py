@@ -40,8 +40,10 @@ SLOW = 25.0  # seconds the repository's test sleeps
 
 # --- the matching function -------------------------------------------------------------------
 
-def a_report(run_id: str = "run-1", repo: str = "/srv/repo", head: str | None = HEAD,
-             status: str = "ok") -> dict[str, Any]:
+
+def a_report(
+    run_id: str = "run-1", repo: str = "/srv/repo", head: str | None = HEAD, status: str = "ok"
+) -> dict[str, Any]:
     return {"status": status, "run": {"id": run_id, "repo": repo}, "scope": {"headSha": head}}
 
 
@@ -49,20 +51,23 @@ LOCAL = Expected(repo="/srv/repo", head=HEAD, store=None)
 URL = Expected(repo="https://git.example/x.git", head=None, store=None)
 
 
-@pytest.mark.parametrize(("report", "expect", "wrong"), [
-    (a_report(), LOCAL, None),
-    (a_report(run_id="run-2"), LOCAL, "run id run-2, expected run-1"),
-    (a_report(repo="/srv/other"), LOCAL, "repository /srv/other, expected /srv/repo"),
-    (a_report(head=OTHER), LOCAL, f"head {OTHER}, expected {HEAD}"),
-    (a_report(head=None), LOCAL, f"head None, expected {HEAD}"),
-    # An error report may have no head (scope never resolved one); it fails the run anyway.
-    (a_report(head=None, status="error"), LOCAL, None),
-    # A URL's head is resolved by the scope phase on a worker: only its shape can be checked.
-    (a_report(repo=URL.repo, head=OTHER), URL, None),
-    (a_report(repo=URL.repo, head="main"), URL, "head 'main', expected a commit SHA"),
-    ({"status": "ok"}, LOCAL, "run id None, expected run-1"),
-    ("no issues", LOCAL, "no report, expected run id run-1"),
-])
+@pytest.mark.parametrize(
+    ("report", "expect", "wrong"),
+    [
+        (a_report(), LOCAL, None),
+        (a_report(run_id="run-2"), LOCAL, "run id run-2, expected run-1"),
+        (a_report(repo="/srv/other"), LOCAL, "repository /srv/other, expected /srv/repo"),
+        (a_report(head=OTHER), LOCAL, f"head {OTHER}, expected {HEAD}"),
+        (a_report(head=None), LOCAL, f"head None, expected {HEAD}"),
+        # An error report may have no head (scope never resolved one); it fails the run anyway.
+        (a_report(head=None, status="error"), LOCAL, None),
+        # A URL's head is resolved by the scope phase on a worker: only its shape can be checked.
+        (a_report(repo=URL.repo, head=OTHER), URL, None),
+        (a_report(repo=URL.repo, head="main"), URL, "head 'main', expected a commit SHA"),
+        ({"status": "ok"}, LOCAL, "run id None, expected run-1"),
+        ("no issues", LOCAL, "no report, expected run id run-1"),
+    ],
+)
 def test_mismatch(report: object, expect: Expected, wrong: str | None) -> None:
     assert client.mismatch(report, "run-1", expect) == wrong
 
@@ -75,12 +80,14 @@ def test_check_report_is_one_fatal_line() -> None:
     line = caught.value.line()
     assert "\n" not in line and line.startswith(
         "verify-dag: error: the report in the result store is not this run's (run id forged, "
-        "expected run-1)")
+        "expected run-1)"
+    )
     # Completion and shadow plans carry no expectation: their results are not reports.
     client.check_report(Plan(run_id="run-1", canvas=None, phases=(), final_id="f"), "anything")
 
 
 # --- a lost run on the in-process backend ----------------------------------------------------
+
 
 @pytest.fixture
 def in_process() -> Iterator[None]:
@@ -89,8 +96,15 @@ def in_process() -> Iterator[None]:
 
 
 def lost_plan(run_id: str, where: Path) -> Plan:
-    p = client.announce(Plan(run_id=run_id, canvas=None, phases=(), final_id=f"{run_id}-final",
-                             expect=Expected(repo="/srv/repo", head=HEAD, store=str(where))))
+    p = client.announce(
+        Plan(
+            run_id=run_id,
+            canvas=None,
+            phases=(),
+            final_id=f"{run_id}-final",
+            expect=Expected(repo="/srv/repo", head=HEAD, store=str(where)),
+        )
+    )
     assert not client.lost(p)
     client.app.backend.forget(p.sentinel)
     assert client.lost(p)
@@ -105,17 +119,30 @@ def test_a_lost_run_ends_the_wait(tmp_path: Path, in_process: None) -> None:
     assert time.monotonic() - start < 5
     assert caught.value.line().startswith(
         "verify-dag: error: the broker lost run run-lost-1 (its records vanished from the result "
-        "store: a restart without persistence or a flush?)")
+        "store: a restart without persistence or a flush?)"
+    )
 
 
-def test_a_lost_run_whose_report_landed_is_read_from_the_store(tmp_path: Path,
-                                                              in_process: None) -> None:
+def test_a_lost_run_whose_report_landed_is_read_from_the_store(
+    tmp_path: Path, in_process: None
+) -> None:
     where = tmp_path / "store"
     p = lost_plan("run-lost-2", where)
     doc = a_report(run_id="run-lost-2")
-    meta = store.RunMeta(run_id="run-lost-2", repo="/srv/repo", mode="branch", depth="light",
-                         base="base", head_sha=HEAD, submitted=None, finished=store.now(),
-                         status="ok", result="pass", fail_on=7, exit_code=0)
+    meta = store.RunMeta(
+        run_id="run-lost-2",
+        repo="/srv/repo",
+        mode="branch",
+        depth="light",
+        base="base",
+        head_sha=HEAD,
+        submitted=None,
+        finished=store.now(),
+        status="ok",
+        result="pass",
+        fail_on=7,
+        exit_code=0,
+    )
     store.save(where, "run-lost-2", doc, "# report\n", meta)
     result = client.wait(p, timeout=60, lost_check=0.05)
     assert (result["report"], result["markdown"]) == (doc, "# report\n")
@@ -126,21 +153,26 @@ def test_a_lost_run_whose_report_landed_is_read_from_the_store(tmp_path: Path,
 
 
 def test_a_run_whose_sentinel_stays_is_not_lost(tmp_path: Path, in_process: None) -> None:
-    p = client.announce(Plan(run_id="run-kept", canvas=None, phases=(), final_id="never",
-                             expect=LOCAL))
+    p = client.announce(
+        Plan(run_id="run-kept", canvas=None, phases=(), final_id="never", expect=LOCAL)
+    )
     with pytest.raises(FatalError, match=r"no report after 0 s"):
         client.wait(p, timeout=0.3, lost_check=0.05)
 
 
 # --- real workers on Redis -------------------------------------------------------------------
 
+
 def slow_project(path: Path) -> Repo:
     """A branch adding ``sub`` and a test that takes SLOW seconds."""
     repo = make_repo(path)
     calc_base(repo)
-    repo.write("src/calc.py", "def add(a, b):\n    return a + b\n\n\n"
-               "def sub(a, b):\n    return a - b\n")
-    repo.write("tests/test_calc.py", f"""\
+    repo.write(
+        "src/calc.py", "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
+    )
+    repo.write(
+        "tests/test_calc.py",
+        f"""\
 import time
 
 from calc import add, sub
@@ -153,13 +185,15 @@ def test_add():
 
 def test_sub():
     assert sub(3, 1) == 2
-""")
+""",
+    )
     repo.commit("calc: sub")
     return repo
 
 
-def wait_for(what: str, check: Callable[[], Any], bound: float,
-             details: Callable[[], str] = lambda: "") -> Any:
+def wait_for(
+    what: str, check: Callable[[], Any], bound: float, details: Callable[[], str] = lambda: ""
+) -> Any:
     deadline = time.monotonic() + bound
     while True:
         value = check()
@@ -183,16 +217,34 @@ class Run:
 
     def client(self, *flags: str) -> subprocess.Popen[str]:
         return subprocess.Popen(
-            [sys.executable, "-m", "verify_dag.cli", "verify", str(self.repo.path),
-             "--scope=branch", "--base=base", f"--broker={self.broker}", "--format=json",
-             f"--output={self.root / 'report.json'}", *flags],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env,
-            start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "verify_dag.cli",
+                "verify",
+                str(self.repo.path),
+                "--scope=branch",
+                "--base=base",
+                f"--broker={self.broker}",
+                "--format=json",
+                f"--output={self.root / 'report.json'}",
+                *flags,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=self.env,
+            start_new_session=True,
+        )
 
     def testing(self) -> str:
         """The run id once its test task is running."""
-        wait_for("the test task to start", lambda: self.started("verify_dag.test"), BOUND,
-                 lambda: logs(self.logs))
+        wait_for(
+            "the test task to start",
+            lambda: self.started("verify_dag.test"),
+            BOUND,
+            lambda: logs(self.logs),
+        )
         ids = [p.name for p in self.store.iterdir() if p.is_dir()]  # the bundle's directory
         assert len(ids) == 1, ids
         return ids[0]
@@ -237,9 +289,14 @@ def report_task_id(broker: str) -> str | None:
 
 def forge(broker: str, task_id: str, report: dict[str, Any]) -> None:
     """What the hostile test wrote: a SUCCESS meta with a clean report."""
-    meta = {"status": "SUCCESS", "result": {"report": report, "markdown": "No issues.\n"},
-            "traceback": None, "children": [], "date_done": "2030-01-01T00:00:00",
-            "task_id": task_id}
+    meta = {
+        "status": "SUCCESS",
+        "result": {"report": report, "markdown": "No issues.\n"},
+        "traceback": None,
+        "children": [],
+        "date_done": "2030-01-01T00:00:00",
+        "task_id": task_id,
+    }
     redis.Redis.from_url(broker).set(f"celery-task-meta-{task_id}", json.dumps(meta))
 
 
@@ -250,23 +307,36 @@ def test_a_forged_report_is_not_believed(forged: str, tmp_path: Path) -> None:
         proc = run.client("--timeout=120")
         try:
             run_id = run.testing()
-            task_id = wait_for("the report task's id in the broker",
-                               lambda: report_task_id(run.broker), 10)
-            clean = {"schemaVersion": 1, "status": "ok", "error": None, "issues": [],
-                     "findings": [], "overall": {"result": "pass", "mode": "branch"},
-                     "scope": {"headSha": "f" * 40, "nothingToVerify": False},
-                     "run": {"id": "forged-run" if forged == "run id" else run_id,
-                             "repo": str(run.repo.path)}}
+            task_id = wait_for(
+                "the report task's id in the broker", lambda: report_task_id(run.broker), 10
+            )
+            clean = {
+                "schemaVersion": 1,
+                "status": "ok",
+                "error": None,
+                "issues": [],
+                "findings": [],
+                "overall": {"result": "pass", "mode": "branch"},
+                "scope": {"headSha": "f" * 40, "nothingToVerify": False},
+                "run": {
+                    "id": "forged-run" if forged == "run id" else run_id,
+                    "repo": str(run.repo.path),
+                },
+            }
             forge(run.broker, task_id, clean)
             _stdout, stderr = proc.communicate(timeout=30)
         finally:
             stop(proc)
-    want = (f"(run id forged-run, expected {run_id})" if forged == "run id"
-            else f"(head {'f' * 40}, expected {run.repo.head()})")
+    want = (
+        f"(run id forged-run, expected {run_id})"
+        if forged == "run id"
+        else f"(head {'f' * 40}, expected {run.repo.head()})"
+    )
     assert proc.returncode == 3, (stderr, logs(run.logs))
     lines = stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(
-        f"verify-dag: error: the report in the result store is not this run's {want}"), stderr
+        f"verify-dag: error: the report in the result store is not this run's {want}"
+    ), stderr
     assert not (tmp_path / "report.json").exists()
 
 
@@ -284,9 +354,20 @@ def test_a_flushed_run_is_lost_within_the_bound(tmp_path: Path) -> None:
                 pytest.fail(f"the client waited on a lost run\n{logs(run.logs)}")
             took = time.monotonic() - flushed
             status = subprocess.run(
-                [sys.executable, "-m", "verify_dag.cli", "status", run_id,
-                 f"--broker={run.broker}", f"--store={run.store}"],
-                capture_output=True, text=True, timeout=60, env=run.env)
+                [
+                    sys.executable,
+                    "-m",
+                    "verify_dag.cli",
+                    "status",
+                    run_id,
+                    f"--broker={run.broker}",
+                    f"--store={run.store}",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env=run.env,
+            )
         finally:
             stop(proc)
     print(f"\n[flush] client exit {proc.returncode} after {took:.1f} s")
@@ -294,7 +375,8 @@ def test_a_flushed_run_is_lost_within_the_bound(tmp_path: Path) -> None:
     lines = stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(
         f"verify-dag: error: the broker lost run {run_id} (its records vanished from the result "
-        "store: a restart without persistence or a flush?)"), stderr
+        "store: a restart without persistence or a flush?)"
+    ), stderr
     # The sentinel is looked at every LOST_CHECK seconds; a few more for a busy machine.
     assert took < client.LOST_CHECK + 5, took
     assert status.returncode == 0, status.stderr

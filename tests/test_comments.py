@@ -30,17 +30,20 @@ def branch_scope(repo: Repo, base: str) -> Scope:
     new = repo.head()
     ranges = git.line_ranges(repo.path, base, new)
     changes = []
-    for status, path in (line.split("\t") for line in
-                         repo.git("diff", "--name-status", base, new).splitlines()):
+    for status, path in (
+        line.split("\t") for line in repo.git("diff", "--name-status", base, new).splitlines()
+    ):
         kind = {"A": "added", "M": "modified"}[status]
-        lines = None if kind == "added" else tuple(
-            LineRange(start=a, end=b) for a, b in ranges.get(path, []))
+        lines = (
+            None
+            if kind == "added"
+            else tuple(LineRange(start=a, end=b) for a, b in ranges.get(path, []))
+        )
         changes.append(FileChange(path=path, status=kind, lines=lines))
     return Scope(mode="branch", old_commit=base, new_commit=new, included=tuple(changes))
 
 
-def change(repo: Repo, files: dict[str, str], base_files: dict[str, str] | None = None
-           ) -> Scope:
+def change(repo: Repo, files: dict[str, str], base_files: dict[str, str] | None = None) -> Scope:
     for path, text in (base_files or {"mod.py": BASE}).items():
         repo.write(path, text)
     base = repo.commit("base")
@@ -59,12 +62,18 @@ def lines_of(found: list[Finding]) -> list[int | None]:
 
 
 def test_review_ids_on_added_lines_only(repo: Repo) -> None:
-    scope = change(repo, {"mod.py": BASE + (
-        "\n\n# Handle an empty path (VI-3).\n"           # 10
-        "def empty(path):\n"
-        "    return not path  # per review feedback\n"  # 12
-        "# see https://example.com/CI-12/R2-4 for the format\n"  # 13
-    )})
+    scope = change(
+        repo,
+        {
+            "mod.py": BASE
+            + (
+                "\n\n# Handle an empty path (VI-3).\n"  # 10
+                "def empty(path):\n"
+                "    return not path  # per review feedback\n"  # 12
+                "# see https://example.com/CI-12/R2-4 for the format\n"  # 13
+            )
+        },
+    )
     found = by_rule(comments.run(scope, repo.path, threshold=10), "review-reference")
     assert lines_of(found) == [10, 12]  # VI-1 on unchanged line 4 and the URL are not reported
     first, second = found
@@ -76,62 +85,90 @@ def test_review_ids_on_added_lines_only(repo: Repo) -> None:
 
 
 def test_review_ids_in_other_languages(repo: Repo) -> None:
-    scope = change(repo, {
-        "web/app.ts": 'const url = "// CI-4 in a string";\n// addressing review comments\n'
-                      "/* As requested in review, retry twice. */\n",
-        "run.sh": '#!/bin/sh\necho "# R1-2" $#  # R3-1: quote the path\n',
-        "cfg.yaml": "key: 'a # VI-9 value'  # fine\n",
-        "lib.rs": "fn f<'a>(s: &'a str) -> char { 'x' } // it now returns x\n",
-        "broken.py": "def f(:\n    pass  # CI-7\n",  # no tokens: still read its `#` comments
-    })
-    found = sorted((f.location.path, f.location.line, f.rule) for f in comments.run(
-        scope, repo.path, threshold=10) if f.location)
-    assert found == [("broken.py", 2, "review-reference"), ("lib.rs", 1, "change-narration"),
-                     ("run.sh", 2, "review-reference"), ("web/app.ts", 2, "review-reference"),
-                     ("web/app.ts", 3, "review-reference")]
+    scope = change(
+        repo,
+        {
+            "web/app.ts": 'const url = "// CI-4 in a string";\n// addressing review comments\n'
+            "/* As requested in review, retry twice. */\n",
+            "run.sh": '#!/bin/sh\necho "# R1-2" $#  # R3-1: quote the path\n',
+            "cfg.yaml": "key: 'a # VI-9 value'  # fine\n",
+            "lib.rs": "fn f<'a>(s: &'a str) -> char { 'x' } // it now returns x\n",
+            "broken.py": "def f(:\n    pass  # CI-7\n",  # no tokens: still read its `#` comments
+        },
+    )
+    found = sorted(
+        (f.location.path, f.location.line, f.rule)
+        for f in comments.run(scope, repo.path, threshold=10)
+        if f.location
+    )
+    assert found == [
+        ("broken.py", 2, "review-reference"),
+        ("lib.rs", 1, "change-narration"),
+        ("run.sh", 2, "review-reference"),
+        ("web/app.ts", 2, "review-reference"),
+        ("web/app.ts", 3, "review-reference"),
+    ]
 
 
 def test_change_narration_with_rewrites(repo: Repo) -> None:
-    scope = change(repo, {"mod.py": BASE + (
-        "\n\n# Use a dict for O(1) lookups; previously this was a list.\n"  # 10
-        "CACHE = {}\n"
-        "# We used to sort here.\n"                 # 12
-        "# This is used to build the index.\n"      # 13: describes the code, not its history
-        "# Replaced the loop with a dict lookup.\n"  # 14
-        "# skip previously seen items\n"            # 15: "previously" as an adjective
-        "# the handle is no longer valid once closed\n"  # 16: runtime state
-        "def get(key):\n"
-        '    """Now we cache the result."""\n'      # 18
-        "    # now we have the lock, read the value\n"  # 19: program flow
-        "    return CACHE.get(key)\n"
-        "# Swapped the list for a set.\n"           # 21
-        "# the two values are swapped when a > b\n"  # 22: what the code does
-    )})
+    scope = change(
+        repo,
+        {
+            "mod.py": BASE
+            + (
+                "\n\n# Use a dict for O(1) lookups; previously this was a list.\n"  # 10
+                "CACHE = {}\n"
+                "# We used to sort here.\n"  # 12
+                "# This is used to build the index.\n"  # 13: describes the code, not its history
+                "# Replaced the loop with a dict lookup.\n"  # 14
+                "# skip previously seen items\n"  # 15: "previously" as an adjective
+                "# the handle is no longer valid once closed\n"  # 16: runtime state
+                "def get(key):\n"
+                '    """Now we cache the result."""\n'  # 18
+                "    # now we have the lock, read the value\n"  # 19: program flow
+                "    return CACHE.get(key)\n"
+                "# Swapped the list for a set.\n"  # 21
+                "# the two values are swapped when a > b\n"  # 22: what the code does
+            )
+        },
+    )
     found = by_rule(comments.run(scope, repo.path, threshold=10), "change-narration")
     assert lines_of(found) == [10, 12, 14, 18, 21]  # line 4's "previously" is unchanged
     assert all(f.severity == 5 and f.issue_class == "comment" for f in found)
     rewrites = [f.description.rsplit("Rewrite: ", 1)[1] for f in found]
-    assert rewrites == ['"Use a dict for O(1) lookups"', "delete", "delete",
-                        '"We cache the result."', "delete"]
+    assert rewrites == [
+        '"Use a dict for O(1) lookups"',
+        "delete",
+        "delete",
+        '"We cache the result."',
+        "delete",
+    ]
     assert '"Use a dict for O(1) lookups; previously this was a list."' in found[0].description
 
 
 def test_pragmas_shebang_and_license_are_not_prose(repo: Repo) -> None:
-    scope = change(repo, {"new.py": (
-        "#!/usr/bin/env python\n"
-        "# Copyright 2020 Someone. Previously licensed under GPL, now we use MIT.\n"
-        "import os  # noqa: F401\n"
-        "x: int = 'a'  # type: ignore[assignment]\n"
-        "y = 1  # type: ignore  # per review feedback, keep y\n"
-    )}, {"keep.py": "x = 1\n"})
+    scope = change(
+        repo,
+        {
+            "new.py": (
+                "#!/usr/bin/env python\n"
+                "# Copyright 2020 Someone. Previously licensed under GPL, now we use MIT.\n"
+                "import os  # noqa: F401\n"
+                "x: int = 'a'  # type: ignore[assignment]\n"
+                "y = 1  # type: ignore  # per review feedback, keep y\n"
+            )
+        },
+        {"keep.py": "x = 1\n"},
+    )
     found = comments.run(scope, repo.path, threshold=10)
     assert [(f.rule, lines_of([f])[0]) for f in found] == [("review-reference", 5)]
 
 
 def test_density_over_and_under_threshold(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
     body = "".join(f"# step {n} explained at length\nx{n} = {n}\n" for n in range(5))
-    scope = change(repo, {"dense.py": '"""A docstring is not counted."""\n' + body},
-                   {"keep.py": "x = 1\n"})
+    scope = change(
+        repo, {"dense.py": '"""A docstring is not counted."""\n' + body}, {"keep.py": "x = 1\n"}
+    )
     monkeypatch.delenv(comments.DENSITY_ENV, raising=False)
     (dense,) = by_rule(comments.run(scope, repo.path), "comment-density")  # default 10%
     assert dense.location is None and dense.severity == 5 and dense.issue_class == "comment"
@@ -147,8 +184,9 @@ def test_density_over_and_under_threshold(repo: Repo, monkeypatch: pytest.Monkey
 
 def test_density_counts_added_lines_only(repo: Repo) -> None:
     old = "".join(f"# old comment {n}\n" for n in range(10)) + "x = 1\n"
-    scope = change(repo, {"mod.py": old + "".join(f"y{n} = {n}\n" for n in range(20))},
-                   {"mod.py": old})
+    scope = change(
+        repo, {"mod.py": old + "".join(f"y{n} = {n}\n" for n in range(20))}, {"mod.py": old}
+    )
     assert comments.run(scope, repo.path) == []
 
 
@@ -160,24 +198,29 @@ def test_density_threshold_sources(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="expected a fraction"):
         comments.density_threshold(tmp_path, env={comments.DENSITY_ENV: "10"})
     # The backends' validator of the same table accepts the key.
-    file_layer({"comment-density": 0.2, "backend": "claude"}, "pyproject", trusted=False,
-               notes=[])
+    file_layer({"comment-density": 0.2, "backend": "claude"}, "pyproject", trusted=False, notes=[])
 
 
 def test_unchanged_file_lines_and_unknown_languages(repo: Repo) -> None:
-    scope = change(repo, {"notes.md": "previously we did X (VI-2)\n",
-                          "mod.py": BASE.replace("getsize", "getmtime")},
-                   {"mod.py": BASE, "notes.md": "x\n"})
+    scope = change(
+        repo,
+        {"notes.md": "previously we did X (VI-2)\n", "mod.py": BASE.replace("getsize", "getmtime")},
+        {"mod.py": BASE, "notes.md": "x\n"},
+    )
     assert comments.run(scope, repo.path, threshold=10) == []
-    whole = Scope(mode="files", new_commit=repo.head(),
-                  included=(FileChange(path="mod.py", status="included"),))
+    whole = Scope(
+        mode="files",
+        new_commit=repo.head(),
+        included=(FileChange(path="mod.py", status="included"),),
+    )
     found = comments.run(whole, repo.path, threshold=10)
     assert sorted({f.rule for f in found if f.rule}) == ["change-narration", "review-reference"]
     assert all(5 <= f.severity <= 6 for f in found)
 
 
 def test_the_clients_density_setting_travels_with_the_run(
-        repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # A worker on another host has its own environment: the setting the user made where they
     # ran verify-dag is carried in the request and wins over the worker's.
     from verify_dag import reviewers
@@ -188,8 +231,11 @@ def test_the_clients_density_setting_travels_with_the_run(
     monkeypatch.setenv(comments.DENSITY_ENV, "0.05")  # the worker's own environment
 
     def density(setting: str | None) -> list[Finding]:
-        state = RunState(run_id="r", scope=scope,
-                         request=VerifyRequest(repo=str(repo.path), comment_density=setting))
+        state = RunState(
+            run_id="r",
+            scope=scope,
+            request=VerifyRequest(repo=str(repo.path), comment_density=setting),
+        )
         (outcome,) = reviewers.comment_review(state)
         return by_rule(list(outcome.findings), "comment-density")
 

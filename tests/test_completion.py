@@ -24,12 +24,33 @@ from verify_dag.errors import FatalError, UsageError
 from verify_dag.models import RunState, VerifyRequest
 from verify_dag.phases import exerciser
 
-ARTIFACTS = ("extracted_completion.json", "execution_result.json", "verify_result.json",
-             "VERIFY_REPORT.md", "dispatches.jsonl")
-EXECUTION_FIELDS = {"skipped", "skip_reasons", "skip_reason", "exit_code", "stdout", "stderr",
-                    "duration_ms", "timed_out", "truncated"}
-VERIFY_FIELDS = {"verdict", "reason", "exit_code", "duration_ms", "truncated", "timed_out",
-                 "skipped"}
+ARTIFACTS = (
+    "extracted_completion.json",
+    "execution_result.json",
+    "verify_result.json",
+    "VERIFY_REPORT.md",
+    "dispatches.jsonl",
+)
+EXECUTION_FIELDS = {
+    "skipped",
+    "skip_reasons",
+    "skip_reason",
+    "exit_code",
+    "stdout",
+    "stderr",
+    "duration_ms",
+    "timed_out",
+    "truncated",
+}
+VERIFY_FIELDS = {
+    "verdict",
+    "reason",
+    "exit_code",
+    "duration_ms",
+    "truncated",
+    "timed_out",
+    "skipped",
+}
 
 
 def make_run(tmp_path: Path, content: str | bytes | None, run_id: str = "r1") -> Path:
@@ -73,22 +94,26 @@ def iteration_sections(text: str) -> dict[int, str]:
 
 # --- step 1: validation, without Celery ------------------------------------------------------
 
-@pytest.mark.parametrize(("raw", "code"), [
-    (None, "missing_file"),
-    (b"{not json", "malformed_json"),
-    (b"\xff\xfe{}", "malformed_json"),
-    (b"[1, 2]", "malformed_json"),
-    (b'{"goal": "x"}', "missing_field"),
-    (scope(5).encode(), "not_a_string"),
-    (scope(None).encode(), "not_a_string"),
-    (scope(["ls"]).encode(), "not_a_string"),
-    (scope("").encode(), "empty"),
-    (scope(" \t\n ").encode(), "empty"),
-    (scope("x" * 501).encode(), "too_long"),
-    (scope("echo a\necho b").encode(), "multi_line"),
-    (scope("echo a\recho b").encode(), "multi_line"),
-    (scope("echo \x00").encode(), "nul_byte"),
-])
+
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        (None, "missing_file"),
+        (b"{not json", "malformed_json"),
+        (b"\xff\xfe{}", "malformed_json"),
+        (b"[1, 2]", "malformed_json"),
+        (b'{"goal": "x"}', "missing_field"),
+        (scope(5).encode(), "not_a_string"),
+        (scope(None).encode(), "not_a_string"),
+        (scope(["ls"]).encode(), "not_a_string"),
+        (scope("").encode(), "empty"),
+        (scope(" \t\n ").encode(), "empty"),
+        (scope("x" * 501).encode(), "too_long"),
+        (scope("echo a\necho b").encode(), "multi_line"),
+        (scope("echo a\recho b").encode(), "multi_line"),
+        (scope("echo \x00").encode(), "nul_byte"),
+    ],
+)
 def test_each_validation_error(raw: bytes | None, code: str) -> None:
     extracted = steps.extract(raw)
     assert [e.code for e in extracted.errors] == [code]
@@ -97,8 +122,7 @@ def test_each_validation_error(raw: bytes | None, code: str) -> None:
 
 def test_valid_criterion_is_stripped_and_500_characters_are_allowed() -> None:
     command = "true " + "x" * 495
-    extracted = steps.extract(scope(f"  {command}\n").encode(), source_sha256="abc",
-                              iteration=3)
+    extracted = steps.extract(scope(f"  {command}\n").encode(), source_sha256="abc", iteration=3)
     assert extracted.errors == ()
     assert extracted.completion == command and len(command) == steps.MAX_LENGTH
     assert extracted.source_sha256 == "abc" and extracted.iteration == 3
@@ -109,15 +133,28 @@ def test_every_error_is_reported_not_just_the_first() -> None:
     assert [e.code for e in errors] == ["too_long", "multi_line"]
 
 
-@pytest.mark.parametrize(("execution", "verdict", "reason"), [
-    (Execution(skipped=False, exit_code=0), "pass", "completion command exited 0"),
-    (Execution(skipped=False, exit_code=2), "fail", "exited 2"),
-    (Execution(skipped=False, exit_code=None, timed_out=True), "fail", "timed out (30s budget)"),
-    (Execution(skipped=True, skip_reasons=("a", "b"), skip_reason="a; b"), "fail",
-     "skipped: a; b"),
-    (Execution(skipped=False, exit_code=0, truncated=True), "pass",
-     "completion command exited 0"),
-])
+@pytest.mark.parametrize(
+    ("execution", "verdict", "reason"),
+    [
+        (Execution(skipped=False, exit_code=0), "pass", "completion command exited 0"),
+        (Execution(skipped=False, exit_code=2), "fail", "exited 2"),
+        (
+            Execution(skipped=False, exit_code=None, timed_out=True),
+            "fail",
+            "timed out (30s budget)",
+        ),
+        (
+            Execution(skipped=True, skip_reasons=("a", "b"), skip_reason="a; b"),
+            "fail",
+            "skipped: a; b",
+        ),
+        (
+            Execution(skipped=False, exit_code=0, truncated=True),
+            "pass",
+            "completion command exited 0",
+        ),
+    ],
+)
 def test_verdict_rule(execution: Execution, verdict: str, reason: str) -> None:
     result = steps.classify(execution)
     assert (result.verdict, result.reason) == (verdict, reason)
@@ -126,13 +163,19 @@ def test_verdict_rule(execution: Execution, verdict: str, reason: str) -> None:
 
 # --- the chain on the embedded worker ----------------------------------------------------------
 
-def test_pass_writes_every_artifact_and_four_rows(tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+
+def test_pass_writes_every_artifact_and_four_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MY_API_TOKEN", "s3cret-value-123")
     d = make_run(tmp_path, scope('pwd; echo "token=${MY_API_TOKEN:-unset}"'))
     out = verify(d)
     assert (out.verdict, out.reason, out.iteration, out.mode) == (
-        "pass", "completion command exited 0", 1, "full")
+        "pass",
+        "completion command exited 0",
+        1,
+        "full",
+    )
     assert out.report == str(d / "VERIFY_REPORT.md")
     assert all((d / name).is_file() for name in ARTIFACTS)
     extracted = load(d, "extracted_completion.json")
@@ -147,10 +190,15 @@ def test_pass_writes_every_artifact_and_four_rows(tmp_path: Path,
     assert set(result) == VERIFY_FIELDS
     assert result["verdict"] == "pass" and result["exit_code"] == 0
     got = rows(d)
-    assert [r["step"] for r in got] == ["step1.iter1.extract", "step2.iter1.execute",
-                                        "step3.iter1.classify", "step4.iter1.report"]
-    assert [r["task"] for r in got] == [f"verify_dag.completion.{s}" for s in
-                                        ("extract", "execute", "classify", "report")]
+    assert [r["step"] for r in got] == [
+        "step1.iter1.extract",
+        "step2.iter1.execute",
+        "step3.iter1.classify",
+        "step4.iter1.report",
+    ]
+    assert [r["task"] for r in got] == [
+        f"verify_dag.completion.{s}" for s in ("extract", "execute", "classify", "report")
+    ]
     assert {r["mode"] for r in got} == {"full"} and {r["iteration"] for r in got} == {1}
     assert [r["outcome"] for r in got] == ["ok", "exit 0", "pass", "pass"]
     assert all(r["task_id"] and "mode=full" in r["description"] for r in got)
@@ -158,8 +206,9 @@ def test_pass_writes_every_artifact_and_four_rows(tmp_path: Path,
         Dispatch.model_validate(r)
 
 
-def test_only_the_execute_task_starts_a_process(tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_only_the_execute_task_starts_a_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from celery import current_task
 
     from verify_dag import util
@@ -181,9 +230,19 @@ def test_report_has_the_seven_sections_and_the_verdict_in_the_summary(tmp_path: 
     verify(d)
     text = (d / "VERIFY_REPORT.md").read_text(encoding="utf-8")
     headings = [line[4:] for line in text.splitlines() if line.startswith("### ")]
-    assert headings == list(vreport.SECTIONS) == [
-        "Summary", "Completion command", "Execution result", "Stdout sample", "Stderr sample",
-        "Verdict reasoning", "Recommendations"]
+    assert (
+        headings
+        == list(vreport.SECTIONS)
+        == [
+            "Summary",
+            "Completion command",
+            "Execution result",
+            "Stdout sample",
+            "Stderr sample",
+            "Verdict reasoning",
+            "Recommendations",
+        ]
+    )
     summary = text.split("### Summary", 1)[1].split("### ", 1)[0]
     assert "**Verdict: pass** — completion command exited 0" in summary
     assert "```\necho out; echo err >&2\n```" in text
@@ -219,8 +278,10 @@ def test_timeout(tmp_path: Path) -> None:
 
 
 def test_truncation_is_reported_but_does_not_fail(tmp_path: Path) -> None:
-    d = make_run(tmp_path, scope("head -c 150000 /dev/zero | tr '\\0' x; "
-                                 "head -c 120000 /dev/zero | tr '\\0' y >&2"))
+    d = make_run(
+        tmp_path,
+        scope("head -c 150000 /dev/zero | tr '\\0' x; head -c 120000 /dev/zero | tr '\\0' y >&2"),
+    )
     out = verify(d)
     assert out.verdict == "pass"
     execution = load(d, "execution_result.json")
@@ -228,21 +289,25 @@ def test_truncation_is_reported_but_does_not_fail(tmp_path: Path) -> None:
     assert execution["stdout"] == "x" * 100_000 and execution["stderr"] == "y" * 100_000
     assert load(d, "verify_result.json")["truncated"] is True
     text = (d / "VERIFY_REPORT.md").read_text(encoding="utf-8")
-    assert "| truncated | yes (cap 100000 bytes per stream; the samples show what was kept) |" \
-        in text
+    assert (
+        "| truncated | yes (cap 100000 bytes per stream; the samples show what was kept) |" in text
+    )
     assert "characters not shown: see execution_result.json" in text
     assert len(text) < 30_000
 
 
-@pytest.mark.parametrize(("content", "code"), [
-    ("{not json", "malformed_json"),
-    ('"just a string"', "malformed_json"),
-    ('{"goal": "x"}', "missing_field"),
-    (scope(42), "not_a_string"),
-    (scope("   "), "empty"),
-    (scope("x" * 501), "too_long"),
-    (scope("echo a\necho b"), "multi_line"),
-])
+@pytest.mark.parametrize(
+    ("content", "code"),
+    [
+        ("{not json", "malformed_json"),
+        ('"just a string"', "malformed_json"),
+        ('{"goal": "x"}', "missing_field"),
+        (scope(42), "not_a_string"),
+        (scope("   "), "empty"),
+        (scope("x" * 501), "too_long"),
+        (scope("echo a\necho b"), "multi_line"),
+    ],
+)
 def test_validation_errors_skip_execution(tmp_path: Path, content: str, code: str) -> None:
     d = make_run(tmp_path, content)
     out = verify(d)
@@ -268,8 +333,7 @@ def test_missing_file_at_step_one(tmp_path: Path) -> None:
     assert flow.extract(job) == "errors: missing_file"
     assert flow.execute(job) == "skipped"
     assert flow.classify(job) == "fail"
-    assert flow.render(job).reason == ("skipped: parsed_scope.json not found in the run "
-                                       "directory")
+    assert flow.render(job).reason == ("skipped: parsed_scope.json not found in the run directory")
     with pytest.raises(UsageError, match=r"parsed_scope\.json not found"):
         verify(d)
 
@@ -283,8 +347,11 @@ def test_iterations(tmp_path: Path) -> None:
     out = verify(d)  # parsed_scope.json unchanged: step 1 is not re-run
     assert (out.iteration, out.verdict) == (2, "pass")
     assert (d / "extracted_completion.json").read_bytes() == extracted
-    assert [r["step"] for r in rows(d)][4:] == ["step2.iter2.execute", "step3.iter2.classify",
-                                                "step4.iter2.report"]
+    assert [r["step"] for r in rows(d)][4:] == [
+        "step2.iter2.execute",
+        "step3.iter2.classify",
+        "step4.iter2.report",
+    ]
     text = (d / "VERIFY_REPORT.md").read_text(encoding="utf-8")
     assert text.startswith(first)  # the earlier iteration is never rewritten
     assert sorted(iteration_sections(text)) == [1, 2]
@@ -293,8 +360,12 @@ def test_iterations(tmp_path: Path) -> None:
     write_scope(d, scope("echo two; exit 1"))  # changed: step 1 runs again
     out = verify(d)
     assert (out.iteration, out.verdict, out.reason) == (3, "fail", "exited 1")
-    assert [r["step"] for r in rows(d)][7:] == ["step1.iter3.extract", "step2.iter3.execute",
-                                                "step3.iter3.classify", "step4.iter3.report"]
+    assert [r["step"] for r in rows(d)][7:] == [
+        "step1.iter3.extract",
+        "step2.iter3.execute",
+        "step3.iter3.classify",
+        "step4.iter3.report",
+    ]
     assert load(d, "extracted_completion.json")["iteration"] == 3
     sections = iteration_sections((d / "VERIFY_REPORT.md").read_text(encoding="utf-8"))
     assert sorted(sections) == [1, 2, 3]
@@ -319,7 +390,8 @@ def test_quick_mode(tmp_path: Path) -> None:
     section = iteration_sections((d / "VERIFY_REPORT.md").read_text(encoding="utf-8"))[2]
     # The same schema as full mode, and the report counts the quick iteration.
     assert [ln[4:] for ln in section.splitlines() if ln.startswith("### ")] == list(
-        vreport.SECTIONS)
+        vreport.SECTIONS
+    )
     assert "| mode | quick |" in section and "| mode usage | full 1, quick 1 |" in section
     assert "verify in full mode next time" in section
     verify(d)
@@ -327,12 +399,11 @@ def test_quick_mode(tmp_path: Path) -> None:
     assert "| mode usage | full 2, quick 1 |" in third
 
 
-def test_dispatch_rows_are_not_duplicated_and_other_stages_are_passed_over(
-        tmp_path: Path) -> None:
+def test_dispatch_rows_are_not_duplicated_and_other_stages_are_passed_over(tmp_path: Path) -> None:
     d = make_run(tmp_path, scope("true"))
     (d / "dispatches.jsonl").write_text(
-        json.dumps({"step": "reviewer.step1", "iteration": 9}) + "\nnot json\n",
-        encoding="utf-8")
+        json.dumps({"step": "reviewer.step1", "iteration": 9}) + "\nnot json\n", encoding="utf-8"
+    )
     job = CompletionJob(run_id="r1", run_dir=str(d), iteration=1)
     flow.record(job, "extract", "verify_dag.completion.extract", "task-1", "ok")
     flow.record(job, "extract", "verify_dag.completion.extract", "task-1", "ok")  # redelivered
@@ -352,16 +423,16 @@ def test_a_redelivered_report_step_replaces_its_own_section(tmp_path: Path) -> N
     assert after.split("## Iteration 2")[0] == before.split("## Iteration 2")[0]
 
 
-def test_a_step_that_fails_ends_the_run_with_exit_3(tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_step_that_fails_ends_the_run_with_exit_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     d = make_run(tmp_path, scope("true"))
     (d / "extracted_completion.json").mkdir()  # step 1 cannot write its artifact
     rc = main(["completion", "r1", f"--runs-dir={d.parent}"])
     assert rc == 3
     err = capsys.readouterr().err
     assert err.startswith("verify-dag: error: completion extract failed: IsADirectoryError")
-    assert [(r["step"], r["outcome"][:6]) for r in rows(d)] == [("step1.iter1.extract",
-                                                                  "error:")]
+    assert [(r["step"], r["outcome"][:6]) for r in rows(d)] == [("step1.iter1.extract", "error:")]
 
 
 def test_one_run_at_a_time_per_run_directory(tmp_path: Path) -> None:
@@ -388,9 +459,15 @@ def test_default_runs_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 # --- the CLI as a subprocess ----------------------------------------------------------------------
 
+
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "verify_dag.cli", *args], capture_output=True,
-                          text=True, timeout=120, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "verify_dag.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
 
 
 def test_cli_exit_codes(tmp_path: Path) -> None:
@@ -404,7 +481,8 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
     assert passed.returncode == 0, passed.stderr
     assert passed.stdout.splitlines() == [
         "pass: completion command exited 0 (run ok, iteration 1, mode full)",
-        f"report: {ok / 'VERIFY_REPORT.md'}"]
+        f"report: {ok / 'VERIFY_REPORT.md'}",
+    ]
     failed = run_cli("completion", "failing", runs, "--mode=quick")
     assert failed.returncode == 1
     assert failed.stdout.startswith("fail: exited 4 (run failing, iteration 1, mode quick)")
@@ -443,19 +521,30 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
 
 # --- --completion in the verify DAG -----------------------------------------------------------
 
+
 def clean_branch(repo: Repo) -> Repo:
     """A branch whose lint and tests pass: only the completion criterion can fail the run."""
     calc_base(repo)
-    repo.write("src/calc.py", "def add(a, b):\n    return a + b\n\n\n"
-               "def mul(a, b):\n    return a * b\n")
+    repo.write(
+        "src/calc.py", "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"
+    )
     repo.commit("calc: mul")
     return repo
 
 
 def verify_json(repo: Repo, tmp_path: Path, *flags: str) -> tuple[int, dict[str, Any]]:
     out = tmp_path / f"report-{len(list(tmp_path.glob('report-*')))}.json"
-    rc = main(["verify", str(repo.path), "--scope=branch", "--base=base", *flags,
-               "--format=json", f"--output={out}"])
+    rc = main(
+        [
+            "verify",
+            str(repo.path),
+            "--scope=branch",
+            "--base=base",
+            *flags,
+            "--format=json",
+            f"--output={out}",
+        ]
+    )
     doc: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     report.validate(doc)
     return rc, doc
@@ -469,9 +558,14 @@ def test_verify_dag_runs_a_passing_completion_criterion(repo: Repo, tmp_path: Pa
     # cwd is the worktree of the verified commit: the branch's mul() is there.
     criterion = "grep -q 'def mul' src/calc.py && echo found mul"
     rc, doc = verify_json(clean_branch(repo), tmp_path, f"--completion={criterion}")
-    assert doc["customGates"]["exerciser"] == [{
-        "rule": f"Completion criterion: {criterion}", "status": "PASS", "checker": "completion",
-        "evidence": f"`{criterion}`: pass: completion command exited 0; output: found mul"}]
+    assert doc["customGates"]["exerciser"] == [
+        {
+            "rule": f"Completion criterion: {criterion}",
+            "status": "PASS",
+            "checker": "completion",
+            "evidence": f"`{criterion}`: pass: completion command exited 0; output: found mul",
+        }
+    ]
     ex = exerciser_result(doc)
     assert ex["status"] == "PASSED"  # the criterion is a declared way to exercise the change
     assert "completion criterion: pass (completion command exited 0)" in ex["notes"]
@@ -479,12 +573,14 @@ def test_verify_dag_runs_a_passing_completion_criterion(repo: Repo, tmp_path: Pa
 
 
 def test_verify_dag_reports_a_failing_completion_criterion(repo: Repo, tmp_path: Path) -> None:
-    rc, doc = verify_json(clean_branch(repo), tmp_path,
-                          "--completion=echo not yet >&2; test -f CHANGELOG.md")
+    rc, doc = verify_json(
+        clean_branch(repo), tmp_path, "--completion=echo not yet >&2; test -f CHANGELOG.md"
+    )
     gate = doc["customGates"]["exerciser"][0]
     assert (gate["status"], gate["checker"]) == ("FAIL", "completion")
-    assert gate["evidence"] == ("`echo not yet >&2; test -f CHANGELOG.md`: fail: exited 1; "
-                                "output: not yet")
+    assert gate["evidence"] == (
+        "`echo not yet >&2; test -f CHANGELOG.md`: fail: exited 1; output: not yet"
+    )
     ex = exerciser_result(doc)
     assert ex["status"] == "FAILED"
     assert ex["notes"].startswith("FAILED: the completion criterion failed")
@@ -496,22 +592,29 @@ def test_verify_dag_reports_a_failing_completion_criterion(repo: Repo, tmp_path:
 
 def test_verify_dag_completion_on_the_scenario(scenario: Repo, tmp_path: Path) -> None:
     # The acceptance scenario's failing test, as a completion criterion.
-    _, doc = verify_json(scenario, tmp_path,
-                         "--completion=python3 -m pytest -q -p no:cacheprovider tests")
+    _, doc = verify_json(
+        scenario, tmp_path, "--completion=python3 -m pytest -q -p no:cacheprovider tests"
+    )
     gate = doc["customGates"]["exerciser"][0]
     assert gate["status"] == "FAIL" and "fail: exited 1" in gate["evidence"]
     assert "1 failed, 1 passed" in gate["evidence"]
-    assert any(i["title"].startswith("Completion criterion failed: python3 -m pytest")
-               for i in doc["issues"])
+    assert any(
+        i["title"].startswith("Completion criterion failed: python3 -m pytest")
+        for i in doc["issues"]
+    )
 
 
-@pytest.mark.parametrize(("value", "needle"), [
-    ("", "the completion field is empty (empty)"),
-    ("echo a\necho b", "(multi_line)"),
-    ("x" * 501, "(too_long)"),
-])
-def test_verify_refuses_an_invalid_completion(repo: Repo, value: str, needle: str,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("value", "needle"),
+    [
+        ("", "the completion field is empty (empty)"),
+        ("echo a\necho b", "(multi_line)"),
+        ("x" * 501, "(too_long)"),
+    ],
+)
+def test_verify_refuses_an_invalid_completion(
+    repo: Repo, value: str, needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["verify", str(repo.path), f"--completion={value}"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("verify-dag: error: --completion: ") and needle in err
@@ -522,4 +625,5 @@ def test_a_blocked_exerciser_shows_the_criterion_as_not_run(repo: Repo) -> None:
     out = exerciser.run(RunState(run_id="r", request=request))
     assert out.status == "BLOCKED"
     assert [(g.status, g.checker, g.evidence) for g in out.gates] == [
-        ("BLOCKED", "completion", "not run: the exerciser was blocked")]
+        ("BLOCKED", "completion", "not run: the exerciser was blocked")
+    ]

@@ -59,11 +59,16 @@ def make_project(path: Path, module: str) -> Repo:
     """A tiny project whose branch adds an unused ``import <module>`` and a passing test."""
     repo = make_repo(path)
     calc_base(repo)
-    repo.write("src/calc.py", f"import {module}\n\n\ndef add(a, b):\n    return a + b\n\n\n"
-               "def sub(a, b):\n    return a - b\n")
-    repo.write("tests/test_calc.py",
-               "from calc import add, sub\n\n\ndef test_add():\n    assert add(2, 2) == 4\n\n\n"
-               "def test_sub():\n    assert sub(3, 1) == 2\n")
+    repo.write(
+        "src/calc.py",
+        f"import {module}\n\n\ndef add(a, b):\n    return a + b\n\n\n"
+        "def sub(a, b):\n    return a - b\n",
+    )
+    repo.write(
+        "tests/test_calc.py",
+        "from calc import add, sub\n\n\ndef test_add():\n    assert add(2, 2) == 4\n\n\n"
+        "def test_sub():\n    assert sub(3, 1) == 2\n",
+    )
     repo.commit(f"calc: sub, import {module}")
     return repo
 
@@ -93,7 +98,8 @@ def task_workers(broker: str) -> dict[str, int]:
 
 
 def test_twenty_runs_from_two_clients_on_two_workers(
-        tmp_path: Path, broker: str, two_workers: tuple[Path, Path]) -> None:
+    tmp_path: Path, broker: str, two_workers: tuple[Path, Path]
+) -> None:
     where, log_dir = two_workers
     repos = {module: make_project(tmp_path / f"repo-{module}", module) for module in MODULES}
     by_path = {str(repo.path): module for module, repo in repos.items()}
@@ -103,12 +109,16 @@ def test_twenty_runs_from_two_clients_on_two_workers(
     clients: list[subprocess.Popen[str]] = []
     try:
         for n in range(2):
-            mine = paths[n * RUNS_PER_CLIENT:(n + 1) * RUNS_PER_CLIENT]
-            clients.append(subprocess.Popen(
-                [sys.executable, "-c", CLIENT, str(go), broker, str(where), *mine],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                start_new_session=True,
-            ))
+            mine = paths[n * RUNS_PER_CLIENT : (n + 1) * RUNS_PER_CLIENT]
+            clients.append(
+                subprocess.Popen(
+                    [sys.executable, "-c", CLIENT, str(go), broker, str(where), *mine],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    start_new_session=True,
+                )
+            )
         go.touch()  # both clients start submitting at the same moment
         submitted: dict[str, str] = {}  # run id -> module of its repository
         for client in clients:
@@ -130,7 +140,8 @@ def test_twenty_runs_from_two_clients_on_two_workers(
     while missing := [r for r in submitted if not (where / r / "meta.json").is_file()]:
         assert time.monotonic() < deadline, (
             f"{len(missing)} of {len(submitted)} runs not in the store after {DEADLINE:.0f} s\n"
-            + logs(log_dir))
+            + logs(log_dir)
+        )
         time.sleep(0.25)
     # Nothing but the submitted runs landed in the store.
     assert sorted(p.name for p in where.iterdir()) == sorted(submitted)
@@ -143,7 +154,10 @@ def test_twenty_runs_from_two_clients_on_two_workers(
         assert doc["scope"]["headSha"] == repo.head()
         assert (meta.run_id, meta.repo, meta.head_sha) == (run_id, str(repo.path), repo.head())
         assert (meta.status, meta.result) == ("ok", "issues-found"), (
-            meta, doc.get("error"), logs(log_dir))
+            meta,
+            doc.get("error"),
+            logs(log_dir),
+        )
         text = json.dumps(doc["issues"])
         assert any("F401" in i["title"] and module in i["title"] for i in doc["issues"]), text
         others = [m for m in MODULES if m != module and m in json.dumps(doc)]

@@ -27,30 +27,44 @@ SCHEMA = "schemas/contract-verdict.schema.json"
 
 CALC = "def reconcile(xs):\n    return sum(xs)\n"
 CALC_FIXED = "def reconcile(xs):\n    return sum(xs) if xs else 0\n"
-TESTS = ("import sys\nsys.path.insert(0, 'src')\nfrom inv import reconcile\n\n\n"
-         "def test_one():\n    assert reconcile([1]) == 1\n")
+TESTS = (
+    "import sys\nsys.path.insert(0, 'src')\nfrom inv import reconcile\n\n\n"
+    "def test_one():\n    assert reconcile([1]) == 1\n"
+)
 TESTS_MORE = TESTS + "\n\ndef test_empty():\n    assert reconcile([]) == 0\n"
 CHECK_EMPTY = "python3 -m pytest -q -p no:cacheprovider tests/test_inv.py"
 
 
-def contract(criteria: str, *, scope_: str = "- src/**\n- tests/**", clarifications: str = "",
-             extra: str = "") -> str:
-    return (f"# Contract\n\n## REQUEST\nMake `reconcile()` handle empty lists.\n\n"
-            f"## ACCEPTANCE CRITERIA\n{criteria}\n{extra}\n## FILE SCOPE\n{scope_}\n\n"
-            f"## CLARIFICATIONS\n{clarifications}\n")
+def contract(
+    criteria: str,
+    *,
+    scope_: str = "- src/**\n- tests/**",
+    clarifications: str = "",
+    extra: str = "",
+) -> str:
+    return (
+        f"# Contract\n\n## REQUEST\nMake `reconcile()` handle empty lists.\n\n"
+        f"## ACCEPTANCE CRITERIA\n{criteria}\n{extra}\n## FILE SCOPE\n{scope_}\n\n"
+        f"## CLARIFICATIONS\n{clarifications}\n"
+    )
 
 
 # A cheap oracle that observes the artifact (src/inv.py defines reconcile) and can fail.
 CHECK_FIX = "grep -q 'if xs else 0' src/inv.py"
-GOOD = contract(f"1. `reconcile()` returns 0 for an empty list\n   CHECK: {CHECK_FIX}\n"
-                "   EXPECT: 0\n   EVIDENCE: pending\n")
+GOOD = contract(
+    f"1. `reconcile()` returns 0 for an empty list\n   CHECK: {CHECK_FIX}\n"
+    "   EXPECT: 0\n   EVIDENCE: pending\n"
+)
 
 
 @pytest.fixture(autouse=True)
 def _no_backend(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in list(os.environ):
         if key.startswith(("VERIFY_DAG_BACKEND", "VERIFY_DAG_MODEL", "FAKE_MODEL_")) or key in (
-                "VERIFY_DAG_CONFIG", "XDG_CONFIG_HOME", "VERIFY_DAG_CONTRACT"):
+            "VERIFY_DAG_CONFIG",
+            "XDG_CONFIG_HOME",
+            "VERIFY_DAG_CONTRACT",
+        ):
             monkeypatch.delenv(key)
 
 
@@ -68,9 +82,14 @@ def project(repo: Repo) -> Repo:
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "verify_dag.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return subprocess.run(
+        [sys.executable, "-m", "verify_dag.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
 
 
 def write_contract(repo: Repo, text: str, name: str = "CONTRACT.md") -> Path:
@@ -130,7 +149,9 @@ def test_parse_the_documented_example() -> None:
     assert first.check is not None and first.check.value == "pytest -q tests/test_invoices.py"
     assert [e.value for e in first.expect] == ["exit 0", 'output contains "passed"']
     assert first.evidence is not None and (first.evidence.value, first.evidence.line) == (
-        "pending", 12)
+        "pending",
+        12,
+    )
     assert second.check is not None and second.check.prefix == "   - **CHECK:**"
     assert second.evidence is None and second.last_line == 14
     assert third.check is None and not third.problems
@@ -139,42 +160,58 @@ def test_parse_the_documented_example() -> None:
     assert c.abandoned(3) is not None and c.abandoned(3).reason == "needs a product decision"  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize(("text", "reason"), [
-    ("## ACCEPTANCE CRITERIA\n1. x\n", "lacks its REQUEST section"),
-    ("## REQUEST\nDo it.\n", "lacks its ACCEPTANCE CRITERIA section"),
-    ("## REQUEST\n\n## ACCEPTANCE CRITERIA\n1. x\n", "REQUEST section is empty"),
-    ("## REQUEST\nDo it.\n## ACCEPTANCE CRITERIA\nnothing numbered\n", "no numbered criteria"),
-    ("## REQUEST\nDo it.\n## ACCEPTANCE CRITERIA\n1. a\n1. b\n", "duplicate criterion number 1"),
-    ("## REQUEST\nDo it.\n## ACCEPTANCE CRITERIA\n1. a\nABANDON: 7 \u2014 no\n",
-     "names criterion 7, which does not exist"),
-    ("## REQUEST\nDo it.\n## ACCEPTANCE CRITERIA\n1. a\nABANDON: soon\n", "malformed ABANDON"),
-])
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("## ACCEPTANCE CRITERIA\n1. x\n", "lacks its REQUEST section"),
+        ("## REQUEST\nDo it.\n", "lacks its ACCEPTANCE CRITERIA section"),
+        ("## REQUEST\n\n## ACCEPTANCE CRITERIA\n1. x\n", "REQUEST section is empty"),
+        ("## REQUEST\nDo it.\n## ACCEPTANCE CRITERIA\nnothing numbered\n", "no numbered criteria"),
+        (
+            "## REQUEST\nDo it.\n## ACCEPTANCE CRITERIA\n1. a\n1. b\n",
+            "duplicate criterion number 1",
+        ),
+        (
+            "## REQUEST\nDo it.\n## ACCEPTANCE CRITERIA\n1. a\nABANDON: 7 \u2014 no\n",
+            "names criterion 7, which does not exist",
+        ),
+        ("## REQUEST\nDo it.\n## ACCEPTANCE CRITERIA\n1. a\nABANDON: soon\n", "malformed ABANDON"),
+    ],
+)
 def test_parse_errors(text: str, reason: str) -> None:
     with pytest.raises(ContractError, match=reason):
         parse.parse(text)
 
 
 def test_malformed_oracles_are_problems_not_errors() -> None:
-    c = parse.parse("## REQUEST\nx\n## ACCEPTANCE CRITERIA\n1. a\n   EXPECT: 0\n"
-                    "2. b\n   CHECK: true\n   CHECK: false\n3. c\n   EVIDENCE: MET trust me\n")
+    c = parse.parse(
+        "## REQUEST\nx\n## ACCEPTANCE CRITERIA\n1. a\n   EXPECT: 0\n"
+        "2. b\n   CHECK: true\n   CHECK: false\n3. c\n   EVIDENCE: MET trust me\n"
+    )
     assert [cr.problems for cr in c.criteria] == [
-        ("EXPECT without a CHECK command",), ("more than one CHECK line",),
-        ("EVIDENCE without a CHECK command: only `gates run` writes evidence",)]
+        ("EXPECT without a CHECK command",),
+        ("more than one CHECK line",),
+        ("EVIDENCE without a CHECK command: only `gates run` writes evidence",),
+    ]
 
 
-@pytest.mark.parametrize(("lines", "exit_code", "contains", "problem"), [
-    ((), 0, (), None),
-    (("0",), 0, (), None),
-    (("3",), 3, (), None),
-    (("exit 1",), 1, (), None),
-    (('output contains "ok"',), 0, ("ok",), None),
-    (("exit 2; output contains \"x\"",), 2, ("x",), None),
-    (("3 passed",), 0, ("3 passed",), None),
-    (('"quoted text"',), 0, ("quoted text",), None),
-    (("exit one",), 0, (), "unrecognised EXPECT clause"),
-])
-def test_expect_forms(lines: tuple[str, ...], exit_code: int, contains: tuple[str, ...],
-                      problem: str | None) -> None:
+@pytest.mark.parametrize(
+    ("lines", "exit_code", "contains", "problem"),
+    [
+        ((), 0, (), None),
+        (("0",), 0, (), None),
+        (("3",), 3, (), None),
+        (("exit 1",), 1, (), None),
+        (('output contains "ok"',), 0, ("ok",), None),
+        (('exit 2; output contains "x"',), 2, ("x",), None),
+        (("3 passed",), 0, ("3 passed",), None),
+        (('"quoted text"',), 0, ("quoted text",), None),
+        (("exit one",), 0, (), "unrecognised EXPECT clause"),
+    ],
+)
+def test_expect_forms(
+    lines: tuple[str, ...], exit_code: int, contains: tuple[str, ...], problem: str | None
+) -> None:
     expect, found = oracle.parse_expect(lines)
     if problem:
         assert found is not None and problem in found
@@ -185,36 +222,42 @@ def test_expect_forms(lines: tuple[str, ...], exit_code: int, contains: tuple[st
 # --- the vacuity rule ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("check", "expect", "why"), [
-    ("echo ok", (), "cannot fail: it runs only echo"),
-    ("true", (), "cannot fail"),
-    (":", (), "cannot fail"),
-    ("exit 0", (), "cannot fail"),
-    ("echo ok", ("ok",), "cannot fail"),
-    ("printf '%s' done && true", (), "cannot fail"),
-    ("pytest -q || true", (), "`|| true` forces exit 0"),
-    ("pytest -q || :", (), "`|| :` forces exit 0"),
-    ("pytest -q || echo failed", (), "forces exit 0"),
-    ("pytest -q; echo done", (), "its exit status is that of `echo done`"),
-    ("pytest -q; exit 0", (), "its exit status is that of `exit 0`"),
-    ("pytest -q | tee log.txt", (), "ending the pipe"),
-    ("pytest -q; echo 3 passed", ("passed",), 'prints its own expected output "passed"'),
-])
+@pytest.mark.parametrize(
+    ("check", "expect", "why"),
+    [
+        ("echo ok", (), "cannot fail: it runs only echo"),
+        ("true", (), "cannot fail"),
+        (":", (), "cannot fail"),
+        ("exit 0", (), "cannot fail"),
+        ("echo ok", ("ok",), "cannot fail"),
+        ("printf '%s' done && true", (), "cannot fail"),
+        ("pytest -q || true", (), "`|| true` forces exit 0"),
+        ("pytest -q || :", (), "`|| :` forces exit 0"),
+        ("pytest -q || echo failed", (), "forces exit 0"),
+        ("pytest -q; echo done", (), "its exit status is that of `echo done`"),
+        ("pytest -q; exit 0", (), "its exit status is that of `exit 0`"),
+        ("pytest -q | tee log.txt", (), "ending the pipe"),
+        ("pytest -q; echo 3 passed", ("passed",), 'prints its own expected output "passed"'),
+    ],
+)
 def test_vacuous_oracles(check: str, expect: tuple[str, ...], why: str) -> None:
     parsed, _ = oracle.parse_expect(expect)
     reason = oracle.vacuity(check, parsed)
     assert reason is not None and why in reason
 
 
-@pytest.mark.parametrize(("check", "expect"), [
-    ("pytest -q", ()),
-    ("pytest -q && echo ok", ()),
-    ("pytest -q; exit", ()),
-    ("pytest -q || true", ('output contains "passed"',)),
-    ("pytest -q; echo done", ('output contains "passed"',)),
-    ("grep -q reconcile src/inv.py", ()),
-    ("test -f 'unbalanced", ()),
-])
+@pytest.mark.parametrize(
+    ("check", "expect"),
+    [
+        ("pytest -q", ()),
+        ("pytest -q && echo ok", ()),
+        ("pytest -q; exit", ()),
+        ("pytest -q || true", ('output contains "passed"',)),
+        ("pytest -q; echo done", ('output contains "passed"',)),
+        ("grep -q reconcile src/inv.py", ()),
+        ("test -f 'unbalanced", ()),
+    ],
+)
 def test_oracles_that_can_fail(check: str, expect: tuple[str, ...]) -> None:
     parsed, _ = oracle.parse_expect(expect)
     assert oracle.vacuity(check, parsed) is None
@@ -235,22 +278,25 @@ def test_an_oracle_must_observe_the_named_artifact() -> None:
 # --- FILE SCOPE ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("path", "globs", "inside"), [
-    ("src/a.py", ["src/**"], True),
-    ("src/deep/a.py", ["src/**"], True),
-    ("src/a.py", ["src"], True),
-    ("src/a.py", ["src/"], True),
-    ("srcx/a.py", ["src"], False),
-    ("src/deep/a.py", ["src/*.py"], False),
-    ("src/a.py", ["src/*.py"], True),
-    ("a.md", ["*.md"], True),
-    ("docs/a.md", ["*.md"], False),
-    ("docs/a.md", ["**/*.md"], True),
-    ("a.md", ["**/*.md"], True),
-    ("src/a1.py", ["./src/a[0-9].py"], True),
-    ("src/ab.py", ["src/a[!b].py"], False),
-    ("file with space.txt", ["file with space.txt"], True),
-])
+@pytest.mark.parametrize(
+    ("path", "globs", "inside"),
+    [
+        ("src/a.py", ["src/**"], True),
+        ("src/deep/a.py", ["src/**"], True),
+        ("src/a.py", ["src"], True),
+        ("src/a.py", ["src/"], True),
+        ("srcx/a.py", ["src"], False),
+        ("src/deep/a.py", ["src/*.py"], False),
+        ("src/a.py", ["src/*.py"], True),
+        ("a.md", ["*.md"], True),
+        ("docs/a.md", ["*.md"], False),
+        ("docs/a.md", ["**/*.md"], True),
+        ("a.md", ["**/*.md"], True),
+        ("src/a1.py", ["./src/a[0-9].py"], True),
+        ("src/ab.py", ["src/a[!b].py"], False),
+        ("file with space.txt", ["file with space.txt"], True),
+    ],
+)
 def test_scope_globs(path: str, globs: list[str], inside: bool) -> None:
     assert scope.matches(path, globs) is inside
 
@@ -264,7 +310,8 @@ def test_gates_run_rewrites_only_evidence_lines(project: Repo) -> None:
         "2. A failing check\n   - CHECK: grep -q nothing-like-this src/inv.py\n"
         "   - **EVIDENCE:** MET (stale)\n"
         "3. No evidence line yet\n   CHECK: test -f src/inv.py\n   EXPECT: exit 0\n"
-        "4. Judgement only\n")
+        "4. Judgement only\n"
+    )
     path = write_contract(project, text.replace("\n", "\r\n"))
     proc = cli("gates", "run", str(path), cwd=project.path)
     assert proc.returncode == 1, proc.stderr
@@ -274,11 +321,14 @@ def test_gates_run_rewrites_only_evidence_lines(project: Repo) -> None:
     before, after = text.split("\n"), raw.decode("utf-8").split("\r\n")
     # Every other line is unchanged and in place; criterion 3 got an EVIDENCE line.
     assert [ln for ln in after if "EVIDENCE" not in ln] == [
-        ln for ln in before if "EVIDENCE" not in ln]
+        ln for ln in before if "EVIDENCE" not in ln
+    ]
     first, second, third = [ln for ln in after if "EVIDENCE" in ln]
     assert first.startswith(f"   EVIDENCE: MET \u2014 `{CHECK_EMPTY}`: exit 0 (expected 0)")
-    assert second.startswith("   - **EVIDENCE:** NOT-MET \u2014 `grep -q nothing-like-this "
-                             "src/inv.py`: exit 1 (expected 0)")
+    assert second.startswith(
+        "   - **EVIDENCE:** NOT-MET \u2014 `grep -q nothing-like-this "
+        "src/inv.py`: exit 1 (expected 0)"
+    )
     assert third == "   EVIDENCE: MET \u2014 `test -f src/inv.py`: exit 0 (expected 0); no output"
     assert after.index(third) == after.index("   EXPECT: exit 0") + 1
 
@@ -293,15 +343,20 @@ def test_rewrite_is_pure_and_idempotent() -> None:
     assert rewrite(once, parse.parse(once), outcomes) == once
 
 
-def test_gates_run_isolation_time_limit_and_secrets(project: Repo,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gates_run_isolation_time_limit_and_secrets(
+    project: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MY_API_TOKEN", "s3cr3t-value-123")
     project.write("untracked.txt", "here\n")  # the work tree as it is, untracked files too
-    path = write_contract(project, contract(
-        "1. writes stay in the checkout\n   CHECK: touch created.txt && test -f untracked.txt\n"
-        "2. no secrets\n   CHECK: test -z \"$MY_API_TOKEN\"\n"
-        "3. slow\n   CHECK: sleep 5\n"
-        "4. bad expectation\n   CHECK: true\n   EXPECT: exit one\n"))
+    path = write_contract(
+        project,
+        contract(
+            "1. writes stay in the checkout\n   CHECK: touch created.txt && test -f untracked.txt\n"
+            '2. no secrets\n   CHECK: test -z "$MY_API_TOKEN"\n'
+            "3. slow\n   CHECK: sleep 5\n"
+            "4. bad expectation\n   CHECK: true\n   EXPECT: exit one\n"
+        ),
+    )
     code = main(["gates", "run", str(path), "--repo", str(project.path), "--timeout", "1"])
     assert code == 1
     evidence = [ln.strip() for ln in path.read_text().splitlines() if "EVIDENCE:" in ln]
@@ -317,9 +372,14 @@ def test_gates_run_never_overwrites_a_contract_edited_meanwhile(project: Repo) -
     path = write_contract(project, "")
     text = contract("1. takes a while\n   CHECK: sleep 30.4545\n   EVIDENCE: pending\n")
     path.write_text(text)
-    proc = subprocess.Popen([sys.executable, "-m", "verify_dag.cli", "gates", "run", str(path)],
-                            cwd=project.path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "verify_dag.cli", "gates", "run", str(path)],
+        cwd=project.path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     try:
         deadline = time.monotonic() + 60
         while not running("sleep 30.4545"):
@@ -338,13 +398,17 @@ def test_gates_run_never_overwrites_a_contract_edited_meanwhile(project: Repo) -
     assert path.read_text() == text + "<!-- x -->\n"
 
 
-@pytest.mark.parametrize(("make", "code", "needle"), [
-    ("missing", 2, "contract not found"),
-    ("no-request", 2, "lacks its REQUEST section"),
-    ("not-a-repo", 2, "not a git repository"),
-])
-def test_gates_run_bad_input(project: Repo, tmp_path: Path, make: str, code: int,
-                             needle: str) -> None:
+@pytest.mark.parametrize(
+    ("make", "code", "needle"),
+    [
+        ("missing", 2, "contract not found"),
+        ("no-request", 2, "lacks its REQUEST section"),
+        ("not-a-repo", 2, "not a git repository"),
+    ],
+)
+def test_gates_run_bad_input(
+    project: Repo, tmp_path: Path, make: str, code: int, needle: str
+) -> None:
     path = tmp_path / "c.md"
     if make == "no-request":
         path.write_text("## ACCEPTANCE CRITERIA\n1. a\n   CHECK: true\n")
@@ -360,8 +424,10 @@ def test_gates_run_bad_input(project: Repo, tmp_path: Path, make: str, code: int
 def test_gates_run_with_nothing_to_run(project: Repo) -> None:
     path = write_contract(project, contract("1. judgement only\n"))
     proc = cli("gates", "run", str(path), cwd=project.path)
-    assert (proc.returncode, proc.stdout) == (0, "GATES: nothing to run: no criterion has a "
-                                                 "CHECK line\n")
+    assert (proc.returncode, proc.stdout) == (
+        0,
+        "GATES: nothing to run: no criterion has a CHECK line\n",
+    )
 
 
 # --- verdicts --------------------------------------------------------------------------------
@@ -376,34 +442,45 @@ def test_conforme(project: Repo) -> None:
     assert lines[0] == "VERIFY \u2014 VERDICT: CONFORME"
     assert lines[1] == f"CONTRACT: {path}"
     assert lines[2] == "CRITERIA:"
-    assert lines[3].startswith("  1. `reconcile()` returns 0 for an empty list \u2014 MET \u2014 "
-                               "EVIDENCE: MET \u2014 ")
-    assert lines[4:] == ["SCOPE: in-scope 2 files; out-of-scope: none", "FLOOR: clean",
-                         "PROOF: read 3 files, ran floor-guard "
-                         f"{project.git('rev-parse', 'base')[:12]}..{project.head()[:12]} \u2192 "
-                         "clean, checked 1/1 criteria"]
+    assert lines[3].startswith(
+        "  1. `reconcile()` returns 0 for an empty list \u2014 MET \u2014 EVIDENCE: MET \u2014 "
+    )
+    assert lines[4:] == [
+        "SCOPE: in-scope 2 files; out-of-scope: none",
+        "FLOOR: clean",
+        "PROOF: read 3 files, ran floor-guard "
+        f"{project.git('rev-parse', 'base')[:12]}..{project.head()[:12]} \u2192 "
+        "clean, checked 1/1 criteria",
+    ]
     assert proc.stderr == ""
 
 
 def test_echo_ok_is_a_vacuous_oracle(project: Repo) -> None:
-    path = write_contract(project, contract("1. invoices reconcile\n   CHECK: echo ok\n"
-                                            "   EVIDENCE: pending\n"))
+    path = write_contract(
+        project, contract("1. invoices reconcile\n   CHECK: echo ok\n   EVIDENCE: pending\n")
+    )
     gates(project, path)
     assert "EVIDENCE: MET" in path.read_text()  # the oracle passed...
     proc = cli("contract", f"--contract={path}", "--diff=base..HEAD", cwd=project.path)
     assert proc.returncode == 1
     assert verdict_lines(proc.stdout) == ["VERIFY \u2014 VERDICT: ECARTS(1)"]
-    assert ("  1. invoices reconcile \u2014 NOT-MET \u2014 expected an oracle that observes the "
-            "criterion / actual vacuous oracle: `echo ok` cannot fail: it runs only echo \u2014 "
-            f"{path}:8") in proc.stdout.splitlines()  # ...but proves nothing
+    assert (
+        "  1. invoices reconcile \u2014 NOT-MET \u2014 expected an oracle that observes the "
+        "criterion / actual vacuous oracle: `echo ok` cannot fail: it runs only echo \u2014 "
+        f"{path}:8"
+    ) in proc.stdout.splitlines()  # ...but proves nothing
 
 
 def test_pending_and_red_evidence_are_not_met(project: Repo) -> None:
-    path = write_contract(project, contract(
-        f"1. `reconcile()` pending\n   CHECK: {CHECK_EMPTY}\n   EVIDENCE: pending\n"
-        f"2. `reconcile()` red\n   CHECK: {CHECK_EMPTY}\n   EVIDENCE: NOT-MET \u2014 exit 1\n"
-        f"3. `reconcile()` no line\n   CHECK: {CHECK_EMPTY}\n"
-        f"4. `reconcile()` odd\n   CHECK: {CHECK_EMPTY}\n   EVIDENCE: looks fine\n"))
+    path = write_contract(
+        project,
+        contract(
+            f"1. `reconcile()` pending\n   CHECK: {CHECK_EMPTY}\n   EVIDENCE: pending\n"
+            f"2. `reconcile()` red\n   CHECK: {CHECK_EMPTY}\n   EVIDENCE: NOT-MET \u2014 exit 1\n"
+            f"3. `reconcile()` no line\n   CHECK: {CHECK_EMPTY}\n"
+            f"4. `reconcile()` odd\n   CHECK: {CHECK_EMPTY}\n   EVIDENCE: looks fine\n"
+        ),
+    )
     verdict = verify_contract(project.path, path, "base..HEAD")
     assert verdict.verdict == "ECARTS" and verdict.count == 4
     actual = [c.actual for c in verdict.criteria]
@@ -415,9 +492,12 @@ def test_pending_and_red_evidence_are_not_met(project: Repo) -> None:
 
 
 def test_a_diff_that_adds_pytest_skip(project: Repo) -> None:
-    project.write("tests/test_inv.py", TESTS_MORE.replace(
-        "def test_one():\n", "def test_one():\n    pytest.skip('flaky')\n").replace(
-        "import sys\n", "import sys\nimport pytest\n"))
+    project.write(
+        "tests/test_inv.py",
+        TESTS_MORE.replace(
+            "def test_one():\n", "def test_one():\n    pytest.skip('flaky')\n"
+        ).replace("import sys\n", "import sys\nimport pytest\n"),
+    )
     project.commit("skip")
     path = write_contract(project, GOOD)
     gates(project, path)
@@ -431,19 +511,28 @@ def test_a_diff_that_adds_pytest_skip(project: Repo) -> None:
 
 
 def test_a_waived_skip_is_not_a_gap(project: Repo) -> None:
-    project.write("tests/test_inv.py", TESTS_MORE.replace(
-        "def test_one():\n", "def test_one():\n    pytest.skip('flaky')\n").replace(
-        "import sys\n", "import sys\nimport pytest\n"))
+    project.write(
+        "tests/test_inv.py",
+        TESTS_MORE.replace(
+            "def test_one():\n", "def test_one():\n    pytest.skip('flaky')\n"
+        ).replace("import sys\n", "import sys\nimport pytest\n"),
+    )
     project.commit("skip")
     sentence = "The skip of test_one in tests/test_inv.py is allowed until the fixture lands."
-    path = write_contract(project, contract(GOOD.split("## ACCEPTANCE CRITERIA\n")[1].split(
-        "\n## FILE SCOPE")[0], clarifications=f"- {sentence}"))
+    path = write_contract(
+        project,
+        contract(
+            GOOD.split("## ACCEPTANCE CRITERIA\n")[1].split("\n## FILE SCOPE")[0],
+            clarifications=f"- {sentence}",
+        ),
+    )
     gates(project, path)
     verdict = verify_contract(project.path, path, "base..HEAD")
     assert verdict.verdict == "CONFORME", render.text(verdict)
     assert render.floor_line(verdict.floor) == [  # type: ignore[arg-type]
         "FLOOR: 1 finding(s) (1 waived) \u2014",
-        f"  WAIVED SKIP tests/test_inv.py:8 pytest.skip('flaky') \u2014 \"{sentence}\""]
+        f"  WAIVED SKIP tests/test_inv.py:8 pytest.skip('flaky') \u2014 \"{sentence}\"",
+    ]
 
 
 def test_an_out_of_scope_file(project: Repo) -> None:
@@ -468,27 +557,39 @@ def test_no_file_scope_means_nothing_is_in_scope(project: Repo) -> None:
 
 
 def test_an_abandonment_alone_is_abandoned(project: Repo) -> None:
-    path = write_contract(project, GOOD.replace("## FILE SCOPE", "2. Invoices export to CSV\n\n"
-                                                "ABANDON: 2 \u2014 the export API is not "
-                                                "available yet\n\n## FILE SCOPE"))
+    path = write_contract(
+        project,
+        GOOD.replace(
+            "## FILE SCOPE",
+            "2. Invoices export to CSV\n\n"
+            "ABANDON: 2 \u2014 the export API is not "
+            "available yet\n\n## FILE SCOPE",
+        ),
+    )
     gates(project, path)
     proc = cli("contract", f"--contract={path}", "--diff=base..HEAD", cwd=project.path)
     assert proc.returncode == 4, proc.stdout + proc.stderr
     assert verdict_lines(proc.stdout) == ["VERIFY \u2014 VERDICT: ABANDONED(1)"]
-    assert ("  2. Invoices export to CSV \u2014 ABANDONED \u2014 the export API is not available "
-            "yet") in proc.stdout.splitlines()
+    assert (
+        "  2. Invoices export to CSV \u2014 ABANDONED \u2014 the export API is not available yet"
+    ) in proc.stdout.splitlines()
 
 
 def test_gaps_come_before_abandonments(project: Repo) -> None:
-    path = write_contract(project, GOOD.replace("## FILE SCOPE", "2. Export\n3. Readable\n\n"
-                                                "ABANDON: 2 \u2014 later\n\n## FILE SCOPE"))
+    path = write_contract(
+        project,
+        GOOD.replace(
+            "## FILE SCOPE", "2. Export\n3. Readable\n\nABANDON: 2 \u2014 later\n\n## FILE SCOPE"
+        ),
+    )
     gates(project, path)
     verdict = verify_contract(project.path, path, "base..HEAD")
     assert (verdict.verdict, verdict.count, verdict.abandoned) == ("ECARTS", 1, (2,))
     text = render.text(verdict)
     assert "  2. Export \u2014 ABANDONED \u2014 later" in text  # surfaced in the same report
-    assert "  3. Readable \u2014 UNVERIFIABLE \u2014 no oracle and no model backend configured" \
-        in text
+    assert (
+        "  3. Readable \u2014 UNVERIFIABLE \u2014 no oracle and no model backend configured" in text
+    )
 
 
 def test_a_failing_test_command_is_a_gap(project: Repo) -> None:
@@ -535,23 +636,41 @@ def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 JUDGED = contract("1. Errors are readable\n")
 
 
-@pytest.mark.parametrize(("reply", "status", "verdict", "needle"), [
-    ('{"status": "MET", "reason": "the message names the file", "location": "src/inv.py:2"}',
-     "MET", "CONFORME", "model judgement (claude (model sonnet)): the message names the file "
-                        "\u2014 src/inv.py:2"),
-    ("NOT-MET \u2014 the error is a bare KeyError", "NOT-MET", "ECARTS",
-     "expected the criterion to hold / actual model judgement (claude (model sonnet)): the "
-     "error is a bare KeyError \u2014 the diff base..HEAD"),
-    ("It looks fine to me overall.", "UNVERIFIABLE", "ECARTS", "gave no verdict"),
-])
+@pytest.mark.parametrize(
+    ("reply", "status", "verdict", "needle"),
+    [
+        (
+            '{"status": "MET", "reason": "the message names the file", "location": "src/inv.py:2"}',
+            "MET",
+            "CONFORME",
+            "model judgement (claude (model sonnet)): the message names the file "
+            "\u2014 src/inv.py:2",
+        ),
+        (
+            "NOT-MET \u2014 the error is a bare KeyError",
+            "NOT-MET",
+            "ECARTS",
+            "expected the criterion to hold / actual model judgement (claude (model sonnet)): the "
+            "error is a bare KeyError \u2014 the diff base..HEAD",
+        ),
+        ("It looks fine to me overall.", "UNVERIFIABLE", "ECARTS", "gave no verdict"),
+    ],
+)
 def test_a_criterion_without_oracle_is_judged_by_the_model(
-        project: Repo, fake_claude: Path, monkeypatch: pytest.MonkeyPatch, reply: str,
-        status: str, verdict: str, needle: str) -> None:
+    project: Repo,
+    fake_claude: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    reply: str,
+    status: str,
+    verdict: str,
+    needle: str,
+) -> None:
     monkeypatch.setenv("FAKE_MODEL_REPLY", reply)
     path = write_contract(project, JUDGED)
     proc = cli("contract", f"--contract={path}", "--diff=base..HEAD", cwd=project.path)
-    assert verdict_lines(proc.stdout) == [f"VERIFY \u2014 VERDICT: "
-                                          f"{verdict if verdict == 'CONFORME' else 'ECARTS(1)'}"]
+    assert verdict_lines(proc.stdout) == [
+        f"VERIFY \u2014 VERDICT: {verdict if verdict == 'CONFORME' else 'ECARTS(1)'}"
+    ]
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("  1. "))
     assert line.startswith(f"  1. Errors are readable \u2014 {status} \u2014 ") and needle in line
     assert "model backend claude (model sonnet) \u2192 1 criteria judged" in proc.stdout
@@ -562,7 +681,8 @@ def test_a_criterion_without_oracle_is_judged_by_the_model(
 
 
 def test_a_failing_backend_leaves_the_criterion_unverifiable(
-        project: Repo, fake_claude: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project: Repo, fake_claude: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FAKE_MODEL_MODE", "auth")
     verdict = verify_contract(project.path, write_contract(project, JUDGED), "base..HEAD")
     (c,) = verdict.criteria
@@ -595,21 +715,27 @@ def test_a_missing_contract_is_error(project: Repo) -> None:
     assert_error(proc, "nope.md", "contract not found: nope.md")
 
 
-@pytest.mark.parametrize(("text", "reason"), [
-    ("## ACCEPTANCE CRITERIA\n1. a\n", "contract lacks its REQUEST section"),
-    ("## REQUEST\nx\n", "contract lacks its ACCEPTANCE CRITERIA section"),
-])
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("## ACCEPTANCE CRITERIA\n1. a\n", "contract lacks its REQUEST section"),
+        ("## REQUEST\nx\n", "contract lacks its ACCEPTANCE CRITERIA section"),
+    ],
+)
 def test_a_contract_without_its_sections_is_error(project: Repo, text: str, reason: str) -> None:
     path = write_contract(project, text)
     proc = cli("contract", f"--contract={path}", "--diff=base..HEAD", cwd=project.path)
     assert_error(proc, str(path), reason)
 
 
-@pytest.mark.parametrize(("spec", "reason"), [
-    ("base..nope", "bad diff range 'base..nope': unknown revision 'nope'"),
-    ("-x..HEAD", "invalid revision '-x'"),
-    ("", "bad diff range '': empty"),
-])
+@pytest.mark.parametrize(
+    ("spec", "reason"),
+    [
+        ("base..nope", "bad diff range 'base..nope': unknown revision 'nope'"),
+        ("-x..HEAD", "invalid revision '-x'"),
+        ("", "bad diff range '': empty"),
+    ],
+)
 def test_a_bad_range_is_error(project: Repo, spec: str, reason: str) -> None:
     path = write_contract(project, GOOD)
     proc = cli("contract", f"--contract={path}", f"--diff={spec}", cwd=project.path)
@@ -633,16 +759,17 @@ def test_usage_errors_exit_2(project: Repo) -> None:
 
 def test_verify_contract_takes_the_text_a_worker_was_sent(project: Repo) -> None:
     text = GOOD.replace("EVIDENCE: pending", "EVIDENCE: MET \u2014 exit 0")
-    verdict = verify_contract(project.path, Path("elsewhere/CONTRACT.md"), "base..HEAD",
-                              text=text)
+    verdict = verify_contract(project.path, Path("elsewhere/CONTRACT.md"), "base..HEAD", text=text)
     assert (verdict.verdict, verdict.contract) == ("CONFORME", "elsewhere/CONTRACT.md")
 
 
 def test_verify_contract_never_raises_for_bad_input(tmp_path: Path) -> None:
     verdict = verify_contract(tmp_path, tmp_path / "missing.md", "HEAD")
     assert (verdict.verdict, verdict.contract) == ("ERROR", str(tmp_path / "missing.md"))
-    assert render.text(verdict).splitlines()[0] == \
-        f"VERIFY \u2014 VERDICT: ERROR(contract not found: {tmp_path / 'missing.md'})"
+    assert (
+        render.text(verdict).splitlines()[0]
+        == f"VERIFY \u2014 VERDICT: ERROR(contract not found: {tmp_path / 'missing.md'})"
+    )
 
 
 # --- JSON ------------------------------------------------------------------------------------
@@ -657,34 +784,70 @@ def test_the_schema_is_valid_and_shipped() -> None:
 def test_json_form_of_every_verdict(project: Repo) -> None:
     good = write_contract(project, GOOD, "good.md")
     vacuous = write_contract(project, contract("1. x\n   CHECK: echo ok\n"), "vacuous.md")
-    abandoned = write_contract(project, GOOD.replace("## FILE SCOPE", "2. y\nABANDON: 2 \u2014 "
-                                                     "later\n## FILE SCOPE"), "abandoned.md")
+    abandoned = write_contract(
+        project,
+        GOOD.replace("## FILE SCOPE", "2. y\nABANDON: 2 \u2014 later\n## FILE SCOPE"),
+        "abandoned.md",
+    )
     for path in (good, vacuous, abandoned):
         gates(project, path)
-    expected = {good: ("CONFORME", None, 0), vacuous: ("ECARTS", 1, 1),
-                abandoned: ("ABANDONED", 1, 4), project.path / "missing.md": ("ERROR", None, 3)}
+    expected = {
+        good: ("CONFORME", None, 0),
+        vacuous: ("ECARTS", 1, 1),
+        abandoned: ("ABANDONED", 1, 4),
+        project.path / "missing.md": ("ERROR", None, 3),
+    }
     for path, (name, count, code) in expected.items():
-        proc = cli("contract", f"--contract={path}", "--diff=base..HEAD", "--format=json",
-                   cwd=project.path)
+        proc = cli(
+            "contract", f"--contract={path}", "--diff=base..HEAD", "--format=json", cwd=project.path
+        )
         assert proc.returncode == code, proc.stderr
         doc = json.loads(proc.stdout)
         validate(doc)
         assert (doc["verdict"], doc["count"]) == (name, count)
-        assert doc["line"] == verdict_lines(render.text(verify_contract(
-            project.path, path, "base..HEAD")))[0]
-    doc = json.loads(cli("contract", f"--contract={vacuous}", "--diff=base..HEAD",
-                         "--format=json", cwd=project.path).stdout)
+        assert (
+            doc["line"]
+            == verdict_lines(render.text(verify_contract(project.path, path, "base..HEAD")))[0]
+        )
+    doc = json.loads(
+        cli(
+            "contract",
+            f"--contract={vacuous}",
+            "--diff=base..HEAD",
+            "--format=json",
+            cwd=project.path,
+        ).stdout
+    )
     (criterion,) = doc["criteria"]
     assert criterion["oracle"]["vacuous"] == "`echo ok` cannot fail: it runs only echo"
-    assert doc["gaps"] == {"notMet": 1, "unverifiable": 0, "outOfScope": 0, "floor": 0,
-                           "test": 0, "total": 1}
+    assert doc["gaps"] == {
+        "notMet": 1,
+        "unverifiable": 0,
+        "outOfScope": 0,
+        "floor": 0,
+        "test": 0,
+        "total": 1,
+    }
     assert doc["floor"] == {"status": "clean", "findings": 0, "waived": 0, "rows": []}
     assert doc["proof"]["checked"] == doc["proof"]["total"] == 1
 
 
 def test_the_schema_rejects_a_mute_pass() -> None:
-    doc = {"schema": "verify-dag/contract-verdict/v1", "line": "VERIFY \u2014 VERDICT: CONFORME",
-           "verdict": "CONFORME", "count": None, "error": None, "contract": "c.md",
-           "diff": None, "request": None, "criteria": [], "abandoned": [], "scope": None,
-           "floor": None, "test": None, "gaps": None, "proof": None}
+    doc = {
+        "schema": "verify-dag/contract-verdict/v1",
+        "line": "VERIFY \u2014 VERDICT: CONFORME",
+        "verdict": "CONFORME",
+        "count": None,
+        "error": None,
+        "contract": "c.md",
+        "diff": None,
+        "request": None,
+        "criteria": [],
+        "abandoned": [],
+        "scope": None,
+        "floor": None,
+        "test": None,
+        "gaps": None,
+        "proof": None,
+    }
     assert list(jsonschemas.validator(SCHEMA).iter_errors(doc))

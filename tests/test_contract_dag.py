@@ -36,12 +36,16 @@ Add `sub()` to the calculator.
 
 def project(path: Path) -> Repo:
     repo = calc_base(make_repo(path))
-    repo.write("src/calc.py", "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n"
-                              "    return a - b\n")
+    repo.write(
+        "src/calc.py", "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
+    )
     # A weakening (the old test is skipped) and a file outside FILE SCOPE.
-    repo.write("tests/test_calc.py", "import pytest\n\nfrom calc import add\n\n\n"
-                                     "def test_add():\n    pytest.skip('later')\n"
-                                     "    assert add(2, 2) == 4\n")
+    repo.write(
+        "tests/test_calc.py",
+        "import pytest\n\nfrom calc import add\n\n\n"
+        "def test_add():\n    pytest.skip('later')\n"
+        "    assert add(2, 2) == 4\n",
+    )
     repo.write("docs/notes.md", "sub is new\n")
     repo.commit("calc: sub")
     return repo
@@ -49,9 +53,22 @@ def project(path: Path) -> Repo:
 
 def verify(repo: Repo, out: Path, *flags: str) -> tuple[int, dict[str, Any]]:
     res = subprocess.run(
-        [sys.executable, "-m", "verify_dag.cli", "verify", str(repo.path), "--scope=branch",
-         "--base=base", "--format=json", f"--output={out}", *flags],
-        capture_output=True, text=True, timeout=240)
+        [
+            sys.executable,
+            "-m",
+            "verify_dag.cli",
+            "verify",
+            str(repo.path),
+            "--scope=branch",
+            "--base=base",
+            "--format=json",
+            f"--output={out}",
+            *flags,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert res.stderr == "", res.stderr
     doc = json.loads(out.read_text(encoding="utf-8"))
     report.validate(doc)
@@ -84,7 +101,17 @@ def test_no_contract_no_contract_skill(tmp_path: Path) -> None:
 def test_missing_contract_file_is_a_usage_error(tmp_path: Path) -> None:
     repo = project(tmp_path / "repo")
     res = subprocess.run(
-        [sys.executable, "-m", "verify_dag.cli", "verify", str(repo.path),
-         f"--contract={tmp_path / 'nope.md'}"], capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "verify_dag.cli",
+            "verify",
+            str(repo.path),
+            f"--contract={tmp_path / 'nope.md'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
     assert "--contract: no such file" in res.stderr

@@ -16,12 +16,16 @@ from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.phases import coverage, scope, tester
 from verify_dag.phases.coverage import AddedFunction, CoverageData, FileCoverage
 
-PYTEST = Toolchain(commands=(
-    Command(kind="test", argv=("pytest",), source="tests directory", exists=True, tool="pytest"),
-))
+PYTEST = Toolchain(
+    commands=(
+        Command(
+            kind="test", argv=("pytest",), source="tests directory", exists=True, tool="pytest"
+        ),
+    )
+)
 
 SHAPES_BASE = "def area(w, h):\n    return w * h\n"
-SHAPES_HEAD = '''def area(w, h):
+SHAPES_HEAD = """def area(w, h):
     if w < 0 or h < 0:
         raise ValueError("negative")
     return w * h
@@ -41,35 +45,51 @@ def describe(w, h):
 
 def debug_dump(w, h):  # pragma: no cover
     print(w, h)
-'''
+"""
 
 
 def branch_repo(path: Path) -> Repo:
     """base: area() and its test. The branch guards area() (the raise is never reached), adds
     perimeter() with a test, describe() without one, and touches a module no test imports."""
     repo = make_repo(path)
-    repo.write("pyproject.toml",
-               '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["src"]\n')
+    repo.write(
+        "pyproject.toml", '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["src"]\n'
+    )
     repo.write("src/shapes.py", SHAPES_BASE)
     repo.write("src/unused.py", "X = 1\n")
-    repo.write("tests/test_shapes.py",
-               "from shapes import area\n\n\ndef test_area():\n    assert area(2, 3) == 6\n")
+    repo.write(
+        "tests/test_shapes.py",
+        "from shapes import area\n\n\ndef test_area():\n    assert area(2, 3) == 6\n",
+    )
     repo.commit("shapes")
     repo.git("tag", "base")
     repo.write("src/shapes.py", SHAPES_HEAD)
     repo.write("src/unused.py", "X = 1\nY = 2\n")
-    repo.write("tests/test_shapes.py",
-               "from shapes import area, perimeter\n\n\ndef test_area():\n"
-               "    assert area(2, 3) == 6\n\n\ndef test_perimeter():\n"
-               "    assert perimeter(2, 3) == 10\n")
+    repo.write(
+        "tests/test_shapes.py",
+        "from shapes import area, perimeter\n\n\ndef test_area():\n"
+        "    assert area(2, 3) == 6\n\n\ndef test_perimeter():\n"
+        "    assert perimeter(2, 3) == 10\n",
+    )
     repo.commit("shapes: perimeter, describe")
     return repo
 
 
 def diff_cover(xml: Path, cwd: Path, out: Path, *extra: str) -> dict[str, object]:
-    res = subprocess.run([sys.executable, "-m", "diff_cover.diff_cover_tool", str(xml),
-                          "--compare-branch=base", f"--json-report={out}", *extra],
-                         cwd=cwd, capture_output=True, text=True)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "diff_cover.diff_cover_tool",
+            str(xml),
+            "--compare-branch=base",
+            f"--json-report={out}",
+            *extra,
+        ],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, res.stderr
     report: dict[str, object] = json.loads(out.read_text(encoding="utf-8"))
     return report
@@ -86,21 +106,28 @@ def test_the_figure_agrees_with_diff_cover_on_the_same_data(tmp_path: Path) -> N
     result = coverage.diff_coverage(sc, data)
 
     xml = tmp_path / "coverage.xml"
-    subprocess.run([sys.executable, "-m", "coverage", "xml", f"--data-file={data_file}", "-o",
-                    str(xml)], cwd=repo.path, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "coverage", "xml", f"--data-file={data_file}", "-o", str(xml)],
+        cwd=repo.path,
+        check=True,
+        capture_output=True,
+    )
     plain = diff_cover(xml, repo.path, tmp_path / "plain.json")
     precise = diff_cover(xml, repo.path, tmp_path / "float.json", "--total-percent-float")
 
     assert (result.total, result.total - result.covered) == (
-        plain["total_num_lines"], plain["total_num_violations"])
+        plain["total_num_lines"],
+        plain["total_num_violations"],
+    )
     assert result.diff_cover_percent() == plain["total_percent_covered"]
     assert result.diff_cover_percent(total_percent_float=True) == precise["total_percent_covered"]
     # The same lines, file by file, not just the same totals.
     stats = plain["src_stats"]
     assert isinstance(stats, dict)
     # The test file is in scope too, and measured: both count, in both tools.
-    assert [f.path for f in data.files] == sorted(stats) == ["src/shapes.py",
-                                                             "tests/test_shapes.py"]
+    assert (
+        [f.path for f in data.files] == sorted(stats) == ["src/shapes.py", "tests/test_shapes.py"]
+    )
     for measured in data.files:
         missed = sorted(set(measured.statements) - set(measured.executed))
         assert missed == stats[measured.path]["violation_lines"]
@@ -111,12 +138,19 @@ def test_the_figure_agrees_with_diff_cover_on_the_same_data(tmp_path: Path) -> N
     assert coverage.qa_outcome(result).notes == "diff coverage 66.7% (8/12 changed lines)"
 
     by_title = {f.title: f for f in result.findings}
-    assert set(by_title) == {"line 3 not executed by any test",
-                             "lines 13-16 not executed by any test",
-                             "No test changed for unused.py"}
-    guard, whole, untested = (by_title[t] for t in (
-        "line 3 not executed by any test", "lines 13-16 not executed by any test",
-        "No test changed for unused.py"))
+    assert set(by_title) == {
+        "line 3 not executed by any test",
+        "lines 13-16 not executed by any test",
+        "No test changed for unused.py",
+    }
+    guard, whole, untested = (
+        by_title[t]
+        for t in (
+            "line 3 not executed by any test",
+            "lines 13-16 not executed by any test",
+            "No test changed for unused.py",
+        )
+    )
     assert (guard.severity, whole.severity, untested.severity) == (4, 6, 3)
     assert all(f.issue_class == "coverage" and f.source == "qa" for f in result.findings)
     assert whole.location is not None and (whole.location.line, whole.location.end_line) == (13, 16)
@@ -124,10 +158,12 @@ def test_the_figure_agrees_with_diff_cover_on_the_same_data(tmp_path: Path) -> N
     assert untested.location is not None and untested.location.path == "src/unused.py"
 
 
-def fc(path: str, statements: list[int], executed: list[int],
-       functions: tuple[AddedFunction, ...] = ()) -> FileCoverage:
-    return FileCoverage(path=path, statements=tuple(statements), executed=tuple(executed),
-                        functions=functions)
+def fc(
+    path: str, statements: list[int], executed: list[int], functions: tuple[AddedFunction, ...] = ()
+) -> FileCoverage:
+    return FileCoverage(
+        path=path, statements=tuple(statements), executed=tuple(executed), functions=functions
+    )
 
 
 def scope_of(*changes: FileChange) -> Scope:
@@ -135,16 +171,18 @@ def scope_of(*changes: FileChange) -> Scope:
 
 
 def test_ranges_split_on_executed_statements_only() -> None:
-    change = FileChange(path="pkg/mod.py", status="modified",
-                        lines=(LineRange(start=10, end=30),))
-    test = FileChange(path="tests/test_mod.py", status="modified",
-                      lines=(LineRange(start=1, end=2),))
+    change = FileChange(path="pkg/mod.py", status="modified", lines=(LineRange(start=10, end=30),))
+    test = FileChange(
+        path="tests/test_mod.py", status="modified", lines=(LineRange(start=1, end=2),)
+    )
     # 11 and 14 are missed with only non-statement lines between: one range. 20 ran: it splits.
     # 40 is outside the changed lines: neither counted nor reported.
     data = CoverageData(files=(fc("pkg/mod.py", [11, 14, 20, 22, 40], [20, 40]),))
     result = coverage.diff_coverage(scope_of(change, test), data)
     assert [(f.title, f.severity) for f in result.findings] == [
-        ("lines 11-14 not executed by any test", 4), ("line 22 not executed by any test", 4)]
+        ("lines 11-14 not executed by any test", 4),
+        ("line 22 not executed by any test", 4),
+    ]
     assert (result.covered, result.total) == (1, 4)
     assert result.percent == 25.0 and result.diff_cover_percent() == 25
 
@@ -157,31 +195,40 @@ def test_a_whole_added_function_never_called_is_severity_6() -> None:
     data = CoverageData(files=(fc("mod.py", [1, 2, 3, 5, 6, 7], [1, 2, 5], (called, never)),))
     findings = coverage.diff_coverage(scope_of(change), data).findings
     assert [(f.title, f.severity) for f in findings] == [
-        ("line 3 not executed by any test", 4), ("lines 6-7 not executed by any test", 6),
-        ("No test changed for mod.py", 3)]
+        ("line 3 not executed by any test", 4),
+        ("lines 6-7 not executed by any test", 6),
+        ("No test changed for mod.py", 3),
+    ]
 
 
-@pytest.mark.parametrize(("tests", "flagged"), [
-    ((), True),
-    (("tests/test_calc.py",), False),
-    (("calc_test.py",), False),
-    (("tests/calc/test_ops.py",), False),
-    (("tests/test_calc_extra.py",), False),
-    (("tests/test_calculator.py",), True),
-    (("tests/test_other.py",), True),
-])
+@pytest.mark.parametrize(
+    ("tests", "flagged"),
+    [
+        ((), True),
+        (("tests/test_calc.py",), False),
+        (("calc_test.py",), False),
+        (("tests/calc/test_ops.py",), False),
+        (("tests/test_calc_extra.py",), False),
+        (("tests/test_calculator.py",), True),
+        (("tests/test_other.py",), True),
+    ],
+)
 def test_a_source_file_whose_tests_were_not_touched(tests: tuple[str, ...], flagged: bool) -> None:
-    changes = [FileChange(path="src/calc.py", status="modified"),
-               FileChange(path="README.md", status="modified"),
-               *(FileChange(path=t, status="modified") for t in tests)]
+    changes = [
+        FileChange(path="src/calc.py", status="modified"),
+        FileChange(path="README.md", status="modified"),
+        *(FileChange(path=t, status="modified") for t in tests),
+    ]
     findings = coverage.diff_coverage(scope_of(*changes), CoverageData()).findings
     assert [f.title for f in findings] == (["No test changed for calc.py"] if flagged else [])
 
 
 def test_package_init_uses_the_package_name_and_deleted_files_are_ignored() -> None:
-    changes = (FileChange(path="src/geo/__init__.py", status="modified"),
-               FileChange(path="src/gone.py", status="deleted"),
-               FileChange(path="tests/geo/test_init.py", status="added"))
+    changes = (
+        FileChange(path="src/geo/__init__.py", status="modified"),
+        FileChange(path="src/gone.py", status="deleted"),
+        FileChange(path="tests/geo/test_init.py", status="added"),
+    )
     assert coverage.diff_coverage(scope_of(*changes), CoverageData()).findings == ()
 
 
@@ -196,7 +243,9 @@ def test_qa_outcome_notes() -> None:
     # diff-cover truncates: 2/3 is 66, and 66.67 with --total-percent-float.
     third = coverage.QaResult(covered=2, total=3)
     assert (third.diff_cover_percent(), third.diff_cover_percent(total_percent_float=True)) == (
-        66, 66.67)
+        66,
+        66.67,
+    )
 
 
 def test_a_deep_run_keeps_its_coverage_data_for_diff_cover(tmp_path: Path) -> None:
@@ -207,8 +256,20 @@ def test_a_deep_run_keeps_its_coverage_data_for_diff_cover(tmp_path: Path) -> No
 
     repo = branch_repo(tmp_path / "repo")
     store_dir, out = tmp_path / "store", tmp_path / "r.json"
-    main(["verify", str(repo.path), "--scope=branch", "--base=base", "--depth=deep", "--skip-ux",
-          "--store", str(store_dir), "--format=json", f"--output={out}"])
+    main(
+        [
+            "verify",
+            str(repo.path),
+            "--scope=branch",
+            "--base=base",
+            "--depth=deep",
+            "--skip-ux",
+            "--store",
+            str(store_dir),
+            "--format=json",
+            f"--output={out}",
+        ]
+    )
     doc = json.loads(out.read_text(encoding="utf-8"))
     qa = next(r for r in doc["skillResults"] if r["skill"] == "qa")
     assert "diff coverage 66.7% (8/12 changed lines)" in qa["notes"]

@@ -40,10 +40,16 @@ FLOWER_AUTH = "operator:flower-pass-credentials"
 DB = 7
 
 
-def cli(*args: str, env: dict[str, str] | None = None,
-        timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "verify_dag.cli", *args], capture_output=True,
-                          text=True, timeout=timeout, env=env)
+def cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "verify_dag.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 def one_error_line(stderr: str) -> str:
@@ -60,11 +66,14 @@ def files_under(root: Path) -> list[Path]:
 # --- repository URLs: one check for every entry point -------------------------------------------
 
 
-@pytest.mark.parametrize(("url", "secret", "shown"), [
-    (PASSWORD_URL, PASSWORD, "https://user:***@127.0.0.1:9/x.git"),
-    (TOKEN_URL, TOKEN, "https://***@127.0.0.1:9/x.git"),
-    (ACCESS_TOKEN_URL, TOKEN, "https://x-access-token:***@127.0.0.1:9/x.git"),
-])
+@pytest.mark.parametrize(
+    ("url", "secret", "shown"),
+    [
+        (PASSWORD_URL, PASSWORD, "https://user:***@127.0.0.1:9/x.git"),
+        (TOKEN_URL, TOKEN, "https://***@127.0.0.1:9/x.git"),
+        (ACCESS_TOKEN_URL, TOKEN, "https://x-access-token:***@127.0.0.1:9/x.git"),
+    ],
+)
 def test_verify_refuses_a_url_with_credentials(url: str, secret: str, shown: str) -> None:
     store = Path(os.environ["VERIFY_DAG_STORE"])
     res = cli("verify", url, "--scope=all")
@@ -90,10 +99,13 @@ def test_verify_through_a_broker_refuses_before_sending(tmp_path: Path) -> None:
 
 
 def test_a_fleet_entry_with_credentials_is_refused_at_load(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     fleet_file = tmp_path / "fleet.toml"
-    fleet_file.write_text(f'[[repo]]\nurl = "https://127.0.0.1:9/ok.git"\n\n'
-                          f'[[repo]]\nurl = "{TOKEN_URL}"\n', encoding="utf-8")
+    fleet_file.write_text(
+        f'[[repo]]\nurl = "https://127.0.0.1:9/ok.git"\n\n[[repo]]\nurl = "{TOKEN_URL}"\n',
+        encoding="utf-8",
+    )
     for command in ("run", "beat"):
         assert main(["fleet", command, str(fleet_file)]) == 2
         out, err = capsys.readouterr()
@@ -107,9 +119,14 @@ def test_a_fleet_entry_with_credentials_is_refused_at_load(
 def test_plain_urls_and_local_paths_pass() -> None:
     from verify_dag import repos
 
-    for source in ("https://git.example.com/team/app.git", "https://alice@example.com/a.git",
-                   "ssh://git@example.com/a.git", "git@example.com:team/a.git",
-                   "file:///srv/repos/a", "/srv/repos/a"):
+    for source in (
+        "https://git.example.com/team/app.git",
+        "https://alice@example.com/a.git",
+        "ssh://git@example.com/a.git",
+        "git@example.com:team/a.git",
+        "file:///srv/repos/a",
+        "/srv/repos/a",
+    ):
         repos.refuse_credentials(source)
     assert repos.credentials("https://ghp%5Fabc@example.com/a.git") == "a token"  # %-encoded
 
@@ -127,15 +144,23 @@ sys.exit(main(sys.argv[1:]))
 
 
 def worker_env(**values: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("VERIFY_DAG_BROKER_URL", "VERIFY_DAG_BROKER_URL_FILE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("VERIFY_DAG_BROKER_URL", "VERIFY_DAG_BROKER_URL_FILE")
+    }
     env.update(values)
     return env
 
 
 def show_worker(env: dict[str, str], *flags: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", SHOW_WORKER, "worker", *flags], env=env,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", SHOW_WORKER, "worker", *flags],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_worker_refuses_a_broker_password_on_its_command_line() -> None:
@@ -160,10 +185,16 @@ def test_worker_reads_its_broker_from_the_url_file(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.write_text("\n", encoding="utf-8")
     for env, needle in (
-            (worker_env(VERIFY_DAG_BROKER_URL_FILE=str(empty)), "is empty"),
-            (worker_env(VERIFY_DAG_BROKER_URL_FILE=str(tmp_path / "none")), "cannot read"),
-            (worker_env(VERIFY_DAG_BROKER_URL_FILE=str(url_file),
-                        VERIFY_DAG_BROKER_URL="redis://127.0.0.1:9/0"), "set one")):
+        (worker_env(VERIFY_DAG_BROKER_URL_FILE=str(empty)), "is empty"),
+        (worker_env(VERIFY_DAG_BROKER_URL_FILE=str(tmp_path / "none")), "cannot read"),
+        (
+            worker_env(
+                VERIFY_DAG_BROKER_URL_FILE=str(url_file),
+                VERIFY_DAG_BROKER_URL="redis://127.0.0.1:9/0",
+            ),
+            "set one",
+        ),
+    ):
         res = cli("worker", env=env, timeout=60)  # refused before celery's worker starts
         assert res.returncode == 2, res.stderr
         assert needle in one_error_line(res.stderr) and PASSWORD not in res.stderr
@@ -178,15 +209,27 @@ def test_a_real_worker_from_the_url_file_keeps_it_off_its_command_line(tmp_path:
     log = tmp_path / "worker.log"
     with open(log, "wb") as fh:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "verify_dag.cli", "worker", "--concurrency=1",
-             "--pool=solo", "--hostname", "url-file@%h"],
-            env=worker_env(VERIFY_DAG_BROKER_URL_FILE=str(url_file)), stdout=fh,
-            stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "verify_dag.cli",
+                "worker",
+                "--concurrency=1",
+                "--pool=solo",
+                "--hostname",
+                "url-file@%h",
+            ],
+            env=worker_env(VERIFY_DAG_BROKER_URL_FILE=str(url_file)),
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         pinger = Celery(broker=broker)
         deadline = time.monotonic() + 60
-        while not any(n.startswith("url-file@") for r in pinger.control.ping(timeout=0.5)
-                      for n in r):
+        while not any(
+            n.startswith("url-file@") for r in pinger.control.ping(timeout=0.5) for n in r
+        ):
             assert proc.poll() is None, log.read_text()
             assert time.monotonic() < deadline, "worker never answered:\n" + log.read_text()
         cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes().decode()
@@ -230,8 +273,7 @@ def redis_dump(url: str) -> tuple[int, str]:
 
 def flower_get(base: str, path: str) -> str:
     req = urllib.request.Request(base + path)
-    req.add_header("Authorization",
-                   "Basic " + base64.b64encode(FLOWER_AUTH.encode()).decode())
+    req.add_header("Authorization", "Basic " + base64.b64encode(FLOWER_AUTH.encode()).decode())
     with urllib.request.urlopen(req, timeout=10) as resp:
         return str(resp.read().decode("utf-8", "replace"))
 
@@ -247,41 +289,61 @@ def flower(tmp_path: Path) -> Iterator[tuple[str, str]]:
 
 
 def test_no_secret_reaches_redis_the_worker_log_flower_or_the_store(
-        tmp_path: Path, flower: tuple[str, str]) -> None:
+    tmp_path: Path, flower: tuple[str, str]
+) -> None:
     flower_base, broker = flower
     store = tmp_path / "shared-store"
-    base_env = worker_env(OPENAI_API_KEY=API_KEY, VERIFY_DAG_STORE=str(store),
-                          GIT_CONFIG_NOSYSTEM="1")
+    base_env = worker_env(
+        OPENAI_API_KEY=API_KEY, VERIFY_DAG_STORE=str(store), GIT_CONFIG_NOSYSTEM="1"
+    )
     repo = calc_base(make_repo(tmp_path / "good"))
-    repo.write("src/calc.py", "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n"
-               "    return a - b\n")
+    repo.write(
+        "src/calc.py", "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
+    )
     repo.commit("calc: sub")
     worker_home = tmp_path / "worker-home"
     worker_home.mkdir()
-    worker_env_ = {**base_env, "HOME": str(worker_home),
-                   "VERIFY_DAG_MIRRORS": str(tmp_path / "mirrors")}
+    worker_env_ = {
+        **base_env,
+        "HOME": str(worker_home),
+        "VERIFY_DAG_MIRRORS": str(tmp_path / "mirrors"),
+    }
     with workers(broker, ["creds"], tmp_path / "logs", worker_env_) as procs:
         deadline = time.monotonic() + 30
         # Flower keeps no history: it must see this worker's events before the runs start.
-        while 'flower_worker_online{worker="creds@' not in urllib.request.urlopen(
-                f"{flower_base}/metrics", timeout=5).read().decode():
+        while (
+            'flower_worker_online{worker="creds@'
+            not in urllib.request.urlopen(f"{flower_base}/metrics", timeout=5).read().decode()
+        ):
             assert time.monotonic() < deadline, "Flower saw no worker events"
             time.sleep(0.3)
         client_env = {**base_env, "HOME": os.environ["HOME"]}
-        refused = cli("verify", PASSWORD_URL, "--scope=all", f"--broker={broker}",
-                      env=client_env)
+        refused = cli("verify", PASSWORD_URL, "--scope=all", f"--broker={broker}", env=client_env)
         assert refused.returncode == 2, refused.stderr
         out = tmp_path / "report.json"
-        ran = cli("verify", str(repo.path), "--scope=branch", "--base=base",
-                  f"--broker={broker}", "--format=json", f"--output={out}", "--timeout=150",
-                  env=client_env, timeout=200)
+        ran = cli(
+            "verify",
+            str(repo.path),
+            "--scope=branch",
+            "--base=base",
+            f"--broker={broker}",
+            "--format=json",
+            f"--output={out}",
+            "--timeout=150",
+            env=client_env,
+            timeout=200,
+        )
         assert ran.returncode in (0, 1), ran.stderr + logs(tmp_path / "logs")
         run_id = json.loads(out.read_text(encoding="utf-8"))["run"]["id"]
         deadline = time.monotonic() + 30
         while True:
             tasks = json.loads(flower_get(flower_base, "/api/tasks"))
-            if any(t.get("root_id") == run_id and t["name"] == "verify_dag.report"
-                   and t["state"] == "SUCCESS" for t in tasks.values()):
+            if any(
+                t.get("root_id") == run_id
+                and t["name"] == "verify_dag.report"
+                and t["state"] == "SUCCESS"
+                for t in tasks.values()
+            ):
                 break
             assert time.monotonic() < deadline, "Flower never saw the run's report task"
             time.sleep(0.3)
@@ -291,8 +353,9 @@ def test_no_secret_reaches_redis_the_worker_log_flower_or_the_store(
     keys, dump = redis_dump(broker)
     assert keys > 0 and "celery-task-meta-" in dump  # the scan saw the run's results
     # The whole log: redis_workers.logs keeps only each file's tail.
-    worker_log = "\n".join(p.read_text(errors="replace")
-                           for p in sorted((tmp_path / "logs").glob("*.log")))
+    worker_log = "\n".join(
+        p.read_text(errors="replace") for p in sorted((tmp_path / "logs").glob("*.log"))
+    )
     assert "verify_dag.report" in worker_log and "succeeded" in worker_log  # INFO lines
     stored = files_under(store)
     assert any(p.name == "report.json" for p in stored)

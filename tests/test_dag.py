@@ -26,8 +26,9 @@ def skill(doc: dict[str, Any], name: str) -> dict[str, Any]:
     return next(s for s in doc["skillResults"] if s["skill"] == name)
 
 
-def test_acceptance_branch_scenario(scenario: Repo, tmp_path: Path,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_acceptance_branch_scenario(
+    scenario: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     rc, doc = verify_json(scenario, tmp_path, "--scope=branch", "--base=base")
     assert rc == 1
     assert capsys.readouterr().out.startswith("JSON report written to ")
@@ -46,8 +47,11 @@ def test_acceptance_branch_scenario(scenario: Repo, tmp_path: Path,
     assert skill(doc, "tester")["status"] == "FAILED"
     assert skill(doc, "tester")["notes"].startswith("1 passed, 1 failed, 0 errors, 0 skipped")
     assert skill(doc, "reviewer")["status"] == "NOT_RUN"
-    assert skill(doc, "qa") == {"skill": "qa", "status": "SKIPPED",
-                                "notes": "not in light composition"}
+    assert skill(doc, "qa") == {
+        "skill": "qa",
+        "status": "SKIPPED",
+        "notes": "not in light composition",
+    }
     assert skill(doc, "exerciser")["status"] == "BLOCKED"
     assert doc["run"]["mode"] == "report-only" and doc["run"]["requestedMode"] == "interactive"
 
@@ -70,7 +74,12 @@ def test_invalid_base_is_a_complete_error_report(scenario: Repo, tmp_path: Path)
     status = {s["skill"]: s["status"] for s in doc["skillResults"]}
     # Light would have run these; the rest was never part of its plan (SKIPPED, seed 8a).
     assert {s for s, st in status.items() if st == "NOT_RUN"} == {
-        "static-analysis", "tester", "reviewer", "debugger", "exerciser"}
+        "static-analysis",
+        "tester",
+        "reviewer",
+        "debugger",
+        "exerciser",
+    }
 
 
 def test_nothing_to_verify(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
@@ -92,7 +101,8 @@ def test_staged_scope_leaves_index_and_worktree_alone(repo: Repo, tmp_path: Path
     assert doc["scope"]["mode"] == "staged" and doc["scope"]["compareRef"] == "INDEX"
     # Only the staged import is in scope; the unstaged one is not.
     assert [i["title"] for i in doc["issues"] if i["sources"] == ["static-analysis"]] == [
-        "ruff F401: `sys` imported but unused"]
+        "ruff F401: `sys` imported but unused"
+    ]
     assert (repo.path / ".git" / "index").read_bytes() == index
     assert repo.git("status", "--porcelain") == status
     # No test command in this repository: that is a finding, never a pass.
@@ -101,8 +111,9 @@ def test_staged_scope_leaves_index_and_worktree_alone(repo: Repo, tmp_path: Path
 
 
 def test_deep_composition_reports_every_reviewer(scenario: Repo, tmp_path: Path) -> None:
-    _, doc = verify_json(scenario, tmp_path, "--scope=branch", "--base=base", "--depth=deep",
-                         "--skip-ux")
+    _, doc = verify_json(
+        scenario, tmp_path, "--scope=branch", "--base=base", "--depth=deep", "--skip-ux"
+    )
     assert doc["scope"]["depth"] == "deep"
     statuses = {s["skill"]: s["status"] for s in doc["skillResults"]}
     assert statuses["reviewer"] == "NOT_RUN"
@@ -138,13 +149,21 @@ def test_since_adds_the_delta(scenario: Repo, tmp_path: Path) -> None:
     scenario.commit("more")
     ledger = tmp_path / "ledger.json"
     ledger.write_text('{"schemaVersion": 1, "findings": []}', encoding="utf-8")
-    _, doc = verify_json(scenario, tmp_path, "--scope=branch", "--base=base",
-                         f"--since={first}", f"--ledger={ledger}")
+    _, doc = verify_json(
+        scenario,
+        tmp_path,
+        "--scope=branch",
+        "--base=base",
+        f"--since={first}",
+        f"--ledger={ledger}",
+    )
     assert doc["scope"]["deltaBaseSha"] == first
     assert [f["path"] for f in doc["scope"]["deltaFiles"]] == ["src/calc.py"]
     # The full branch diff is still what is verified.
-    assert [f["path"] for f in doc["scope"]["includedFiles"]] == ["src/calc.py",
-                                                                  "tests/test_calc.py"]
+    assert [f["path"] for f in doc["scope"]["includedFiles"]] == [
+        "src/calc.py",
+        "tests/test_calc.py",
+    ]
 
 
 def test_detached_head_on_a_merge_commit(scenario: Repo, tmp_path: Path) -> None:
@@ -160,8 +179,9 @@ def test_detached_head_on_a_merge_commit(scenario: Repo, tmp_path: Path) -> None
     assert doc["scope"]["headSha"] == scenario.head()
 
 
-def test_a_redelivered_task_returns_its_first_result(scenario: Repo,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_redelivered_task_returns_its_first_result(
+    scenario: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from verify_dag import embedded
     from verify_dag.celery_app import app
     from verify_dag.models import RunState, VerifyRequest
@@ -188,7 +208,8 @@ def test_a_redelivered_task_returns_its_first_result(scenario: Repo,
     second = RunState(run_id="r2", request=VerifyRequest(repo=str(scenario.path), depth="deep"))
     sig = app.signature("verify_dag.exerciser")
     sig.apply_async(args=(first.model_dump(mode="json"),), task_id="same-id").get(
-        timeout=30, disable_sync_subtasks=False)
+        timeout=30, disable_sync_subtasks=False
+    )
     sig.apply_async(args=(second.model_dump(mode="json"),), task_id="same-id")
     deadline = time.monotonic() + 30
     while len(lookups) < 2:
@@ -207,11 +228,13 @@ def test_exerciser_failures_reach_the_debugger(repo: Repo, tmp_path: Path) -> No
     from verify_dag.workflow import plan
 
     labels = [p.label for p in plan(VerifyRequest(repo=str(repo.path))).phases]
-    assert labels[labels.index("collect"):] == ["collect", "exerciser", "debugger", "report"]
+    assert labels[labels.index("collect") :] == ["collect", "exerciser", "debugger", "report"]
 
     repo.write(".claude/skills/shop-engineer/SKILL.md", "# shop engineer\n")
-    repo.write(".claude/skills/shop-engineer/VERIFICATION.md",
-               f"## Exerciser Gates\n- Export works\n  CHECK: {sys.executable} export.py\n")
+    repo.write(
+        ".claude/skills/shop-engineer/VERIFICATION.md",
+        f"## Exerciser Gates\n- Export works\n  CHECK: {sys.executable} export.py\n",
+    )
     repo.write("export.py", "print('exported')\n")
     repo.write("pyproject.toml", '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
     repo.write("tests/test_ok.py", "def test_ok():\n    pass\n")  # the tester passes
@@ -224,9 +247,12 @@ def test_exerciser_failures_reach_the_debugger(repo: Repo, tmp_path: Path) -> No
     assert skill(doc, "tester")["status"] == "PASSED"
     from verify_dag import sandbox
 
-    assert skill(doc, "debugger") == {"skill": "debugger", "status": "COMPLETED",
-                                      "notes": "1 failure: 0 pre-existing, 1 new",
-                                      "isolation": sandbox.mode()}
+    assert skill(doc, "debugger") == {
+        "skill": "debugger",
+        "status": "COMPLETED",
+        "notes": "1 failure: 0 pre-existing, 1 new",
+        "isolation": sandbox.mode(),
+    }
     (d,) = doc["debugger"]
     assert d["failure"] == "Exerciser gate failed: Export works"
     assert d["preExisting"] == "no" and d["evidence"].startswith("passes at the merge base")

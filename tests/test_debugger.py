@@ -22,9 +22,13 @@ from verify_dag.models import (
 )
 from verify_dag.phases import debugger, scope, tester
 
-PYTEST = Toolchain(commands=(
-    Command(kind="test", argv=("pytest",), source="tests directory", exists=True, tool="pytest"),
-))
+PYTEST = Toolchain(
+    commands=(
+        Command(
+            kind="test", argv=("pytest",), source="tests directory", exists=True, tool="pytest"
+        ),
+    )
+)
 CONFIG = '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["src"]\n'
 
 
@@ -34,8 +38,7 @@ def verify(repo: Repo, toolchain: Toolchain | None = None, **req: object) -> Run
     sc = scope.run(request)
     with git.worktree(request.repo, sc.new_commit) as wt:
         tested = tester.run(sc, toolchain or PYTEST, wt, 60)
-    return RunState(run_id="t", request=request, scope=sc, toolchain=toolchain,
-                    outcomes=(tested,))
+    return RunState(run_id="t", request=request, scope=sc, toolchain=toolchain, outcomes=(tested,))
 
 
 def by_failure(out: SkillOutcome) -> dict[str, Diagnosis]:
@@ -49,22 +52,36 @@ def branch(repo: Repo, tmp_path: Path) -> tuple[Repo, Path]:
     mod fails differently, and tests/test_new.py adds a failing test the base does not have."""
     marker = tmp_path / "marker-was-run"
     repo.write("pyproject.toml", CONFIG)
-    repo.write("src/calc.py", "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n"
-               "    return a + b\n\n\ndef mod(a, b):\n    return 0\n")
-    repo.write("tests/test_calc.py", "from calc import add, mod, sub\n\n\n"
-               "def test_add():\n    assert add(2, 2) == 4\n\n\n"
-               "def test_sub():\n    assert sub(3, 1) == 2\n\n\n"
-               "def test_mod():\n    assert mod(7, 4) == 3\n")
-    repo.write("tests/test_marker.py", "from pathlib import Path\n\n\ndef test_marker():\n"
-               f"    Path({str(marker)!r}).write_text('ran')\n")
+    repo.write(
+        "src/calc.py",
+        "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n"
+        "    return a + b\n\n\ndef mod(a, b):\n    return 0\n",
+    )
+    repo.write(
+        "tests/test_calc.py",
+        "from calc import add, mod, sub\n\n\n"
+        "def test_add():\n    assert add(2, 2) == 4\n\n\n"
+        "def test_sub():\n    assert sub(3, 1) == 2\n\n\n"
+        "def test_mod():\n    assert mod(7, 4) == 3\n",
+    )
+    repo.write(
+        "tests/test_marker.py",
+        "from pathlib import Path\n\n\ndef test_marker():\n"
+        f"    Path({str(marker)!r}).write_text('ran')\n",
+    )
     repo.commit("base")
     repo.git("tag", "base")
-    repo.write("src/calc.py", "def add(a, b):\n    raise ValueError('add is broken')\n\n\n"
-               "def sub(a, b):\n    return a + b\n\n\n"
-               "def mod(a, b):\n    raise KeyError(a)\n")
+    repo.write(
+        "src/calc.py",
+        "def add(a, b):\n    raise ValueError('add is broken')\n\n\n"
+        "def sub(a, b):\n    return a + b\n\n\n"
+        "def mod(a, b):\n    raise KeyError(a)\n",
+    )
     repo.write("tests/test_marker.py", "def test_marker():\n    pass\n")
-    repo.write("tests/test_new.py", "from calc import sub\n\n\n"
-               "def test_neg():\n    assert sub(1, 2) == -1\n")
+    repo.write(
+        "tests/test_new.py",
+        "from calc import sub\n\n\ndef test_neg():\n    assert sub(1, 2) == -1\n",
+    )
     repo.commit("branch")
     return repo, marker
 
@@ -76,8 +93,12 @@ def test_pre_existing_new_and_added_failures(branch: tuple[Repo, Path]) -> None:
     assert out.skill == "debugger" and out.status == "COMPLETED" and out.ran
     assert out.notes == "4 failures: 1 pre-existing, 2 new, 1 undetermined"
     got = by_failure(out)
-    assert list(got) == ["tests/test_calc.py::test_add", "tests/test_calc.py::test_sub",
-                         "tests/test_calc.py::test_mod", "tests/test_new.py::test_neg"]
+    assert list(got) == [
+        "tests/test_calc.py::test_add",
+        "tests/test_calc.py::test_sub",
+        "tests/test_calc.py::test_mod",
+        "tests/test_new.py::test_neg",
+    ]
 
     new = got["tests/test_calc.py::test_add"]
     assert new.pre_existing == "no"
@@ -91,8 +112,9 @@ def test_pre_existing_new_and_added_failures(branch: tuple[Repo, Path]) -> None:
 
     old = got["tests/test_calc.py::test_sub"]
     assert old.pre_existing == "yes"
-    assert old.evidence.startswith("fails at the merge base with the same signature: "
-                                   "AssertionError")
+    assert old.evidence.startswith(
+        "fails at the merge base with the same signature: AssertionError"
+    )
     assert "tests/test_calc.py:9: AssertionError" in old.evidence
     assert old.touched_by_diff == ()  # sub's caller is unchanged and sub is not in the stack
 
@@ -115,11 +137,21 @@ def test_pre_existing_new_and_added_failures(branch: tuple[Repo, Path]) -> None:
 def test_test_added_to_an_existing_file_is_new(branch: tuple[Repo, Path]) -> None:
     repo, _ = branch
     state = verify(repo, scope="branch", base="base")
-    finding = Finding(title="Test failed: tests/test_calc.py::test_later", severity=9,
-                      description="assert 1 == 2", source="tester", issue_class="test-failure",
-                      nodeid="tests/test_calc.py::test_later")
-    out = debugger.run(state.model_copy(update={
-        "outcomes": (SkillOutcome(skill="tester", status="FAILED", findings=(finding,)),)}))
+    finding = Finding(
+        title="Test failed: tests/test_calc.py::test_later",
+        severity=9,
+        description="assert 1 == 2",
+        source="tester",
+        issue_class="test-failure",
+        nodeid="tests/test_calc.py::test_later",
+    )
+    out = debugger.run(
+        state.model_copy(
+            update={
+                "outcomes": (SkillOutcome(skill="tester", status="FAILED", findings=(finding,)),)
+            }
+        )
+    )
     (d,) = out.diagnoses
     assert d.pre_existing == "no" and "pytest exited 4" in d.evidence
     assert "does not exist at the merge base" in d.evidence and "no match in any of" in d.evidence
@@ -165,15 +197,25 @@ def test_the_declared_pytest_configuration_applies_at_the_base(repo: Repo) -> No
     not be found there and would read as new."""
     repo.write("pyproject.toml", CONFIG)
     repo.write("src/calc.py", "def add(a, b):\n    return a - b\n")
-    repo.write("tests/test_calc.py", "from calc import add\n\n\ndef check_add():\n"
-                                     "    assert add(2, 2) == 4\n")
+    repo.write(
+        "tests/test_calc.py",
+        "from calc import add\n\n\ndef check_add():\n    assert add(2, 2) == 4\n",
+    )
     repo.commit("base")
     repo.git("tag", "base")
     repo.write("src/other.py", "X = 1\n")
     repo.commit("unrelated")
-    declared = Toolchain(commands=(Command(
-        kind="test", argv=("pytest", "-o", "python_functions=check_*", "tests"),
-        source="Makefile", exists=True, tool="pytest"),))
+    declared = Toolchain(
+        commands=(
+            Command(
+                kind="test",
+                argv=("pytest", "-o", "python_functions=check_*", "tests"),
+                source="Makefile",
+                exists=True,
+                tool="pytest",
+            ),
+        )
+    )
     (d,) = debugger.run(verify(repo, declared, scope="branch", base="base")).diagnoses
     assert d.failure == "tests/test_calc.py::check_add"
     assert d.pre_existing == "yes", d.evidence
@@ -183,8 +225,10 @@ def test_the_declared_pytest_configuration_applies_at_the_base(repo: Repo) -> No
 def test_staged_snapshot_is_compared_with_head(repo: Repo) -> None:
     repo.write("pyproject.toml", CONFIG)
     repo.write("src/calc.py", "def add(a, b):\n    return a + b\n")
-    repo.write("tests/test_calc.py", "from calc import add\n\n\n"
-               "def test_add():\n    assert add(2, 2) == 4\n")
+    repo.write(
+        "tests/test_calc.py",
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n",
+    )
     head = repo.commit("calc")
     repo.write("src/calc.py", "def add(a, b):\n    return a * b + 1\n")
     repo.git("add", "src/calc.py")
@@ -197,21 +241,39 @@ def test_staged_snapshot_is_compared_with_head(repo: Repo) -> None:
 
 def state_with(repo: Repo, *findings: Finding, **req: object) -> RunState:
     request = VerifyRequest.model_validate({"repo": str(repo.path), **req})
-    return RunState(run_id="t", request=request, scope=scope.run(request), outcomes=(
-        SkillOutcome(skill="tester", status="FAILED", findings=findings),))
+    return RunState(
+        run_id="t",
+        request=request,
+        scope=scope.run(request),
+        outcomes=(SkillOutcome(skill="tester", status="FAILED", findings=findings),),
+    )
 
 
-def failure(nodeid: str | None, title: str = "", description: str = "assert 1 == 2",
-            source: str = "tester", severity: int = 9) -> Finding:
-    return Finding(title=title or f"Test failed: {nodeid}", severity=severity, source=source,
-                   description=description, issue_class="test-failure", nodeid=nodeid)
+def failure(
+    nodeid: str | None,
+    title: str = "",
+    description: str = "assert 1 == 2",
+    source: str = "tester",
+    severity: int = 9,
+) -> Finding:
+    return Finding(
+        title=title or f"Test failed: {nodeid}",
+        severity=severity,
+        source=source,
+        description=description,
+        issue_class="test-failure",
+        nodeid=nodeid,
+    )
 
 
 @pytest.fixture
 def two_commits(repo: Repo) -> Repo:
     repo.write("pyproject.toml", CONFIG)
-    repo.write("tests/test_a.py", "import time\n\n\ndef test_slow():\n    time.sleep(30)\n\n\n"
-               "def test_secret():\n    assert 'hunter2-hunter2' == ''\n")
+    repo.write(
+        "tests/test_a.py",
+        "import time\n\n\ndef test_slow():\n    time.sleep(30)\n\n\n"
+        "def test_secret():\n    assert 'hunter2-hunter2' == ''\n",
+    )
     repo.commit("base")
     repo.git("tag", "base")
     repo.write("src/x.py", "X = 1\n")
@@ -227,12 +289,16 @@ def test_no_failures_is_skipped(two_commits: Repo) -> None:
 
 
 def test_ux_reviewer_fires_only_at_deep(two_commits: Repo) -> None:
-    ux = Finding(title="Confusing error", severity=8, description="d", source="ux-reviewer",
-                 issue_class="ux")
+    ux = Finding(
+        title="Confusing error", severity=8, description="d", source="ux-reviewer", issue_class="ux"
+    )
     request = VerifyRequest(repo=str(two_commits.path), scope="branch", base="base")
-    state = RunState(run_id="t", request=request, scope=scope.run(request),
-                     outcomes=(SkillOutcome(skill="ux-reviewer", status="COMPLETED",
-                                            findings=(ux,)),))
+    state = RunState(
+        run_id="t",
+        request=request,
+        scope=scope.run(request),
+        outcomes=(SkillOutcome(skill="ux-reviewer", status="COMPLETED", findings=(ux,)),),
+    )
     assert debugger.run(state).status == "SKIPPED"
     deep = state.model_copy(update={"request": request.model_copy(update={"depth": "deep"})})
     (d,) = debugger.run(deep).diagnoses
@@ -258,24 +324,31 @@ def test_non_pytest_runner_and_duplicates(two_commits: Repo) -> None:
     assert "not pytest" in got["make test"].evidence
 
 
-def test_evidence_is_redacted_and_capped(two_commits: Repo,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_evidence_is_redacted_and_capped(
+    two_commits: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MY_API_TOKEN", "hunter2-hunter2")
-    state = state_with(two_commits, failure("tests/test_a.py::test_secret"),
-                         scope="branch", base="base")
+    state = state_with(
+        two_commits, failure("tests/test_a.py::test_secret"), scope="branch", base="base"
+    )
     (d,) = debugger.run(state).diagnoses
     assert d.pre_existing == "yes"
     assert "hunter2" not in d.evidence and "[REDACTED]" in d.evidence
     assert len(d.evidence) <= debugger.EVIDENCE_CAP
 
 
-def test_time_limit_cap_and_refused_ids(two_commits: Repo,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_time_limit_cap_and_refused_ids(two_commits: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(debugger, "RERUN_TIMEOUT", 2.0)
     monkeypatch.setattr(debugger, "MAX_RERUNS", 1)
-    state = state_with(two_commits, failure("tests/test_a.py::test_slow"),
-                         failure("tests/test_a.py::test_secret"), failure("-p evil"),
-                         failure("../outside.py::test"), scope="branch", base="base")
+    state = state_with(
+        two_commits,
+        failure("tests/test_a.py::test_slow"),
+        failure("tests/test_a.py::test_secret"),
+        failure("-p evil"),
+        failure("../outside.py::test"),
+        scope="branch",
+        base="base",
+    )
     got = by_failure(debugger.run(state))
     assert got["tests/test_a.py::test_slow"].pre_existing == "undetermined"
     assert "timed out after 2s" in got["tests/test_a.py::test_slow"].evidence
@@ -284,8 +357,9 @@ def test_time_limit_cap_and_refused_ids(two_commits: Repo,
 
 
 def test_never_raises(two_commits: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
-    state = state_with(two_commits, failure("tests/test_a.py::test_secret"),
-                         scope="branch", base="base")
+    state = state_with(
+        two_commits, failure("tests/test_a.py::test_secret"), scope="branch", base="base"
+    )
 
     @contextmanager
     def no_checkout(repo: object, sha: str) -> Iterator[Path]:
@@ -310,14 +384,24 @@ def test_a_run_that_stops_after_the_exerciser_stopped_at_the_debugger(two_commit
     from verify_dag.models import EngineerContext
     from verify_dag.report import results
 
-    state = state_with(two_commits, failure("tests/test_a.py::test_secret"),
-                       scope="branch", base="base")
-    ran = (*state.outcomes, SkillOutcome(skill="reviewer", status="COMPLETED"),
-           SkillOutcome(skill="exerciser", status="FAILED"))
-    state = state.model_copy(update={
-        "engineer": EngineerContext(), "toolchain": PYTEST, "outcomes": ran,
-        "static": SkillOutcome(skill="static-analysis", status="COMPLETED"),
-        "error_code": "INTERNAL_ERROR", "error_message": "worker lost"})
+    state = state_with(
+        two_commits, failure("tests/test_a.py::test_secret"), scope="branch", base="base"
+    )
+    ran = (
+        *state.outcomes,
+        SkillOutcome(skill="reviewer", status="COMPLETED"),
+        SkillOutcome(skill="exerciser", status="FAILED"),
+    )
+    state = state.model_copy(
+        update={
+            "engineer": EngineerContext(),
+            "toolchain": PYTEST,
+            "outcomes": ran,
+            "static": SkillOutcome(skill="static-analysis", status="COMPLETED"),
+            "error_code": "INTERNAL_ERROR",
+            "error_message": "worker lost",
+        }
+    )
     assert results.stopped_phase(state) == "debugger"
     assert results.stopped_at(state, "debugger: boom") == ("debugger", "boom")
     diagnosed = SkillOutcome(skill="debugger", status="COMPLETED")

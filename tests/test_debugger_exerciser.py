@@ -31,11 +31,11 @@ def script(code: int | str) -> str:
 
 def exercised(repo: Repo, completion: str | None = None) -> tuple[RunState, SkillOutcome]:
     """Scope, engineer and exerciser as the DAG runs them: the state the debugger receives."""
-    request = VerifyRequest(repo=str(repo.path), scope="branch", base="base",
-                            completion=completion)
+    request = VerifyRequest(repo=str(repo.path), scope="branch", base="base", completion=completion)
     sc = scope.run(request)
-    state = RunState(run_id="t", request=request, scope=sc,
-                     engineer=engineer.run(str(repo.path), sc.new_commit))
+    state = RunState(
+        run_id="t", request=request, scope=sc, engineer=engineer.run(str(repo.path), sc.new_commit)
+    )
     ex = exerciser.run(state)
     return state.model_copy(update={"outcomes": (ex,)}), ex
 
@@ -63,8 +63,14 @@ EXERCISE: {PY} drive.py
 def test_gate_exercise_and_completion_failures_are_checked_at_the_base(repo: Repo) -> None:
     repo.write(f"{SKILL_DIR}/SKILL.md", "# shop engineer\nSee VERIFICATION.md.\n")
     repo.write(f"{SKILL_DIR}/VERIFICATION.md", VERIFICATION)
-    base = {"drive.py": script(0), "totals.py": script("total=4"), "export.py": script(3),
-            "importer.py": script(2), "render.py": script(0), "crit.py": script(1)}
+    base = {
+        "drive.py": script(0),
+        "totals.py": script("total=4"),
+        "export.py": script(3),
+        "importer.py": script(2),
+        "render.py": script(0),
+        "crit.py": script(1),
+    }
     for name, text in base.items():
         repo.write(name, text)
     base_sha = repo.commit("base")
@@ -84,9 +90,12 @@ def test_gate_exercise_and_completion_failures_are_checked_at_the_base(repo: Rep
     assert out.notes == "5 failures: 2 pre-existing, 2 new, 1 undetermined"
     got = by_failure(out)
     assert list(got) == [
-        f"Exercise command failed: {PY} drive.py", "Exerciser gate failed: Totals add up",
-        "Exerciser gate failed: Legacy export works", "Exerciser gate failed: Import is quick",
-        f"Completion criterion failed: {PY} crit.py"]
+        f"Exercise command failed: {PY} drive.py",
+        "Exerciser gate failed: Totals add up",
+        "Exerciser gate failed: Legacy export works",
+        "Exerciser gate failed: Import is quick",
+        f"Completion criterion failed: {PY} crit.py",
+    ]
 
     drive = got[f"Exercise command failed: {PY} drive.py"]
     assert drive.pre_existing == "no"
@@ -119,15 +128,18 @@ def test_a_gate_that_needs_the_app_is_checked_with_the_base_app_running(repo: Re
     port = free_port()
     repo.write("app.py", APP)
     repo.write(f"{SKILL_DIR}/SKILL.md", "# shop engineer\nSee VERIFICATION.md.\n")
-    repo.write(f"{SKILL_DIR}/VERIFICATION.md", f"""\
+    repo.write(
+        f"{SKILL_DIR}/VERIFICATION.md",
+        f"""\
 START: {PY} app.py {port}
-HEALTH: {get(port, '/health')}
+HEALTH: {get(port, "/health")}
 
 ## Exerciser Gates
 - Saved records can be reloaded
-  CHECK: {get(port, '/records/1')}
+  CHECK: {get(port, "/records/1")}
   EXPECT: output contains "first"
-""")
+""",
+    )
     repo.commit("base")
     repo.git("tag", "base")
     repo.write("app.py", APP.replace("/records/1", "/records/one"))
@@ -144,14 +156,17 @@ HEALTH: {get(port, '/health')}
 
 def test_base_app_that_never_comes_up_is_undetermined(repo: Repo) -> None:
     repo.write(f"{SKILL_DIR}/SKILL.md", "# shop engineer\nSee VERIFICATION.md.\n")
-    repo.write(f"{SKILL_DIR}/VERIFICATION.md", f"""\
+    repo.write(
+        f"{SKILL_DIR}/VERIFICATION.md",
+        f"""\
 START: {PY} app.py
 EXERCISE: {PY} drive.py
 
 ## Exerciser Gates
 - Totals add up
   CHECK: {PY} totals.py
-""")
+""",
+    )
     repo.write("app.py", script(1))  # exits at once: never healthy at the base
     repo.write("drive.py", script(0))
     repo.write("totals.py", script(0))
@@ -174,20 +189,27 @@ def test_tester_and_exerciser_failures_together(repo: Repo) -> None:
     repo.write("pyproject.toml", '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
     repo.write("tests/test_a.py", "def test_a():\n    assert 1 == 2\n")
     repo.write(f"{SKILL_DIR}/SKILL.md", "# shop engineer\nSee VERIFICATION.md.\n")
-    repo.write(f"{SKILL_DIR}/VERIFICATION.md",
-               f"## Exerciser Gates\n- Export works\n  CHECK: {PY} export.py\n")
+    repo.write(
+        f"{SKILL_DIR}/VERIFICATION.md",
+        f"## Exerciser Gates\n- Export works\n  CHECK: {PY} export.py\n",
+    )
     repo.write("export.py", script(0))
     repo.commit("base")
     repo.git("tag", "base")
     repo.write("export.py", script(3))
     repo.commit("branch")
     state, _ = exercised(repo)
-    toolchain = Toolchain(commands=(Command(kind="test", argv=("pytest",), source="tests",
-                                            exists=True, tool="pytest"),))
+    toolchain = Toolchain(
+        commands=(
+            Command(kind="test", argv=("pytest",), source="tests", exists=True, tool="pytest"),
+        )
+    )
     assert state.scope is not None
     with git.worktree(str(repo.path), state.scope.new_commit) as wt:
         tested = tester.run(state.scope, toolchain, wt, 60)
     both = state.model_copy(update={"outcomes": (tested, *state.outcomes)})
     got = by_failure(debugger.run(both))
     assert {k: d.pre_existing for k, d in got.items()} == {
-        "tests/test_a.py::test_a": "yes", "Exerciser gate failed: Export works": "no"}
+        "tests/test_a.py::test_a": "yes",
+        "Exerciser gate failed: Export works": "no",
+    }

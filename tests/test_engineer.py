@@ -26,8 +26,8 @@ def test_no_engineer_skill(repo: Repo) -> None:
 
 def test_only_the_seed_globs_match() -> None:
     paths = [
-        "tools/skills/api-engineer/SKILL.md",   # */skills/*-engineer/
-        "a/b/skills/deep-engineer/SKILL.md",    # too deep: not the seed's glob
+        "tools/skills/api-engineer/SKILL.md",  # */skills/*-engineer/
+        "a/b/skills/deep-engineer/SKILL.md",  # too deep: not the seed's glob
         ".agents/skills/x-engineer/README.md",  # no SKILL.md
     ]
     assert engineer.find_skill_dirs(paths) == ["tools/skills/api-engineer"]
@@ -95,8 +95,12 @@ def test_extracts_commands_app_and_gates(repo: Repo) -> None:
     repo.write("README.md", "## Testing\n```\noutside the skill\n```\n")
     ctx = engineer.run(str(repo.path), repo.commit())
     assert ctx.references == (f"{base}/TESTING.md", f"{base}/references/arch.md")
-    assert ctx.test_commands == ("make smoke", "pytest -q tests/unit", "pytest -q tests/api",
-                                 "make test-arch")
+    assert ctx.test_commands == (
+        "make smoke",
+        "pytest -q tests/unit",
+        "pytest -q tests/api",
+        "make test-arch",
+    )
     assert ctx.build_commands == ("pip install -e . --no-deps",)
     assert ctx.lint_commands == ("ruff check .", "mypy src")
     # START and HEALTH come from SKILL.md; VERIFICATION.md adds the exercise and the wait.
@@ -104,8 +108,10 @@ def test_extracts_commands_app_and_gates(repo: Repo) -> None:
     assert ctx.health == "curl -fsS http://127.0.0.1:8000/health"
     assert ctx.start_timeout is None  # a wait only counts with the START it belongs to
     assert ctx.exercise == ("curl -fsS -X POST http://127.0.0.1:8000/records -d '{\"x\":1}'",)
-    assert ctx.exerciser_gates == ("Saved records can be reloaded",
-                                   "Checkout totals match the cart")
+    assert ctx.exerciser_gates == (
+        "Saved records can be reloaded",
+        "Checkout totals match the cart",
+    )
     assert ctx.review_gates == ("Tenant queries remain scoped",)
     assert ctx.notes == ()
 
@@ -120,8 +126,13 @@ def test_verification_md_declarations_win(repo: Repo) -> None:
 
 
 def test_referenced_files_stay_inside_the_skill_dir() -> None:
-    files = ["s/skills/x-engineer/SKILL.md", "s/skills/x-engineer/A.md", "s/B.md",
-             "s/skills/x-engineer/VERIFICATION.md"]
+    files = [
+        "s/skills/x-engineer/SKILL.md",
+        "s/skills/x-engineer/A.md",
+        "s/B.md",
+        "s/skills/x-engineer/VERIFICATION.md",
+    ]
     text = "[a](./A.md) [b](../../B.md) [c](/etc/C.md) VERIFICATION.md A.md"
     assert engineer.referenced_files("s/skills/x-engineer", text, files) == [
-        "s/skills/x-engineer/A.md"]
+        "s/skills/x-engineer/A.md"
+    ]

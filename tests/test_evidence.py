@@ -24,11 +24,15 @@ from verify_dag.models import (
 from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.phases import tester
 
-PYTEST = Toolchain(commands=(
-    Command(kind="test", argv=("pytest",), source="tests directory", exists=True, tool="pytest"),
-))
+PYTEST = Toolchain(
+    commands=(
+        Command(
+            kind="test", argv=("pytest",), source="tests directory", exists=True, tool="pytest"
+        ),
+    )
+)
 
-SUITE = '''\
+SUITE = """\
 import pytest
 
 def test_pass(record_property):
@@ -68,7 +72,7 @@ class TestReq:
     @pytest.mark.parametrize("v", ["REQ-003", "ünï"])
     def test_param(self, v):
         pass
-'''
+"""
 
 
 def run_suite(root: Path, text: str) -> SkillOutcome:
@@ -98,8 +102,14 @@ def test_tester_records_every_test_once_with_its_outcome(tmp_path: Path) -> None
         # pytest's own node id: it escapes non-ASCII parameter ids
         "tests/test_suite.py::TestReq::test_param[\\xfcn\\xef]": "passed",
     }
-    assert suite.counts.model_dump() == {"total": 10, "passed": 4, "failed": 3, "error": 1,
-                                         "skipped": 1, "xfailed": 1}
+    assert suite.counts.model_dump() == {
+        "total": 10,
+        "passed": 4,
+        "failed": 3,
+        "error": 1,
+        "skipped": 1,
+        "xfailed": 1,
+    }
     by_id = {c.nodeid: c for c in suite.tests}
     assert by_id["tests/test_suite.py::test_pass"].requirements == ("REQ-001", "REQ-002")
     assert by_id["tests/test_suite.py::test_xfail"].reason == "known bug"
@@ -112,32 +122,37 @@ def test_tester_records_every_test_once_with_its_outcome(tmp_path: Path) -> None
     assert out.status == "FAILED" and len(out.findings) == 5  # one per junit testcase
 
 
-def test_truncated_bundle_keeps_counts_of_every_test(tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_truncated_bundle_keeps_counts_of_every_test(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(evidence, "MAX_TESTS", 2)
-    out = run_suite(tmp_path, "import pytest\n@pytest.mark.parametrize('n', range(5))\n"
-                              "def test_n(n):\n    pass\n")
+    out = run_suite(
+        tmp_path,
+        "import pytest\n@pytest.mark.parametrize('n', range(5))\ndef test_n(n):\n    pass\n",
+    )
     assert out.evidence is not None and out.evidence.truncated
     assert len(out.evidence.tests) == 2 and out.evidence.counts.total == 5
 
 
 def test_non_pytest_runner_gives_only_an_exit_status(tmp_path: Path) -> None:
-    tc = Toolchain(commands=(Command(kind="test", argv=("true",), source="Makefile",
-                                     exists=True),))
+    tc = Toolchain(commands=(Command(kind="test", argv=("true",), source="Makefile", exists=True),))
     out = tester.run(Scope(mode="branch", new_commit="0" * 40), tc, tmp_path, 30)
     assert out.status == "PASSED" and out.evidence is not None
     assert (out.evidence.per_test, out.evidence.returncode, out.evidence.tests) == (False, 0, ())
     assert evidence.runner_version(out.evidence) == f"verify-dag/{evidence.version()} true"
 
 
-@pytest.mark.parametrize(("value", "tier", "source"), [
-    (None, 0, "default (no VERIFY_DAG_INVENTORY_TIER)"),
-    ("2", 2, "VERIFY_DAG_INVENTORY_TIER"),
-    ("7", 0, "default (VERIFY_DAG_INVENTORY_TIER='7' is not one of 0, 1, 2)"),
-])
-def test_inventory_tier_is_what_the_operator_declares(monkeypatch: pytest.MonkeyPatch,
-                                                      value: str | None, tier: int,
-                                                      source: str) -> None:
+@pytest.mark.parametrize(
+    ("value", "tier", "source"),
+    [
+        (None, 0, "default (no VERIFY_DAG_INVENTORY_TIER)"),
+        ("2", 2, "VERIFY_DAG_INVENTORY_TIER"),
+        ("7", 0, "default (VERIFY_DAG_INVENTORY_TIER='7' is not one of 0, 1, 2)"),
+    ],
+)
+def test_inventory_tier_is_what_the_operator_declares(
+    monkeypatch: pytest.MonkeyPatch, value: str | None, tier: int, source: str
+) -> None:
     if value is None:
         monkeypatch.delenv(evidence.TIER_ENV, raising=False)
     else:
@@ -158,10 +173,13 @@ def test_canonical_bytes_and_hash() -> None:
 
 def test_sanitize_redacts_secrets_and_scratch_paths(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MY_API_TOKEN", "s3cr3t-value-123")
-    text = ("token s3cr3t-value-123 in /tmp/verify-dag-wt-abc_12/tree/src/a.py and "
-            "/var/tmp/verify-dag-test-x9/run-env/bin/python\n   next")
+    text = (
+        "token s3cr3t-value-123 in /tmp/verify-dag-wt-abc_12/tree/src/a.py and "
+        "/var/tmp/verify-dag-test-x9/run-env/bin/python\n   next"
+    )
     assert evidence.sanitize(text) == (
-        "token [REDACTED] in <checkout>/src/a.py and <checkout>/run-env/bin/python next")
+        "token [REDACTED] in <checkout>/src/a.py and <checkout>/run-env/bin/python next"
+    )
     assert len(evidence.sanitize("x" * 1000)) == evidence.REASON_MAX
 
 
@@ -176,48 +194,77 @@ VERIFICATION = """\
 """
 
 
-def state_with(gates: dict[str, str] | None, md: str | None = VERIFICATION,
-               tester_out: SkillOutcome | None = None) -> RunState:
-    results = tuple(GateResult(kind="exerciser", rule=rule, status=status,  # type: ignore[arg-type]
-                               evidence="`true`: exit 0 in /tmp/verify-dag-wt-q1/tree",
-                               checker="exerciser")
-                    for rule, status in (gates or {}).items())
+def state_with(
+    gates: dict[str, str] | None,
+    md: str | None = VERIFICATION,
+    tester_out: SkillOutcome | None = None,
+) -> RunState:
+    results = tuple(
+        GateResult(
+            kind="exerciser",
+            rule=rule,
+            status=status,  # type: ignore[arg-type]
+            evidence="`true`: exit 0 in /tmp/verify-dag-wt-q1/tree",
+            checker="exerciser",
+        )
+        for rule, status in (gates or {}).items()
+    )
     outcomes: list[SkillOutcome] = [tester_out] if tester_out else []
     if gates is not None:
         outcomes.append(SkillOutcome(skill="exerciser", status="PASSED", gates=results))
-    return RunState(run_id="run-1", request=VerifyRequest(repo="/r"),
-                    scope=Scope(mode="branch", new_commit="a" * 40, head_sha="a" * 40),
-                    engineer=EngineerContext(verification_md=md), outcomes=tuple(outcomes))
+    return RunState(
+        run_id="run-1",
+        request=VerifyRequest(repo="/r"),
+        scope=Scope(mode="branch", new_commit="a" * 40, head_sha="a" * 40),
+        engineer=EngineerContext(verification_md=md),
+        outcomes=tuple(outcomes),
+    )
 
 
 SECURE = "G_SECURE: bandit finds nothing"
 SECRETS = "G_SECRETS_SCAN (advisory): no secrets in the tree"
 
 
-@pytest.mark.parametrize(("observed", "status"), [
-    ({SECURE: "PASS", SECRETS: "PASS"}, "passed"),
-    ({SECURE: "FAIL", SECRETS: "PASS"}, "failed"),
-    ({SECURE: "PASS", SECRETS: "FAIL"}, "advisory"),  # an advisory gate's findings
-    ({SECURE: "BLOCKED", SECRETS: "FAIL"}, "blocked"),
-    ({SECURE: "FAIL", SECRETS: "BLOCKED"}, "failed"),  # a strict failure outranks the rest
-    ({SECURE: "PASS"}, "blocked"),  # declared, never checked
-    (None, "blocked"),  # the exerciser never reported
-])
-def test_security_status_from_the_configured_gates(observed: dict[str, str] | None,
-                                                   status: str) -> None:
+@pytest.mark.parametrize(
+    ("observed", "status"),
+    [
+        ({SECURE: "PASS", SECRETS: "PASS"}, "passed"),
+        ({SECURE: "FAIL", SECRETS: "PASS"}, "failed"),
+        ({SECURE: "PASS", SECRETS: "FAIL"}, "advisory"),  # an advisory gate's findings
+        ({SECURE: "BLOCKED", SECRETS: "FAIL"}, "blocked"),
+        ({SECURE: "FAIL", SECRETS: "BLOCKED"}, "failed"),  # a strict failure outranks the rest
+        ({SECURE: "PASS"}, "blocked"),  # declared, never checked
+        (None, "blocked"),  # the exerciser never reported
+    ],
+)
+def test_security_status_from_the_configured_gates(
+    observed: dict[str, str] | None, status: str
+) -> None:
     got = evidence.security_status(state_with(observed))
     assert got["configured"] and got["status"] == status
-    assert [(g["name"], g["mode"]) for g in got["gates"]] == [("G_SECURE", "strict"),
-                                                               ("G_SECRETS_SCAN", "advisory")]
+    assert [(g["name"], g["mode"]) for g in got["gates"]] == [
+        ("G_SECURE", "strict"),
+        ("G_SECRETS_SCAN", "advisory"),
+    ]
     assert all("/tmp/" not in g["evidence"] for g in got["gates"])
 
 
-@pytest.mark.parametrize("md", [None, "## Exerciser Gates\n- Saved records reload\n  CHECK: true\n",
-                                "## Notes\n- G_SECURE: not a gate outside a gates section\n"])
+@pytest.mark.parametrize(
+    "md",
+    [
+        None,
+        "## Exerciser Gates\n- Saved records reload\n  CHECK: true\n",
+        "## Notes\n- G_SECURE: not a gate outside a gates section\n",
+    ],
+)
 def test_no_security_gate_is_not_configured_never_a_pass(md: str | None) -> None:
     got = evidence.security_status(state_with({}, md))
-    assert got == {"configured": False, "status": "not_configured", "gates": [],
-                   "reason": got["reason"]}
+    assert got == {
+        "configured": False,
+        "status": "not_configured",
+        "gates": [],
+        "reason": got["reason"],
+    }
     assert "no security gate is declared" in got["reason"]
 
 
@@ -227,8 +274,9 @@ def test_build_hashes_and_validates_the_bundle(tmp_path: Path) -> None:
     assert bundle is not None
     evidence.validate(bundle)
     assert bundle["bundle_hash"] == evidence.bundle_hash(bundle)
-    assert bundle["results"][0]["tests"] == [{"nodeid": "tests/test_suite.py::test_ok",
-                                              "outcome": "passed"}]
+    assert bundle["results"][0]["tests"] == [
+        {"nodeid": "tests/test_suite.py::test_ok", "outcome": "passed"}
+    ]
     assert bundle["security_status"]["status"] == "passed"
     assert bundle["runner_version"].startswith("verify-dag/")
     assert str(tmp_path) not in json.dumps(bundle)
@@ -253,11 +301,13 @@ def test_store_keeps_the_bundle_next_to_the_report(tmp_path: Path) -> None:
     assert store.record_evidence("run-1", request, None) == {}
     (tmp_path / "file").write_text("")
     broken = VerifyRequest(repo="/r", store=str(tmp_path / "file"))
-    assert "evidence bundle not stored" in store.record_evidence("run-1", broken, bundle)[
-        "storeError"]
+    assert (
+        "evidence bundle not stored" in store.record_evidence("run-1", broken, bundle)["storeError"]
+    )
 
 
-@pytest.mark.parametrize("path", [evidence.SCHEMA_PATH, "schemas/verdict.schema.json",
-                                  "schemas/test_plan.schema.json"])
+@pytest.mark.parametrize(
+    "path", [evidence.SCHEMA_PATH, "schemas/verdict.schema.json", "schemas/test_plan.schema.json"]
+)
 def test_shipped_schemas_are_valid_schemas(path: str) -> None:
     Draft202012Validator.check_schema(jsonschemas.load(path))

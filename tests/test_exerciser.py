@@ -54,21 +54,36 @@ def free_port() -> int:
 
 def get(port: int, path: str) -> str:
     # A probe in the repository's own terms: shell text run by bash, as HEALTH and CHECK are.
-    return (f"{PY} -c \"import urllib.request as u; "
-            f"print(u.urlopen('http://127.0.0.1:{port}{path}', timeout=2).read().decode())\"")
+    return (
+        f'{PY} -c "import urllib.request as u; '
+        f"print(u.urlopen('http://127.0.0.1:{port}{path}', timeout=2).read().decode())\""
+    )
 
 
-def state_for(repo: Repo, sha: str, depth: str = "light", skip_visual: bool = False,
-              static_findings: tuple[Finding, ...] = (),
-              outcomes: tuple[SkillOutcome, ...] = ()) -> RunState:
-    request = VerifyRequest(repo=str(repo.path), depth=depth,  # type: ignore[arg-type]
-                            skip_visual=skip_visual)
-    static_outcome = SkillOutcome(skill="static-analysis", status="COMPLETED",
-                                  findings=static_findings)
-    return RunState(run_id="r", request=request,
-                    scope=Scope(mode="all", new_commit=sha, head_sha=sha),
-                    engineer=engineer.run(str(repo.path), sha),
-                    static=static_outcome, outcomes=outcomes)
+def state_for(
+    repo: Repo,
+    sha: str,
+    depth: str = "light",
+    skip_visual: bool = False,
+    static_findings: tuple[Finding, ...] = (),
+    outcomes: tuple[SkillOutcome, ...] = (),
+) -> RunState:
+    request = VerifyRequest(
+        repo=str(repo.path),
+        depth=depth,  # type: ignore[arg-type]
+        skip_visual=skip_visual,
+    )
+    static_outcome = SkillOutcome(
+        skill="static-analysis", status="COMPLETED", findings=static_findings
+    )
+    return RunState(
+        run_id="r",
+        request=request,
+        scope=Scope(mode="all", new_commit=sha, head_sha=sha),
+        engineer=engineer.run(str(repo.path), sha),
+        static=static_outcome,
+        outcomes=outcomes,
+    )
 
 
 def app_repo(repo: Repo, verification: str) -> str:
@@ -80,22 +95,25 @@ def app_repo(repo: Repo, verification: str) -> str:
 
 def test_app_started_exercised_and_gates_pass(repo: Repo) -> None:
     port = free_port()
-    sha = app_repo(repo, f"""\
+    sha = app_repo(
+        repo,
+        f"""\
 ## App
 START: {PY} app.py {port}
-HEALTH: {get(port, '/health')}
-EXERCISE: {get(port, '/records/1')}
+HEALTH: {get(port, "/health")}
+EXERCISE: {get(port, "/records/1")}
 
 ## Exerciser Gates
 - Saved records can be reloaded
-  CHECK: {get(port, '/records/1')}
+  CHECK: {get(port, "/records/1")}
   EXPECT: exit 0; output contains "first"; output matches /"id": \\d+/
 ## Review Gates
 - Tenant queries remain scoped
 - Health answers plainly
-  CHECK: {get(port, '/health')}
+  CHECK: {get(port, "/health")}
   EXPECT: output contains "ok"
-""")
+""",
+    )
     out = exerciser.run(state_for(repo, sha))
     assert out.status == "PASSED", out.notes
     assert "app started with" in out.notes and "healthy after" in out.notes
@@ -114,15 +132,18 @@ EXERCISE: {get(port, '/records/1')}
 
 def test_failing_gate_and_exercise_make_it_failed(repo: Repo) -> None:
     port = free_port()
-    sha = app_repo(repo, f"""\
+    sha = app_repo(
+        repo,
+        f"""\
 START: {PY} app.py {port}
-HEALTH: {get(port, '/health')}
-EXERCISE: {get(port, '/records/2')}
+HEALTH: {get(port, "/health")}
+EXERCISE: {get(port, "/records/2")}
 ## Exerciser Gates
 - Record 1 has an email
-  CHECK: {get(port, '/records/1')}
+  CHECK: {get(port, "/records/1")}
   EXPECT: output contains "email"
-""")
+""",
+    )
     out = exerciser.run(state_for(repo, sha))
     assert out.status == "FAILED"
     gate = out.gates[0]
@@ -134,11 +155,12 @@ EXERCISE: {get(port, '/records/2')}
     assert all(f.severity >= 7 and f.source == "exerciser" for f in out.findings)
 
 
-
-
 def test_unhealthy_app_is_service_unavailable_and_its_group_is_gone(
-        repo: Repo, tmp_path: Path) -> None:
-    sha = app_repo(repo, """\
+    repo: Repo, tmp_path: Path
+) -> None:
+    sha = app_repo(
+        repo,
+        """\
 START: echo starting up; sleep 60.4242 & sleep 60.4242
 HEALTH: echo not yet >&2; exit 7
 START_TIMEOUT: 1
@@ -147,13 +169,16 @@ START_TIMEOUT: 1
   CHECK: true
 ## Review Gates
 - Scoped
-""")
+""",
+    )
     out = exerciser.run(state_for(repo, sha))
     assert out.status == "BLOCKED" and out.notes.startswith("SERVICE_UNAVAILABLE: ")
     assert "not ok within 1s" in out.notes and "exit 7: not yet" in out.notes
     assert "starting up" in out.notes  # the app's own output is evidence
-    assert [(g.kind, g.status) for g in out.gates] == [("exerciser", "BLOCKED"),
-                                                       ("review", "NOT_CHECKED")]
+    assert [(g.kind, g.status) for g in out.gates] == [
+        ("exerciser", "BLOCKED"),
+        ("review", "NOT_CHECKED"),
+    ]
     assert running("sleep 60.4242") == []
 
 
@@ -167,90 +192,150 @@ def test_app_that_exits_is_service_unavailable(repo: Repo) -> None:
 def test_nothing_declared_is_no_exercise_strategy(repo: Repo) -> None:
     repo.write("a.py", "x = 1\n")
     sha = repo.commit()
-    judgement = SkillOutcome(skill="reviewer", status="COMPLETED", findings=(Finding(
-        title="Race in cache", severity=6, description="d", source="reviewer",
-        issue_class="correctness", location=Location(path="a.py", line=1)),))
+    judgement = SkillOutcome(
+        skill="reviewer",
+        status="COMPLETED",
+        findings=(
+            Finding(
+                title="Race in cache",
+                severity=6,
+                description="d",
+                source="reviewer",
+                issue_class="correctness",
+                location=Location(path="a.py", line=1),
+            ),
+        ),
+    )
     out = exerciser.run(state_for(repo, sha, outcomes=(judgement,)))
     assert out.status == "BLOCKED"
-    assert out.notes.startswith("NO_EXERCISE_STRATEGY: no START, EXERCISE or exerciser gate "
-                                "declared (no engineer skill found)")
+    assert out.notes.startswith(
+        "NO_EXERCISE_STRATEGY: no START, EXERCISE or exerciser gate "
+        "declared (no engineer skill found)"
+    )
     assert "verified 1 of 1 reported issue(s) (1 BLOCKED)" in out.notes
     assert out.gates == ()
     assert out.verifications[0].evidence.startswith("needs judgement")
 
 
-@pytest.mark.parametrize(("depth", "skip", "note"), [
-    ("light", False, "visual lens active: nothing rendered (exercised through CLI/API)"),
-    ("light", True, "visual lens suppressed"),
-    ("deep", False, "visual lens inactive"),
-])
+@pytest.mark.parametrize(
+    ("depth", "skip", "note"),
+    [
+        ("light", False, "visual lens active: nothing rendered (exercised through CLI/API)"),
+        ("light", True, "visual lens suppressed"),
+        ("deep", False, "visual lens inactive"),
+    ],
+)
 def test_visual_lens(depth: str, skip: bool, note: str) -> None:
-    request = VerifyRequest(repo="/nonexistent", depth=depth,  # type: ignore[arg-type]
-                            skip_visual=skip)
+    request = VerifyRequest(
+        repo="/nonexistent",
+        depth=depth,  # type: ignore[arg-type]
+        skip_visual=skip,
+    )
     assert exerciser.lens(request) == note
 
 
 def test_never_raises(tmp_path: Path) -> None:
     no_scope = exerciser.run(RunState(run_id="r", request=VerifyRequest(repo=str(tmp_path))))
     assert no_scope.status == "BLOCKED" and no_scope.notes.startswith("NO_COMMIT")
-    broken = RunState(run_id="r", request=VerifyRequest(repo=str(tmp_path / "missing")),
-                      scope=Scope(mode="all", new_commit="a" * 40))
+    broken = RunState(
+        run_id="r",
+        request=VerifyRequest(repo=str(tmp_path / "missing")),
+        scope=Scope(mode="all", new_commit="a" * 40),
+    )
     out = exerciser.run(broken)
     assert out.status == "BLOCKED" and out.notes.startswith("EXERCISER_ERROR: ")
 
 
-def _finding(title: str, path: str | None, line: int | None, source: str,
-             **extra: str) -> Finding:
-    return Finding(title=title, severity=7, description="d", source=source,
-                   issue_class="correctness",
-                   location=Location(path=path, line=line) if path else None, **extra)
+def _finding(title: str, path: str | None, line: int | None, source: str, **extra: str) -> Finding:
+    return Finding(
+        title=title,
+        severity=7,
+        description="d",
+        source=source,
+        issue_class="correctness",
+        location=Location(path=path, line=line) if path else None,
+        **extra,
+    )
 
 
 def test_issue_verification(repo: Repo) -> None:
     repo.write("pyproject.toml", '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
     repo.write("src/calc.py", "def mul(a, b):\n    unused = 1\n    return a * b\n")
-    repo.write("tests/test_calc.py", "def test_ok():\n    assert 1 + 1 == 2\n\n\n"
-               "def test_bad():\n    assert 2 + 2 == 5\n")
+    repo.write(
+        "tests/test_calc.py",
+        "def test_ok():\n    assert 1 + 1 == 2\n\n\ndef test_bad():\n    assert 2 + 2 == 5\n",
+    )
     repo.write("old.py", "x = 1\n")
     repo.commit("one")
     repo.git("rm", "-q", "old.py")
     sha = repo.commit("drop old.py")
     static_findings = (
-        _finding("ruff F841: unused", "src/calc.py", 2, "static-analysis", tool="ruff",
-                 rule="F841"),
-        _finding("ruff F841: elsewhere", "src/calc.py", 3, "static-analysis", tool="ruff",
-                 rule="F841"),
-        _finding("ruff E501: in a deleted file", "old.py", 1, "static-analysis", tool="ruff",
-                 rule="E501"),
+        _finding(
+            "ruff F841: unused", "src/calc.py", 2, "static-analysis", tool="ruff", rule="F841"
+        ),
+        _finding(
+            "ruff F841: elsewhere", "src/calc.py", 3, "static-analysis", tool="ruff", rule="F841"
+        ),
+        _finding(
+            "ruff E501: in a deleted file", "old.py", 1, "static-analysis", tool="ruff", rule="E501"
+        ),
     )
-    tests = SkillOutcome(skill="tester", status="FAILED", findings=(
-        _finding("Test failed: tests/test_calc.py::test_bad", "tests/test_calc.py", 5, "tester",
-                 nodeid="tests/test_calc.py::test_bad"),
-        _finding("Test failed: tests/test_calc.py::test_ok", "tests/test_calc.py", 1, "tester",
-                 nodeid="tests/test_calc.py::test_ok"),
-        _finding("Test failed: tests/test_calc.py::test_gone", None, None, "tester",
-                 nodeid="tests/test_calc.py::test_gone"),
-    ))
-    review = SkillOutcome(skill="reviewer", status="COMPLETED", findings=(
-        _finding("Overflow in mul", "src/calc.py", 3, "reviewer"),
-        _finding("Off the end", "src/calc.py", 40, "reviewer"),
-        _finding("Escapes", "../outside.py", 1, "reviewer"),
-    ))
-    out = exerciser.run(state_for(repo, sha, static_findings=static_findings,
-                                  outcomes=(tests, review)))
+    tests = SkillOutcome(
+        skill="tester",
+        status="FAILED",
+        findings=(
+            _finding(
+                "Test failed: tests/test_calc.py::test_bad",
+                "tests/test_calc.py",
+                5,
+                "tester",
+                nodeid="tests/test_calc.py::test_bad",
+            ),
+            _finding(
+                "Test failed: tests/test_calc.py::test_ok",
+                "tests/test_calc.py",
+                1,
+                "tester",
+                nodeid="tests/test_calc.py::test_ok",
+            ),
+            _finding(
+                "Test failed: tests/test_calc.py::test_gone",
+                None,
+                None,
+                "tester",
+                nodeid="tests/test_calc.py::test_gone",
+            ),
+        ),
+    )
+    review = SkillOutcome(
+        skill="reviewer",
+        status="COMPLETED",
+        findings=(
+            _finding("Overflow in mul", "src/calc.py", 3, "reviewer"),
+            _finding("Off the end", "src/calc.py", 40, "reviewer"),
+            _finding("Escapes", "../outside.py", 1, "reviewer"),
+        ),
+    )
+    out = exerciser.run(
+        state_for(repo, sha, static_findings=static_findings, outcomes=(tests, review))
+    )
     got = {v.title: (v.status, v.evidence) for v in out.verifications}
     assert got["ruff F841: unused"][0] == "CONFIRMED"
     assert "F841 at line 2" in got["ruff F841: unused"][1]
     assert got["ruff F841: elsewhere"][0] == "NOT_REPRODUCED"
     assert "F841 at line(s) 2" in got["ruff F841: elsewhere"][1]
     assert got["ruff E501: in a deleted file"] == (
-        "NOT_APPLICABLE", "old.py does not exist in the verified commit")
+        "NOT_APPLICABLE",
+        "old.py does not exist in the verified commit",
+    )
     assert got["Test failed: tests/test_calc.py::test_bad"][0] == "CONFIRMED"
     assert "1 failed" in got["Test failed: tests/test_calc.py::test_bad"][1]
     assert got["Test failed: tests/test_calc.py::test_ok"][0] == "NOT_REPRODUCED"
     assert got["Test failed: tests/test_calc.py::test_gone"][0] == "NOT_APPLICABLE"
     assert got["Overflow in mul"] == (
-        "BLOCKED", "needs judgement; no deterministic reproduction (reviewer finding)")
+        "BLOCKED",
+        "needs judgement; no deterministic reproduction (reviewer finding)",
+    )
     assert got["Off the end"][0] == "NOT_APPLICABLE" and "(3 lines)" in got["Off the end"][1]
     assert got["Escapes"][0] == "NOT_APPLICABLE"
     assert all(v.evidence for v in out.verifications)
@@ -262,9 +347,11 @@ def test_attempts_are_capped(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> Non
     sha = repo.commit()
     many = tuple(_finding(f"judgement {n}", "a.py", 1, "reviewer") for n in range(5))
     monkeypatch.setattr(reproduce, "MAX_ATTEMPTS", 3)
-    out = exerciser.run(state_for(repo, sha,
-                                  outcomes=(SkillOutcome(skill="reviewer", status="COMPLETED",
-                                                         findings=many),)))
+    out = exerciser.run(
+        state_for(
+            repo, sha, outcomes=(SkillOutcome(skill="reviewer", status="COMPLETED", findings=many),)
+        )
+    )
     assert len(out.verifications) == 3
     assert "verified 3 of 5 reported issue(s)" in out.notes and "2 not attempted" in out.notes
 
@@ -282,9 +369,14 @@ def test_findings_as_the_real_phases_report_them(scenario: Repo) -> None:
         chain = triage.discover(wt)
         lint = static.run(sc, chain, wt, 120)
         tests = tester.run(sc, chain, wt, 120)
-    state = RunState(run_id="r", request=VerifyRequest(repo=str(scenario.path)), scope=sc,
-                     engineer=engineer.run(str(scenario.path), sha), static=lint,
-                     outcomes=(tests,))
+    state = RunState(
+        run_id="r",
+        request=VerifyRequest(repo=str(scenario.path)),
+        scope=sc,
+        engineer=engineer.run(str(scenario.path), sha),
+        static=lint,
+        outcomes=(tests,),
+    )
     out = exerciser.run(state)
     statuses = {v.title.split(":")[0]: v.status for v in out.verifications}
     assert statuses["ruff F841"] == "CONFIRMED"

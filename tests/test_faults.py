@@ -52,9 +52,14 @@ def make_held_project(path: Path, hold: Path, runs: Path) -> Repo:
     of its suite appends a line to ``runs`` and waits while ``hold`` exists (60 s at most)."""
     repo = make_repo(path)
     calc_base(repo)
-    repo.write("src/calc.py", "import heapq\n\n\ndef add(a, b):\n    return a + b\n\n\n"
-               "def sub(a, b):\n    return a - b\n")
-    repo.write("tests/test_calc.py", f"""\
+    repo.write(
+        "src/calc.py",
+        "import heapq\n\n\ndef add(a, b):\n    return a + b\n\n\n"
+        "def sub(a, b):\n    return a - b\n",
+    )
+    repo.write(
+        "tests/test_calc.py",
+        f"""\
 import os
 import time
 
@@ -72,7 +77,8 @@ def test_add():
 
 def test_sub():
     assert sub(3, 1) == 2
-""")
+""",
+    )
     repo.commit("calc: sub, import heapq")
     return repo
 
@@ -91,8 +97,9 @@ class Held:
         return len(self.runs.read_text().splitlines()) if self.runs.exists() else 0
 
 
-def wait_for(what: str, check: Callable[[], Any], bound: float,
-             details: Callable[[], str] = lambda: "") -> Any:
+def wait_for(
+    what: str, check: Callable[[], Any], bound: float, details: Callable[[], str] = lambda: ""
+) -> Any:
     """Poll ``check`` until it returns something true; fail after ``bound`` seconds."""
     deadline = time.monotonic() + bound
     while True:
@@ -108,17 +115,22 @@ def comparable(doc: dict[str, Any]) -> dict[str, Any]:
     return {
         "status": doc["status"],
         "result": doc["overall"]["result"],
-        "issues": [(i["title"], i["severity"], i["class"], json.dumps(i["location"]))
-                   for i in doc["issues"]],
-        "skills": [(s["skill"], s["status"], s["notes"] if s["skill"] == "tester" else "")
-                   for s in doc["skillResults"]],
+        "issues": [
+            (i["title"], i["severity"], i["class"], json.dumps(i["location"]))
+            for i in doc["issues"]
+        ],
+        "skills": [
+            (s["skill"], s["status"], s["notes"] if s["skill"] == "tester" else "")
+            for s in doc["skillResults"]
+        ],
     }
 
 
 def worker_env(store_dir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "VERIFY_DAG_BROKER_URL"}
-    env.update(VERIFY_DAG_STORE=str(store_dir), VERIFY_DAG_VISIBILITY_TIMEOUT=str(VISIBILITY),
-               **extra)
+    env.update(
+        VERIFY_DAG_STORE=str(store_dir), VERIFY_DAG_VISIBILITY_TIMEOUT=str(VISIBILITY), **extra
+    )
     # The suite and the test talk through a hold file and a run log outside its checkout, which
     # a sandbox hides (tests/test_sandbox.py covers the sandbox; these cover the faults).
     env[sandbox.MODE_ENV] = "none"
@@ -126,8 +138,17 @@ def worker_env(store_dir: Path, **extra: str) -> dict[str, str]:
 
 
 def verify_argv(repo: Repo, broker: str, *flags: str) -> list[str]:
-    return [sys.executable, "-m", "verify_dag.cli", "verify", str(repo.path), "--scope=branch",
-            "--base=base", f"--broker={broker}", *flags]
+    return [
+        sys.executable,
+        "-m",
+        "verify_dag.cli",
+        "verify",
+        str(repo.path),
+        "--scope=branch",
+        "--base=base",
+        f"--broker={broker}",
+        *flags,
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -136,9 +157,21 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     held = Held(tmp_path_factory.mktemp("baseline"))
     out = held.runs.parent / "report.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "verify_dag.cli", "verify", str(held.repo.path), "--scope=branch",
-         "--base=base", "--format=json", f"--output={out}", "--timeout=120"],
-        capture_output=True, text=True, timeout=180,
+        [
+            sys.executable,
+            "-m",
+            "verify_dag.cli",
+            "verify",
+            str(held.repo.path),
+            "--scope=branch",
+            "--base=base",
+            "--format=json",
+            f"--output={out}",
+            "--timeout=120",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
         env={**worker_env(held.runs.parent / "store")},
     )
     assert proc.returncode == 0, proc.stderr  # F401 is below the default --fail-on
@@ -160,17 +193,22 @@ def task_meta(broker: str, run_id: str, name: str) -> dict[str, Any] | None:
             continue
         meta: dict[str, Any] = json.loads(raw)
         args = meta.get("args") or [{}]
-        if meta.get("name") == name and isinstance(args[0], dict) and \
-                args[0].get("run_id") == run_id:
+        if (
+            meta.get("name") == name
+            and isinstance(args[0], dict)
+            and args[0].get("run_id") == run_id
+        ):
             return meta
     return None
 
 
 # --- a worker killed with SIGKILL ------------------------------------------------------------
 
+
 @pytest.mark.parametrize("pool", ["prefork", "threads", "prefork"])
-def test_sigkilled_worker_run_completes(pool: str, tmp_path: Path,
-                                        baseline: dict[str, Any]) -> None:
+def test_sigkilled_worker_run_completes(
+    pool: str, tmp_path: Path, baseline: dict[str, Any]
+) -> None:
     broker = fresh_db(10)
     held = Held(tmp_path / "project")
     where = tmp_path / "store"
@@ -180,25 +218,34 @@ def test_sigkilled_worker_run_completes(pool: str, tmp_path: Path,
     try:
         with workers(broker, ["wa", "wb"], log_dir, env) as procs:
             by_name = dict(zip(["wa", "wb"], procs, strict=True))
-            submit = subprocess.run(verify_argv(held.repo, broker, f"--store={where}",
-                                                "--no-wait"),
-                                    capture_output=True, text=True, timeout=60)
+            submit = subprocess.run(
+                verify_argv(held.repo, broker, f"--store={where}", "--no-wait"),
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             assert submit.returncode == 0 and submit.stderr == "", submit.stderr
             run_id = store.check_run_id(submit.stdout.strip())
 
             # The test phase is running: its suite has started and its worker said STARTED.
-            wait_for("the test suite to start", held.started, REPORT_BOUND,
-                     lambda: logs(log_dir))
-            meta = wait_for("the test task's STARTED meta",
-                            lambda: task_meta(broker, run_id, "verify_dag.test"), 10)
+            wait_for("the test suite to start", held.started, REPORT_BOUND, lambda: logs(log_dir))
+            meta = wait_for(
+                "the test task's STARTED meta",
+                lambda: task_meta(broker, run_id, "verify_dag.test"),
+                10,
+            )
             assert meta["status"] == "STARTED", meta
             victim = meta["worker"].split("@")[0]
             survivor = ({"wa", "wb"} - {victim}).pop()
 
             os.killpg(by_name[victim].pid, signal.SIGKILL)
             killed = time.monotonic()
-            wait_for("the killed worker's task redelivered", lambda: held.started() >= 2,
-                     REDELIVERY_BOUND, lambda: logs(log_dir))
+            wait_for(
+                "the killed worker's task redelivered",
+                lambda: held.started() >= 2,
+                REDELIVERY_BOUND,
+                lambda: logs(log_dir),
+            )
             redelivered = time.monotonic() - killed
             assert by_name[survivor].poll() is None, logs(log_dir)
 
@@ -207,12 +254,17 @@ def test_sigkilled_worker_run_completes(pool: str, tmp_path: Path,
             # handed out a third time.
             time.sleep(HOLD_PAST)
             held.hold.unlink()
-            wait_for("the run's report in the store",
-                     lambda: (where / run_id / store.META_JSON).is_file(),
-                     REPORT_BOUND - (time.monotonic() - killed), lambda: logs(log_dir))
+            wait_for(
+                "the run's report in the store",
+                lambda: (where / run_id / store.META_JSON).is_file(),
+                REPORT_BOUND - (time.monotonic() - killed),
+                lambda: logs(log_dir),
+            )
             landed = time.monotonic() - killed
-            print(f"\n[{pool}] kill -> task redelivered {redelivered:.1f} s, "
-                  f"kill -> report {landed:.1f} s (suite held {HOLD_PAST:.1f} s after redelivery)")
+            print(
+                f"\n[{pool}] kill -> task redelivered {redelivered:.1f} s, "
+                f"kill -> report {landed:.1f} s (suite held {HOLD_PAST:.1f} s after redelivery)"
+            )
 
             assert held.started() == 2, "the test task ran a third time:\n" + logs(log_dir)
             done = task_meta(broker, run_id, "verify_dag.test")
@@ -233,6 +285,7 @@ def test_sigkilled_worker_run_completes(pool: str, tmp_path: Path,
 
 # --- Redis restarted, and Redis gone -----------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def private_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
     """A redis-server of this module's own to restart: append-only, like ops/compose.yaml."""
@@ -245,8 +298,9 @@ def private_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisSer
 
 
 @pytest.fixture(scope="module")
-def restart_worker(private_redis: RedisServer,
-                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def restart_worker(
+    private_redis: RedisServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Path]:
     """One worker on the private Redis, kept across the restarts; yields its log directory."""
     log_dir = tmp_path_factory.mktemp("restart-logs")
     env = worker_env(tmp_path_factory.mktemp("restart-store"))
@@ -256,9 +310,14 @@ def restart_worker(private_redis: RedisServer,
 
 
 @pytest.mark.parametrize(("down", "finish_while_down"), [(0.0, False), (1.0, True), (3.0, True)])
-def test_redis_restart_mid_run(down: float, finish_while_down: bool, tmp_path: Path,
-                               private_redis: RedisServer, restart_worker: Path,
-                               baseline: dict[str, Any]) -> None:
+def test_redis_restart_mid_run(
+    down: float,
+    finish_while_down: bool,
+    tmp_path: Path,
+    private_redis: RedisServer,
+    restart_worker: Path,
+    baseline: dict[str, Any],
+) -> None:
     """Redis restarted (down for ``down`` seconds) while the run's test suite runs, which ends
     after the restart or while Redis is down (its result is written when Redis is back): the
     worker reconnects, the run goes on, and the waiting client prints the full report."""
@@ -266,12 +325,18 @@ def test_redis_restart_mid_run(down: float, finish_while_down: bool, tmp_path: P
     out = tmp_path / "report.json"
     held.hold.touch()
     client = subprocess.Popen(
-        verify_argv(held.repo, private_redis.url, "--format=json", f"--output={out}",
-                    "--timeout=120"),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        verify_argv(
+            held.repo, private_redis.url, "--format=json", f"--output={out}", "--timeout=120"
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
-        wait_for("the test suite to start", held.started, REPORT_BOUND,
-                 lambda: logs(restart_worker))
+        wait_for(
+            "the test suite to start", held.started, REPORT_BOUND, lambda: logs(restart_worker)
+        )
         restarted = time.monotonic()
         private_redis.stop()
         if finish_while_down:
@@ -288,8 +353,10 @@ def test_redis_restart_mid_run(down: float, finish_while_down: bool, tmp_path: P
         held.hold.unlink(missing_ok=True)
         stop(client)
     ended = "while down" if finish_while_down else "after"
-    print(f"\n[Redis down {down:.0f} s, suite ended {ended}]"
-          f" restart -> client exit {client.returncode} in {took:.1f} s")
+    print(
+        f"\n[Redis down {down:.0f} s, suite ended {ended}]"
+        f" restart -> client exit {client.returncode} in {took:.1f} s"
+    )
     assert client.returncode == 0, (stderr, logs(restart_worker))
     assert stderr == "", stderr
     assert stdout.startswith("JSON report written to"), stdout
@@ -298,20 +365,31 @@ def test_redis_restart_mid_run(down: float, finish_while_down: bool, tmp_path: P
     assert comparable(doc) == baseline
 
 
-def test_redis_gone_client_gives_up(tmp_path: Path, private_redis: RedisServer,
-                                    restart_worker: Path) -> None:
+def test_redis_gone_client_gives_up(
+    tmp_path: Path, private_redis: RedisServer, restart_worker: Path
+) -> None:
     """Redis stops for good while a client waits: exit 3 with one error line, within the outage
     limit, instead of waiting for the run's --timeout."""
     held = Held(tmp_path / "project")
     held.hold.touch()
     client = subprocess.Popen(
-        verify_argv(held.repo, private_redis.url, "--format=json",
-                    f"--output={tmp_path / 'report.json'}", "--timeout=600"),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-        env={**os.environ, "VERIFY_DAG_OUTAGE_LIMIT": str(OUTAGE_LIMIT)})
+        verify_argv(
+            held.repo,
+            private_redis.url,
+            "--format=json",
+            f"--output={tmp_path / 'report.json'}",
+            "--timeout=600",
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "VERIFY_DAG_OUTAGE_LIMIT": str(OUTAGE_LIMIT)},
+    )
     try:
-        wait_for("the test suite to start", held.started, REPORT_BOUND,
-                 lambda: logs(restart_worker))
+        wait_for(
+            "the test suite to start", held.started, REPORT_BOUND, lambda: logs(restart_worker)
+        )
         gone = time.monotonic()
         private_redis.stop()
         try:
@@ -326,12 +404,14 @@ def test_redis_gone_client_gives_up(tmp_path: Path, private_redis: RedisServer,
     print(f"\n[Redis gone] client exit {client.returncode} after {took:.1f} s")
     assert client.returncode == 3, stderr
     lines = stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("verify-dag: error: the result store was "
-                                                   "unreachable for 3 s"), stderr
+    assert len(lines) == 1 and lines[0].startswith(
+        "verify-dag: error: the result store was unreachable for 3 s"
+    ), stderr
     assert OUTAGE_LIMIT <= took < OUTAGE_LIMIT + 15, took
 
 
 # --- the heartbeat and the transport, piece by piece -------------------------------------------
+
 
 def test_heartbeat_bumps_running_tags_until_they_finish() -> None:
     calls: list[list[str]] = []
@@ -378,19 +458,26 @@ def test_heartbeat_survives_a_broker_error(caplog: pytest.LogCaptureFixture) -> 
 
 
 def _task(tag: str | None, *, eager: bool = False) -> Any:
-    return SimpleNamespace(request=SimpleNamespace(
-        is_eager=eager, properties={"delivery_tag": tag} if tag else {}))
+    return SimpleNamespace(
+        request=SimpleNamespace(is_eager=eager, properties={"delivery_tag": tag} if tag else {})
+    )
 
 
-@pytest.mark.parametrize(("broker", "task", "kept"), [
-    ("redis://127.0.0.1:6379/10", _task("tag"), ["tag"]),
-    ("memory://localhost/", _task("tag"), []),  # the embedded worker: nothing to keep alive
-    ("redis://127.0.0.1:6379/10", _task("tag", eager=True), []),
-    ("redis://127.0.0.1:6379/10", _task(None), []),
-])
+@pytest.mark.parametrize(
+    ("broker", "task", "kept"),
+    [
+        ("redis://127.0.0.1:6379/10", _task("tag"), ["tag"]),
+        ("memory://localhost/", _task("tag"), []),  # the embedded worker: nothing to keep alive
+        ("redis://127.0.0.1:6379/10", _task("tag", eager=True), []),
+        ("redis://127.0.0.1:6379/10", _task(None), []),
+    ],
+)
 def test_task_heartbeat_only_on_redis(broker: str, task: Any, kept: list[str]) -> None:
-    app = SimpleNamespace(conf=SimpleNamespace(
-        broker_url=broker, broker_transport_options={"visibility_timeout": 3600}))
+    app = SimpleNamespace(
+        conf=SimpleNamespace(
+            broker_url=broker, broker_transport_options={"visibility_timeout": 3600}
+        )
+    )
     beat = reliability.Heartbeat(lambda tags: None, interval=3600)
     handlers = reliability.TaskHeartbeat(app, beat)
     handlers.on_prerun(task=task)
@@ -457,7 +544,8 @@ def test_read_meta_rides_out_an_outage_up_to_its_limit(monkeypatch: pytest.Monke
     from verify_dag import client
 
     answers: list[Any] = [redis.exceptions.ConnectionError("Connection refused")] * 2 + [
-        {"status": "STARTED", "task_id": "t"}]
+        {"status": "STARTED", "task_id": "t"}
+    ]
 
     def meta(task_id: str) -> dict[str, Any]:
         answer = answers.pop(0) if len(answers) > 1 else answers[0]
@@ -479,7 +567,8 @@ def test_read_meta_rides_out_an_outage_up_to_its_limit(monkeypatch: pytest.Monke
     line = caught.value.line()
     assert "\n" not in line and line.startswith(
         "verify-dag: error: the result store was unreachable for 0 s in a row (limit "
-        "VERIFY_DAG_OUTAGE_LIMIT) while reading t: Error 111 connecting."), line
+        "VERIFY_DAG_OUTAGE_LIMIT) while reading t: Error 111 connecting."
+    ), line
 
     monkeypatch.setenv(client.OUTAGE_ENV, "never")
     with pytest.raises(UsageError, match=client.OUTAGE_ENV):

@@ -35,10 +35,16 @@ def test_write_atomic_leaves_nothing_behind_on_failure(tmp_path: Path) -> None:
 def test_file_lock_excludes_another_process(tmp_path: Path) -> None:
     lock = tmp_path / "x.lock"
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time; from pathlib import Path; from verify_dag.files import file_lock\n"
-         "with file_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(30)",
-         str(lock)], stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from verify_dag.files import file_lock\n"
+            "with file_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(30)",
+            str(lock),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         start = time.monotonic()

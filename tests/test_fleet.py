@@ -29,19 +29,24 @@ UNREADABLE = "cannot read"
 def make_project(path: Path, lint_error: bool = False) -> Repo:
     """A tiny project with one passing test; with ``lint_error`` an unused import (F401)."""
     repo = make_repo(path)
-    repo.write("pyproject.toml",
-               '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["src"]\n')
+    repo.write(
+        "pyproject.toml", '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["src"]\n'
+    )
     head = "import os\n\n\n" if lint_error else ""
     repo.write("src/calc.py", f"{head}def add(a, b):\n    return a + b\n")
-    repo.write("tests/test_calc.py",
-               "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n")
+    repo.write(
+        "tests/test_calc.py",
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n",
+    )
     repo.commit("calc")
     return repo
 
 
 def write_fleet(path: Path, *tables: dict[str, str]) -> Path:
-    text = "".join("[[repo]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in t.items())
-                   + "\n" for t in tables)
+    text = "".join(
+        "[[repo]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in t.items()) + "\n"
+        for t in tables
+    )
     path.write_text(text, encoding="utf-8")
     return path
 
@@ -71,12 +76,17 @@ def where(tmp_path: Path) -> Path:
 # --- fleet run, embedded ----------------------------------------------------------------------
 
 
-def test_three_repositories_embedded(tmp_path: Path, where: Path,
-                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_three_repositories_embedded(
+    tmp_path: Path, where: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     clean = make_project(tmp_path / "clean")
     lint = make_project(tmp_path / "lint", lint_error=True)
-    path = write_fleet(tmp_path / "fleet.toml", {"url": "clean"},  # relative to the file
-                       {"url": str(lint.path), "depth": "light"}, {"url": "gone"})
+    path = write_fleet(
+        tmp_path / "fleet.toml",
+        {"url": "clean"},  # relative to the file
+        {"url": str(lint.path), "depth": "light"},
+        {"url": "gone"},
+    )
     assert main(["fleet", "run", str(path), "--fail-on=5"]) == 3
     out, err = capsys.readouterr()
     assert err == ""
@@ -127,8 +137,10 @@ def test_three_repositories_embedded(tmp_path: Path, where: Path,
 def test_summary_schema_is_strict(tmp_path: Path, where: Path) -> None:
     clean = make_project(tmp_path / "clean")
     path = write_fleet(tmp_path / "fleet.toml", {"url": str(clean.path), "depth": "light"})
-    assert main(["fleet", "run", str(path), "--format=json",
-                 f"--output={tmp_path / 'summary.json'}"]) == 0
+    assert (
+        main(["fleet", "run", str(path), "--format=json", f"--output={tmp_path / 'summary.json'}"])
+        == 0
+    )
     doc = json.loads((tmp_path / "summary.json").read_text())
     fleet_summary.validate(doc)
     assert json.loads(SCHEMA.read_text())["$id"].endswith("fleet-summary.v1.schema.json")
@@ -143,7 +155,8 @@ def test_summary_schema_is_strict(tmp_path: Path, where: Path) -> None:
 
 
 def test_unchanged_heads_are_reused_until_something_moves(
-        tmp_path: Path, where: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, where: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     repo = make_project(tmp_path / "repo")
     path = write_fleet(tmp_path / "fleet.toml", {"url": str(repo.path), "depth": "light"})
 
@@ -155,7 +168,10 @@ def test_unchanged_heads_are_reused_until_something_moves(
     again = only(summaries(where)[-1])
     assert (again["result"], again["reportResult"]) == ("reused", "pass")
     assert (again["runId"], again["head"], again["auditedAt"]) == (
-        first["runId"], first["head"], first["auditedAt"])
+        first["runId"],
+        first["head"],
+        first["auditedAt"],
+    )
     assert again["report"] == first["report"] and again["notRun"] == first["notRun"]
     out = capsys.readouterr().out
     assert f"has not moved since the audit of {first['auditedAt']}" in out
@@ -183,14 +199,19 @@ def test_unchanged_heads_are_reused_until_something_moves(
 
 def test_an_errored_audit_is_reported_and_never_reused(tmp_path: Path, where: Path) -> None:
     scenario = make_scenario(tmp_path / "scenario")
-    path = write_fleet(tmp_path / "fleet.toml",
-                       {"url": str(scenario.path), "base": "no-such-base", "depth": "light"})
+    path = write_fleet(
+        tmp_path / "fleet.toml",
+        {"url": str(scenario.path), "base": "no-such-base", "depth": "light"},
+    )
     for _ in range(2):
         assert main(["fleet", "run", str(path)]) == 3
         entry = only(summaries(where)[-1])
         # An unknown base is the run's own error: a complete report, with its message.
         assert (entry["result"], entry["reportResult"], entry["scope"]) == (
-            "error", "error", "branch")
+            "error",
+            "error",
+            "branch",
+        )
         assert "no-such-base" in entry["error"] and entry["report"] is not None
     first, second = summaries(where)
     assert only(first)["runId"] != only(second)["runId"]
@@ -210,23 +231,34 @@ def test_an_errored_audit_is_reported_and_never_reused(tmp_path: Path, where: Pa
         ("repo = []\n", "no repositories"),
         ("", "no repositories"),
         ('[repo]\nurl = "a"\n', "no repositories"),
-        ('[[repo]]\nurl = "a"\n\n[[repo]]\nurl = "./a"\n',
-         "a): duplicates repo 1 (same url, scope, base and depth)"),
-        ('[[repo]]\nurl = "a"\nscope = "staged"\n',
-         "repo 1 (a): scope must be one of all, branch, got 'staged'"),
-        ('[[repo]]\nurl = "a"\ndepth = "medium"\n',
-         "repo 1 (a): depth must be one of light, deep, got 'medium'"),
-        ('[[repo]]\nurl = "a"\nbase = "main"\nscope = "all"\n',
-         'repo 1 (a): base is only valid with scope = "branch"'),
+        (
+            '[[repo]]\nurl = "a"\n\n[[repo]]\nurl = "./a"\n',
+            "a): duplicates repo 1 (same url, scope, base and depth)",
+        ),
+        (
+            '[[repo]]\nurl = "a"\nscope = "staged"\n',
+            "repo 1 (a): scope must be one of all, branch, got 'staged'",
+        ),
+        (
+            '[[repo]]\nurl = "a"\ndepth = "medium"\n',
+            "repo 1 (a): depth must be one of light, deep, got 'medium'",
+        ),
+        (
+            '[[repo]]\nurl = "a"\nbase = "main"\nscope = "all"\n',
+            'repo 1 (a): base is only valid with scope = "branch"',
+        ),
         ('[[repo]]\nurl = "a"\nbase = "-x"\n', "repo 1 (a): base is not a valid git ref"),
         ('fail_on = 3\n[[repo]]\nurl = "a"\n', "unknown top-level key(s) fail_on"),
         ('[[repo]]\nurl = "a"\nurl = "b"\n', "not valid TOML"),
-        ('[[repo]]\nurl = "https://bob:hunter2@git.example.com/x.git"\ndepth = 1\n',
-         "repo 1 (https://bob:***@git.example.com/x.git): depth must be a string"),
+        (
+            '[[repo]]\nurl = "https://bob:hunter2@git.example.com/x.git"\ndepth = 1\n',
+            "repo 1 (https://bob:***@git.example.com/x.git): depth must be a string",
+        ),
     ],
 )
 def test_invalid_fleet_files_are_one_line_usage_errors(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, needle: str) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, needle: str
+) -> None:
     path = tmp_path / "fleet.toml"
     path.write_text(text, encoding="utf-8")
     for command in ("run", "beat"):
@@ -249,8 +281,13 @@ def test_missing_fleet_file_and_bad_schedules_exit_2(tmp_path: Path) -> None:
         (["beat", "fleet.toml", "--runs", "0"], "must be at least 1"),
     ]
     for args, needle in cases:
-        proc = subprocess.run([sys.executable, "-m", "verify_dag.cli", "fleet", *args],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "verify_dag.cli", "fleet", *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         lines = proc.stderr.strip().splitlines()
         assert proc.returncode == 2 and len(lines) == 1, (args, proc.stderr)
         assert lines[0].startswith("verify-dag: error: ") and needle in lines[0], proc.stderr
@@ -259,23 +296,38 @@ def test_missing_fleet_file_and_bad_schedules_exit_2(tmp_path: Path) -> None:
 
 def test_entries_resolve_relative_to_the_file_and_keep_urls(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
-    path = write_fleet(tmp_path / "sub" / "fleet.toml", {"url": "../a", "base": "main"},
-                       {"url": "file:///srv/x.git", "scope": "branch", "depth": "light"},
-                       {"url": "git@host:team/x.git"})
+    path = write_fleet(
+        tmp_path / "sub" / "fleet.toml",
+        {"url": "../a", "base": "main"},
+        {"url": "file:///srv/x.git", "scope": "branch", "depth": "light"},
+        {"url": "git@host:team/x.git"},
+    )
     a, url, scp = fleet.load(path)
     assert (a.url, a.scope, a.base, a.depth) == (str(tmp_path / "a"), "branch", "main", "deep")
-    assert (url.url, url.scope, url.base, url.depth) == ("file:///srv/x.git", "branch", None,
-                                                         "light")
+    assert (url.url, url.scope, url.base, url.depth) == (
+        "file:///srv/x.git",
+        "branch",
+        None,
+        "light",
+    )
     assert (scp.url, scp.scope) == ("git@host:team/x.git", "all")
     assert len({a.key(), url.key(), scp.key()}) == 3
 
 
 def test_help_documents_the_exit_codes() -> None:
-    proc = subprocess.run([sys.executable, "-m", "verify_dag.cli", "fleet", "run", "--help"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "verify_dag.cli", "fleet", "run", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0
-    for line in ("0  every repository passed", "1  some repository has issues",
-                 "2  usage error", "3  some repository's audit errored or was blocked"):
+    for line in (
+        "0  every repository passed",
+        "1  some repository has issues",
+        "2  usage error",
+        "3  some repository's audit errored or was blocked",
+    ):
         assert line in proc.stdout
 
 
@@ -283,7 +335,8 @@ def test_help_documents_the_exit_codes() -> None:
 
 
 def test_beat_every_second_twice_reuses_the_second_time(
-        tmp_path: Path, where: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, where: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     repo = make_project(tmp_path / "repo")
     path = write_fleet(tmp_path / "fleet.toml", {"url": str(repo.path), "depth": "light"})
     assert main(["fleet", "beat", str(path), "--every", "1", "--runs", "2"]) == 0
@@ -294,7 +347,8 @@ def test_beat_every_second_twice_reuses_the_second_time(
     assert second["started"] >= first["started"]
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(" (exit")[0] for line in lines] == [
-        f"fleet audit: {d['summaryDir']}/summary.md" for d in (first, second)]
+        f"fleet audit: {d['summaryDir']}/summary.md" for d in (first, second)
+    ]
 
 
 def test_cron_gives_the_next_time_in_utc() -> None:
@@ -303,11 +357,17 @@ def test_cron_gives_the_next_time_in_utc() -> None:
     from verify_dag.cli_fleet import _cron
 
     for now, expr, wait in [
-        (datetime(2025, 1, 1, 2, 0, 30, tzinfo=UTC), "0 2 * * *",
-         timedelta(hours=23, minutes=59, seconds=30)),  # just ran: tomorrow
+        (
+            datetime(2025, 1, 1, 2, 0, 30, tzinfo=UTC),
+            "0 2 * * *",
+            timedelta(hours=23, minutes=59, seconds=30),
+        ),  # just ran: tomorrow
         (datetime(2025, 1, 1, 1, 59, tzinfo=UTC), "0 2 * * *", timedelta(minutes=1)),
-        (datetime(2025, 1, 3, 12, 0, tzinfo=UTC), "30 1 * * mon",  # a Friday
-         timedelta(days=2, hours=13, minutes=30)),
+        (
+            datetime(2025, 1, 3, 12, 0, tzinfo=UTC),
+            "30 1 * * mon",  # a Friday
+            timedelta(days=2, hours=13, minutes=30),
+        ),
     ]:
         assert _cron(expr, clock=lambda now=now: now).remaining_estimate(now) == wait
 
@@ -338,27 +398,53 @@ def split_workers(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
     log_dir = tmp_path / "logs"
     env = {k: v for k, v in os.environ.items() if k != "VERIFY_DAG_BROKER_URL"}
     env["VERIFY_DAG_STORE"] = str(where)
-    with workers(broker, ["w1", "w2"], log_dir, env,
-                 queues={"w1": "git,static,test", "w2": "review,exercise"}):
+    with workers(
+        broker,
+        ["w1", "w2"],
+        log_dir,
+        env,
+        queues={"w1": "git,static,test", "w2": "review,exercise"},
+    ):
         yield broker, where, log_dir
     fresh_db(9)
 
 
 @pytest.mark.redis
 def test_fleet_on_two_workers_with_different_queues(
-        tmp_path: Path, split_workers: tuple[str, Path, Path]) -> None:
+    tmp_path: Path, split_workers: tuple[str, Path, Path]
+) -> None:
     broker, where, log_dir = split_workers
     clean = make_project(tmp_path / "clean")
     lint = make_project(tmp_path / "lint", lint_error=True)
     scenario = make_scenario(tmp_path / "scenario")
-    path = write_fleet(tmp_path / "fleet.toml", {"url": str(clean.path), "depth": "light"},
-                       {"url": str(lint.path)}, {"url": str(scenario.path), "base": "base"})
+    path = write_fleet(
+        tmp_path / "fleet.toml",
+        {"url": str(clean.path), "depth": "light"},
+        {"url": str(lint.path)},
+        {"url": str(scenario.path), "base": "base"},
+    )
     env = {k: v for k, v in os.environ.items() if k != "VERIFY_DAG_STORE"}
     proc = subprocess.run(
-        [sys.executable, "-m", "verify_dag.cli", "fleet", "run", str(path), "--broker", broker,
-         "--store", str(where), "--format=json", f"--output={tmp_path / 'summary.json'}",
-         "--timeout=120"],
-        env=env, capture_output=True, text=True, timeout=180)
+        [
+            sys.executable,
+            "-m",
+            "verify_dag.cli",
+            "fleet",
+            "run",
+            str(path),
+            "--broker",
+            broker,
+            "--store",
+            str(where),
+            "--format=json",
+            f"--output={tmp_path / 'summary.json'}",
+            "--timeout=120",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert proc.returncode == 1, proc.stderr + logs(log_dir)
     assert proc.stdout.strip() == str(tmp_path / "summary.json") and proc.stderr == ""
     doc = json.loads((tmp_path / "summary.json").read_text())
@@ -367,8 +453,11 @@ def test_fleet_on_two_workers_with_different_queues(
     assert doc["totals"] == {"pass": 1, "issues-found": 2, "error": 0, "blocked": 0, "reused": 0}
     a, b, c = doc["repos"]
     assert (a["result"], a["depth"], a["head"]) == ("pass", "light", clean.head())
-    assert (b["result"], b["depth"], b["issues"]["bySeverity"]) == ("issues-found", "deep",
-                                                                    {"5": 1})
+    assert (b["result"], b["depth"], b["issues"]["bySeverity"]) == (
+        "issues-found",
+        "deep",
+        {"5": 1},
+    )
     assert (c["result"], c["scope"], c["base"]) == ("issues-found", "branch", "base")
     assert c["exitCode"] == 1 and c["issues"]["atOrAboveFailOn"] >= 1  # the failing test
     for entry, repo in ((a, clean), (b, lint), (c, scenario)):

@@ -56,8 +56,11 @@ def get(url: str, auth: bool = True, timeout: float = 10) -> tuple[int, str]:
 
 
 def isolated_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("VERIFY_DAG_BROKER_URL", "GIT_DIR") and not k.startswith("FLOWER_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("VERIFY_DAG_BROKER_URL", "GIT_DIR") and not k.startswith("FLOWER_")
+    }
     env.update(HOME=str(home), GIT_CONFIG_NOSYSTEM="1")
     return env
 
@@ -76,8 +79,9 @@ def flower(broker: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fl
 
 
 @pytest.fixture(scope="module")
-def worker(broker: str, flower: Flower,
-           tmp_path_factory: pytest.TempPathFactory) -> Iterator[subprocess.Popen[bytes]]:
+def worker(
+    broker: str, flower: Flower, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[subprocess.Popen[bytes]]:
     tmp = tmp_path_factory.mktemp("worker")
     env = isolated_env(tmp)
     env["VERIFY_DAG_STORE"] = str(tmp / "store")
@@ -85,17 +89,24 @@ def worker(broker: str, flower: Flower,
         # Flower keeps no history (persistent off): before submitting, make sure it is already
         # receiving this worker's events (its heartbeats set flower_worker_online).
         deadline = time.monotonic() + 30
-        while 'flower_worker_online{worker="flower-test@' not in get(
-                f"{flower.base}/metrics", auth=False)[1]:
+        while (
+            'flower_worker_online{worker="flower-test@'
+            not in get(f"{flower.base}/metrics", auth=False)[1]
+        ):
             assert time.monotonic() < deadline, (
-                "Flower saw no worker events:\n" + flower.log.read_text())
+                "Flower saw no worker events:\n" + flower.log.read_text()
+            )
             time.sleep(0.3)
         yield procs[0]
 
 
 @pytest.fixture(scope="module")
-def run(broker: str, flower: Flower, worker: subprocess.Popen[bytes],
-        tmp_path_factory: pytest.TempPathFactory) -> Run:
+def run(
+    broker: str,
+    flower: Flower,
+    worker: subprocess.Popen[bytes],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Run:
     tmp = tmp_path_factory.mktemp("run")
     env = isolated_env(tmp)
     # A secret in the client's environment must never reach Flower.
@@ -107,10 +118,23 @@ def run(broker: str, flower: Flower, worker: subprocess.Popen[bytes],
         repo = make_scenario(tmp / "scenario")
     out = tmp / "report.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "verify_dag.cli", "verify", str(repo.path), "--scope=branch",
-         "--base=base", f"--broker={broker}", "--format=json", f"--output={out}",
-         "--timeout=120"],
-        capture_output=True, text=True, timeout=180, env=env,
+        [
+            sys.executable,
+            "-m",
+            "verify_dag.cli",
+            "verify",
+            str(repo.path),
+            "--scope=branch",
+            "--base=base",
+            f"--broker={broker}",
+            "--format=json",
+            f"--output={out}",
+            "--timeout=120",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
     )
     assert proc.returncode == 1, proc.stderr  # the scenario has findings
     doc = json.loads(out.read_text(encoding="utf-8"))
@@ -119,11 +143,13 @@ def run(broker: str, flower: Flower, worker: subprocess.Popen[bytes],
     deadline = time.monotonic() + 30
     while True:
         tasks = run_tasks(flower, run_id)
-        if any(t["name"] == "verify_dag.report" and t["state"] == "SUCCESS"
-               for t in tasks.values()):
+        if any(
+            t["name"] == "verify_dag.report" and t["state"] == "SUCCESS" for t in tasks.values()
+        ):
             break
         assert time.monotonic() < deadline, (
-            f"Flower never saw the run's report task: {sorted(t['name'] for t in tasks.values())}")
+            f"Flower never saw the run's report task: {sorted(t['name'] for t in tasks.values())}"
+        )
         time.sleep(0.3)
     return Run(run_id, repo.path, doc)
 
@@ -136,8 +162,13 @@ def run_tasks(flower: Flower, run_id: str) -> dict[str, dict[str, Any]]:
 
 
 def test_api_requires_credentials(flower: Flower, run: Run) -> None:
-    for path in ("/api/tasks", "/api/workers", f"/api/task/info/{run.run_id}", "/tasks",
-                 f"/task/{run.run_id}"):
+    for path in (
+        "/api/tasks",
+        "/api/workers",
+        f"/api/task/info/{run.run_id}",
+        "/tasks",
+        f"/task/{run.run_id}",
+    ):
         status, _ = get(flower.base + path, auth=False)
         assert status == 401, path
 
@@ -148,9 +179,18 @@ def test_api_lists_the_run_by_root_with_argsrepr_only(flower: Flower, run: Run) 
     assert SECRET not in body
     tasks = run_tasks(flower, run.run_id)
     names = {t["name"] for t in tasks.values()}
-    assert {"verify_dag.scope", "verify_dag.engineer", "verify_dag.triage", "verify_dag.static",
-            "verify_dag.test", "verify_dag.review.judgement", "verify_dag.collect",
-            "verify_dag.debugger", "verify_dag.exerciser", "verify_dag.report"} <= names
+    assert {
+        "verify_dag.scope",
+        "verify_dag.engineer",
+        "verify_dag.triage",
+        "verify_dag.static",
+        "verify_dag.test",
+        "verify_dag.review.judgement",
+        "verify_dag.collect",
+        "verify_dag.debugger",
+        "verify_dag.exerciser",
+        "verify_dag.report",
+    } <= names
     # The run id is the root task's id: the scope task.
     assert tasks[run.run_id]["name"] == "verify_dag.scope"
     for t in tasks.values():
@@ -182,10 +222,20 @@ def test_task_page_in_headless_chromium(flower: Flower, run: Run, tmp_path: Path
         pytest.skip(f"no {CHROMIUM}")
     url = f"http://{USER}:{PASSWORD}@{flower.base.removeprefix('http://')}/task/{run.run_id}"
     proc = subprocess.run(
-        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--disable-background-networking", f"--user-data-dir={tmp_path / 'chromium'}",
-         "--dump-dom", url],
-        capture_output=True, text=True, timeout=120,
+        [
+            str(CHROMIUM),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            f"--user-data-dir={tmp_path / 'chromium'}",
+            "--dump-dom",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     dom = proc.stdout

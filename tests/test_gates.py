@@ -52,7 +52,9 @@ def test_parse_sample() -> None:
     assert numbered.check == "grep -c x data.txt"  # inline-code backticks stripped
     assert numbered.expect == gates.Expect(exit_code=1, matches=("^0$",))
     assert [(g.rule, g.check) for g in parsed.review] == [
-        ("Tenant queries remain scoped", None), ("No TODO left in src", "! grep -rn TODO src")]
+        ("Tenant queries remain scoped", None),
+        ("No TODO left in src", "! grep -rn TODO src"),
+    ]
     assert parsed.start == "python -m myapp --port 8000"
     assert parsed.health == "curl -fsS http://127.0.0.1:8000/health"
     assert parsed.start_timeout == 45.0
@@ -65,33 +67,43 @@ def test_parse_empty_and_unrelated_markdown() -> None:
     assert parsed.exerciser == () and parsed.review == ()
 
 
-@pytest.mark.parametrize(("text", "expect"), [
-    ("exit 3", gates.Expect(exit_code=3)),
-    ('output contains "a; b"', gates.Expect(contains=("a; b",))),
-    (r'output contains "say \"hi\""', gates.Expect(contains=('say "hi"',))),
-    (r"output matches /^id: \d+$/", gates.Expect(matches=(r"^id: \d+$",))),
-    (r"output matches /a\/b/", gates.Expect(matches=("a/b",))),
-    ('exit 0; output contains "x"; output matches /y/',
-     gates.Expect(contains=("x",), matches=("y",))),
-    ("EXIT 2 ; Output Contains \"z\"", gates.Expect(exit_code=2, contains=("z",))),
-])
+@pytest.mark.parametrize(
+    ("text", "expect"),
+    [
+        ("exit 3", gates.Expect(exit_code=3)),
+        ('output contains "a; b"', gates.Expect(contains=("a; b",))),
+        (r'output contains "say \"hi\""', gates.Expect(contains=('say "hi"',))),
+        (r"output matches /^id: \d+$/", gates.Expect(matches=(r"^id: \d+$",))),
+        (r"output matches /a\/b/", gates.Expect(matches=("a/b",))),
+        (
+            'exit 0; output contains "x"; output matches /y/',
+            gates.Expect(contains=("x",), matches=("y",)),
+        ),
+        ('EXIT 2 ; Output Contains "z"', gates.Expect(exit_code=2, contains=("z",))),
+    ],
+)
 def test_expect_forms(text: str, expect: gates.Expect) -> None:
     assert gates.parse_expect(text) == (expect, None)
 
 
-@pytest.mark.parametrize(("text", "problem"), [
-    ("status 200", "unrecognised EXPECT clause"),
-    ('output contains "unterminated', "unrecognised EXPECT clause"),
-    ("output matches /([a-/", "invalid regex"),
-])
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("status 200", "unrecognised EXPECT clause"),
+        ('output contains "unterminated', "unrecognised EXPECT clause"),
+        ("output matches /([a-/", "invalid regex"),
+    ],
+)
 def test_expect_errors(text: str, problem: str) -> None:
     _, found = gates.parse_expect(text)
     assert found is not None and problem in found
 
 
 def test_malformed_gates_are_blocked(tmp_path: Path) -> None:
-    parsed = gates.parse("## Exerciser Gates\n- a\n  EXPECT: exit 0\n- b\n  CHECK: true\n"
-                         "  CHECK: false\n- c\n  CHECK: true\n  EXPECT: status ok\n")
+    parsed = gates.parse(
+        "## Exerciser Gates\n- a\n  EXPECT: exit 0\n- b\n  CHECK: true\n"
+        "  CHECK: false\n- c\n  CHECK: true\n  EXPECT: status ok\n"
+    )
     results = [gates.check(g, tmp_path, util.scrubbed_env()) for g in parsed.exerciser]
     assert [r.status for r in results] == ["BLOCKED"] * 3
     assert "EXPECT without a CHECK" in results[0].evidence
@@ -119,8 +131,7 @@ def test_passing_gate(tmp_path: Path) -> None:
 
 
 def test_failing_gate_names_what_differed(tmp_path: Path) -> None:
-    gate = _gate(f"{PY} -c \"print('nothing here'); raise SystemExit(3)\"",
-                 'output contains "id"')
+    gate = _gate(f"{PY} -c \"print('nothing here'); raise SystemExit(3)\"", 'output contains "id"')
     result = gates.check(gate, tmp_path, util.scrubbed_env())
     assert result.status == "FAIL"
     assert "exit 3 (expected 0)" in result.evidence
@@ -151,8 +162,11 @@ def test_evidence_is_redacted_and_capped(tmp_path: Path, monkeypatch: pytest.Mon
     # The scrubbed environment does not carry the token; a command that prints it anyway
     # (read from a file, say) still must not reach the report.
     (tmp_path / "leak.txt").write_text("s3cr3t-value-123 " + "x" * 5000, encoding="utf-8")
-    result = gates.check(_gate("cat leak.txt; echo $SHOP_API_TOKEN", 'output contains "zzz"'),
-                         tmp_path, util.scrubbed_env())
+    result = gates.check(
+        _gate("cat leak.txt; echo $SHOP_API_TOKEN", 'output contains "zzz"'),
+        tmp_path,
+        util.scrubbed_env(),
+    )
     assert result.status == "FAIL"
     assert "s3cr3t" not in result.evidence and "[REDACTED]" in result.evidence
     assert len(result.evidence) <= gates.EVIDENCE_MAX

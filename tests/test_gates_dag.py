@@ -23,7 +23,9 @@ def test_gates_app_and_issue_checks_reach_the_report(scenario: Repo, tmp_path: P
     skill = ".claude/skills/calc-engineer"
     scenario.write(f"{skill}/SKILL.md", "# calc engineer\n\n## Testing\n\n```sh\npytest -q\n```\n")
     scenario.write("site/index.html", "<h1>calc</h1>\n")
-    scenario.write(f"{skill}/VERIFICATION.md", f"""# Verification
+    scenario.write(
+        f"{skill}/VERIFICATION.md",
+        f"""# Verification
 
 ## Exerciser Gates
 - The home page is served
@@ -40,20 +42,32 @@ def test_gates_app_and_issue_checks_reach_the_report(scenario: Repo, tmp_path: P
 START: python3 -m http.server {port} --bind 127.0.0.1 --directory site
 HEALTH: curl -fsS http://127.0.0.1:{port}/
 EXERCISE: curl -fsS http://127.0.0.1:{port}/index.html
-""")
+""",
+    )
     scenario.commit("engineer skill")
     out = tmp_path / "r.json"
-    rc = main(["verify", str(scenario.path), "--scope=branch", "--base=base", "--format=json",
-               f"--output={out}"])
+    rc = main(
+        [
+            "verify",
+            str(scenario.path),
+            "--scope=branch",
+            "--base=base",
+            "--format=json",
+            f"--output={out}",
+        ]
+    )
     doc = json.loads(out.read_text(encoding="utf-8"))
     validate(doc)
     assert rc == 1
     gates = doc["customGates"]
     assert [(g["rule"], g["status"]) for g in gates["exerciser"]] == [
-        ("The home page is served", "PASS"), ("The missing page is served", "FAIL")]
+        ("The home page is served", "PASS"),
+        ("The missing page is served", "FAIL"),
+    ]
     assert all(g["evidence"] and g["checker"] for g in gates["exerciser"])
     assert [(g["rule"], g["status"]) for g in gates["review"]] == [
-        ("Arithmetic stays in src/calc.py", "NOT_CHECKED")]
+        ("Arithmetic stays in src/calc.py", "NOT_CHECKED")
+    ]
     exerciser = next(s for s in doc["skillResults"] if s["skill"] == "exerciser")
     assert exerciser["status"] == "FAILED"  # a failing gate: never PASSED
     checked = {e["issue"]: e["status"] for e in doc["exerciserVerification"]}

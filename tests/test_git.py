@@ -23,10 +23,46 @@ def _status(repo: Repo) -> str:
 
 # --- refs ------------------------------------------------------------------------------------
 
-GOOD_REFS = ["main", "origin/main", "HEAD", "HEAD~1", "HEAD^", "HEAD~2^2", "v1.0", "feature/x-y",
-             "0123abcd", "a" * 40, "main^{commit}", "@", "release_2024.1"]
-BAD_REFS = ["", "-x", "--output=/tmp/x", "a b", "a\tb", "a\nb", "a..b", "main..", "x@{1}", "a:b",
-            "a?", "a*", "a[", "a\\b", "/a", "a/", "a//b", "a.", ".a", "a/.b", "a.lock", "~1", "a~x"]
+GOOD_REFS = [
+    "main",
+    "origin/main",
+    "HEAD",
+    "HEAD~1",
+    "HEAD^",
+    "HEAD~2^2",
+    "v1.0",
+    "feature/x-y",
+    "0123abcd",
+    "a" * 40,
+    "main^{commit}",
+    "@",
+    "release_2024.1",
+]
+BAD_REFS = [
+    "",
+    "-x",
+    "--output=/tmp/x",
+    "a b",
+    "a\tb",
+    "a\nb",
+    "a..b",
+    "main..",
+    "x@{1}",
+    "a:b",
+    "a?",
+    "a*",
+    "a[",
+    "a\\b",
+    "/a",
+    "a/",
+    "a//b",
+    "a.",
+    ".a",
+    "a/.b",
+    "a.lock",
+    "~1",
+    "a~x",
+]
 
 
 @pytest.mark.parametrize("ref", GOOD_REFS)
@@ -42,11 +78,32 @@ def test_valid_ref_rejects_unsafe(ref: str) -> None:
 
 
 def test_ref_names_agree_with_check_ref_format() -> None:
-    names = ["main", "origin/main", "a..b", "a b", "x@{1}", "a.lock", "/a", "a//b", ".a", "a.",
-             "a:b", "a^", "a~1", "feature/x", "@", "a?b", "ok-name_1.2"]
+    names = [
+        "main",
+        "origin/main",
+        "a..b",
+        "a b",
+        "x@{1}",
+        "a.lock",
+        "/a",
+        "a//b",
+        ".a",
+        "a.",
+        "a:b",
+        "a^",
+        "a~1",
+        "feature/x",
+        "@",
+        "a?b",
+        "ok-name_1.2",
+    ]
     for name in names:
-        real = subprocess.run(["git", "check-ref-format", "--allow-onelevel", name],
-                              capture_output=True).returncode == 0
+        real = (
+            subprocess.run(
+                ["git", "check-ref-format", "--allow-onelevel", name], capture_output=True
+            ).returncode
+            == 0
+        )
         assert git.valid_ref_name(name) is real, name
 
 
@@ -132,24 +189,50 @@ def test_name_status_renames_binary_and_odd_names(repo: Repo) -> None:
 
 
 def test_parse_hunks_counts_bodies_and_pure_deletions() -> None:
-    patch = "\n".join([
-        "diff --git a/x b/x", "index 1..2 100644", "--- a/x", "+++ b/x",
-        "@@ -1,2 +0,0 @@", "-gone", "-gone",
-        "@@ -10 +8 @@", "-old", "+++ b/fake header inside a body",
-        "@@ -20,0 +19,3 @@ def f():", "+a", "+b", "+c", "\\ No newline at end of file",
-        'diff --git "a/n\\303\\274 x" "b/n\\303\\274 x"', '--- "a/n\\303\\274 x"',
-        '+++ "b/n\\303\\274 x"', "@@ -1 +1 @@", "-a", "+b",
-        "diff --git a/d b/d", "deleted file mode 100644", "--- a/d", "+++ /dev/null",
-        "@@ -1 +0,0 @@", "-x", "",
-    ])
+    patch = "\n".join(
+        [
+            "diff --git a/x b/x",
+            "index 1..2 100644",
+            "--- a/x",
+            "+++ b/x",
+            "@@ -1,2 +0,0 @@",
+            "-gone",
+            "-gone",
+            "@@ -10 +8 @@",
+            "-old",
+            "+++ b/fake header inside a body",
+            "@@ -20,0 +19,3 @@ def f():",
+            "+a",
+            "+b",
+            "+c",
+            "\\ No newline at end of file",
+            'diff --git "a/n\\303\\274 x" "b/n\\303\\274 x"',
+            '--- "a/n\\303\\274 x"',
+            '+++ "b/n\\303\\274 x"',
+            "@@ -1 +1 @@",
+            "-a",
+            "+b",
+            "diff --git a/d b/d",
+            "deleted file mode 100644",
+            "--- a/d",
+            "+++ /dev/null",
+            "@@ -1 +0,0 @@",
+            "-x",
+            "",
+        ]
+    )
     assert git.parse_hunks(patch) == {"x": [(8, 8), (19, 21)], "nü x": [(1, 1)]}
 
 
 def test_parse_z_records() -> None:
     out = "M\0a b\0R087\0old\0new\nname\0C100\0src\0copy\0D\0-gone\0T\0link\0"
     assert gitparse.parse_name_status(out) == [
-        git.Delta("M", "a b"), git.Delta("R", "new\nname", "old"), git.Delta("C", "copy", "src"),
-        git.Delta("D", "-gone"), git.Delta("T", "link")]
+        git.Delta("M", "a b"),
+        git.Delta("R", "new\nname", "old"),
+        git.Delta("C", "copy", "src"),
+        git.Delta("D", "-gone"),
+        git.Delta("T", "link"),
+    ]
     numstat = "1\t2\ttext\twith tab\0-\t-\tpic.png\0-\t-\t\0old.bin\0new.bin\0"
     assert gitparse.parse_numstat_binary(numstat) == {"pic.png", "new.bin"}
 
@@ -315,8 +398,9 @@ def test_parallel_checkouts_of_one_repository(repo: Repo) -> None:
 
 def test_sha256_repository(tmp_path: Path) -> None:
     path = tmp_path / "r256"
-    subprocess.run(["git", "init", "-q", "--object-format=sha256", "-b", "main", str(path)],
-                   check=True)
+    subprocess.run(
+        ["git", "init", "-q", "--object-format=sha256", "-b", "main", str(path)], check=True
+    )
     repo = make_repo(path)
     repo.write("a.py", "x\n")
     head = repo.commit()
@@ -364,8 +448,9 @@ def test_diff_workspace_reproduces_the_scoped_diff(repo: Repo) -> None:
         assert got == want
         assert (ws / "x.py").read_text() == "a\nB\n"
         assert not (ws / "untouched.py").exists() and not (ws / "gone.txt").exists()
-        status = subprocess.run(["git", "status", "--porcelain"], cwd=ws, capture_output=True,
-                                text=True, check=True).stdout
+        status = subprocess.run(
+            ["git", "status", "--porcelain"], cwd=ws, capture_output=True, text=True, check=True
+        ).stdout
         assert "R  mv1.py -> mv2.py" in status
     assert not ws.exists()
     # Whole-file scopes have no old side: everything is added.

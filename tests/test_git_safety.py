@@ -83,7 +83,8 @@ def test_fsmonitor_hook_is_not_run_by_scope_detection(repo: Repo, tmp_path: Path
 
 
 def test_clean_and_process_filters_are_not_run_and_real_content_is_recorded(
-        repo: Repo, tmp_path: Path) -> None:
+    repo: Repo, tmp_path: Path
+) -> None:
     repo.write(".gitattributes", "*.txt filter=upper\n*.dat filter=proc\n")
     repo.write("a.txt", "plain\n")
     repo.write("b.dat", "data\n")
@@ -113,8 +114,7 @@ def test_clean_and_process_filters_are_not_run_and_real_content_is_recorded(
     assert _user_files(repo) == before
 
 
-def test_binary_attributes_still_apply_with_filters_overridden(repo: Repo,
-                                                               tmp_path: Path) -> None:
+def test_binary_attributes_still_apply_with_filters_overridden(repo: Repo, tmp_path: Path) -> None:
     # Only the programs are switched off: attributes that are data (-diff, binary) still count.
     repo.write(".gitattributes", "*.gen -diff\n*.txt filter=upper diff=upper\n")
     repo.write("x.gen", "text\n")
@@ -131,8 +131,15 @@ def test_binary_attributes_still_apply_with_filters_overridden(repo: Repo,
 
 
 def _hooks(tmp_path: Path, hooks_dir: Path) -> Path:
-    names = ("post-index-change", "post-checkout", "reference-transaction", "post-commit",
-             "pre-commit", "pre-auto-gc", "post-rewrite")
+    names = (
+        "post-index-change",
+        "post-checkout",
+        "reference-transaction",
+        "post-commit",
+        "pre-commit",
+        "pre-auto-gc",
+        "post-rewrite",
+    )
     marker = tmp_path / "ran"
     hooks_dir.mkdir(parents=True, exist_ok=True)
     for name in names:
@@ -142,8 +149,7 @@ def _hooks(tmp_path: Path, hooks_dir: Path) -> Path:
     return marker
 
 
-def test_repository_hooks_are_not_run_by_snapshots_or_checkouts(repo: Repo,
-                                                                tmp_path: Path) -> None:
+def test_repository_hooks_are_not_run_by_snapshots_or_checkouts(repo: Repo, tmp_path: Path) -> None:
     _dirty(repo)
     marker = _hooks(tmp_path, repo.path / ".git" / "hooks")
     before = _user_files(repo)
@@ -161,8 +167,7 @@ def test_template_hooks_of_throwaway_clones_are_not_run(repo: Repo, tmp_path: Pa
     sha = repo.commit("base")
     templates = tmp_path / "templates"
     marker = _hooks(tmp_path, templates / "hooks")
-    subprocess.run(["git", "config", "--global", "init.templateDir", str(templates)],
-                   check=True)
+    subprocess.run(["git", "config", "--global", "init.templateDir", str(templates)], check=True)
     with git.worktree(repo.path, sha) as wt:
         assert (wt / "a.py").read_text(encoding="utf-8") == BODY
     bundle = tmp_path / "run.bundle"
@@ -174,8 +179,9 @@ def test_template_hooks_of_throwaway_clones_are_not_run(repo: Repo, tmp_path: Pa
 def test_global_hooks_path_is_not_used(repo: Repo, tmp_path: Path) -> None:
     _dirty(repo)
     marker = _hooks(tmp_path, tmp_path / "global-hooks")
-    subprocess.run(["git", "config", "--global", "core.hooksPath",
-                    str(tmp_path / "global-hooks")], check=True)
+    subprocess.run(
+        ["git", "config", "--global", "core.hooksPath", str(tmp_path / "global-hooks")], check=True
+    )
     _index, work = _snapshots(repo)
     with git.worktree(repo.path, work):
         pass
@@ -199,7 +205,8 @@ def textconv_repo(repo: Repo, tmp_path: Path) -> tuple[Repo, str, str, Path]:
 
 
 def test_textconv_and_external_diffs_are_not_run(
-        textconv_repo: tuple[Repo, str, str, Path]) -> None:
+    textconv_repo: tuple[Repo, str, str, Path],
+) -> None:
     repo, old, new, marker = textconv_repo
     patch = git.unified_diff(repo.path, old, new)
     assert "-line 3\n+LINE 3\n" in patch
@@ -224,8 +231,10 @@ def test_gpg_signing_is_not_used_for_snapshot_commits(repo: Repo, tmp_path: Path
 def test_signatures_are_not_verified_when_reading_history(repo: Repo, tmp_path: Path) -> None:
     # A fake gpg that "signs": log.showSignature would make every `git log` run it to verify.
     # It reads the payload first: exiting early would fail git's write to it (SIGPIPE).
-    sign = ('cat >/dev/null\nprintf "\\n[GNUPG:] SIG_CREATED \\n" >&2\n'
-            'printf -- "-----BEGIN PGP SIGNATURE-----\\n\\nAA==\\n-----END PGP SIGNATURE-----\\n"')
+    sign = (
+        'cat >/dev/null\nprintf "\\n[GNUPG:] SIG_CREATED \\n" >&2\n'
+        'printf -- "-----BEGIN PGP SIGNATURE-----\\n\\nAA==\\n-----END PGP SIGNATURE-----\\n"'
+    )
     gpg, marker = _marker_script(tmp_path, "gpg", sign)
     repo.git("config", "gpg.program", str(gpg))
     repo.write("a.py", BODY)
@@ -248,8 +257,7 @@ class _AuthRequired(http.server.BaseHTTPRequestHandler):
         pass  # keep request lines out of the test output
 
 
-def test_repository_credential_helper_and_askpass_are_not_run(tmp_path: Path,
-                                                               repo: Repo) -> None:
+def test_repository_credential_helper_and_askpass_are_not_run(tmp_path: Path, repo: Repo) -> None:
     helper, marker = _marker_script(tmp_path, "helper", "exit 0")
     user_helper, _ = _marker_script(tmp_path, "user-helper", "exit 0")
     repo.write("a.py", BODY)
@@ -261,8 +269,9 @@ def test_repository_credential_helper_and_askpass_are_not_run(tmp_path: Path,
         repo.git("config", "credential.helper", f"!{helper}")
         repo.git("config", "core.askPass", str(helper))
         # The user's own helper (how workers reach repositories) is still asked.
-        subprocess.run(["git", "config", "--global", "credential.helper", f"!{user_helper}"],
-                       check=True)
+        subprocess.run(
+            ["git", "config", "--global", "credential.helper", f"!{user_helper}"], check=True
+        )
         ok, _reason = git.fetch(repo.path, "origin", timeout=20)
     finally:
         server.shutdown()
@@ -271,8 +280,9 @@ def test_repository_credential_helper_and_askpass_are_not_run(tmp_path: Path,
     assert _ran(marker).split() == ["user-helper", "get"]
 
 
-def test_config_overrides_are_read_once_per_repository(repo: Repo, tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_config_overrides_are_read_once_per_repository(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _dirty(repo)
     reads: list[str] = []
     real = git._read_config
@@ -298,22 +308,29 @@ def test_config_overrides_are_read_once_per_repository(repo: Repo, tmp_path: Pat
 
 
 def test_program_overrides_from_config_listing() -> None:
-    out = ("local\0file:.git/config\0filter.a.b.clean\nrun-me\0"
-           "global\0file:/h/.gitconfig\0filter.lfs.process\ngit-lfs filter-process\0"
-           "local\0file:.git/config\0diff.external\nx\0"
-           "local\0file:.git/config\0diff.renames\ntrue\0"
-           "global\0file:/h/.gitconfig\0credential.https://h.example.helper\nstore\0"
-           "local\0file:.git/config\0credential.helper\n!evil\0"
-           "local\0file:.git/config\0merge.m.driver\0")
+    out = (
+        "local\0file:.git/config\0filter.a.b.clean\nrun-me\0"
+        "global\0file:/h/.gitconfig\0filter.lfs.process\ngit-lfs filter-process\0"
+        "local\0file:.git/config\0diff.external\nx\0"
+        "local\0file:.git/config\0diff.renames\ntrue\0"
+        "global\0file:/h/.gitconfig\0credential.https://h.example.helper\nstore\0"
+        "local\0file:.git/config\0credential.helper\n!evil\0"
+        "local\0file:.git/config\0merge.m.driver\0"
+    )
     entries = parse_config_z(out)
     assert config_files(entries) == [".git/config", "/h/.gitconfig"]
     assert program_overrides(entries) == [
-        ("filter.a.b.clean", ""), ("filter.a.b.smudge", ""), ("filter.a.b.process", ""),
+        ("filter.a.b.clean", ""),
+        ("filter.a.b.smudge", ""),
+        ("filter.a.b.process", ""),
         ("filter.a.b.required", "false"),
-        ("filter.lfs.clean", ""), ("filter.lfs.smudge", ""), ("filter.lfs.process", ""),
+        ("filter.lfs.clean", ""),
+        ("filter.lfs.smudge", ""),
+        ("filter.lfs.process", ""),
         ("filter.lfs.required", "false"),
         ("diff.external", ""),
         ("merge.m.driver", ""),
         # The repository's helper is dropped, the user's own is put back after the reset.
-        ("credential.helper", ""), ("credential.https://h.example.helper", "store"),
+        ("credential.helper", ""),
+        ("credential.https://h.example.helper", "store"),
     ]

@@ -45,14 +45,19 @@ def test_light_gives_every_light_skill_all_scoped_files_and_no_gating(repo: Repo
     assert not result.job_b and result.gating == {}
     assert set(result.skill_assignments) == {"tester", "reviewer", "codex-reviewer"}
     # Deleted files are not part of the scoped file list.
-    assert all(files == ("src/core.py", "src/new.py")
-               for files in result.skill_assignments.values())
+    assert all(
+        files == ("src/core.py", "src/new.py") for files in result.skill_assignments.values()
+    )
 
 
 def test_cli_help_change_gates_ux_in_with_the_file_named(repo: Repo) -> None:
     _base(repo)
-    repo.write("src/cli.py", CLI_BASE.replace(
-        "p.add_argument('--name')", "p.add_argument('--name', help='who to greet')"))
+    repo.write(
+        "src/cli.py",
+        CLI_BASE.replace(
+            "p.add_argument('--name')", "p.add_argument('--name', help='who to greet')"
+        ),
+    )
     repo.commit("help")
     result = _triage(repo)
     assert result.job_b
@@ -72,9 +77,14 @@ def test_internal_refactor_skips_ux_even_in_a_file_with_output_elsewhere(repo: R
     repo.write("src/core.py", CORE_BASE + "\n\ndef show(xs):\n    print(total(xs))\n")
     repo.commit("show")
     repo.git("tag", "-f", "base")
-    repo.write("src/core.py", CORE_BASE.replace(
-        "    out = 0\n    for x in xs:\n        out += x\n    return out\n",
-        "    return sum(xs)\n") + "\n\ndef show(xs):\n    print(total(xs))\n")
+    repo.write(
+        "src/core.py",
+        CORE_BASE.replace(
+            "    out = 0\n    for x in xs:\n        out += x\n    return out\n",
+            "    return sum(xs)\n",
+        )
+        + "\n\ndef show(xs):\n    print(total(xs))\n",
+    )
     repo.commit("refactor")
     ux = _triage(repo).gating["ux-reviewer"]
     assert not ux.applies and ux.files == ()
@@ -85,8 +95,11 @@ def test_error_message_and_warning_log_are_user_facing(repo: Repo) -> None:
     _base(repo)
     guard = "    if not xs:\n        raise ValueError('nothing to add')\n"
     repo.write("src/core.py", CORE_BASE.replace("    out = 0\n", guard + "    out = 0\n"))
-    repo.write("src/jobs.py", "import logging\nlog = logging.getLogger()\n\n\n"
-               "def run():\n    log.warning('disk almost full')\n")
+    repo.write(
+        "src/jobs.py",
+        "import logging\nlog = logging.getLogger()\n\n\n"
+        "def run():\n    log.warning('disk almost full')\n",
+    )
     repo.commit("messages")
     ux = _triage(repo).gating["ux-reviewer"]
     assert ux.applies and ux.files == ("src/core.py", "src/jobs.py")
@@ -96,8 +109,11 @@ def test_error_message_and_warning_log_are_user_facing(repo: Repo) -> None:
 
 def test_tsx_component_gates_visual_in_but_a_types_only_tsx_does_not(repo: Repo) -> None:
     _base(repo)
-    repo.write("src/Button.tsx", "export function Button({label}: {label: string}) {\n"
-               "  return <button className=\"primary\">{label}</button>;\n}\n")
+    repo.write(
+        "src/Button.tsx",
+        "export function Button({label}: {label: string}) {\n"
+        '  return <button className="primary">{label}</button>;\n}\n',
+    )
     repo.write("src/types.tsx", "export type Props = { items: Array<string> };\n")
     repo.commit("ui")
     result = _triage(repo)
@@ -130,8 +146,12 @@ def test_stylesheet_and_public_asset_gate_visual_in(repo: Repo) -> None:
 
 def test_skip_flags_force_skips_and_keep_triages_finding(repo: Repo) -> None:
     _base(repo)
-    repo.write("src/cli.py", CLI_BASE.replace(
-        "p.add_argument('--name')", "p.add_argument('--name', help='who to greet')"))
+    repo.write(
+        "src/cli.py",
+        CLI_BASE.replace(
+            "p.add_argument('--name')", "p.add_argument('--name', help='who to greet')"
+        ),
+    )
     repo.write("src/App.jsx", "export const App = () => <main><h1>Hi</h1></main>;\n")
     repo.commit("both")
     result = _triage(repo, skip_ux=True, skip_visual=True)
@@ -160,4 +180,7 @@ def test_scope_all_runs_every_skill_on_everything(repo: Repo) -> None:
     assert result.gating["ux-reviewer"].applies and result.gating["visual-verify"].applies
     assert "--scope=all" in result.gating["ux-reviewer"].reason
     assert set(result.skill_assignments["visual-verify"]) == {
-        "src/cli.py", "src/core.py", "config/app.json"}
+        "src/cli.py",
+        "src/core.py",
+        "config/app.json",
+    }

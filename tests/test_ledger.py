@@ -21,12 +21,24 @@ def _doc() -> dict[str, Any]:
         "change": "feature/login",
         "runs": [{"head": "a" * 40, "at": "2025-01-31T10:00:00Z", "result": "issues"}],
         "findings": [
-            {"id": "F-3", "skill": "reviewer", "title": "Token compared with ==", "severity": 6,
-             "disposition": "accepted", "location": "src/auth.py:42",
-             "rootCause": "public nonce, constant-time compare not needed",
-             "reason": "agreed in round 2"},
-            {"id": "F-4", "skill": "qa", "title": "No test for logout", "severity": 5,
-             "disposition": "fixed", "location": None},
+            {
+                "id": "F-3",
+                "skill": "reviewer",
+                "title": "Token compared with ==",
+                "severity": 6,
+                "disposition": "accepted",
+                "location": "src/auth.py:42",
+                "rootCause": "public nonce, constant-time compare not needed",
+                "reason": "agreed in round 2",
+            },
+            {
+                "id": "F-4",
+                "skill": "qa",
+                "title": "No test for logout",
+                "severity": 5,
+                "disposition": "fixed",
+                "location": None,
+            },
         ],
     }
 
@@ -55,7 +67,11 @@ def test_valid_ledger_maps_to_the_models(tmp_path: Path) -> None:
     loaded = ledger.load(_write(tmp_path, _doc()))
     first, second = loaded.findings
     assert (first.id, first.skill, first.severity, first.disposition) == (
-        "F-3", "reviewer", 6, "accepted")
+        "F-3",
+        "reviewer",
+        6,
+        "accepted",
+    )
     assert first.location == "src/auth.py:42"
     assert first.root_cause.startswith("public nonce") and first.reason == "agreed in round 2"
     assert second.location is None and second.root_cause == ""
@@ -82,10 +98,13 @@ def test_bad_disposition_names_the_json_path(tmp_path: Path) -> None:
     assert "$.findings[1].disposition" in line and "'maybe'" in line
 
 
-@pytest.mark.parametrize(("change", "where"), [
-    ({"schemaVersion": 2}, "$.schemaVersion"),
-    ({"extra": True}, "$"),
-])
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        ({"schemaVersion": 2}, "$.schemaVersion"),
+        ({"extra": True}, "$"),
+    ],
+)
 def test_other_schema_violations(tmp_path: Path, change: dict[str, Any], where: str) -> None:
     line = _error(_write(tmp_path, {**_doc(), **change}))
     assert f"at {where}:" in line

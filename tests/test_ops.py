@@ -33,8 +33,12 @@ DOCKERFILE = ROOT / "worker.Dockerfile"
 HADOLINT_CONFIG = ROOT / ".hadolint.yaml"
 COMPOSE = ROOT / "ops" / "compose.yaml"
 OPS_README = ROOT / "ops" / "README.md"
-WORKER_ENV = ("VERIFY_DAG_QUEUES", "VERIFY_DAG_CONCURRENCY", "VERIFY_DAG_POOL",
-              "VERIFY_DAG_LOGLEVEL")
+WORKER_ENV = (
+    "VERIFY_DAG_QUEUES",
+    "VERIFY_DAG_CONCURRENCY",
+    "VERIFY_DAG_POOL",
+    "VERIFY_DAG_LOGLEVEL",
+)
 
 
 def tool(name: str) -> str:
@@ -52,9 +56,21 @@ def tool(name: str) -> str:
 
 def hadolint(path: Path) -> tuple[int, list[dict[str, Any]]]:
     proc = subprocess.run(
-        [tool("hadolint"), "--config", str(HADOLINT_CONFIG), "--failure-threshold", "style",
-         "--format", "json", "--no-color", str(path)],
-        capture_output=True, text=True, timeout=120, cwd=ROOT,
+        [
+            tool("hadolint"),
+            "--config",
+            str(HADOLINT_CONFIG),
+            "--failure-threshold",
+            "style",
+            "--format",
+            "json",
+            "--no-color",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
     )
     assert proc.stderr == "", proc.stderr
     findings: list[dict[str, Any]] = json.loads(proc.stdout or "[]")
@@ -86,9 +102,15 @@ def test_every_hadolint_ignore_gives_its_reason() -> None:
 
 def instructions(path: Path) -> list[tuple[str, str]]:
     """(INSTRUCTION, arguments) pairs, continuation lines joined, comments dropped."""
-    joined = re.sub(r"\\\n", " ", "\n".join(
-        line for line in path.read_text(encoding="utf-8").splitlines()
-        if not line.lstrip().startswith("#")))
+    joined = re.sub(
+        r"\\\n",
+        " ",
+        "\n".join(
+            line
+            for line in path.read_text(encoding="utf-8").splitlines()
+            if not line.lstrip().startswith("#")
+        ),
+    )
     out = []
     for line in joined.splitlines():
         if line.strip():
@@ -99,7 +121,7 @@ def instructions(path: Path) -> list[tuple[str, str]]:
 
 def healthcheck_argv() -> list[str]:
     (args,) = [rest for word, rest in instructions(DOCKERFILE) if word == "HEALTHCHECK"]
-    argv: list[str] = json.loads(args[args.index("CMD ") + 4:])
+    argv: list[str] = json.loads(args[args.index("CMD ") + 4 :])
     return argv
 
 
@@ -119,12 +141,19 @@ def test_worker_image_shape() -> None:
 
 
 def test_dockerignore_lets_in_exactly_what_the_image_copies() -> None:
-    patterns = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
-                if line.strip() and not line.startswith("#")]
+    patterns = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     assert patterns[0] == "*", "the build context is an allow-list (no .git, no .env)"
     allowed = {p[1:].rstrip("/") for p in patterns if p.startswith("!")}
-    copied = {src.rstrip("/") for word, rest in instructions(DOCKERFILE) if word == "COPY"
-              for src in rest.split()[:-1]}
+    copied = {
+        src.rstrip("/")
+        for word, rest in instructions(DOCKERFILE)
+        if word == "COPY"
+        for src in rest.split()[:-1]
+    }
     assert copied == allowed
     # verify_dag/schemas is a symlink to ../schemas: pip install . needs its target in the context.
     assert (ROOT / "verify_dag" / "schemas").resolve() == ROOT / "schemas"
@@ -145,8 +174,11 @@ def services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def workers(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {name: svc for name, svc in services(compose).items()
-            if "VERIFY_DAG_QUEUES" in (svc.get("environment") or {})}
+    return {
+        name: svc
+        for name, svc in services(compose).items()
+        if "VERIFY_DAG_QUEUES" in (svc.get("environment") or {})
+    }
 
 
 def default(value: Any) -> str:
@@ -158,7 +190,9 @@ def default(value: Any) -> str:
 def check_compose(path: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [tool("check-jsonschema"), "--builtin-schema", "vendor.compose-spec", str(path)],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -169,8 +203,9 @@ def test_compose_file_follows_the_compose_spec() -> None:
 
 def test_compose_spec_check_is_not_mute(tmp_path: Path) -> None:
     bad = tmp_path / "compose.yaml"
-    bad.write_text("services:\n  redis:\n    image: redis:7\n    environmnet: {A: b}\n",
-                   encoding="utf-8")
+    bad.write_text(
+        "services:\n  redis:\n    image: redis:7\n    environmnet: {A: b}\n", encoding="utf-8"
+    )
     proc = check_compose(bad)
     assert proc.returncode != 0 and "environmnet" in proc.stdout + proc.stderr
 
@@ -192,16 +227,20 @@ def test_workers_run_verify_dag_worker_from_the_worker_image(compose: dict[str, 
     assert workers(compose)
     for name, svc in workers(compose).items():
         assert svc["build"]["dockerfile"] == "worker.Dockerfile", name
-        assert (COMPOSE.parent / svc["build"]["context"] / "worker.Dockerfile").resolve() \
-            == DOCKERFILE
+        assert (
+            COMPOSE.parent / svc["build"]["context"] / "worker.Dockerfile"
+        ).resolve() == DOCKERFILE
         # No override: the image's ENTRYPOINT, checked above to be `verify-dag worker`, runs.
         assert "entrypoint" not in svc, name
         assert "command" not in svc or not svc["command"], name
 
 
 def test_one_small_review_pool_is_the_model_call_cap(compose: dict[str, Any]) -> None:
-    review = [svc for svc in workers(compose).values()
-              if "review" in svc["environment"]["VERIFY_DAG_QUEUES"].split(",")]
+    review = [
+        svc
+        for svc in workers(compose).values()
+        if "review" in svc["environment"]["VERIFY_DAG_QUEUES"].split(",")
+    ]
     assert len(review) == 1, "the review queue's consumers' total concurrency is the cap"
     (svc,) = review
     assert svc["environment"]["VERIFY_DAG_QUEUES"] == "review"
@@ -272,7 +311,11 @@ def test_beat_runs_the_fleet_schedule_once(compose: dict[str, Any]) -> None:
     assert argv[:4] == ["verify-dag", "fleet", "beat", "/fleet/fleet.toml"]
     args = build_parser().parse_args(argv[1:])  # what the CLI would run, flags included
     assert (args.fleet_command, args.cron, args.every, args.runs) == (
-        "beat", "0 2 * * *", None, None)
+        "beat",
+        "0 2 * * *",
+        None,
+        None,
+    )
     env = svc["environment"]
     assert "VERIFY_DAG_QUEUES" not in env, "beat consumes no queue"
     assert env["VERIFY_DAG_BROKER_URL"].startswith("redis://redis:6379/")
@@ -289,8 +332,9 @@ def test_beat_runs_the_fleet_schedule_once(compose: dict[str, Any]) -> None:
     (target,) = [t for t in mounts if store_dir == t or store_dir.startswith(t + "/")]
     assert mounts[target][0] in compose["volumes"]
     chown = re.search(r"chown -R verifydag:verifydag ([^\n]*)", DOCKERFILE.read_text())
-    assert chown and any(target == d or target.startswith(d + "/")
-                         for d in chown.group(1).split()), "the image does not give it its user"
+    assert chown and any(
+        target == d or target.startswith(d + "/") for d in chown.group(1).split()
+    ), "the image does not give it its user"
     # ... and it is the very volume the workers write reports to.
     for name, svc in workers(compose).items():
         assert f"{mounts[target][0]}:{target}" in svc["volumes"], name
@@ -299,8 +343,7 @@ def test_beat_runs_the_fleet_schedule_once(compose: dict[str, Any]) -> None:
 def test_every_setting_is_documented_for_operators() -> None:
     readme = OPS_README.read_text(encoding="utf-8")
     names = set(re.findall(r"\$\{([A-Z][A-Z0-9_]*)", COMPOSE.read_text(encoding="utf-8")))
-    names |= {*WORKER_ENV, "VERIFY_DAG_BROKER_URL", "VERIFY_DAG_RESULT_BACKEND",
-              "VERIFY_DAG_CACHE"}
+    names |= {*WORKER_ENV, "VERIFY_DAG_BROKER_URL", "VERIFY_DAG_RESULT_BACKEND", "VERIFY_DAG_CACHE"}
     missing = sorted(n for n in names if f"`{n}`" not in readme)
     assert not missing, f"ops/README.md does not document {missing}"
 
@@ -321,18 +364,27 @@ sys.exit(main(sys.argv[1:]))
 
 
 def worker_env(**values: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in (*WORKER_ENV, "VERIFY_DAG_BROKER_URL", "VERIFY_DAG_RESULT_BACKEND")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in (*WORKER_ENV, "VERIFY_DAG_BROKER_URL", "VERIFY_DAG_RESULT_BACKEND")
+    }
     env["VERIFY_DAG_BROKER_URL"] = DEAD_BROKER
     env.update(values)
     return env
 
 
-def run_worker(env: dict[str, str], *flags: str,
-               show_argv: bool = False) -> subprocess.CompletedProcess[str]:
+def run_worker(
+    env: dict[str, str], *flags: str, show_argv: bool = False
+) -> subprocess.CompletedProcess[str]:
     prefix = ["-c", SHOW_WORKER_ARGV] if show_argv else ["-m", "verify_dag.cli"]
-    return subprocess.run([sys.executable, *prefix, "worker", *flags], env=env,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, *prefix, "worker", *flags],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 @pytest.mark.parametrize(
@@ -348,8 +400,9 @@ def run_worker(env: dict[str, str], *flags: str,
         ({"VERIFY_DAG_LOGLEVEL": "loud"}, [], "VERIFY_DAG_LOGLEVEL: unknown log level 'loud'"),
     ],
 )
-def test_bad_worker_settings_are_usage_errors(env: dict[str, str], flags: list[str],
-                                              needle: str) -> None:
+def test_bad_worker_settings_are_usage_errors(
+    env: dict[str, str], flags: list[str], needle: str
+) -> None:
     proc = run_worker(worker_env(**env), *flags)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
@@ -359,53 +412,108 @@ def test_bad_worker_settings_are_usage_errors(env: dict[str, str], flags: list[s
 
 
 def test_worker_settings_come_from_the_environment() -> None:
-    proc = run_worker(worker_env(VERIFY_DAG_QUEUES="test, review", VERIFY_DAG_CONCURRENCY="3",
-                                 VERIFY_DAG_POOL="solo", VERIFY_DAG_LOGLEVEL="debug"),
-                      show_argv=True)
+    proc = run_worker(
+        worker_env(
+            VERIFY_DAG_QUEUES="test, review",
+            VERIFY_DAG_CONCURRENCY="3",
+            VERIFY_DAG_POOL="solo",
+            VERIFY_DAG_LOGLEVEL="debug",
+        ),
+        show_argv=True,
+    )
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == ["worker", "-Q", "test,review", "--pool", "solo",
-                                       "--loglevel", "DEBUG", "-E", "--concurrency", "3"]
+    assert json.loads(proc.stdout) == [
+        "worker",
+        "-Q",
+        "test,review",
+        "--pool",
+        "solo",
+        "--loglevel",
+        "DEBUG",
+        "-E",
+        "--concurrency",
+        "3",
+    ]
 
 
 def test_worker_flags_beat_the_environment() -> None:
-    proc = run_worker(worker_env(VERIFY_DAG_QUEUES="bogus", VERIFY_DAG_CONCURRENCY="3",
-                                 VERIFY_DAG_POOL="gevent", VERIFY_DAG_LOGLEVEL="loud"),
-                      "--queues=git", "--concurrency=1", "--pool=threads", "--loglevel=WARNING",
-                      show_argv=True)
+    proc = run_worker(
+        worker_env(
+            VERIFY_DAG_QUEUES="bogus",
+            VERIFY_DAG_CONCURRENCY="3",
+            VERIFY_DAG_POOL="gevent",
+            VERIFY_DAG_LOGLEVEL="loud",
+        ),
+        "--queues=git",
+        "--concurrency=1",
+        "--pool=threads",
+        "--loglevel=WARNING",
+        show_argv=True,
+    )
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == ["worker", "-Q", "git", "--pool", "threads",
-                                       "--loglevel", "WARNING", "-E", "--concurrency", "1"]
+    assert json.loads(proc.stdout) == [
+        "worker",
+        "-Q",
+        "git",
+        "--pool",
+        "threads",
+        "--loglevel",
+        "WARNING",
+        "-E",
+        "--concurrency",
+        "1",
+    ]
 
 
 def test_worker_defaults_without_environment() -> None:
     proc = run_worker(worker_env(VERIFY_DAG_QUEUES=""), show_argv=True)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == ["worker", "-Q", ",".join(QUEUES), "--pool", "prefork",
-                                       "--loglevel", "INFO", "-E"]
+    assert json.loads(proc.stdout) == [
+        "worker",
+        "-Q",
+        ",".join(QUEUES),
+        "--pool",
+        "prefork",
+        "--loglevel",
+        "INFO",
+        "-E",
+    ]
 
 
 # --- the image's entrypoint and health check against a real Redis ------------------------------
 
+
 def healthcheck(broker: str, hostname: str) -> subprocess.CompletedProcess[str]:
-    env = {**worker_env(VERIFY_DAG_BROKER_URL=broker), "HOSTNAME": hostname,
-           "PATH": os.pathsep.join([sysconfig.get_path("scripts"), os.environ["PATH"]])}
-    return subprocess.run(healthcheck_argv(), env=env, capture_output=True, text=True,
-                          timeout=60)
+    env = {
+        **worker_env(VERIFY_DAG_BROKER_URL=broker),
+        "HOSTNAME": hostname,
+        "PATH": os.pathsep.join([sysconfig.get_path("scripts"), os.environ["PATH"]]),
+    }
+    return subprocess.run(healthcheck_argv(), env=env, capture_output=True, text=True, timeout=60)
 
 
 @pytest.mark.redis
 def test_entrypoint_serves_the_environment_queues_and_passes_its_health_check(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     # Database 11, its own (see tests/redis_workers.py); kombu scopes broadcasts by database.
     broker = redis_workers.fresh_db(11)
     log = tmp_path / "worker.log"
     # What the container runs: the ENTRYPOINT with no arguments, everything from the environment.
-    env = worker_env(VERIFY_DAG_BROKER_URL=broker, VERIFY_DAG_QUEUES="static,review",
-                     VERIFY_DAG_CONCURRENCY="1", VERIFY_DAG_POOL="prefork",
-                     VERIFY_DAG_LOGLEVEL="INFO")
+    env = worker_env(
+        VERIFY_DAG_BROKER_URL=broker,
+        VERIFY_DAG_QUEUES="static,review",
+        VERIFY_DAG_CONCURRENCY="1",
+        VERIFY_DAG_POOL="prefork",
+        VERIFY_DAG_LOGLEVEL="INFO",
+    )
     with open(log, "wb") as fh:
-        proc = subprocess.Popen([sys.executable, "-m", "verify_dag.cli", "worker"], env=env,
-                                stdout=fh, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "verify_dag.cli", "worker"],
+            env=env,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+        )
     node = f"celery@{socket.gethostname()}"
     try:
         deadline = time.monotonic() + 90

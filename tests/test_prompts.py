@@ -26,46 +26,95 @@ from verify_dag.models import (
 from verify_dag.reviewers import context, prompts
 
 SCOPE = Scope(
-    mode="branch", base_ref="origin/main", compare_ref="HEAD", merge_base="b" * 40,
-    head_sha="c" * 40, old_commit="b" * 40, new_commit="c" * 40,
-    diff_command="git diff bbbb cccc", diff_stat=" src/cli.py | 3 ++-\n 1 file changed",
-    included=(FileChange(path="src/cli.py", status="modified",
-                         lines=(LineRange(start=12, end=14),)),
-              FileChange(path="web/App.tsx", status="added"),
-              FileChange(path="old.py", status="deleted", lines=())),
+    mode="branch",
+    base_ref="origin/main",
+    compare_ref="HEAD",
+    merge_base="b" * 40,
+    head_sha="c" * 40,
+    old_commit="b" * 40,
+    new_commit="c" * 40,
+    diff_command="git diff bbbb cccc",
+    diff_stat=" src/cli.py | 3 ++-\n 1 file changed",
+    included=(
+        FileChange(path="src/cli.py", status="modified", lines=(LineRange(start=12, end=14),)),
+        FileChange(path="web/App.tsx", status="added"),
+        FileChange(path="old.py", status="deleted", lines=()),
+    ),
 )
-LEDGER = Ledger(findings=(
-    LedgerFinding(id="F-3", skill="reviewer", title="Token compared with ==", severity=6,
-                  disposition="accepted", location="src/cli.py:13",
-                  root_cause="public nonce", reason="agreed | round 2"),
-    LedgerFinding(id="F-9", skill="qa", title="Logout untested", severity=5,
-                  disposition="fixed"),
-))
-STATIC = SkillOutcome(skill="static-analysis", status="COMPLETED", findings=(
-    Finding(title="ruff F401: `os` imported but unused", severity=4, description="d",
-            source="static-analysis", issue_class="style", tool="ruff", rule="F401",
-            location=Location(path="src/cli.py", line=12)),
-    Finding(title="eslint no-unused-vars: x unused", severity=3, description="d",
-            source="static-analysis", issue_class="style", tool="eslint", rule="no-unused-vars",
-            location=Location(path="web/App.tsx", line=2)),
-))
+LEDGER = Ledger(
+    findings=(
+        LedgerFinding(
+            id="F-3",
+            skill="reviewer",
+            title="Token compared with ==",
+            severity=6,
+            disposition="accepted",
+            location="src/cli.py:13",
+            root_cause="public nonce",
+            reason="agreed | round 2",
+        ),
+        LedgerFinding(
+            id="F-9", skill="qa", title="Logout untested", severity=5, disposition="fixed"
+        ),
+    )
+)
+STATIC = SkillOutcome(
+    skill="static-analysis",
+    status="COMPLETED",
+    findings=(
+        Finding(
+            title="ruff F401: `os` imported but unused",
+            severity=4,
+            description="d",
+            source="static-analysis",
+            issue_class="style",
+            tool="ruff",
+            rule="F401",
+            location=Location(path="src/cli.py", line=12),
+        ),
+        Finding(
+            title="eslint no-unused-vars: x unused",
+            severity=3,
+            description="d",
+            source="static-analysis",
+            issue_class="style",
+            tool="eslint",
+            rule="no-unused-vars",
+            location=Location(path="web/App.tsx", line=2),
+        ),
+    ),
+)
 
 
 def _state(**request: Any) -> RunState:
     req = VerifyRequest(repo="/r", depth="deep", **request)
     triage = TriageResult(job_b=True, skill_assignments={"ux-reviewer": ("src/cli.py",)})
-    return RunState(run_id="r", request=req, scope=SCOPE, static=STATIC, triage=triage,
-                    toolchain=Toolchain(commands=(
-                        Command(kind="test", argv=("pytest",), source="pyproject", exists=True),
-                        Command(kind="lint", argv=("ruff", "check"), source="ruff",
-                                exists=True))))
+    return RunState(
+        run_id="r",
+        request=req,
+        scope=SCOPE,
+        static=STATIC,
+        triage=triage,
+        toolchain=Toolchain(
+            commands=(
+                Command(kind="test", argv=("pytest",), source="pyproject", exists=True),
+                Command(kind="lint", argv=("ruff", "check"), source="ruff", exists=True),
+            )
+        ),
+    )
 
 
 def test_bundle_sections_without_optional_inputs() -> None:
     text = context.bundle(_state())
-    order = ["VERIFICATION SCOPE:", "SCOPE_METADATA:",
-             "ENGINEER SKILL SUMMARY:", "STATIC ANALYSIS SUMMARY:", "TOOLCHAIN:",
-             "CUSTOM REVIEW GATES:", "DIFF STAT:"]
+    order = [
+        "VERIFICATION SCOPE:",
+        "SCOPE_METADATA:",
+        "ENGINEER SKILL SUMMARY:",
+        "STATIC ANALYSIS SUMMARY:",
+        "TOOLCHAIN:",
+        "CUSTOM REVIEW GATES:",
+        "DIFF STAT:",
+    ]
     positions = [text.index(h) for h in order]
     assert positions == sorted(positions)
     assert "src/cli.py (modified, lines 12-14)" in text
@@ -79,11 +128,17 @@ def test_bundle_sections_without_optional_inputs() -> None:
 
 
 def test_static_that_did_not_run_is_not_reported_as_clean() -> None:
-    state = _state().model_copy(update={"static": SkillOutcome(
-        skill="static-analysis", status="NOT_RUN", notes="ruff could not run")})
+    state = _state().model_copy(
+        update={
+            "static": SkillOutcome(
+                skill="static-analysis", status="NOT_RUN", notes="ruff could not run"
+            )
+        }
+    )
     assert "Static analysis NOT_RUN: ruff could not run" in context.bundle(state)
-    clean = _state().model_copy(update={"static": SkillOutcome(
-        skill="static-analysis", status="COMPLETED")})
+    clean = _state().model_copy(
+        update={"static": SkillOutcome(skill="static-analysis", status="COMPLETED")}
+    )
     assert "No static findings on scoped lines." in context.bundle(clean)
 
 
@@ -95,13 +150,23 @@ def test_static_table_is_capped_with_a_count() -> None:
 
 
 def test_ledger_adds_known_findings_without_fixed_ones_and_the_delta() -> None:
-    scope = SCOPE.model_copy(update={"delta_base_sha": "d" * 40, "delta_files": (
-        FileChange(path="src/cli.py", status="modified", lines=(LineRange(start=13, end=13),)),)})
+    scope = SCOPE.model_copy(
+        update={
+            "delta_base_sha": "d" * 40,
+            "delta_files": (
+                FileChange(
+                    path="src/cli.py", status="modified", lines=(LineRange(start=13, end=13),)
+                ),
+            ),
+        }
+    )
     state = _state(ledger_data=LEDGER).model_copy(update={"scope": scope})
     text = context.bundle(state)
     assert "KNOWN FINDINGS (decided by previous verification runs on this change):" in text
-    assert ("| F-3 | src/cli.py:13 | Token compared with == | public nonce | 6 | accepted | "
-            "agreed \\| round 2 |") in text
+    assert (
+        "| F-3 | src/cli.py:13 | Token compared with == | public nonce | 6 | accepted | "
+        "agreed \\| round 2 |"
+    ) in text
     assert "F-9" not in text  # fixed findings are not known findings
     assert f"DELTA SINCE LAST VERIFIED HEAD: {'d' * 40}\n- src/cli.py (modified, line 13)" in text
 
@@ -139,16 +204,28 @@ def test_epic_context_adds_the_deferral_rules_and_line() -> None:
 
 
 def test_engineer_skill_and_review_gates() -> None:
-    md = ("# Verification\n\n## Exerciser Gates\n- app starts\n\n## Review Gates\n"
-          "- no print() in library code\n* every endpoint checks auth\n\n## Other\n- not a gate\n")
-    state = _state().model_copy(update={"engineer": EngineerContext(
-        skill_dir=".claude/skills/app-engineer", summary="Build with make.",
-        verification_md=md)})
+    md = (
+        "# Verification\n\n## Exerciser Gates\n- app starts\n\n## Review Gates\n"
+        "- no print() in library code\n* every endpoint checks auth\n\n## Other\n- not a gate\n"
+    )
+    state = _state().model_copy(
+        update={
+            "engineer": EngineerContext(
+                skill_dir=".claude/skills/app-engineer",
+                summary="Build with make.",
+                verification_md=md,
+            )
+        }
+    )
     text = context.bundle(state)
-    assert "ENGINEER SKILL SUMMARY:\nBuild with make.\nReference files available at " \
-           ".claude/skills/app-engineer" in text
-    assert ("CUSTOM REVIEW GATES:\n- no print() in library code\n* every endpoint checks auth\n"
-            "These are repo-maintainer-defined") in text
+    assert (
+        "ENGINEER SKILL SUMMARY:\nBuild with make.\nReference files available at "
+        ".claude/skills/app-engineer" in text
+    )
+    assert (
+        "CUSTOM REVIEW GATES:\n- no print() in library code\n* every endpoint checks auth\n"
+        "These are repo-maintainer-defined"
+    ) in text
     assert "not a gate" not in text and "app starts" not in text
     prompt = prompts.skill_prompt(state, "reviewer")
     assert "ENGINEER SKILL REFERENCE:\nReference files are available at .claude/skills/" in prompt
@@ -189,7 +266,7 @@ def test_comment_review_threshold_and_severity_rule() -> None:
 
 def test_output_format_is_json_then_status_lines() -> None:
     prompt = prompts.skill_prompt(_state(), "visual-verify")
-    fmt = prompt[prompt.index("OUTPUT FORMAT:"):]
+    fmt = prompt[prompt.index("OUTPUT FORMAT:") :]
     example = next(line for line in fmt.splitlines() if line.startswith('{"findings"'))
     keys = set(json.loads(example)["findings"][0])
     assert keys == {"title", "severity", "location", "category", "description"}
@@ -200,17 +277,21 @@ def test_output_format_is_json_then_status_lines() -> None:
 def test_instruction_blocks_are_the_seeds() -> None:
     assert set(prompts.INSTRUCTIONS) == {*prompts.JUDGEMENT, "plan-completeness"}
     assert prompts.INSTRUCTIONS["qa"].startswith(
-        "Evaluate whether the scoped changes are adequately tested.")
-    assert prompts.INSTRUCTIONS["reviewer"].endswith(
-        "close the report with the net-lines metric.")
+        "Evaluate whether the scoped changes are adequately tested."
+    )
+    assert prompts.INSTRUCTIONS["reviewer"].endswith("close the report with the net-lines metric.")
 
 
 def test_plan_prompt() -> None:
     state = _state(plan_text="# Plan\n## Phase 1\nadd cli\n## Phase 2\nadd cache\n")
     text = prompts.plan_prompt(state, "diff --git a/src/cli.py b/src/cli.py\n+x\n")
-    order = ["PLAN FILE:\n# Plan", "BRANCH DIFF:\ndiff --git",
-             "SCOPE CONTEXT:\nVERIFICATION SCOPE:",
-             "You are checking whether the implementation is complete", "OUTPUT FORMAT:"]
+    order = [
+        "PLAN FILE:\n# Plan",
+        "BRANCH DIFF:\ndiff --git",
+        "SCOPE CONTEXT:\nVERIFICATION SCOPE:",
+        "You are checking whether the implementation is complete",
+        "OUTPUT FORMAT:",
+    ]
     positions = [text.index(h) for h in order]
     assert positions == sorted(positions)
     assert '"severity": 8, "location": null' in text and '{"findings": []}' in text

@@ -20,9 +20,12 @@ from verify_dag.cli import main
 _RNG = random.Random(11)
 # A private key's body: base64 lines as ssh-keygen writes them (70 characters each).
 _KEY_BODY = base64.b64encode(bytes(_RNG.randrange(256) for _ in range(260))).decode()
-KEY_LINES = [_KEY_BODY[i:i + 70] for i in range(0, len(_KEY_BODY), 70)]
-PRIVATE_KEY = ("-----BEGIN OPENSSH PRIVATE KEY-----\n" + "\n".join(KEY_LINES)
-               + "\n-----END OPENSSH PRIVATE KEY-----\n")
+KEY_LINES = [_KEY_BODY[i : i + 70] for i in range(0, len(_KEY_BODY), 70)]
+PRIVATE_KEY = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\n"
+    + "\n".join(KEY_LINES)
+    + "\n-----END OPENSSH PRIVATE KEY-----\n"
+)
 NETRC_PW = "netrc-canary-7f3a9c"
 GIT_CRED_PW = "gitcred-canary-55e1d0"
 CONFIG_KEY = "cfg-canary-91b2c7d4"
@@ -41,12 +44,12 @@ def worker_home(home: Path) -> None:
         ".ssh/id_ed25519.pub": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA worker@host\n",
         ".netrc": f"machine git.example.com\n  login deploy\n  password {NETRC_PW}\n",
         ".git-credentials": f"https://deploy:{GIT_CRED_PW}@git.example.com\n",
-        ".config/verify-dag/config.toml":
-            f'command = ["llm-cli", "--api-key", "{CONFIG_KEY}", "{{prompt}}"]\n',
+        ".config/verify-dag/config.toml": (
+            f'command = ["llm-cli", "--api-key", "{CONFIG_KEY}", "{{prompt}}"]\n'
+        ),
         ".pypirc": f"[pypi]\nusername = __token__\npassword = {PYPI_PW}\n",
-        ".aws/credentials":
-            f"[default]\naws_access_key_id = AKIAZZZZEXAMPLE00000\n"
-            f"aws_secret_access_key = {AWS_SECRET}\n",
+        ".aws/credentials": f"[default]\naws_access_key_id = AKIAZZZZEXAMPLE00000\n"
+        f"aws_secret_access_key = {AWS_SECRET}\n",
     }
     for rel, text in files.items():
         path = home / rel
@@ -66,12 +69,19 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_credential_files_in_home_never_survive(home: Path) -> None:
-    printed = "\n".join([
-        f"netrc says {NETRC_PW}", f"git: {GIT_CRED_PW}!", f"key={CONFIG_KEY}",
-        f"pypi {PYPI_PW}", f"aws '{AWS_SECRET}'", f"env {ENV_SECRET}",
-        # A key printed line by line without its header, and as a repr.
-        *KEY_LINES[1:3], repr("\n".join(KEY_LINES)),
-    ])
+    printed = "\n".join(
+        [
+            f"netrc says {NETRC_PW}",
+            f"git: {GIT_CRED_PW}!",
+            f"key={CONFIG_KEY}",
+            f"pypi {PYPI_PW}",
+            f"aws '{AWS_SECRET}'",
+            f"env {ENV_SECRET}",
+            # A key printed line by line without its header, and as a repr.
+            *KEY_LINES[1:3],
+            repr("\n".join(KEY_LINES)),
+        ]
+    )
     out = redaction.redact(printed)
     assert [c for c in CANARIES if c in out] == []
     assert "netrc says [REDACTED]" in out
@@ -91,13 +101,15 @@ def test_the_broker_password_alone_is_redacted(monkeypatch: pytest.MonkeyPatch) 
 def test_the_celery_apps_backend_credentials_are_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
     from verify_dag import celery_app
 
-    monkeypatch.setitem(celery_app.app.conf, "result_backend",
-                        "redis://worker:backend-canary-33@results.internal/1")
+    monkeypatch.setitem(
+        celery_app.app.conf, "result_backend", "redis://worker:backend-canary-33@results.internal/1"
+    )
     assert "backend-canary-33" not in util.redact("password backend-canary-33 rejected")
 
 
 def test_an_environment_secret_is_redacted_in_its_encodings(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     secret = "s3cr3t/value+with=chars&more"
     monkeypatch.setenv("SERVICE_API_KEY", secret)
     encoded = [
@@ -124,14 +136,27 @@ def test_secret_shapes_are_redacted_whoever_they_belong_to() -> None:
     header = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').decode().rstrip("=")
     payload = base64.urlsafe_b64encode(b'{"sub":"1234567890"}').decode().rstrip("=")
     jwt = f"{header}.{payload}.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
-    pem = ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo\n"
-           "4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0\n-----END RSA PRIVATE KEY-----")
-    text = (f"token={github}\nkey id {aws} in use\nslack: {slack}\nstripe {stripe}\n"
-            f"Authorization: Bearer {jwt}\nclone https://bob:hunter2x@git.example.org/r.git\n"
-            f"{pem}\nafter the key\n")
+    pem = (
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo\n"
+        "4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0\n-----END RSA PRIVATE KEY-----"
+    )
+    text = (
+        f"token={github}\nkey id {aws} in use\nslack: {slack}\nstripe {stripe}\n"
+        f"Authorization: Bearer {jwt}\nclone https://bob:hunter2x@git.example.org/r.git\n"
+        f"{pem}\nafter the key\n"
+    )
     out = redaction.redact(text)
-    for secret in (github, aws, slack, stripe, jwt, jwt.rsplit(".", 1)[1], "hunter2x",
-                   "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo", "BEGIN RSA PRIVATE KEY"):
+    for secret in (
+        github,
+        aws,
+        slack,
+        stripe,
+        jwt,
+        jwt.rsplit(".", 1)[1],
+        "hunter2x",
+        "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo",
+        "BEGIN RSA PRIVATE KEY",
+    ):
         assert secret not in out, secret
     assert "https://bob:[REDACTED]@git.example.org/r.git" in out
     assert out.endswith("[REDACTED]\nafter the key\n")
@@ -145,23 +170,28 @@ def test_a_key_cut_short_by_the_output_cap_goes_too() -> None:
 def ordinary_output() -> str:
     sha = hashlib.sha1(b"commit").hexdigest()
     digest = hashlib.sha256(b"wheel").hexdigest()
-    return "\n".join([
-        "============================= test session starts ==============================",
-        "platform linux -- Python 3.11.7, pytest-8.3.2, pluggy-1.5.0",
-        f"HEAD is now at {sha} calc: mul",
-        f"{sha[:12]} (base) and {sha}",
-        f"calc-0.1-py3-none-any.whl sha256={digest} sha256:{digest}",
-        f"run id {uuid.UUID(int=0x1234_5678_9ABC_DEF0_1234_5678_9ABC_DEF0)}",
-        "tests/test_calc.py::test_add PASSED                                      [ 50%]",
-        "tests/test_calc.py::test_mul FAILED                                      [100%]",
-        "E       assert 13 == 12",
-        "E        +  where 13 = mul(3, 4)",
-        "src/calc.py:10: AssertionError",
-        "token = tokenize(source)  # password_field=None, api_key_name='x'",
-        "docs at https://docs.example.org/en/latest/ and ssh://git@github.com/o/r.git",
-        "FAILED tests/test_calc.py::test_mul - assert 13 == 12",
-        "========================= 1 failed, 1 passed in 0.05s ==========================",
-    ]) + "\n"
+    return (
+        "\n".join(
+            [
+                "============================= test session starts ==============================",
+                "platform linux -- Python 3.11.7, pytest-8.3.2, pluggy-1.5.0",
+                f"HEAD is now at {sha} calc: mul",
+                f"{sha[:12]} (base) and {sha}",
+                f"calc-0.1-py3-none-any.whl sha256={digest} sha256:{digest}",
+                f"run id {uuid.UUID(int=0x1234_5678_9ABC_DEF0_1234_5678_9ABC_DEF0)}",
+                "tests/test_calc.py::test_add PASSED                                      [ 50%]",
+                "tests/test_calc.py::test_mul FAILED                                      [100%]",
+                "E       assert 13 == 12",
+                "E        +  where 13 = mul(3, 4)",
+                "src/calc.py:10: AssertionError",
+                "token = tokenize(source)  # password_field=None, api_key_name='x'",
+                "docs at https://docs.example.org/en/latest/ and ssh://git@github.com/o/r.git",
+                "FAILED tests/test_calc.py::test_mul - assert 13 == 12",
+                "========================= 1 failed, 1 passed in 0.05s ==========================",
+            ]
+        )
+        + "\n"
+    )
 
 
 def test_shas_digests_uuids_and_ordinary_output_are_untouched() -> None:
@@ -182,7 +212,7 @@ def test_a_megabyte_of_test_output_is_redacted_quickly(home: Path) -> None:
     assert elapsed < 1.0, elapsed
 
 
-HOSTILE_TEST = '''\
+HOSTILE_TEST = """\
 import json
 from pathlib import Path
 
@@ -196,7 +226,7 @@ def test_leak():
         print("line:", line)
     print("\\n".join(canaries))
     assert canaries == [], "\\n".join(canaries) + "\\n" + key
-'''
+"""
 
 
 def test_canaries_never_reach_a_stored_report(repo: Repo, home: Path, tmp_path: Path) -> None:
@@ -207,8 +237,16 @@ def test_canaries_never_reach_a_stored_report(repo: Repo, home: Path, tmp_path: 
     repo.write("tests/test_leak.py", HOSTILE_TEST)
     repo.commit("tests: leak")
     out = tmp_path / "report.json"
-    main(["verify", str(repo.path), "--scope=branch", "--base=base", "--format=json",
-          f"--output={out}"])
+    main(
+        [
+            "verify",
+            str(repo.path),
+            "--scope=branch",
+            "--base=base",
+            "--format=json",
+            f"--output={out}",
+        ]
+    )
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert "test_leak" in json.dumps(doc) and "[REDACTED]" in json.dumps(doc)
     stored = [p for p in (tmp_path / "store").rglob("*") if p.is_file()]
@@ -219,7 +257,8 @@ def test_canaries_never_reach_a_stored_report(repo: Repo, home: Path, tmp_path: 
 
 
 def test_paths_in_infrastructure_variables_are_not_mistaken_for_secrets(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """GITHUB_WORKSPACE, VERIFY_DAG_STORE: kept from repository code, but every report names
     them; a report full of [REDACTED] paths would be a report nobody can read."""
     workspace = str(tmp_path / "runner" / "work" / "project")
@@ -227,5 +266,6 @@ def test_paths_in_infrastructure_variables_are_not_mistaken_for_secrets(
     monkeypatch.setenv("VERIFY_DAG_STORE", str(tmp_path / "store"))
     monkeypatch.setenv("GITHUB_TOKEN", "ghs_canaryTokenValue0123456789")
     text = f"{workspace}/tests/test_x.py:3: AssertionError (token ghs_canaryTokenValue0123456789)"
-    assert util.redact(text) == (f"{workspace}/tests/test_x.py:3: AssertionError "
-                                 "(token [REDACTED])")
+    assert util.redact(text) == (
+        f"{workspace}/tests/test_x.py:3: AssertionError (token [REDACTED])"
+    )

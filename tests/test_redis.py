@@ -24,8 +24,9 @@ def broker() -> str:
 
 
 @pytest.fixture(scope="module")
-def worker(broker: str,
-           tmp_path_factory: pytest.TempPathFactory) -> Iterator[subprocess.Popen[bytes]]:
+def worker(
+    broker: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[subprocess.Popen[bytes]]:
     env = {k: v for k, v in os.environ.items() if k != "VERIFY_DAG_BROKER_URL"}
     # Runs submitted without --store land in the worker's default store: keep it out of $HOME.
     env["VERIFY_DAG_STORE"] = str(tmp_path_factory.mktemp("worker-store"))
@@ -35,9 +36,22 @@ def worker(broker: str,
 
 def run_verify(repo: Repo, out: Path, *flags: str) -> tuple[int, dict[str, Any]]:
     proc = subprocess.run(
-        [sys.executable, "-m", "verify_dag.cli", "verify", str(repo.path), "--scope=branch",
-         "--base=base", "--format=json", f"--output={out}", "--timeout=120", *flags],
-        capture_output=True, text=True, timeout=180,
+        [
+            sys.executable,
+            "-m",
+            "verify_dag.cli",
+            "verify",
+            str(repo.path),
+            "--scope=branch",
+            "--base=base",
+            "--format=json",
+            f"--output={out}",
+            "--timeout=120",
+            *flags,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert proc.stderr == "", proc.stderr
     doc = json.loads(out.read_text(encoding="utf-8"))
@@ -46,30 +60,46 @@ def run_verify(repo: Repo, out: Path, *flags: str) -> tuple[int, dict[str, Any]]
 
 
 def comparable(doc: dict[str, Any]) -> list[tuple[Any, ...]]:
-    return [(i["title"], i["severity"], i["class"], json.dumps(i["location"]))
-            for i in doc["issues"]]
+    return [
+        (i["title"], i["severity"], i["class"], json.dumps(i["location"])) for i in doc["issues"]
+    ]
 
 
-def test_redis_worker_gives_the_same_findings(scenario: Repo, tmp_path: Path, broker: str,
-                                               worker: subprocess.Popen[bytes]) -> None:
+def test_redis_worker_gives_the_same_findings(
+    scenario: Repo, tmp_path: Path, broker: str, worker: subprocess.Popen[bytes]
+) -> None:
     rc_redis, on_redis = run_verify(scenario, tmp_path / "redis.json", f"--broker={broker}")
     rc_embedded, embedded = run_verify(scenario, tmp_path / "embedded.json")
     assert rc_redis == rc_embedded == 1
     assert comparable(on_redis) == comparable(embedded)
     assert [s["status"] for s in on_redis["skillResults"]] == [
-        s["status"] for s in embedded["skillResults"]]
+        s["status"] for s in embedded["skillResults"]
+    ]
     assert any("F841" in i["title"] for i in on_redis["issues"])
     tester = next(s for s in on_redis["skillResults"] if s["skill"] == "tester")
     assert tester["notes"].startswith("1 passed, 1 failed")
 
 
-def test_broker_from_environment(scenario: Repo, tmp_path: Path, broker: str,
-                                 worker: subprocess.Popen[bytes]) -> None:
+def test_broker_from_environment(
+    scenario: Repo, tmp_path: Path, broker: str, worker: subprocess.Popen[bytes]
+) -> None:
     out = tmp_path / "env.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "verify_dag.cli", "verify", str(scenario.path), "--scope=branch",
-         "--base=base", "--format=json", f"--output={out}", "--timeout=120"],
-        capture_output=True, text=True, timeout=180,
+        [
+            sys.executable,
+            "-m",
+            "verify_dag.cli",
+            "verify",
+            str(scenario.path),
+            "--scope=branch",
+            "--base=base",
+            "--format=json",
+            f"--output={out}",
+            "--timeout=120",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
         env={**os.environ, "VERIFY_DAG_BROKER_URL": broker},
     )
     assert proc.returncode == 1, proc.stderr
@@ -79,21 +109,26 @@ def test_broker_from_environment(scenario: Repo, tmp_path: Path, broker: str,
     assert client.exists(f"celery-task-meta-{doc['run']['id']}")
 
 
-def test_deep_run_on_redis_matches_embedded(scenario: Repo, tmp_path: Path, broker: str,
-                                            worker: subprocess.Popen[bytes]) -> None:
+def test_deep_run_on_redis_matches_embedded(
+    scenario: Repo, tmp_path: Path, broker: str, worker: subprocess.Popen[bytes]
+) -> None:
     # The deep composition exercises every queue: static (baseline), test (suite, debugger),
     # review (judgement skills and comment rules), exercise (issue verification).
-    rc_redis, on_redis = run_verify(scenario, tmp_path / "deep-redis.json", "--depth=deep",
-                                    f"--broker={broker}")
+    rc_redis, on_redis = run_verify(
+        scenario, tmp_path / "deep-redis.json", "--depth=deep", f"--broker={broker}"
+    )
     rc_embedded, embedded = run_verify(scenario, tmp_path / "deep-embedded.json", "--depth=deep")
     assert rc_redis == rc_embedded == 1
     assert comparable(on_redis) == comparable(embedded)
     assert [(s["skill"], s["status"]) for s in on_redis["skillResults"]] == [
-        (s["skill"], s["status"]) for s in embedded["skillResults"]]
+        (s["skill"], s["status"]) for s in embedded["skillResults"]
+    ]
+
     def verdicts(doc: dict[str, Any]) -> list[tuple[str, str]]:
         return [(d["failure"], d["preExisting"]) for d in doc["debugger"]]  # paths differ
 
     assert verdicts(on_redis) and verdicts(on_redis) == verdicts(embedded)
+
     def checked(doc: dict[str, Any]) -> list[tuple[str, str]]:
         return [(e["issue"], e["status"]) for e in doc["exerciserVerification"]]  # timings differ
 

@@ -32,8 +32,13 @@ TESTS = Path(__file__).resolve().parent
 RESERVED = "VERIFY_DAG_TEST_REDIS"  # spelled out: the contract the README documents
 # How a helper may end other than returning (RefusedFlush is an AssertionError; helpers that
 # predate the guard have no ``flush``), recorded rather than raised so the canaries are read.
-ENDINGS = (AssertionError, AttributeError, redis.exceptions.RedisError,
-           pytest.skip.Exception, pytest.fail.Exception)
+ENDINGS = (
+    AssertionError,
+    AttributeError,
+    redis.exceptions.RedisError,
+    pytest.skip.Exception,
+    pytest.fail.Exception,
+)
 
 
 def start_foreign(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
@@ -42,9 +47,23 @@ def start_foreign(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
     data_dir.mkdir(parents=True, exist_ok=True)
     with open(data_dir / "redis.log", "ab") as fh:
         proc = subprocess.Popen(
-            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(data_dir)],
-            stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                "redis-server",
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(data_dir),
+            ],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     deadline = time.monotonic() + 20
     while True:
         assert proc.poll() is None, (data_dir / "redis.log").read_text()
@@ -145,11 +164,18 @@ def foreign(tmp_path: Path) -> Iterator[int]:
 def test_a_redis_at_the_default_address_is_never_flushed(tmp_path: Path) -> None:
     if shutil.which("redis-server") is None:
         redis_workers.unavailable("redis-server is not installed")
-    code = ("import sys; from pathlib import Path; sys.path[:0] = [sys.argv[1]]; "
-            "import test_redis_isolation as t; t.developer_machine(Path(sys.argv[2]))")
+    code = (
+        "import sys; from pathlib import Path; sys.path[:0] = [sys.argv[1]]; "
+        "import test_redis_isolation as t; t.developer_machine(Path(sys.argv[2]))"
+    )
     env = {k: v for k, v in os.environ.items() if k != RESERVED}
-    proc = subprocess.run([*in_namespace(), sys.executable, "-c", code, str(TESTS), str(tmp_path)],
-                          capture_output=True, text=True, timeout=120, env=env)
+    proc = subprocess.run(
+        [*in_namespace(), sys.executable, "-c", code, str(TESTS), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads(proc.stdout.splitlines()[-1])
     # json made the database numbers strings.
@@ -158,8 +184,10 @@ def test_a_redis_at_the_default_address_is_never_flushed(tmp_path: Path) -> None
         # The helpers used the session's own server: a free port, not the developer's 6379.
         assert where.startswith("redis://127.0.0.1:") and where.endswith(f"/{db}"), result
         assert not where.startswith("redis://127.0.0.1:6379/"), result
-    assert all(v.startswith("RefusedFlush: refusing to flush Redis 127.0.0.1:6379")
-               for v in result["refused"].values()), result
+    assert all(
+        v.startswith("RefusedFlush: refusing to flush Redis 127.0.0.1:6379")
+        for v in result["refused"].values()
+    ), result
 
 
 def test_flush_refuses_a_server_the_session_did_not_start(foreign: int) -> None:
@@ -170,7 +198,8 @@ def test_flush_refuses_a_server_the_session_did_not_start(foreign: int) -> None:
 
 
 def test_a_reserved_server_is_used_only_when_reserved(
-        foreign: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    foreign: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv(RESERVED, raising=False)
     own = redis_workers.fresh_db(6)
     assert own == f"{redis_workers.session_server().base}/6" and f":{foreign}/" not in own
@@ -188,11 +217,12 @@ def test_a_reserved_server_is_used_only_when_reserved(
     assert canaries(foreign) == planted(6)
 
 
-@pytest.mark.parametrize(("ci", "outcome"), [("", pytest.skip.Exception),
-                                             ("true", pytest.fail.Exception)])
+@pytest.mark.parametrize(
+    ("ci", "outcome"), [("", pytest.skip.Exception), ("true", pytest.fail.Exception)]
+)
 def test_without_redis_server_the_tests_skip_except_under_ci(
-        ci: str, outcome: type[BaseException], tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    ci: str, outcome: type[BaseException], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no redis-server on it
     monkeypatch.setenv("CI", ci)
     with pytest.raises(outcome, match="redis-server is not installed"):

@@ -55,8 +55,9 @@ def table_project(path: Path, table: str) -> Repo:
     repo.write("pyproject.toml", pyproject + "\n" + table)
     repo.commit("configure verify-dag")
     repo.git("tag", "-f", "base")
-    repo.write("src/calc.py", "def add(a, b):\n    return a + b\n\n\n"
-               "def sub(a, b):\n    return a - b\n")
+    repo.write(
+        "src/calc.py", "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
+    )
     repo.commit("calc: sub")
     return repo
 
@@ -70,8 +71,10 @@ def test_the_repository_table_keeps_only_repository_safe_keys(tmp_path: Path) ->
     notes = "\n".join(config.notes)
     for key in ("backend", "model", "effort", "skills", "launcher"):
         assert f"ignored `{key}`" in notes, (key, notes)
-    assert ("ignored `backend`: a model backend is only accepted from the environment or the "
-            "user config file") in notes
+    assert (
+        "ignored `backend`: a model backend is only accepted from the environment or the "
+        "user config file"
+    ) in notes
     # depth and fail-on are repository-safe but read from the command line only: noted, no error.
     assert "`depth` is not read from the repository; pass --depth" in notes
     assert "`fail-on` is not read from the repository; pass --fail-on" in notes
@@ -79,7 +82,11 @@ def test_the_repository_table_keeps_only_repository_safe_keys(tmp_path: Path) ->
     # The repository's timeout still bounds the backend the user chose; its model does not.
     chosen = resolve(load_config(repo, {"VERIFY_DAG_BACKEND": "claude"}), "reviewer")
     assert chosen is not None and (chosen.kind, chosen.model, chosen.effort, chosen.timeout) == (
-        "claude", "opus", None, 45.0)  # opus: the reviewer tier's default
+        "claude",
+        "opus",
+        None,
+        45.0,
+    )  # opus: the reviewer tier's default
     qa = resolve(load_config(repo, {"VERIFY_DAG_BACKEND": "claude"}), "qa")
     assert qa is not None and qa.model == "sonnet"
 
@@ -95,26 +102,47 @@ def test_refused_keys_are_not_validated_as_settings(tmp_path: Path) -> None:
 
 # --- a whole run, with a fake paid model CLI on PATH -------------------------------------------
 
+
 @pytest.fixture
 def fake_claude(tmp_path: Path) -> dict[str, str]:
     """The environment of a verify run: a fake ``claude`` first on PATH that logs each call, no
     model settings of the developer's, no user config file."""
     bin_dir = tmp_path / "bin"
     install(bin_dir, ("claude",))
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("VERIFY_DAG_", "FAKE_MODEL_")) and k != "XDG_CONFIG_HOME"}
-    env.update(PATH=f"{bin_dir}{os.pathsep}{env['PATH']}",
-               FAKE_MODEL_LOG=str(tmp_path / "calls.jsonl"), FAKE_MODEL_MODE="none",
-               VERIFY_DAG_STORE=str(tmp_path / "store"),
-               HOME=str(tmp_path / "home"))  # no ~/.config/verify-dag/config.toml
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("VERIFY_DAG_", "FAKE_MODEL_")) and k != "XDG_CONFIG_HOME"
+    }
+    env.update(
+        PATH=f"{bin_dir}{os.pathsep}{env['PATH']}",
+        FAKE_MODEL_LOG=str(tmp_path / "calls.jsonl"),
+        FAKE_MODEL_MODE="none",
+        VERIFY_DAG_STORE=str(tmp_path / "store"),
+        HOME=str(tmp_path / "home"),
+    )  # no ~/.config/verify-dag/config.toml
     return env
 
 
 def verify(repo: Repo, env: dict[str, str], out: Path) -> dict[str, Any]:
     proc = subprocess.run(
-        [sys.executable, "-m", "verify_dag.cli", "verify", str(repo.path), "--scope=branch",
-         "--base=base", "--format=json", f"--output={out}", "--timeout=120"],
-        capture_output=True, text=True, timeout=180, env=env)
+        [
+            sys.executable,
+            "-m",
+            "verify_dag.cli",
+            "verify",
+            str(repo.path),
+            "--scope=branch",
+            "--base=base",
+            "--format=json",
+            f"--output={out}",
+            "--timeout=120",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     doc: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     return doc
@@ -125,8 +153,9 @@ def reviewer(doc: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def test_a_repository_backend_never_runs_the_paid_cli(tmp_path: Path,
-                                                      fake_claude: dict[str, str]) -> None:
+def test_a_repository_backend_never_runs_the_paid_cli(
+    tmp_path: Path, fake_claude: dict[str, str]
+) -> None:
     repo = table_project(tmp_path / "repo", BACKEND_TABLE)
     doc = verify(repo, fake_claude, tmp_path / "report.json")
     assert not (tmp_path / "calls.jsonl").exists(), "the repository's backend was invoked"
@@ -135,14 +164,17 @@ def test_a_repository_backend_never_runs_the_paid_cli(tmp_path: Path,
     assert "ignored `backend`" in row["notes"] and "no model backend configured" in row["notes"]
 
 
-def test_the_users_own_config_still_selects_the_backend(tmp_path: Path,
-                                                        fake_claude: dict[str, str]) -> None:
+def test_the_users_own_config_still_selects_the_backend(
+    tmp_path: Path, fake_claude: dict[str, str]
+) -> None:
     repo = table_project(tmp_path / "repo", BACKEND_TABLE)
     user = tmp_path / "user.toml"
     user.write_text('backend = "claude"\n')
     doc = verify(repo, {**fake_claude, "VERIFY_DAG_CONFIG": str(user)}, tmp_path / "report.json")
-    calls = [json.loads(line) for line in
-             (tmp_path / "calls.jsonl").read_text(encoding="utf-8").splitlines()]
+    calls = [
+        json.loads(line)
+        for line in (tmp_path / "calls.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     assert calls, "the user's configured backend was not invoked"
     # The tier's default model, not the repository's.
     argv = " ".join(str(a) for call in calls for a in call["argv"])

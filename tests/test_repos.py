@@ -26,8 +26,13 @@ from verify_dag.phases import scope
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "verify_dag.cli", *args], capture_output=True,
-                          text=True, timeout=240, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "verify_dag.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+    )
 
 
 def project(path: Path) -> Repo:
@@ -57,7 +62,8 @@ def remote(tmp_path: Path) -> tuple[Repo, Path]:
 
 
 def test_url_is_verified_from_a_mirror_that_follows_the_remote(
-        remote: tuple[Repo, Path], tmp_path: Path) -> None:
+    remote: tuple[Repo, Path], tmp_path: Path
+) -> None:
     work, server = remote
     url = server.as_uri()
     out = tmp_path / "one.json"
@@ -87,8 +93,13 @@ def test_url_is_verified_from_a_mirror_that_follows_the_remote(
 
 def test_unreachable_url_is_a_run_error_with_git_reason(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    res = cli("verify", (tmp_path / "nowhere.git").as_uri(), "--scope=all", "--format=json",
-              f"--output={out}")
+    res = cli(
+        "verify",
+        (tmp_path / "nowhere.git").as_uri(),
+        "--scope=all",
+        "--format=json",
+        f"--output={out}",
+    )
     assert res.returncode == 3, res.stderr
     doc = json.loads(out.read_text())
     report.validate(doc)
@@ -105,8 +116,10 @@ def test_url_needs_a_whole_or_branch_scope(tmp_path: Path, flags: tuple[str, ...
 
 
 def test_display_source_hides_passwords() -> None:
-    assert git.display_source("https://bot:s3cret@example.com/a.git") == \
-        "https://bot:***@example.com/a.git"
+    assert (
+        git.display_source("https://bot:s3cret@example.com/a.git")
+        == "https://bot:***@example.com/a.git"
+    )
     assert git.display_source("https://example.com/a.git") == "https://example.com/a.git"
     assert git.display_source("/srv/repos/a") == "/srv/repos/a"
 
@@ -134,13 +147,13 @@ def test_prepare_pins_the_work_tree_and_bundles_it(tmp_path: Path) -> None:
     local = repos.localize(RunState(run_id="run-1", request=shipped))
     assert local.request.repo != str(repo.path) and git.is_bare(local.request.repo)
     there, here = scope.run(local.request), scope.run(req)
-    assert (there.mode, there.new_commit, there.included) == (here.mode, snap.index,
-                                                              here.included)
+    assert (there.mode, there.new_commit, there.included) == (here.mode, snap.index, here.included)
 
 
 def test_missing_bundle_names_where_it_looked(tmp_path: Path) -> None:
-    req = VerifyRequest(repo="/elsewhere/app", bundle=str(tmp_path / "gone.bundle"),
-                        store=str(tmp_path / "store"))
+    req = VerifyRequest(
+        repo="/elsewhere/app", bundle=str(tmp_path / "gone.bundle"), store=str(tmp_path / "store")
+    )
     with pytest.raises(FatalError, match="snapshot bundle of run run-2 is not on") as caught:
         repos.localize(RunState(run_id="run-2", request=req))
     assert str(tmp_path / "gone.bundle") in caught.value.message
@@ -161,13 +174,21 @@ def worker_env(tmp_path: Path) -> dict[str, str]:
 
 
 def test_uncommitted_run_ships_to_a_worker_that_cannot_see_the_repository(
-        tmp_path: Path, broker: str, worker_env: dict[str, str]) -> None:
+    tmp_path: Path, broker: str, worker_env: dict[str, str]
+) -> None:
     repo = project(tmp_path / "laptop" / "app")
     # Unstaged: a second unused import the user has not committed or staged.
-    repo.write("src/calc.py",
-               "import heapq\nimport zipfile\n\n\ndef add(a, b):\n    return a + b\n")
-    submit = cli("verify", str(repo.path), "--scope=unstaged", f"--broker={broker}", "--no-wait",
-                 f"--store={worker_env['VERIFY_DAG_STORE']}")
+    repo.write(
+        "src/calc.py", "import heapq\nimport zipfile\n\n\ndef add(a, b):\n    return a + b\n"
+    )
+    submit = cli(
+        "verify",
+        str(repo.path),
+        "--scope=unstaged",
+        f"--broker={broker}",
+        "--no-wait",
+        f"--store={worker_env['VERIFY_DAG_STORE']}",
+    )
     assert submit.returncode == 0, submit.stderr
     run_id = submit.stdout.strip()
     # The laptop goes away before any worker starts: only the bundle is left.
@@ -193,13 +214,14 @@ def test_uncommitted_run_ships_to_a_worker_that_cannot_see_the_repository(
 
 
 def test_backend_table_is_read_from_the_commit_in_a_bare_copy(
-        remote: tuple[Repo, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    remote: tuple[Repo, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from verify_dag import backends
     from verify_dag.reviewers import runner
 
     work, _server = remote
     # timeout: one of the keys a repository may set (a backend it may not: test_repo_settings).
-    work.write("pyproject.toml", '[tool.verify-dag]\ntimeout = 45\n')
+    work.write("pyproject.toml", "[tool.verify-dag]\ntimeout = 45\n")
     work.commit("backend")
     bare = repos.mirror(work.path.as_uri(), refresh=True, need=[])
     request = VerifyRequest(repo=str(bare), scope="all")

@@ -14,13 +14,24 @@ from fakes import install
 from verify_dag.cli import main
 from verify_dag.report import markdown, validate
 
-REPLY = json.dumps({"findings": [
-    {"title": "mul is off by one", "severity": 8, "location": "src/calc.py:10",
-     "category": "correctness", "description": "mul adds 1 to the product."},
-]}) + ("\nREAFFIRMED: F-1 — unchanged since delta base"
-       "\nREAFFIRMED: F-3 — also unchanged"
-       "\nREOPENED: F-2 — test_mul now fails"
-       "\nDEFERRED_TO_EPIC: #47 — pagination belongs to the export issue\n")
+REPLY = json.dumps(
+    {
+        "findings": [
+            {
+                "title": "mul is off by one",
+                "severity": 8,
+                "location": "src/calc.py:10",
+                "category": "correctness",
+                "description": "mul adds 1 to the product.",
+            },
+        ]
+    }
+) + (
+    "\nREAFFIRMED: F-1 — unchanged since delta base"
+    "\nREAFFIRMED: F-3 — also unchanged"
+    "\nREOPENED: F-2 — test_mul now fails"
+    "\nDEFERRED_TO_EPIC: #47 — pagination belongs to the export issue\n"
+)
 
 
 @pytest.fixture
@@ -47,8 +58,17 @@ def calls(bin_dir: Path) -> list[dict[str, Any]]:
 
 def run(repo: Repo, tmp_path: Path, *flags: str) -> tuple[int, dict[str, Any]]:
     out = tmp_path / f"r{len(list(tmp_path.glob('r*.json')))}.json"
-    rc = main(["verify", str(repo.path), "--scope=branch", "--base=base", *flags,
-               "--format=json", f"--output={out}"])
+    rc = main(
+        [
+            "verify",
+            str(repo.path),
+            "--scope=branch",
+            "--base=base",
+            *flags,
+            "--format=json",
+            f"--output={out}",
+        ]
+    )
     doc = json.loads(out.read_text(encoding="utf-8"))
     validate(doc)
     return rc, doc
@@ -58,8 +78,9 @@ def result(doc: dict[str, Any], skill: str) -> dict[str, Any]:
     return next(s for s in doc["skillResults"] if s["skill"] == skill)
 
 
-def test_light_picks_codex_reviewer_when_codex_is_on_path(scenario: Repo, tmp_path: Path,
-                                                          fake: Path) -> None:
+def test_light_picks_codex_reviewer_when_codex_is_on_path(
+    scenario: Repo, tmp_path: Path, fake: Path
+) -> None:
     install(fake, ["codex"])
     _, doc = run(scenario, tmp_path)
     assert result(doc, "codex-reviewer")["status"] == "COMPLETED"
@@ -75,14 +96,17 @@ def test_light_picks_codex_reviewer_when_codex_is_on_path(scenario: Repo, tmp_pa
 
 
 def test_light_falls_back_to_reviewer_on_the_configured_backend(
-        scenario: Repo, tmp_path: Path, fake: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    scenario: Repo, tmp_path: Path, fake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     install(fake, ["claude"])
     monkeypatch.setenv("VERIFY_DAG_BACKEND", "claude")
     _, doc = run(scenario, tmp_path)
     assert result(doc, "reviewer")["status"] == "COMPLETED"
     assert result(doc, "codex-reviewer") == {
-        "skill": "codex-reviewer", "status": "SKIPPED",
-        "notes": "not in light composition"}
+        "skill": "codex-reviewer",
+        "status": "SKIPPED",
+        "notes": "not in light composition",
+    }
     assert "(Codex unavailable)" in result(doc, "reviewer")["notes"]
     (call,) = calls(fake)
     assert call["name"] == "claude" and "-p" in call["argv"]
@@ -90,7 +114,8 @@ def test_light_falls_back_to_reviewer_on_the_configured_backend(
 
 
 def test_no_backend_says_which_review_did_not_run_and_how_to_configure(
-        scenario: Repo, tmp_path: Path, fake: Path) -> None:
+    scenario: Repo, tmp_path: Path, fake: Path
+) -> None:
     _, doc = run(scenario, tmp_path)
     reviewer = result(doc, "reviewer")
     assert reviewer["status"] == "NOT_RUN"
@@ -99,15 +124,24 @@ def test_no_backend_says_which_review_did_not_run_and_how_to_configure(
     assert "**Not run:** reviewer" in markdown(doc)
 
 
-@pytest.mark.parametrize(("mode", "status", "needle"), [
-    ("hang", "NOT_RUN", "timeout"),
-    ("rate-limit", "NOT_RUN", "rate_limited"),
-    ("garbage", "NOT_RUN", "unparseable"),
-    ("empty", "NOT_RUN", "empty"),
-])
-def test_backend_failures_are_never_completed(scenario: Repo, tmp_path: Path, fake: Path,
-                                              monkeypatch: pytest.MonkeyPatch, mode: str,
-                                              status: str, needle: str) -> None:
+@pytest.mark.parametrize(
+    ("mode", "status", "needle"),
+    [
+        ("hang", "NOT_RUN", "timeout"),
+        ("rate-limit", "NOT_RUN", "rate_limited"),
+        ("garbage", "NOT_RUN", "unparseable"),
+        ("empty", "NOT_RUN", "empty"),
+    ],
+)
+def test_backend_failures_are_never_completed(
+    scenario: Repo,
+    tmp_path: Path,
+    fake: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+    status: str,
+    needle: str,
+) -> None:
     install(fake, ["claude"])
     monkeypatch.setenv("VERIFY_DAG_BACKEND", "claude")
     monkeypatch.setenv("VERIFY_DAG_MODEL_TIMEOUT", "2")
@@ -118,8 +152,9 @@ def test_backend_failures_are_never_completed(scenario: Repo, tmp_path: Path, fa
     assert not any("reviewer" in i["sources"] for i in doc["issues"])
 
 
-def test_codex_without_auth_is_blocked_prominently(scenario: Repo, tmp_path: Path, fake: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_codex_without_auth_is_blocked_prominently(
+    scenario: Repo, tmp_path: Path, fake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     install(fake, ["codex"])
     monkeypatch.setenv("FAKE_MODEL_MODE", "auth")
     _, doc = run(scenario, tmp_path)
@@ -128,13 +163,27 @@ def test_codex_without_auth_is_blocked_prominently(scenario: Repo, tmp_path: Pat
     assert "BLOCKED" in markdown(doc).split("## Issues Found")[0]
 
 
-def test_deep_runs_the_full_composition(scenario: Repo, tmp_path: Path, fake: Path,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_deep_runs_the_full_composition(
+    scenario: Repo, tmp_path: Path, fake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     install(fake, ["claude"])
     monkeypatch.setenv("VERIFY_DAG_BACKEND", "claude")
-    monkeypatch.setenv("FAKE_MODEL_REPLY", json.dumps({"findings": [
-        {"title": "Stale comment", "severity": 2, "location": "src/calc.py:9",
-         "category": "comment", "description": "delete"}]}))
+    monkeypatch.setenv(
+        "FAKE_MODEL_REPLY",
+        json.dumps(
+            {
+                "findings": [
+                    {
+                        "title": "Stale comment",
+                        "severity": 2,
+                        "location": "src/calc.py:9",
+                        "category": "comment",
+                        "description": "delete",
+                    }
+                ]
+            }
+        ),
+    )
     _, doc = run(scenario, tmp_path, "--depth=deep")
     statuses = {s["skill"]: s["status"] for s in doc["skillResults"]}
     for name in ("reviewer", "comment-review", "qa"):
@@ -160,26 +209,65 @@ def test_scope_all_skips_codex(scenario: Repo, tmp_path: Path, fake: Path) -> No
     assert calls(fake) == []
 
 
-def test_ledger_epic_and_plan_reach_the_report(scenario: Repo, tmp_path: Path, fake: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ledger_epic_and_plan_reach_the_report(
+    scenario: Repo, tmp_path: Path, fake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     install(fake, ["claude"])
     monkeypatch.setenv("VERIFY_DAG_BACKEND", "claude")
     ledger = tmp_path / "ledger.json"
-    ledger.write_text(json.dumps({"schemaVersion": 1, "findings": [
-        {"id": "F-1", "skill": "reviewer", "title": "old thing", "severity": 4,
-         "disposition": "accepted", "location": "src/calc.py:4", "rootCause": "x", "reason": "y"},
-        {"id": "F-2", "skill": "tester", "title": "flaky", "severity": 6,
-         "disposition": "open", "location": None, "rootCause": "z", "reason": "w"},
-        {"id": "F-3", "skill": "reviewer", "title": "gone", "severity": 3,
-         "disposition": "fixed", "location": None, "rootCause": "", "reason": ""},
-    ]}), encoding="utf-8")
+    ledger.write_text(
+        json.dumps(
+            {
+                "schemaVersion": 1,
+                "findings": [
+                    {
+                        "id": "F-1",
+                        "skill": "reviewer",
+                        "title": "old thing",
+                        "severity": 4,
+                        "disposition": "accepted",
+                        "location": "src/calc.py:4",
+                        "rootCause": "x",
+                        "reason": "y",
+                    },
+                    {
+                        "id": "F-2",
+                        "skill": "tester",
+                        "title": "flaky",
+                        "severity": 6,
+                        "disposition": "open",
+                        "location": None,
+                        "rootCause": "z",
+                        "reason": "w",
+                    },
+                    {
+                        "id": "F-3",
+                        "skill": "reviewer",
+                        "title": "gone",
+                        "severity": 3,
+                        "disposition": "fixed",
+                        "location": None,
+                        "rootCause": "",
+                        "reason": "",
+                    },
+                ],
+            }
+        ),
+        encoding="utf-8",
+    )
     epic = tmp_path / "epic.md"
     epic.write_text("Done: #45. This issue: #46. Remaining: #47 export pagination.\n")
     plan = tmp_path / "plan.md"
     plan.write_text("## Phase 1\nadd mul\n## Phase 2\nadd div\n")
     first = scenario.git("rev-parse", "HEAD~1")
-    _, doc = run(scenario, tmp_path, f"--ledger={ledger}", f"--since={first}",
-                 f"--epic-context={epic}", f"--plan-file={plan}")
+    _, doc = run(
+        scenario,
+        tmp_path,
+        f"--ledger={ledger}",
+        f"--since={first}",
+        f"--epic-context={epic}",
+        f"--plan-file={plan}",
+    )
     known = doc["knownFindings"]
     assert known["supplied"] == 3
     assert known["reaffirmed"][0]["id"] == "F-1" and known["reopened"][0]["id"] == "F-2"
@@ -187,8 +275,11 @@ def test_ledger_epic_and_plan_reach_the_report(scenario: Repo, tmp_path: Path, f
     assert {(r["id"], r["known"]) for r in known["reaffirmed"]} == {("F-1", True), ("F-3", False)}
     md = markdown(doc)
     assert "## Known Findings" in md and "| F-3 (**not in KNOWN FINDINGS**) | REAFFIRMED |" in md
-    assert {"issue": "#47", "item": "pagination belongs to the export issue",
-            "source": "reviewer"} in doc["deferredToEpic"]
+    assert {
+        "issue": "#47",
+        "item": "pagination belongs to the export issue",
+        "source": "reviewer",
+    } in doc["deferredToEpic"]
     assert not any("pagination" in i["title"] for i in doc["issues"])
     plan_issue = next(i for i in doc["issues"] if i["sources"] == ["plan-completeness"])
     assert plan_issue["severity"] == 8 and plan_issue["location"] is None
@@ -201,13 +292,30 @@ def test_ledger_epic_and_plan_reach_the_report(scenario: Repo, tmp_path: Path, f
 
 
 def test_no_carry_forward_keeps_the_ledger_for_reporting_only(
-        scenario: Repo, tmp_path: Path, fake: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    scenario: Repo, tmp_path: Path, fake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     install(fake, ["claude"])
     monkeypatch.setenv("VERIFY_DAG_BACKEND", "claude")
     ledger = tmp_path / "ledger.json"
-    ledger.write_text(json.dumps({"schemaVersion": 1, "findings": [
-        {"id": "F-1", "skill": "reviewer", "title": "old", "severity": 4,
-         "disposition": "accepted", "location": None, "rootCause": "", "reason": ""}]}))
+    ledger.write_text(
+        json.dumps(
+            {
+                "schemaVersion": 1,
+                "findings": [
+                    {
+                        "id": "F-1",
+                        "skill": "reviewer",
+                        "title": "old",
+                        "severity": 4,
+                        "disposition": "accepted",
+                        "location": None,
+                        "rootCause": "",
+                        "reason": "",
+                    }
+                ],
+            }
+        )
+    )
     _, doc = run(scenario, tmp_path, f"--ledger={ledger}", "--no-carry-forward")
     # The reply still says REAFFIRMED/REOPENED/DEFERRED_TO_EPIC, but the reviewer was given no
     # carry-forward rules and no epic: none of it is a decision those inputs produced.
@@ -236,8 +344,11 @@ def test_patch_construction_failure_is_not_a_review(tmp_path: Path, fake: Path) 
 
 
 def test_triage_result_reaches_the_json(scenario: Repo, tmp_path: Path, fake: Path) -> None:
-    scenario.write("src/cli.py", 'import argparse\n\np = argparse.ArgumentParser()\n'
-                   'p.add_argument("--n", help="how many widgets to make")\n')
+    scenario.write(
+        "src/cli.py",
+        "import argparse\n\np = argparse.ArgumentParser()\n"
+        'p.add_argument("--n", help="how many widgets to make")\n',
+    )
     scenario.commit("cli")
     _, light = run(scenario, tmp_path)
     assert light["triage"]["jobB"] is False and light["triage"]["gating"] == {}
@@ -253,7 +364,8 @@ def test_triage_result_reaches_the_json(scenario: Repo, tmp_path: Path, fake: Pa
 
 
 def test_a_backend_that_echoes_the_prompt_did_not_review(
-        scenario: Repo, tmp_path: Path, fake: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    scenario: Repo, tmp_path: Path, fake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # `cat` as the command backend: its reply is the prompt, example finding included.
     monkeypatch.setenv("VERIFY_DAG_BACKEND", "command")
     monkeypatch.setenv("VERIFY_DAG_BACKEND_COMMAND", "cat")

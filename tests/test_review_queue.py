@@ -35,14 +35,23 @@ def review_fleet(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
     calls = tmp_path / "model-calls.jsonl"
     bin_dir = tmp_path / "fakebin"
     install(bin_dir, ["claude"])
-    base = {k: v for k, v in os.environ.items()
-            if not k.startswith(("VERIFY_DAG_BACKEND", "FAKE_MODEL_"))}
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("VERIFY_DAG_BACKEND", "FAKE_MODEL_"))
+    }
     base["VERIFY_DAG_STORE"] = str(tmp_path / "store")
     base["VERIFY_DAG_MIRRORS"] = str(tmp_path / "mirrors")
-    reviewer_env = {**base, "PATH": f"{bin_dir}{os.pathsep}{base['PATH']}",
-                    "VERIFY_DAG_BACKEND": "claude", "FAKE_MODEL_LOG": str(calls)}
-    with workers(broker, ["w1"], log_dir, base, queues={"w1": "git,static,test,exercise"}), \
-            workers(broker, ["w2"], log_dir, reviewer_env, queues={"w2": "review"}):
+    reviewer_env = {
+        **base,
+        "PATH": f"{bin_dir}{os.pathsep}{base['PATH']}",
+        "VERIFY_DAG_BACKEND": "claude",
+        "FAKE_MODEL_LOG": str(calls),
+    }
+    with (
+        workers(broker, ["w1"], log_dir, base, queues={"w1": "git,static,test,exercise"}),
+        workers(broker, ["w2"], log_dir, reviewer_env, queues={"w2": "review"}),
+    ):
         yield broker, calls, log_dir
     fresh_db(DB)
 
@@ -53,15 +62,32 @@ def _calls(path: Path) -> list[dict[str, object]]:
 
 @pytest.mark.redis
 def test_reviewers_run_on_the_review_queue_and_answer_once_per_task_id(
-        tmp_path: Path, review_fleet: tuple[str, Path, Path]) -> None:
+    tmp_path: Path, review_fleet: tuple[str, Path, Path]
+) -> None:
     broker, calls, log_dir = review_fleet
     repo: Repo = make_scenario(tmp_path / "scenario")
     out = tmp_path / "r.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("VERIFY_DAG_BACKEND")}
     proc = subprocess.run(
-        [sys.executable, "-m", "verify_dag.cli", "verify", str(repo.path), "--scope=branch",
-         "--base=base", "--broker", broker, "--format=json", f"--output={out}", "--timeout=120"],
-        env=env, capture_output=True, text=True, timeout=180)
+        [
+            sys.executable,
+            "-m",
+            "verify_dag.cli",
+            "verify",
+            str(repo.path),
+            "--scope=branch",
+            "--base=base",
+            "--broker",
+            broker,
+            "--format=json",
+            f"--output={out}",
+            "--timeout=120",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert proc.returncode == 1, proc.stderr + logs(log_dir)
     doc = json.loads(out.read_text())
     reviewer = next(r for r in doc["skillResults"] if r["skill"] == "reviewer")
@@ -74,8 +100,9 @@ def test_reviewers_run_on_the_review_queue_and_answer_once_per_task_id(
 
     # The same reviewer task delivered twice under one id (a worker died after finishing it, say):
     # the second delivery returns the stored answer and the model is not asked again.
-    request = scope.validate_request(VerifyRequest(repo=str(repo.path), scope="branch",
-                                                   base="base"))
+    request = scope.validate_request(
+        VerifyRequest(repo=str(repo.path), scope="branch", base="base")
+    )
     state = RunState(run_id="again", request=request, scope=scope.run(request))
     client = Celery(broker=broker, backend=broker)
     sig = client.signature("verify_dag.review.reviewer", queue="review")
@@ -91,6 +118,7 @@ def test_reviewers_run_on_the_review_queue_and_answer_once_per_task_id(
         assert time.monotonic() < deadline, logs(log_dir)
         time.sleep(0.1)
     assert len(_calls(calls)) == 2  # the verify run's call and the first delivery's, no third
-    assert client.AsyncResult("one-reviewer-id").get(timeout=10,
-                                                     disable_sync_subtasks=False) == answer
+    assert (
+        client.AsyncResult("one-reviewer-id").get(timeout=10, disable_sync_subtasks=False) == answer
+    )
     assert answer[0]["skill"] == "reviewer" and answer[0]["status"] == "COMPLETED"

@@ -92,27 +92,52 @@ def test_attack():
 '''
 
 
-def attacker(path: Path, *, broker: tuple[str, int, int] | None = None,
-             targets: tuple[str, ...] = ()) -> Repo:
+def attacker(
+    path: Path, *, broker: tuple[str, int, int] | None = None, targets: tuple[str, ...] = ()
+) -> Repo:
     repo = make_repo(path)
     repo.write("pyproject.toml", '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
     repo.write("tests/test_attack.py", "def test_nothing():\n    pass\n")
     repo.commit("base")
     repo.git("tag", "base")
-    repo.write("tests/test_attack.py", PROBE.format(broker=broker, targets=list(targets),
-                                                    canary=CANARY))
+    repo.write(
+        "tests/test_attack.py", PROBE.format(broker=broker, targets=list(targets), canary=CANARY)
+    )
     repo.commit("attack")
     return repo
 
 
-def verify(repo: Repo, out: Path, *flags: str, env: dict[str, str] | None = None,
-           ) -> tuple[int, dict[str, Any], str]:
+def verify(
+    repo: Repo,
+    out: Path,
+    *flags: str,
+    env: dict[str, str] | None = None,
+) -> tuple[int, dict[str, Any], str]:
     proc = subprocess.run(
-        [sys.executable, "-m", "verify_dag.cli", "verify", str(repo.path), "--scope=branch",
-         "--base=base", "--depth=light", "--format=json", f"--output={out}", "--timeout=240",
-         *flags], capture_output=True, text=True, timeout=300, env=env)
-    doc = json.loads(out.read_text(encoding="utf-8")) if out.suffix == ".json" and out.is_file(
-        ) else {}
+        [
+            sys.executable,
+            "-m",
+            "verify_dag.cli",
+            "verify",
+            str(repo.path),
+            "--scope=branch",
+            "--base=base",
+            "--depth=light",
+            "--format=json",
+            f"--output={out}",
+            "--timeout=240",
+            *flags,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    doc = (
+        json.loads(out.read_text(encoding="utf-8"))
+        if out.suffix == ".json" and out.is_file()
+        else {}
+    )
     if doc:
         report.validate(doc)
     return proc.returncode, doc, proc.stderr
@@ -132,13 +157,15 @@ def need_bubblewrap() -> None:
 
 # --- on real workers over Redis -----------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def broker() -> str:
     return fresh_db(12)
 
 
 def test_a_suite_cannot_read_the_worker_reach_the_broker_or_forge_a_result(
-        tmp_path: Path, broker: str) -> None:
+    tmp_path: Path, broker: str
+) -> None:
     """The forgery of issue 11, step by step: each step fails, and the victim's report is its
     own (its failing test and its exit code)."""
     need_bubblewrap()
@@ -167,8 +194,10 @@ def test_a_suite_cannot_read_the_worker_reach_the_broker_or_forge_a_result(
 
 # --- embedded ---------------------------------------------------------------------------------
 
+
 def test_writes_outside_the_checkout_change_nothing_another_run_sees(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Cached environments, the store, the mirrors, verify-dag's own installation (a .pth would
     run in every later verify-dag process) and the user's .git/config stay as they were."""
     need_bubblewrap()
@@ -209,7 +238,9 @@ def test_a_daemon_and_children_a_conftest_starts_are_gone_after_the_run(tmp_path
     repo.commit("base")
     repo.git("tag", "base")
     # A double-forked daemon in a session of its own, and 200 children: all outlive pytest.
-    repo.write("tests/conftest.py", '''\
+    repo.write(
+        "tests/conftest.py",
+        """\
 import os, subprocess
 
 if os.fork() == 0:
@@ -219,7 +250,8 @@ if os.fork() == 0:
     os._exit(0)
 for _ in range(200):
     subprocess.Popen(["sleep", "3600.5152"], start_new_session=True)
-''')
+""",
+    )
     repo.commit("conftest")
     _rc, doc, err = verify(repo, tmp_path / "out.json")
     assert suite_result(doc)["status"] == "PASSED", (suite_result(doc), err)
@@ -229,10 +261,9 @@ for _ in range(200):
     assert left == []
 
 
-
-
-def test_the_unshare_fallback_still_hides_other_processes(tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_unshare_fallback_still_hides_other_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Without bubblewrap: own PID namespace and /proc, and the report says the file system was
     not protected."""
     monkeypatch.setenv(sandbox.MODE_ENV, "unshare")
@@ -245,18 +276,31 @@ def test_the_unshare_fallback_still_hides_other_processes(tmp_path: Path,
 
 
 def test_require_sandbox_refuses_a_host_without_bubblewrap(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-        ) -> None:
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     monkeypatch.setenv(sandbox.MODE_ENV, "none")
     repo = attacker(tmp_path / "attacker")
-    rc = cli.main(["verify", str(repo.path), "--scope=branch", "--base=base", "--depth=light",
-                   "--require-sandbox", f"--output={tmp_path / 'out.md'}"])
+    rc = cli.main(
+        [
+            "verify",
+            str(repo.path),
+            "--scope=branch",
+            "--base=base",
+            "--depth=light",
+            "--require-sandbox",
+            f"--output={tmp_path / 'out.md'}",
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 3
-    assert err == ["verify-dag: error: repository code must run in a bubblewrap sandbox "
-                   "(--require-sandbox or VERIFY_DAG_REQUIRE_SANDBOX) and this host offers none "
-                   "(install bubblewrap (Debian: apt-get install bubblewrap) on the worker "
-                   "hosts)"]
+    assert err == [
+        "verify-dag: error: repository code must run in a bubblewrap sandbox "
+        "(--require-sandbox or VERIFY_DAG_REQUIRE_SANDBOX) and this host offers none "
+        "(install bubblewrap (Debian: apt-get install bubblewrap) on the worker "
+        "hosts)"
+    ]
     assert not (tmp_path / "out.md").exists()
 
 
@@ -275,8 +319,7 @@ def test_each_skill_says_which_isolation_its_repository_code_ran_under(tmp_path:
 
 
 @pytest.mark.parametrize("mode", ["bubblewrap", "none"])
-def test_a_killed_workers_suite_does_not_outlive_it(tmp_path: Path, broker: str,
-                                                    mode: str) -> None:
+def test_a_killed_workers_suite_does_not_outlive_it(tmp_path: Path, broker: str, mode: str) -> None:
     """SIGKILL a worker (its whole process group) while its suite runs: the suite goes with it
     (bubblewrap dies with its parent), or, where nothing can tie it to the worker (no sandbox
     on the host), the next worker that starts there kills it."""
@@ -286,16 +329,33 @@ def test_a_killed_workers_suite_does_not_outlive_it(tmp_path: Path, broker: str,
     repo.write("tests/test_slow.py", "def test_slow():\n    pass\n")
     repo.commit("base")
     repo.git("tag", "base")
-    repo.write("tests/test_slow.py", "import subprocess\n\n\ndef test_slow():\n"
-               f"    subprocess.run(['sleep', '3600.{mode == 'none':d}717'])\n")
+    repo.write(
+        "tests/test_slow.py",
+        "import subprocess\n\n\ndef test_slow():\n"
+        f"    subprocess.run(['sleep', '3600.{mode == 'none':d}717'])\n",
+    )
     repo.commit("slow")
     needle = f"sleep 3600.{mode == 'none':d}717"
     env = {k: v for k, v in os.environ.items() if k != "VERIFY_DAG_BROKER_URL"}
     env.update({"VERIFY_DAG_STORE": str(tmp_path / "store"), sandbox.MODE_ENV: mode})
     submitted = subprocess.run(
-        [sys.executable, "-m", "verify_dag.cli", "verify", str(repo.path), "--scope=branch",
-         "--base=base", "--depth=light", f"--broker={broker}", "--no-wait"],
-        capture_output=True, text=True, timeout=120, env=env)
+        [
+            sys.executable,
+            "-m",
+            "verify_dag.cli",
+            "verify",
+            str(repo.path),
+            "--scope=branch",
+            "--base=base",
+            "--depth=light",
+            f"--broker={broker}",
+            "--no-wait",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert submitted.returncode == 0, submitted.stderr
     try:
         with workers(broker, ["doomed"], tmp_path / "logs", env) as (proc,):
@@ -322,23 +382,31 @@ def test_a_killed_workers_suite_does_not_outlive_it(tmp_path: Path, broker: str,
 
 def test_a_worker_set_to_require_the_sandbox_refuses_to_start_without_it(broker: str) -> None:
     env = {**os.environ, sandbox.REQUIRE_ENV: "1", sandbox.MODE_ENV: "none"}
-    proc = subprocess.run([sys.executable, "-m", "verify_dag.cli", "worker", "--broker", broker],
-                          capture_output=True, text=True, timeout=60, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "verify_dag.cli", "worker", "--broker", broker],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert proc.returncode == 3
     assert proc.stderr.splitlines() == [
         "verify-dag: error: repository code must run in a bubblewrap sandbox (--require-sandbox "
         "or VERIFY_DAG_REQUIRE_SANDBOX) and this host offers none (install bubblewrap (Debian: "
-        "apt-get install bubblewrap) on the worker hosts)"]
+        "apt-get install bubblewrap) on the worker hosts)"
+    ]
 
 
-def test_require_sandbox_on_a_broker_stops_at_a_worker_without_it(tmp_path: Path,
-                                                                 broker: str) -> None:
+def test_require_sandbox_on_a_broker_stops_at_a_worker_without_it(
+    tmp_path: Path, broker: str
+) -> None:
     repo = attacker(tmp_path / "attacker")
     env = {k: v for k, v in os.environ.items() if k != "VERIFY_DAG_BROKER_URL"}
     env.update({"VERIFY_DAG_STORE": str(tmp_path / "store"), sandbox.MODE_ENV: "none"})
     with workers(broker, ["unsandboxed"], tmp_path / "logs", env):
-        rc, doc, err = verify(repo, tmp_path / "out.json", f"--broker={broker}",
-                              "--require-sandbox")
+        rc, doc, err = verify(
+            repo, tmp_path / "out.json", f"--broker={broker}", "--require-sandbox"
+        )
     assert rc == 3, err
     assert doc["status"] == "error"
     assert "must run in a bubblewrap sandbox" in doc["error"]["message"]

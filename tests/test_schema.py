@@ -33,13 +33,20 @@ Doc = dict[str, Any]
 
 def sample() -> Doc:
     """A small ok report with one issue that has a line range, made by the real builder."""
-    bug = Finding(title="Off by one", severity=8, description="last page dropped",
-                  source="reviewer", issue_class="correctness",
-                  location=Location(path="src/a.py", line=27, end_line=36))
+    bug = Finding(
+        title="Off by one",
+        severity=8,
+        description="last page dropped",
+        source="reviewer",
+        issue_class="correctness",
+        location=Location(path="src/a.py", line=27, end_line=36),
+    )
     state = RunState(
-        run_id="r1", request=VerifyRequest(repo="/srv/repo", scope="branch", base="origin/main"),
+        run_id="r1",
+        request=VerifyRequest(repo="/srv/repo", scope="branch", base="origin/main"),
         scope=Scope(mode="branch", base_ref="origin/main", merge_base=SHA, head_sha=SHA),
-        engineer=EngineerContext(), toolchain=Toolchain(),
+        engineer=EngineerContext(),
+        toolchain=Toolchain(),
         static=SkillOutcome(skill="static-analysis", status="COMPLETED"),
         outcomes=(SkillOutcome(skill="reviewer", status="COMPLETED", findings=(bug,)),),
     )
@@ -92,7 +99,8 @@ def _delete(path: str) -> Callable[[Doc], None]:
 
 INVALID: dict[str, Callable[[Doc], None]] = {
     "findings location with endLine": _set(
-        "findings.0.location", {"path": "src/a.py", "line": 27, "endLine": 36}),
+        "findings.0.location", {"path": "src/a.py", "line": 27, "endLine": 36}
+    ),
     "findings location empty object": _set("findings.0.location", {}),
     "findings location prose": _set("findings.0.location", "src/a.py:27"),
     "finding with an id": _set("findings.0.id", "VI-1"),
@@ -108,13 +116,16 @@ INVALID: dict[str, Callable[[Doc], None]] = {
     "severity 11": _set("issues.0.severity", 11),
     "missing depth": _delete("scope.depth"),
     "missing includedFiles": _delete("scope.includedFiles"),
-    "bad line range": _set("scope.includedFiles", [{"path": "a", "status": "modified",
-                                                    "lines": ["lines 3 to 4"]}]),
+    "bad line range": _set(
+        "scope.includedFiles", [{"path": "a", "status": "modified", "lines": ["lines 3 to 4"]}]
+    ),
     "short merge base": _set("scope.mergeBase", "abc123"),
-    "exerciser status with a space": _set("exerciserVerification", [
-        {"issue": "VI-1", "status": "NOT REPRODUCED", "evidence": "x"}]),
-    "exerciser entry without evidence": _set("exerciserVerification", [
-        {"issue": "VI-1", "status": "CONFIRMED"}]),
+    "exerciser status with a space": _set(
+        "exerciserVerification", [{"issue": "VI-1", "status": "NOT REPRODUCED", "evidence": "x"}]
+    ),
+    "exerciser entry without evidence": _set(
+        "exerciserVerification", [{"issue": "VI-1", "status": "CONFIRMED"}]
+    ),
     "customGates without review": _delete("customGates.review"),
     "error without message": _set("error", {"code": "X"}),
     "ok with an error object": _set("error", {"code": "X", "message": "y"}),

@@ -71,28 +71,32 @@ def test_validate_rejects_non_git_and_empty_repos(tmp_path: Path, repo: Repo) ->
         phase.run(_req(repo))
 
 
-@pytest.mark.parametrize("kw, message", [
-    ({"scope": "staged", "base": "main"}, "--base is only valid with --scope=branch"),
-    ({"base": "main"}, "--base is only valid with --scope=branch"),
-    ({"scope": "all", "base": "main"}, "--base is only valid"),
-    ({"scope": "branch", "base": "-x"}, "invalid --base ref"),
-    ({"scope": "branch", "base": "a..b"}, "invalid --base ref"),
-    ({"since": "HEAD"}, "--since requires --ledger"),
-    ({"scope": "staged", "files": ("a.py",)}, "choose one of"),
-    ({"files": ("a.py",), "module": "src"}, "choose one of"),
-    ({"scope": "module"}, "--scope=module needs --module"),
-    ({"files": ("../x",)}, "outside the repository"),
-    ({"files": ("src/../../x",)}, "outside the repository"),
-    ({"files": ("/etc/passwd",)}, "outside the repository"),
-    ({"files": (".git/config",)}, "outside the repository"),
-    ({"files": ("link-out",)}, "outside the repository"),
-    ({"module": "link-out"}, "outside the repository"),
-    ({"files": ("missing.py",)}, "does not exist"),
-    ({"module": "missing"}, "does not exist"),
-    ({"files": ("src",)}, "not a file"),
-])
-def test_validate_usage_errors(repo: Repo, tmp_path: Path, kw: dict[str, Any],
-                               message: str) -> None:
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        ({"scope": "staged", "base": "main"}, "--base is only valid with --scope=branch"),
+        ({"base": "main"}, "--base is only valid with --scope=branch"),
+        ({"scope": "all", "base": "main"}, "--base is only valid"),
+        ({"scope": "branch", "base": "-x"}, "invalid --base ref"),
+        ({"scope": "branch", "base": "a..b"}, "invalid --base ref"),
+        ({"since": "HEAD"}, "--since requires --ledger"),
+        ({"scope": "staged", "files": ("a.py",)}, "choose one of"),
+        ({"files": ("a.py",), "module": "src"}, "choose one of"),
+        ({"scope": "module"}, "--scope=module needs --module"),
+        ({"files": ("../x",)}, "outside the repository"),
+        ({"files": ("src/../../x",)}, "outside the repository"),
+        ({"files": ("/etc/passwd",)}, "outside the repository"),
+        ({"files": (".git/config",)}, "outside the repository"),
+        ({"files": ("link-out",)}, "outside the repository"),
+        ({"module": "link-out"}, "outside the repository"),
+        ({"files": ("missing.py",)}, "does not exist"),
+        ({"module": "missing"}, "does not exist"),
+        ({"files": ("src",)}, "not a file"),
+    ],
+)
+def test_validate_usage_errors(
+    repo: Repo, tmp_path: Path, kw: dict[str, Any], message: str
+) -> None:
     repo.write("a.py", "x\n")
     repo.write("src/b.py", "y\n")
     outside = tmp_path / "outside"
@@ -107,14 +111,16 @@ def test_validate_normalises_paths(repo: Repo) -> None:
     repo.write("a.py", "x\n")
     repo.write("src/b.py", "y\n")
     repo.commit()
-    req = phase.validate_request(_req(repo.path / "src",
-                                      files=("./src/../a.py", str(repo.path / "src/b.py"))))
+    req = phase.validate_request(
+        _req(repo.path / "src", files=("./src/../a.py", str(repo.path / "src/b.py")))
+    )
     assert req.repo == str(repo.path.resolve())
     assert req.files == ("a.py", "src/b.py") and req.scope == "files"
     req = phase.validate_request(_req(repo, module="src/"))
     assert req.module == "src" and req.scope == "module"
-    req = phase.validate_request(_req(repo, scope="branch", base="HEAD~0", since="HEAD",
-                                      ledger="ledger.json"))
+    req = phase.validate_request(
+        _req(repo, scope="branch", base="HEAD~0", since="HEAD", ledger="ledger.json")
+    )
     assert req.base == "HEAD~0"
 
 
@@ -128,10 +134,15 @@ def test_staged_scope(repo: Repo) -> None:
     sc = _run(repo, scope="staged")
     assert _index(repo) == index and _status(repo) == status
     assert (sc.mode, sc.requested_mode, sc.compare_ref, sc.base_ref) == (
-        "staged", "staged", "INDEX", None)
+        "staged",
+        "staged",
+        "INDEX",
+        None,
+    )
     assert sc.head_sha == head == sc.old_commit and sc.new_commit != head
     assert [(f.path, f.status, f.lines) for f in sc.included] == [
-        ("staged.py", "modified", (LineRange(start=4, end=4),))]
+        ("staged.py", "modified", (LineRange(start=4, end=4),))
+    ]
     assert sc.path_filter == ("staged.py",)
     assert sc.diff_command == "git diff --cached -- staged.py"
     assert sc.excluded == (ALL_OTHER_FILES,)
@@ -145,12 +156,18 @@ def test_unstaged_scope(repo: Repo) -> None:
     sc = _run(repo, scope="unstaged")
     assert _index(repo) == index and _status(repo) == status
     assert (sc.mode, sc.compare_ref, sc.base_ref, sc.head_sha) == (
-        "unstaged", "WORKTREE", None, head)
+        "unstaged",
+        "WORKTREE",
+        None,
+        head,
+    )
     assert [(f.path, f.status, f.lines) for f in sc.included] == [
-        ("unstaged.py", "modified", (LineRange(start=7, end=8),))]
+        ("unstaged.py", "modified", (LineRange(start=7, end=8),))
+    ]
     assert [(e.path, e.reason) for e in sc.excluded] == [
         ("untracked.py", "untracked (not part of the unstaged diff)"),
-        (ALL_OTHER_FILES.path, ALL_OTHER_FILES.reason)]
+        (ALL_OTHER_FILES.path, ALL_OTHER_FILES.reason),
+    ]
     assert sc.old_commit is not None and sc.old_commit != head
     assert Repo(repo.path).git("rev-parse", f"{sc.new_commit}^") == sc.old_commit
     assert sc.diff_command == "git diff -- unstaged.py"
@@ -212,10 +229,17 @@ def test_all_scope(repo: Repo) -> None:
     head = repo.commit()
     sc = _run(repo, scope="all")
     assert (sc.mode, sc.new_commit, sc.old_commit, sc.excluded, sc.path_filter) == (
-        "all", head, None, (), ())
+        "all",
+        head,
+        None,
+        (),
+        (),
+    )
     assert [(f.path, f.status, f.lines, f.binary) for f in sc.included] == [
-        (".gitignore", "included", None, False), ("a.py", "included", None, False),
-        ("img.png", "included", None, True)]
+        (".gitignore", "included", None, False),
+        ("a.py", "included", None, False),
+        ("img.png", "included", None, True),
+    ]
     repo.write("a.py", "changed\n")
     repo.write("untracked.py", "u\n")
     index = _index(repo)
@@ -244,7 +268,8 @@ def test_files_and_module_scopes(repo: Repo) -> None:
     # The untracked file under the module is named as left out, not silently dropped.
     assert [(e.path, e.reason) for e in sc.excluded] == [
         ("src/untracked.py", "untracked (git add it to verify it)"),
-        (ALL_OTHER_FILES.path, ALL_OTHER_FILES.reason)]
+        (ALL_OTHER_FILES.path, ALL_OTHER_FILES.reason),
+    ]
     assert sc.path_filter == ("src",)
     sc = _run(repo, module="src/untracked.py")
     assert [f.path for f in sc.included] == ["src/untracked.py"]
@@ -255,7 +280,8 @@ def test_files_and_module_scopes(repo: Repo) -> None:
 
 
 def test_relative_paths_are_relative_to_where_the_user_stands(
-        repo: Repo, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    repo: Repo, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     repo.write("sub dir/mödule.py", "x\n")
     repo.write("sub dir/inner/b.py", "y\n")
     repo.write("top.py", "z\n")
@@ -375,7 +401,12 @@ def test_branch_without_base_is_no_base_error(tmp_path: Path) -> None:
     sc = _run(repo, scope="branch")
     assert sc.error is not None and sc.error.code == "NO_BASE"
     assert (sc.base_ref, sc.merge_base, sc.head_sha, sc.included, sc.excluded) == (
-        None, None, head, (), ())
+        None,
+        None,
+        head,
+        (),
+        (),
+    )
 
 
 def test_unknown_base_is_invalid_base(repo: Repo) -> None:
@@ -384,7 +415,13 @@ def test_unknown_base_is_invalid_base(repo: Repo) -> None:
     sc = _run(repo, scope="branch", base="origin/does-not-exist")
     assert sc.error is not None and sc.error.code == "INVALID_BASE"
     assert (sc.mode, sc.base_ref, sc.merge_base, sc.head_sha, sc.included, sc.excluded) == (
-        "branch", "origin/does-not-exist", None, head, (), ())
+        "branch",
+        "origin/does-not-exist",
+        None,
+        head,
+        (),
+        (),
+    )
 
 
 def test_unrelated_histories_fail_merge_base(repo: Repo) -> None:
@@ -460,10 +497,14 @@ def test_since_delta(repo: Repo) -> None:
     sc = _run(repo, scope="branch", since="HEAD~1", ledger="ledger.json")
     assert sc.delta_base_sha == approved
     assert [(f.path, f.status, f.lines) for f in sc.delta_files] == [
-        ("a.py", "modified", (LineRange(start=8, end=8),)), ("b.py", "added", None)]
+        ("a.py", "modified", (LineRange(start=8, end=8),)),
+        ("b.py", "added", None),
+    ]
     assert [f.path for f in sc.included] == ["a.py", "b.py"]
     assert sc.file("a.py") is not None and sc.file("a.py").lines == (  # type: ignore[union-attr]
-        LineRange(start=2, end=2), LineRange(start=8, end=8))
+        LineRange(start=2, end=2),
+        LineRange(start=8, end=8),
+    )
     meta = phase.scope_metadata(sc)
     assert f"- delta_base_sha: {approved}" in meta
     assert "- delta_files: a.py (modified), b.py (added)" in meta
@@ -500,16 +541,17 @@ def test_scope_metadata_block(repo: Repo) -> None:
     ]
     all_meta = phase.scope_metadata(_run(repo, scope="all"))
     assert "- path_filter: ALL_SCOPED_FILES" in all_meta
-    assert ("- excluded_files: untracked.py (untracked (git add it to verify it))"
-            in all_meta.splitlines())
+    assert (
+        "- excluded_files: untracked.py (untracked (git add it to verify it))"
+        in all_meta.splitlines()
+    )
     assert "ENTIRE content" in phase.scope_context(_run(repo, scope="all"))
 
 
 def test_scope_context_for_errors_and_nothing(repo: Repo) -> None:
     repo.write("a.py", "x\n")
     repo.commit()
-    assert "Nothing to verify: no staged changes" in phase.scope_context(
-        _run(repo, scope="staged"))
+    assert "Nothing to verify: no staged changes" in phase.scope_context(_run(repo, scope="staged"))
     text = phase.scope_context(_run(repo, scope="branch", base="nope"))
     assert "INVALID_BASE" in text
 

@@ -30,10 +30,14 @@ SHADOW_SCHEMA = json.loads((ROOT / "schemas/shadow.schema.json").read_text(encod
 FINDINGS_SCHEMA = json.loads((ROOT / "schemas/findings.schema.json").read_text(encoding="utf-8"))
 GOLDEN = json.loads((ROOT / "tests/golden/light_branch.json").read_text(encoding="utf-8"))
 
-CALC = ("import os\n\n\ndef add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    unused = 1\n"
-        "    return a * b + 1\n\n\ndef helper_x():\n    return 2\n")
-TESTS = ("from calc import add, mul\n\n\ndef test_add():\n    assert add(2, 2) == 4\n\n\n"
-         "def test_mul():\n    assert mul(3, 4) == 12\n")
+CALC = (
+    "import os\n\n\ndef add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    unused = 1\n"
+    "    return a * b + 1\n\n\ndef helper_x():\n    return 2\n"
+)
+TESTS = (
+    "from calc import add, mul\n\n\ndef test_add():\n    assert add(2, 2) == 4\n\n\n"
+    "def test_mul():\n    assert mul(3, 4) == 12\n"
+)
 PYPROJECT = '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["src"]\n'
 
 
@@ -62,8 +66,7 @@ def findings_file(tmp_path: Path, findings: list[dict[str, Any]], **top: Any) ->
     return path
 
 
-def v1_file(tmp_path: Path, head: str, issues: list[dict[str, Any]],
-            mode: str = "branch") -> Path:
+def v1_file(tmp_path: Path, head: str, issues: list[dict[str, Any]], mode: str = "branch") -> Path:
     """A verify JSON v1 report (the golden one, with these issues and this head)."""
     doc = copy.deepcopy(GOLDEN)
     doc["issues"] = issues
@@ -76,15 +79,30 @@ def v1_file(tmp_path: Path, head: str, issues: list[dict[str, Any]],
     return path
 
 
-def issue(n: int, title: str, path: str | None, line: int | None, sources: list[str],
-          severity: int = 7, description: str = "d") -> dict[str, Any]:
+def issue(
+    n: int,
+    title: str,
+    path: str | None,
+    line: int | None,
+    sources: list[str],
+    severity: int = 7,
+    description: str = "d",
+) -> dict[str, Any]:
     loc = None if path is None else {"path": path, **({"line": line} if line else {})}
-    return {"id": f"VI-{n}", "severity": severity, "title": title, "sources": sources,
-            "location": loc, "description": description, "class": "correctness"}
+    return {
+        "id": f"VI-{n}",
+        "severity": severity,
+        "title": title,
+        "sources": sources,
+        "location": loc,
+        "description": description,
+        "class": "correctness",
+    }
 
 
-def shadow(repo: Repo, report: Path, *flags: str,
-           capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
+def shadow(
+    repo: Repo, report: Path, *flags: str, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, dict[str, Any]]:
     rc = main(["shadow", str(report), f"--repo={repo.path}", "--format=json", *flags])
     doc: dict[str, Any] = json.loads(capsys.readouterr().out)
     Draft202012Validator(SHADOW_SCHEMA).validate(doc)
@@ -98,10 +116,13 @@ def by_id(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 # --- the verdicts, through the chord on the embedded worker ---------------------------------
 
 
-def test_a_file_that_never_existed_is_refuted(calc: Repo, tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
-    report = findings_file(tmp_path, [
-        {"id": "F-1", "title": "Division by zero in mean()", "location": "src/stats.py:3"}])
+def test_a_file_that_never_existed_is_refuted(
+    calc: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = findings_file(
+        tmp_path,
+        [{"id": "F-1", "title": "Division by zero in mean()", "location": "src/stats.py:3"}],
+    )
     rc, doc = shadow(calc, report, capsys=capsys)
     claim = by_id(doc)["F-1"]
     assert rc == 1 and doc["gate"] == "FAIL"
@@ -111,17 +132,27 @@ def test_a_file_that_never_existed_is_refuted(calc: Repo, tmp_path: Path,
     assert "no commit of its history ever had it" in claim["detail"]
     assert claim["evidence_pointer"] == f"src/stats.py@{calc.head()[:12]}"
     assert claim["evidence_base"] == "artifact-internal"
-    assert claim["claim"] == ("[F-1] src/stats.py :: Division by zero in mean() :: "
-                              "src/stats.py:3")
+    assert claim["claim"] == ("[F-1] src/stats.py :: Division by zero in mean() :: src/stats.py:3")
 
 
-def test_a_line_changed_since_the_claim_is_stale(calc: Repo, tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_line_changed_since_the_claim_is_stale(
+    calc: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A branch-scope report's head is the claims' ref; the line was edited since (here, in the
     work tree, which is what shadow verifies by default)."""
-    report = v1_file(tmp_path, calc.head(), [
-        issue(1, "ruff F841: Local variable `unused` is assigned to but never used",
-              "src/calc.py", 9, ["static-analysis"])])
+    report = v1_file(
+        tmp_path,
+        calc.head(),
+        [
+            issue(
+                1,
+                "ruff F841: Local variable `unused` is assigned to but never used",
+                "src/calc.py",
+                9,
+                ["static-analysis"],
+            )
+        ],
+    )
     calc.write("src/calc.py", CALC.replace("    unused = 1\n", "    product = a * b\n"))
     rc, doc = shadow(calc, report, capsys=capsys)
     claim = by_id(doc)["VI-1"]
@@ -136,16 +167,26 @@ def test_a_line_changed_since_the_claim_is_stale(calc: Repo, tmp_path: Path,
     assert rc == 0 and by_id(doc)["VI-1"]["verdict"] == "CONFIRMED"
 
 
-def test_moved_but_unchanged_lines_are_followed(calc: Repo, tmp_path: Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_moved_but_unchanged_lines_are_followed(
+    calc: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     first = calc.head()
     calc.write("src/calc.py", '"""Arithmetic."""\n\n' + CALC)
     calc.commit("docstring")
-    report = findings_file(tmp_path, [
-        {"id": "lint", "title": "ruff F841: Local variable `unused` is assigned to but never used",
-         "tool": "ruff", "rule": "F841", "location": {"path": "src/calc.py", "line": 9}},
-        {"id": "gone", "title": "mul has an off-by-one", "location": "src/calc.py:40"}],
-        ref=first)
+    report = findings_file(
+        tmp_path,
+        [
+            {
+                "id": "lint",
+                "title": "ruff F841: Local variable `unused` is assigned to but never used",
+                "tool": "ruff",
+                "rule": "F841",
+                "location": {"path": "src/calc.py", "line": 9},
+            },
+            {"id": "gone", "title": "mul has an off-by-one", "location": "src/calc.py:40"},
+        ],
+        ref=first,
+    )
     rc, doc = shadow(calc, report, "--all", capsys=capsys)
     lint, gone = by_id(doc)["lint"], by_id(doc)["gone"]
     assert lint["verdict"] == "CONFIRMED", lint["detail"]
@@ -155,8 +196,9 @@ def test_moved_but_unchanged_lines_are_followed(calc: Repo, tmp_path: Path,
     assert rc == 1
 
 
-def test_deleted_since_is_stale_without_a_ref(calc: Repo, tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_deleted_since_is_stale_without_a_ref(
+    calc: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     calc.write("src/old.py", "x = 1\n")
     calc.commit("old")
     calc.git("rm", "-q", "src/old.py")
@@ -169,13 +211,22 @@ def test_deleted_since_is_stale_without_a_ref(calc: Repo, tmp_path: Path,
     assert rc == 4
 
 
-def test_a_real_verify_report_reproduces(scenario: Repo, tmp_path: Path,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_real_verify_report_reproduces(
+    scenario: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The acceptance scenario's own v1 report: its ruff finding and its failing test are
     re-derived (ruff re-run, the one test re-run with pytest)."""
     out = tmp_path / "verify.json"
-    main(["verify", str(scenario.path), "--scope=branch", "--base=base", "--format=json",
-          f"--output={out}"])
+    main(
+        [
+            "verify",
+            str(scenario.path),
+            "--scope=branch",
+            "--base=base",
+            "--format=json",
+            f"--output={out}",
+        ]
+    )
     capsys.readouterr()
     rc, doc = shadow(scenario, out, "--all", capsys=capsys)
     got = {c["original"].split(":")[0]: c for c in doc["claims"]}
@@ -185,14 +236,17 @@ def test_a_real_verify_report_reproduces(scenario: Repo, tmp_path: Path,
     assert lint["evidence_base"] == "artifact-internal"  # scope guard: the rule is its referent
     assert test["verdict"] == "CONFIRMED" and test["method"] == "test"
     assert "1 failed" in test["detail"] and test["evidence_base"] == "independent-rederivation"
-    assert test["claim"] == (f"[{test['claim_id']}] tests/test_calc.py::test_mul :: fails "
-                             "when run :: tests/test_calc.py:8")
+    assert test["claim"] == (
+        f"[{test['claim_id']}] tests/test_calc.py::test_mul :: fails "
+        "when run :: tests/test_calc.py:8"
+    )
     assert doc["input"]["shape"] == "verify-report-v1" and doc["rounds"] == 1
     assert rc in (0, 4)  # a judgement finding of the report, if any, stays unverifiable
 
 
 def test_a_claim_with_no_anchor_is_unverifiable_at_once(
-        calc: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    calc: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     report = findings_file(tmp_path, [{"title": "The code base is clearly unmaintainable"}])
     rc, doc = shadow(calc, report, capsys=capsys)
     claim = doc["claims"][0]
@@ -205,12 +259,22 @@ def test_a_claim_with_no_anchor_is_unverifiable_at_once(
 
 
 def test_budget_exhausted_is_redispatched_then_escalated(
-        calc: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    calc.write("tests/test_slow.py", "import time\n\n\ndef test_slow():\n    time.sleep(30)\n"
-                                     "    assert False\n")
+    calc: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    calc.write(
+        "tests/test_slow.py",
+        "import time\n\n\ndef test_slow():\n    time.sleep(30)\n    assert False\n",
+    )
     calc.commit("slow")
-    report = findings_file(tmp_path, [{"title": "Test failed: tests/test_slow.py::test_slow",
-                                       "nodeid": "tests/test_slow.py::test_slow"}])
+    report = findings_file(
+        tmp_path,
+        [
+            {
+                "title": "Test failed: tests/test_slow.py::test_slow",
+                "nodeid": "tests/test_slow.py::test_slow",
+            }
+        ],
+    )
     start = time.monotonic()
     rc, doc = shadow(calc, report, "--budget=1.5", capsys=capsys)
     assert time.monotonic() - start < 20
@@ -222,50 +286,78 @@ def test_budget_exhausted_is_redispatched_then_escalated(
     assert "budget" in claim["detail"]
 
 
-def test_more_than_50_claims_halt(calc: Repo, tmp_path: Path,
-                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_more_than_50_claims_halt(
+    calc: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     many = [{"title": f"claim {n}", "location": f"src/calc.py:{n % 9 + 1}"} for n in range(51)]
     report = findings_file(tmp_path, many)
     rc = main(["shadow", str(report), f"--repo={calc.path}"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == claims.EXIT_SCALE == 5
-    assert err == ["verify-dag: error: 51 claims exceed the limit of 50: scope the investigation "
-                   "first (verify fewer files, or name the claims to check with "
-                   "--claims=ID,ID,...)"]
+    assert err == [
+        "verify-dag: error: 51 claims exceed the limit of 50: scope the investigation "
+        "first (verify fewer files, or name the claims to check with "
+        "--claims=ID,ID,...)"
+    ]
     # Scoped with --claims, it runs.
     rc, doc = shadow(calc, report, "--claims=C1,C2", capsys=capsys)
     assert [c["claim_id"] for c in doc["claims"]] == ["C1", "C2"]
 
 
-def test_selection_two_or_three_or_all(calc: Repo, tmp_path: Path,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
-    low = [{"id": f"L{n}", "title": f"ruff E501: line too long ({n})", "tool": "ruff",
-            "rule": "E501", "location": {"path": "src/calc.py", "line": n}, "severity": 2}
-           for n in (1, 2, 3)]
-    report = findings_file(tmp_path, [
-        *low,
-        {"id": "T", "title": "Test failed: tests/test_calc.py::test_mul",
-         "nodeid": "tests/test_calc.py::test_mul", "severity": 9},
-        {"id": "H", "title": "`helper_x` is never called", "location": "src/calc.py:13",
-         "description": "I am certain nothing calls it."},
-    ])
+def test_selection_two_or_three_or_all(
+    calc: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    low = [
+        {
+            "id": f"L{n}",
+            "title": f"ruff E501: line too long ({n})",
+            "tool": "ruff",
+            "rule": "E501",
+            "location": {"path": "src/calc.py", "line": n},
+            "severity": 2,
+        }
+        for n in (1, 2, 3)
+    ]
+    report = findings_file(
+        tmp_path,
+        [
+            *low,
+            {
+                "id": "T",
+                "title": "Test failed: tests/test_calc.py::test_mul",
+                "nodeid": "tests/test_calc.py::test_mul",
+                "severity": 9,
+            },
+            {
+                "id": "H",
+                "title": "`helper_x` is never called",
+                "location": "src/calc.py:13",
+                "description": "I am certain nothing calls it.",
+            },
+        ],
+    )
     rc, doc = shadow(calc, report, capsys=capsys)
     picked = [c["claim_id"] for c in doc["claims"] if c["selected"]]
     # T: 3 + 0 + 1 = 4; H: 0 + 2 + 2 = 4; each E501: 0. The third is below the floor.
-    assert picked == ["T", "H"] and doc["selection"] == {"mode": "stakes", "verified": 2,
-                                                         "total": 5}
+    assert picked == ["T", "H"] and doc["selection"] == {
+        "mode": "stakes",
+        "verified": 2,
+        "total": 5,
+    }
     assert {c["verdict"] for c in doc["claims"] if not c["selected"]} == {"NOT_SELECTED"}
     assert rc == 0 and doc["gate"] == "PASS"
     rc, doc = shadow(calc, report, "--all", capsys=capsys)
     assert doc["selection"]["verified"] == 5 and not any(
-        c["verdict"] == "NOT_SELECTED" for c in doc["claims"])
+        c["verdict"] == "NOT_SELECTED" for c in doc["claims"]
+    )
     assert {c["claim_id"]: c["verdict"] for c in doc["claims"]}["L1"] == "REFUTED"
 
 
 def test_selection_scoring_is_deterministic() -> None:
     def cand(n: int, title: str, severity: int | None = None, **kw: Any) -> claims.Candidate:
-        return claims.candidate(inputs.Record(id=f"C{n}", title=title, severity=severity,
-                                              path="a.py", line=1, **kw))
+        return claims.candidate(
+            inputs.Record(id=f"C{n}", title=title, severity=severity, path="a.py", line=1, **kw)
+        )
 
     a = cand(1, "ruff E501: too long", 9, tool="ruff", rule="E501")  # 3 + 0 + 0
     b = cand(2, "Race in the cache", 5)  # 1 + 0 + 2
@@ -285,30 +377,50 @@ def test_selection_scoring_is_deterministic() -> None:
 
 
 def test_claims_never_carry_the_reasoning() -> None:
-    found = inputs.parse({"findings": [{
-        "id": "R1", "title": "Clearly, `parse_row` is unused", "location": "src/io.py:7",
-        "severity": 9, "confidence": "certain", "description": "SECRET-REASONING"}]})
+    found = inputs.parse(
+        {
+            "findings": [
+                {
+                    "id": "R1",
+                    "title": "Clearly, `parse_row` is unused",
+                    "location": "src/io.py:7",
+                    "severity": 9,
+                    "confidence": "certain",
+                    "description": "SECRET-REASONING",
+                }
+            ]
+        }
+    )
     (c,) = claims.normalise(found)
     assert c.claim.kind == "unused" and c.claim.symbol == "parse_row"
     assert "SECRET-REASONING" not in c.claim.model_dump_json()
     assert "Clearly" not in c.claim.model_dump_json()
-    assert c.claim.text() == ("[R1] `parse_row` :: is not referenced anywhere but its "
-                              "definition :: src/io.py:7")
+    assert c.claim.text() == (
+        "[R1] `parse_row` :: is not referenced anywhere but its definition :: src/io.py:7"
+    )
 
 
-@pytest.mark.parametrize(("title", "kind", "field", "value"), [
-    ("ruff F401: `os` imported but unused", "static", "rule", "F401"),
-    ("Test failed: tests/t.py::test_x[a-b]", "test", "nodeid", "tests/t.py::test_x[a-b]"),
-    ("`os` imported but unused", "unused", "symbol", "os"),
-    ("unused function `load_all`", "unused", "symbol", "load_all"),
-    ("No tests cover `parse_row`", "untested", "symbol", "parse_row"),
-    ("calc.mul_all is not tested", "untested", "symbol", "mul_all"),
-    ("src/calc.py exceeds 300 lines", "size", "limit", 300),
-    ("The function is unused", "judgement", "kind", "judgement"),  # not code: judgement
-])
+@pytest.mark.parametrize(
+    ("title", "kind", "field", "value"),
+    [
+        ("ruff F401: `os` imported but unused", "static", "rule", "F401"),
+        ("Test failed: tests/t.py::test_x[a-b]", "test", "nodeid", "tests/t.py::test_x[a-b]"),
+        ("`os` imported but unused", "unused", "symbol", "os"),
+        ("unused function `load_all`", "unused", "symbol", "load_all"),
+        ("No tests cover `parse_row`", "untested", "symbol", "parse_row"),
+        ("calc.mul_all is not tested", "untested", "symbol", "mul_all"),
+        ("src/calc.py exceeds 300 lines", "size", "limit", 300),
+        ("The function is unused", "judgement", "kind", "judgement"),  # not code: judgement
+    ],
+)
 def test_kinds(title: str, kind: str, field: str, value: object) -> None:
-    record = inputs.Record(id="X", title=title, path="src/calc.py", line=2,
-                           sources=("static-analysis",) if title.startswith("ruff") else ())
+    record = inputs.Record(
+        id="X",
+        title=title,
+        path="src/calc.py",
+        line=2,
+        sources=("static-analysis",) if title.startswith("ruff") else (),
+    )
     claim = claims.candidate(record).claim
     assert claim.kind == kind and getattr(claim, field) == value
 
@@ -321,8 +433,11 @@ def test_evidence_refs() -> None:
     for other in ("GET /users", "1a2b3c4d", "https://example.com/x", "refs/heads/main"):
         assert inputs.split_ref(other) == (None, None, None)
     # An endpoint is a concrete anchor, but no file: only the model arm could weigh it.
-    (c,) = claims.normalise(inputs.parse({"findings": [
-        {"title": "GET /users leaks emails", "evidence_ref": "GET /users"}]}))
+    (c,) = claims.normalise(
+        inputs.parse(
+            {"findings": [{"title": "GET /users leaks emails", "evidence_ref": "GET /users"}]}
+        )
+    )
     assert c.unanchored is None and c.claim.path is None and c.claim.route() == "judge"
 
 
@@ -330,9 +445,18 @@ def test_evidence_refs() -> None:
 
 
 def verdict(cid: str, v: str, base: str = "artifact-internal", **kw: Any) -> ClaimVerdict:
-    return ClaimVerdict.model_validate({
-        "claim_id": cid, "verdict": v, "evidence_pointer": "a.py:1@x", "evidence_base": base,
-        "method": "model", "detail": "d", "artifact": "a.py", **kw})
+    return ClaimVerdict.model_validate(
+        {
+            "claim_id": cid,
+            "verdict": v,
+            "evidence_pointer": "a.py:1@x",
+            "evidence_base": base,
+            "method": "model",
+            "detail": "d",
+            "artifact": "a.py",
+            **kw,
+        }
+    )
 
 
 def test_composition_axis_guard() -> None:
@@ -345,8 +469,10 @@ def test_composition_axis_guard() -> None:
         "C6": verdict("C6", "CONFIRMED", "independent-rederivation", artifact="g.py"),
     }
     got = {s.claim_id: (s.verdict, s.tags) for s in merge.settle(cases, 1).settled}
-    assert got["C1"] == ("UNVERIFIED-COMPOSITION",
-                         ("[needs-human-review: composition boundary unchecked]",))
+    assert got["C1"] == (
+        "UNVERIFIED-COMPOSITION",
+        ("[needs-human-review: composition boundary unchecked]",),
+    )
     assert got["C2"][0] == "CONFIRMED"
     assert got["C3"][0] == "UNVERIFIED-COMPOSITION"
     assert got["C4"][0] == got["C6"][0] == "CONFIRMED"
@@ -355,9 +481,11 @@ def test_composition_axis_guard() -> None:
 
 
 def test_echo_chamber_guard_redispatches_then_hits_the_cap() -> None:
-    same = {"C1": verdict("C1", "CONFIRMED", boundary_checked=True),
-            "C2": verdict("C2", "REFUTED"),
-            "C3": verdict("C3", "CONFIRMED", "independent-rederivation")}
+    same = {
+        "C1": verdict("C1", "CONFIRMED", boundary_checked=True),
+        "C2": verdict("C2", "REFUTED"),
+        "C3": verdict("C3", "CONFIRMED", "independent-rederivation"),
+    }
     first = merge.settle(same, 1)
     got = {s.claim_id: s for s in first.settled}
     assert got["C1"].verdict == got["C2"].verdict == "UNVERIFIED-ECHO-CHAMBER"
@@ -365,14 +493,20 @@ def test_echo_chamber_guard_redispatches_then_hits_the_cap() -> None:
     assert got["C3"].verdict == "CONFIRMED"
     assert [(r.claim_id, r.outside) for r in first.redispatch] == [("C1", "a.py")]
     # The re-dispatched verifier read outside the artifact: the group is resolved.
-    resolved = merge.settle({**same, "C1": verdict("C1", "CONFIRMED", "independent-rederivation",
-                                                   round=2)}, 2)
+    resolved = merge.settle(
+        {**same, "C1": verdict("C1", "CONFIRMED", "independent-rederivation", round=2)}, 2
+    )
     assert {s.claim_id: s.verdict for s in resolved.settled} == {
-        "C1": "CONFIRMED", "C2": "REFUTED", "C3": "CONFIRMED"}
+        "C1": "CONFIRMED",
+        "C2": "REFUTED",
+        "C3": "CONFIRMED",
+    }
     assert resolved.redispatch == ()
     capped = {s.claim_id: s for s in merge.settle(same, 3).settled}
-    assert capped["C1"].tags[:2] == ("[needs-human-review: echo-chamber suspected]",
-                                     "[loop-cap-reached]")
+    assert capped["C1"].tags[:2] == (
+        "[needs-human-review: echo-chamber suspected]",
+        "[loop-cap-reached]",
+    )
     assert capped["C1"].escalated and merge.settle(same, 3).redispatch == ()
 
 
@@ -399,28 +533,56 @@ def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def reply(monkeypatch: pytest.MonkeyPatch, cid: str, **kw: Any) -> None:
-    monkeypatch.setenv("FAKE_MODEL_REPLY", json.dumps({
-        "claim_id": cid, "verdict": "CONFIRMED", "evidence_pointer": "src/calc.py:9",
-        "evidence_base": "artifact-internal", "files_read": ["src/calc.py"], **kw}))
+    monkeypatch.setenv(
+        "FAKE_MODEL_REPLY",
+        json.dumps(
+            {
+                "claim_id": cid,
+                "verdict": "CONFIRMED",
+                "evidence_pointer": "src/calc.py:9",
+                "evidence_base": "artifact-internal",
+                "files_read": ["src/calc.py"],
+                **kw,
+            }
+        ),
+    )
 
 
 def test_model_arm_judges_without_the_reasoning(
-        calc: Repo, tmp_path: Path, fake_claude: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    calc: Repo,
+    tmp_path: Path,
+    fake_claude: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     calc.write("src/app.py", "from calc import mul\n\nprint(mul(2, 3))\n")
     calc.commit("app")
-    report = findings_file(tmp_path, [
-        {"id": "J1", "title": "mul is clearly off by one", "location": "src/calc.py:9",
-         "description": "SECRET-REASONING: it adds 1", "confidence": 0.95}],
-        goal="ship the multiplication fix", surface=["src/"])
+    report = findings_file(
+        tmp_path,
+        [
+            {
+                "id": "J1",
+                "title": "mul is clearly off by one",
+                "location": "src/calc.py:9",
+                "description": "SECRET-REASONING: it adds 1",
+                "confidence": 0.95,
+            }
+        ],
+        goal="ship the multiplication fix",
+        surface=["src/"],
+    )
     reply(monkeypatch, "J1")
     rc, doc = shadow(calc, report, capsys=capsys)
     claim = by_id(doc)["J1"]
     # An artifact-internal CONFIRMED with callers outside the file: composition unchecked.
     assert claim["verifier_verdict"] == "CONFIRMED" and claim["method"] == "model"
     assert claim["verdict"] == "UNVERIFIED-COMPOSITION"
-    assert claim["boundary"] == ["src/app.py:1", "src/app.py:3", "tests/test_calc.py:1",
-                                 "tests/test_calc.py:9"]
+    assert claim["boundary"] == [
+        "src/app.py:1",
+        "src/app.py:3",
+        "tests/test_calc.py:1",
+        "tests/test_calc.py:9",
+    ]
     assert rc == 4
     (call,) = [json.loads(line) for line in fake_claude.read_text().splitlines()]
     assert call["name"] == "claude" and "-p" in call["argv"]
@@ -430,8 +592,12 @@ def test_model_arm_judges_without_the_reasoning(
     assert "SECRET-REASONING" not in prompt and "clearly" not in prompt and "0.95" not in prompt
     assert not call["cwd"].startswith(str(calc.path))  # a throwaway checkout
     # An independent re-derivation is confirmed as is.
-    reply(monkeypatch, "J1", evidence_base="independent-rederivation",
-          files_read=["src/calc.py", "src/app.py"])
+    reply(
+        monkeypatch,
+        "J1",
+        evidence_base="independent-rederivation",
+        files_read=["src/calc.py", "src/app.py"],
+    )
     rc, doc = shadow(calc, report, capsys=capsys)
     assert rc == 0 and by_id(doc)["J1"]["verdict"] == "CONFIRMED"
 
@@ -439,43 +605,61 @@ def test_model_arm_judges_without_the_reasoning(
 def test_an_echo_redispatch_asks_the_model_to_read_outside(calc: Repo) -> None:
     from verify_dag.shadow import model_arm, verifiers
 
-    claim = claims.candidate(inputs.Record(id="J1", title="I am sure mul is wrong",
-                                           path="src/calc.py", line=9)).claim
-    where = verifiers.Surface(repo=calc.path, commit=calc.head(), label="HEAD",
-                              paths=("src/", "tests/"), goal="ship it")
+    claim = claims.candidate(
+        inputs.Record(id="J1", title="I am sure mul is wrong", path="src/calc.py", line=9)
+    ).claim
+    where = verifiers.Surface(
+        repo=calc.path, commit=calc.head(), label="HEAD", paths=("src/", "tests/"), goal="ship it"
+    )
     first = model_arm.prompt(claim, where, 60, None)
     again = model_arm.prompt(claim, where, 60, "src/calc.py")
     assert "[J1] src/calc.py :: mul is wrong :: src/calc.py:9" in first
     assert "- src/\n- tests/" in first and "re-dispatch" not in first
-    assert ("Read at least one upstream caller and one downstream consumer outside it"
-            in " ".join(again.split()))
+    assert "Read at least one upstream caller and one downstream consumer outside it" in " ".join(
+        again.split()
+    )
 
 
-@pytest.mark.parametrize(("mode", "answer", "expected"), [
-    ("garbage", None, "the model's reply is not JSON"),
-    ("findings", {"evidence_pointer": "src/nowhere.py:1"}, "the model cited src/nowhere.py"),
-    ("findings", {"claim_id": "OTHER"}, "the model answered for claim 'OTHER'"),
-    ("auth", None, "model backend auth"),
-])
+@pytest.mark.parametrize(
+    ("mode", "answer", "expected"),
+    [
+        ("garbage", None, "the model's reply is not JSON"),
+        ("findings", {"evidence_pointer": "src/nowhere.py:1"}, "the model cited src/nowhere.py"),
+        ("findings", {"claim_id": "OTHER"}, "the model answered for claim 'OTHER'"),
+        ("auth", None, "model backend auth"),
+    ],
+)
 def test_model_arm_failures_are_unverifiable(
-        calc: Repo, tmp_path: Path, fake_claude: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str], mode: str, answer: dict[str, Any] | None,
-        expected: str) -> None:
+    calc: Repo,
+    tmp_path: Path,
+    fake_claude: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    mode: str,
+    answer: dict[str, Any] | None,
+    expected: str,
+) -> None:
     monkeypatch.setenv("FAKE_MODEL_MODE", mode)
     reply(monkeypatch, "J1", **(answer or {}))
-    report = findings_file(tmp_path, [{"id": "J1", "title": "mul is off by one",
-                                       "location": "src/calc.py:9"}])
+    report = findings_file(
+        tmp_path, [{"id": "J1", "title": "mul is off by one", "location": "src/calc.py:9"}]
+    )
     rc, doc = shadow(calc, report, capsys=capsys)
     claim = by_id(doc)["J1"]
     assert rc == 4 and claim["verdict"] == "UNVERIFIABLE" and expected in claim["detail"]
 
 
 def test_model_time_out_is_budget_exhausted(
-        calc: Repo, tmp_path: Path, fake_claude: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    calc: Repo,
+    tmp_path: Path,
+    fake_claude: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     monkeypatch.setenv("FAKE_MODEL_MODE", "hang")
-    report = findings_file(tmp_path, [{"id": "J1", "title": "mul is off by one",
-                                       "location": "src/calc.py:9"}])
+    report = findings_file(
+        tmp_path, [{"id": "J1", "title": "mul is off by one", "location": "src/calc.py:9"}]
+    )
     rc, doc = shadow(calc, report, "--budget=1", capsys=capsys)
     claim = by_id(doc)["J1"]
     assert claim["stop_reason"] == "budget-exhausted" and claim["escalated"]
@@ -483,9 +667,11 @@ def test_model_time_out_is_budget_exhausted(
 
 
 def test_without_a_model_judgement_is_unverifiable(
-        calc: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    report = findings_file(tmp_path, [{"id": "J1", "title": "mul is off by one",
-                                       "location": "src/calc.py:9"}])
+    calc: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = findings_file(
+        tmp_path, [{"id": "J1", "title": "mul is off by one", "location": "src/calc.py:9"}]
+    )
     rc, doc = shadow(calc, report, "--format=json", capsys=capsys)
     claim = by_id(doc)["J1"]
     assert claim["verdict"] == "UNVERIFIABLE" and claim["method"] == "none"
@@ -498,16 +684,34 @@ def test_without_a_model_judgement_is_unverifiable(
 
 def test_the_exerciser_uses_the_claim_verifiers(calc: Repo) -> None:
     sha = calc.head()
-    reviewer = SkillOutcome(skill="reviewer", status="COMPLETED", findings=(
-        Finding(title="`helper_x` is never called", severity=5, description="d",
-                source="reviewer", issue_class="correctness",
-                location=Location(path="src/calc.py", line=13)),
-        Finding(title="`add` is unused", severity=5, description="d", source="reviewer",
-                issue_class="correctness", location=Location(path="src/calc.py", line=4)),
-    ))
-    state = RunState(run_id="r", request=VerifyRequest(repo=str(calc.path)),
-                     scope=Scope(mode="all", new_commit=sha, head_sha=sha),
-                     outcomes=(reviewer,))
+    reviewer = SkillOutcome(
+        skill="reviewer",
+        status="COMPLETED",
+        findings=(
+            Finding(
+                title="`helper_x` is never called",
+                severity=5,
+                description="d",
+                source="reviewer",
+                issue_class="correctness",
+                location=Location(path="src/calc.py", line=13),
+            ),
+            Finding(
+                title="`add` is unused",
+                severity=5,
+                description="d",
+                source="reviewer",
+                issue_class="correctness",
+                location=Location(path="src/calc.py", line=4),
+            ),
+        ),
+    )
+    state = RunState(
+        run_id="r",
+        request=VerifyRequest(repo=str(calc.path)),
+        scope=Scope(mode="all", new_commit=sha, head_sha=sha),
+        outcomes=(reviewer,),
+    )
     with git.worktree(str(calc.path), sha) as wt:
         out, note = reproduce.verify_issues(state, wt, {})
     got = {v.title: (v.status, v.evidence) for v in out}
@@ -520,12 +724,20 @@ def test_the_exerciser_uses_the_claim_verifiers(calc: Repo) -> None:
 # --- with a broker: the repository travels as a bundle --------------------------------------
 
 
-def test_broker_jobs_carry_a_bundle(calc: Repo, tmp_path: Path,
-                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_broker_jobs_carry_a_bundle(
+    calc: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("VERIFY_DAG_MIRRORS", str(tmp_path / "mirrors"))
     snap = git.snapshot_worktree(str(calc.path), calc.head())
-    job = ShadowJob(run_id="0b1c2d3e-0000-4000-8000-000000000000", repo=str(calc.path),
-                    commit=snap, label="HEAD", goal="g", budget=10, store=str(tmp_path / "st"))
+    job = ShadowJob(
+        run_id="0b1c2d3e-0000-4000-8000-000000000000",
+        repo=str(calc.path),
+        commit=snap,
+        label="HEAD",
+        goal="g",
+        budget=10,
+        store=str(tmp_path / "st"),
+    )
     pinned = run.pin(job)
     assert pinned.bundle and Path(pinned.bundle).is_file()
     copy_ = run.repository(pinned.model_copy(update={"repo": "/elsewhere/on/the/client"}))
@@ -537,21 +749,29 @@ def test_broker_jobs_carry_a_bundle(calc: Repo, tmp_path: Path,
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FAKE_MODEL")}
-    return subprocess.run([sys.executable, "-m", "verify_dag.cli", "shadow", *args],
-                          capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "verify_dag.cli", "shadow", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+    )
 
 
 def test_cli_exit_codes(calc: Repo, tmp_path: Path) -> None:
-    ok = findings_file(tmp_path, [{"title": "`helper_x` is never called",
-                                   "location": "src/calc.py:13"}])
+    ok = findings_file(
+        tmp_path, [{"title": "`helper_x` is never called", "location": "src/calc.py:13"}]
+    )
     warn = findings_file(tmp_path, [{"title": "no anchor here"}])
     fail = findings_file(tmp_path, [{"title": "bug", "location": "src/nope.py:1"}])
     scale = findings_file(tmp_path, [{"title": f"c{n}", "location": "a.py"} for n in range(51)])
     bad_json = tmp_path / "bad.json"
     bad_json.write_text('{"findings": [', encoding="utf-8")
     bad_shape = tmp_path / "shape.json"
-    bad_shape.write_text(json.dumps({"findings": [{"title": "x", "location": {"path": "a.py",
-                                                                              "line": 0}}]}))
+    bad_shape.write_text(
+        json.dumps({"findings": [{"title": "x", "location": {"path": "a.py", "line": 0}}]})
+    )
     expected = [
         ((str(ok),), 0, "SHADOW GATE: PASS"),
         ((str(warn),), 4, "SHADOW GATE: WARN"),
@@ -559,8 +779,11 @@ def test_cli_exit_codes(calc: Repo, tmp_path: Path) -> None:
         ((str(scale),), 5, "verify-dag: error: 51 claims exceed the limit of 50"),
         ((str(tmp_path / "missing.json"),), 2, "verify-dag: error: "),
         ((str(bad_json),), 2, "verify-dag: error: "),
-        ((str(bad_shape),), 2, "not a findings document (schemas/findings.schema.json) at "
-                               "$.findings[0].location"),
+        (
+            (str(bad_shape),),
+            2,
+            "not a findings document (schemas/findings.schema.json) at $.findings[0].location",
+        ),
         ((str(ok), "--ref=no-such-ref"), 2, "--ref: 'no-such-ref' does not name a commit"),
         ((str(ok), "--budget=0"), 2, "--budget"),
     ]
@@ -579,15 +802,21 @@ def test_cli_exit_codes(calc: Repo, tmp_path: Path) -> None:
     assert "4  WARN" in help_text and "5  halted" in help_text
 
 
-def test_text_output_shows_the_merge_annotations(calc: Repo, tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    report = findings_file(tmp_path, [
-        {"id": "U", "title": "`add` is unused", "location": "src/calc.py:4", "severity": 9},
-        {"id": "N", "title": "the design is clearly wrong"}])
+def test_text_output_shows_the_merge_annotations(
+    calc: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = findings_file(
+        tmp_path,
+        [
+            {"id": "U", "title": "`add` is unused", "location": "src/calc.py:4", "severity": 9},
+            {"id": "N", "title": "the design is clearly wrong"},
+        ],
+    )
     assert main(["shadow", str(report), f"--repo={calc.path}"]) == 1
     out = capsys.readouterr().out
-    assert out.startswith("SHADOW GATE: FAIL: 1 refuted, 1 unverifiable (1 of 2 claim(s) "
-                          "verified in 1 round(s))\n")
+    assert out.startswith(
+        "SHADOW GATE: FAIL: 1 refuted, 1 unverifiable (1 of 2 claim(s) verified in 1 round(s))\n"
+    )
     assert "  REFUTED [was: confident, now: refuted]: replaced by the corrected finding" in out
     assert "  original: `add` is unused\n" in out
     assert "  corrected: `add` is used: tests/test_calc.py:1, tests/test_calc.py:5" in out
@@ -598,6 +827,16 @@ def test_schemas_are_valid() -> None:
     Draft202012Validator.check_schema(SHADOW_SCHEMA)
     Draft202012Validator.check_schema(FINDINGS_SCHEMA)
     # The reviewers' own reply format is a findings document.
-    Draft202012Validator(FINDINGS_SCHEMA).validate({"findings": [{
-        "title": "t", "severity": 7, "location": "src/calc.py:5", "category": "correctness",
-        "description": "d"}]})
+    Draft202012Validator(FINDINGS_SCHEMA).validate(
+        {
+            "findings": [
+                {
+                    "title": "t",
+                    "severity": 7,
+                    "location": "src/calc.py:5",
+                    "category": "correctness",
+                    "description": "d",
+                }
+            ]
+        }
+    )

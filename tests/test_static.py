@@ -25,8 +25,9 @@ def scope_of(*changes: FileChange) -> Scope:
 
 
 def modified(path: str, *lines: int) -> FileChange:
-    return FileChange(path=path, status="modified",
-                      lines=tuple(LineRange(start=n, end=n) for n in lines))
+    return FileChange(
+        path=path, status="modified", lines=tuple(LineRange(start=n, end=n) for n in lines)
+    )
 
 
 def lint_command(*argv: str) -> Toolchain:
@@ -39,8 +40,13 @@ def run(scope: Scope, tc: Toolchain, root: Path, timeout: float = 60) -> SkillOu
 
 def test_ruff_reports_added_line_and_not_the_unchanged_one(tmp_path: Path) -> None:
     # Rules pinned: ruff's default selection differs between versions.
-    write(tmp_path, {"ruff.toml": '[lint]\nselect = ["F"]\n',
-                     "a.py": "import os\n\nimport sys\n\nprint(undefined_name)\n"})
+    write(
+        tmp_path,
+        {
+            "ruff.toml": '[lint]\nselect = ["F"]\n',
+            "a.py": "import os\n\nimport sys\n\nprint(undefined_name)\n",
+        },
+    )
     out = run(scope_of(modified("a.py", 3, 5)), discover(tmp_path), tmp_path)
     assert out.status == "COMPLETED" and out.skill == "static-analysis"
     by_rule = {f.rule: f for f in out.findings}
@@ -55,8 +61,13 @@ def test_ruff_reports_added_line_and_not_the_unchanged_one(tmp_path: Path) -> No
 
 
 def test_style_rules_are_severity_3(tmp_path: Path) -> None:
-    write(tmp_path, {"pyproject.toml": '[tool.ruff.lint]\nselect = ["E711"]\n',
-                     "b.py": "x = None\nif x == None:\n    pass\n"})
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": '[tool.ruff.lint]\nselect = ["E711"]\n',
+            "b.py": "x = None\nif x == None:\n    pass\n",
+        },
+    )
     out = run(scope_of(FileChange(path="b.py", status="added")), discover(tmp_path), tmp_path)
     (finding,) = out.findings
     assert (finding.rule, finding.severity, finding.issue_class) == ("E711", 3, "style")
@@ -71,8 +82,13 @@ def test_ruff_never_fixes_the_checkout(tmp_path: Path) -> None:
 
 
 def test_mypy_finding_on_scoped_line(tmp_path: Path) -> None:
-    write(tmp_path, {"pyproject.toml": "[tool.mypy]\n[tool.ruff]\n",
-                     "m.py": 'old: int = "unchanged"\nnew: int = "changed"\n'})
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": "[tool.mypy]\n[tool.ruff]\n",
+            "m.py": 'old: int = "unchanged"\nnew: int = "changed"\n',
+        },
+    )
     out = run(scope_of(modified("m.py", 2)), discover(tmp_path), tmp_path)
     (finding,) = [f for f in out.findings if f.tool == "mypy"]
     assert (finding.rule, finding.severity, finding.issue_class) == ("assignment", 7, "correctness")
@@ -96,15 +112,20 @@ def test_ruff_crash_on_invalid_config_is_an_environment_finding(tmp_path: Path) 
     assert out.status == "NOT_RUN" and not out.ran
     (finding,) = out.findings
     assert (finding.title, finding.severity, finding.issue_class) == (
-        "ruff could not run", 7, "environment")
+        "ruff could not run",
+        7,
+        "environment",
+    )
     assert "exited 2" in finding.description and "ruff.toml" in finding.description
     assert "ruff could not run: exited 2" in out.notes
 
 
 def test_generic_command_output_is_filtered_to_scoped_lines(tmp_path: Path) -> None:
     write(tmp_path, {"a.py": "x\ny\nz\n"})
-    script = ("print('a.py:3:1: W100 new problem'); print('a.py:1:1: W200 old problem'); "
-              "print('other.py:3:1: W300 elsewhere'); raise SystemExit(1)")
+    script = (
+        "print('a.py:3:1: W100 new problem'); print('a.py:1:1: W200 old problem'); "
+        "print('other.py:3:1: W300 elsewhere'); raise SystemExit(1)"
+    )
     out = run(scope_of(modified("a.py", 3)), lint_command(sys.executable, "-c", script), tmp_path)
     assert out.status == "COMPLETED"
     (finding,) = out.findings
@@ -115,8 +136,11 @@ def test_generic_command_output_is_filtered_to_scoped_lines(tmp_path: Path) -> N
 def test_generic_nonzero_exit_without_diagnostics_could_not_run(tmp_path: Path) -> None:
     write(tmp_path, {"a.py": "x\n"})
     script = "import sys; sys.stderr.write('config error\\n'); sys.exit(3)"
-    out = run(scope_of(FileChange(path="a.py", status="added")),
-              lint_command(sys.executable, "-c", script), tmp_path)
+    out = run(
+        scope_of(FileChange(path="a.py", status="added")),
+        lint_command(sys.executable, "-c", script),
+        tmp_path,
+    )
     assert out.status == "NOT_RUN"
     assert "exited 3" in out.findings[0].description
     assert "config error" in out.findings[0].description
@@ -124,12 +148,21 @@ def test_generic_nonzero_exit_without_diagnostics_could_not_run(tmp_path: Path) 
 
 def test_timeout_and_missing_tool_are_not_silent(tmp_path: Path) -> None:
     write(tmp_path, {"a.py": "x = 1\n"})
-    slow = Command(kind="lint", argv=(sys.executable, "-c", "import time; time.sleep(30)"),
-                   source="Makefile target lint", exists=True)
-    missing = Command(kind="typecheck", argv=("verify-dag-no-such-checker",), source="ci",
-                      exists=False)
-    out = run(scope_of(FileChange(path="a.py", status="added")),
-              Toolchain(commands=(slow, missing)), tmp_path, timeout=0.5)
+    slow = Command(
+        kind="lint",
+        argv=(sys.executable, "-c", "import time; time.sleep(30)"),
+        source="Makefile target lint",
+        exists=True,
+    )
+    missing = Command(
+        kind="typecheck", argv=("verify-dag-no-such-checker",), source="ci", exists=False
+    )
+    out = run(
+        scope_of(FileChange(path="a.py", status="added")),
+        Toolchain(commands=(slow, missing)),
+        tmp_path,
+        timeout=0.5,
+    )
     assert out.status == "NOT_RUN"
     reasons = sorted(f.description for f in out.findings)
     assert len(reasons) == 2 and all(f.severity == 7 for f in out.findings)
@@ -139,22 +172,31 @@ def test_timeout_and_missing_tool_are_not_silent(tmp_path: Path) -> None:
 
 def test_one_tool_running_is_completed_and_the_other_is_reported(tmp_path: Path) -> None:
     write(tmp_path, {"a.py": "import os\n"})
-    tc = Toolchain(commands=(*discover(tmp_path).commands,
-                             Command(kind="lint", argv=("verify-dag-no-such-linter",),
-                                     source="ci", exists=False)))
+    tc = Toolchain(
+        commands=(
+            *discover(tmp_path).commands,
+            Command(kind="lint", argv=("verify-dag-no-such-linter",), source="ci", exists=False),
+        )
+    )
     out = run(scope_of(FileChange(path="a.py", status="added")), tc, tmp_path)
     assert out.status == "COMPLETED" and out.ran
     assert {f.title for f in out.findings} == {
-        "ruff F401: `os` imported but unused", "verify-dag-no-such-linter could not run"}
-    assert out.notes == ("ruff (1 finding), verify-dag-no-such-linter could not run: "
-                         "verify-dag-no-such-linter was not found")
+        "ruff F401: `os` imported but unused",
+        "verify-dag-no-such-linter could not run",
+    }
+    assert out.notes == (
+        "ruff (1 finding), verify-dag-no-such-linter could not run: "
+        "verify-dag-no-such-linter was not found"
+    )
 
 
 def test_skipped_when_no_scoped_file_is_covered(tmp_path: Path) -> None:
     write(tmp_path, {"README.md": "hi\n", "a.py": "import os\n", "img.py": "x\n"})
-    scope = scope_of(FileChange(path="README.md", status="modified", lines=None),
-                     FileChange(path="a.py", status="deleted"),
-                     FileChange(path="img.py", status="modified", binary=True))
+    scope = scope_of(
+        FileChange(path="README.md", status="modified", lines=None),
+        FileChange(path="a.py", status="deleted"),
+        FileChange(path="img.py", status="modified", binary=True),
+    )
     out = run(scope, discover(tmp_path), tmp_path)
     assert out.status == "SKIPPED" and not out.ran
     assert out.reason.startswith("no files a discovered analyser covers")
@@ -167,8 +209,11 @@ def test_skipped_when_nothing_was_discovered(tmp_path: Path) -> None:
 
 def test_file_names_with_spaces_and_unicode(tmp_path: Path) -> None:
     write(tmp_path, {"my dir/ünï côde.py": "import os\n"})
-    out = run(scope_of(FileChange(path="my dir/ünï côde.py", status="added")),
-              discover(tmp_path), tmp_path)
+    out = run(
+        scope_of(FileChange(path="my dir/ünï côde.py", status="added")),
+        discover(tmp_path),
+        tmp_path,
+    )
     (finding,) = out.findings
     assert finding.location is not None and finding.location.path == "my dir/ünï côde.py"
 
@@ -179,22 +224,26 @@ def test_file_names_with_spaces_and_unicode(tmp_path: Path) -> None:
 def test_generic_parser_formats(tmp_path: Path) -> None:
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "app.js").write_text("x\n")
-    out = "\n".join([
-        "src/a.py:12:5: F401 'os' imported but unused",  # flake8
-        "src/a.py:3:0: C0114: Missing module docstring (missing-module-docstring)",  # pylint
-        "src/main.rs:2:9: warning: unused variable: `x`",  # clippy short
-        "./main.go:5:2: fmt.Printf format %d has arg s of wrong type string",  # go vet
-        "vet: ./main.go:7:3: undefined: y",
-        "src/a.ts(4,7): error TS2322: Type 'string' is not assignable to type 'number'.",  # tsc
-        f"{tmp_path}/src/abs.py:1: something",
-        "src/app.js",  # eslint stylish block
-        "  10:3  error  'x' is assigned a value but never used  no-unused-vars",
-        "make: *** [Makefile:3: lint] Error 1",
-        "Found 3 errors.",
-        "see https://example.com:443/docs",
-    ])
-    got = [(f.path, f.line, f.col, f.code, f.severity, f.message)
-           for f in generic.parse(out, "", tmp_path)]
+    out = "\n".join(
+        [
+            "src/a.py:12:5: F401 'os' imported but unused",  # flake8
+            "src/a.py:3:0: C0114: Missing module docstring (missing-module-docstring)",  # pylint
+            "src/main.rs:2:9: warning: unused variable: `x`",  # clippy short
+            "./main.go:5:2: fmt.Printf format %d has arg s of wrong type string",  # go vet
+            "vet: ./main.go:7:3: undefined: y",
+            "src/a.ts(4,7): error TS2322: Type 'string' is not assignable to type 'number'.",  # tsc
+            f"{tmp_path}/src/abs.py:1: something",
+            "src/app.js",  # eslint stylish block
+            "  10:3  error  'x' is assigned a value but never used  no-unused-vars",
+            "make: *** [Makefile:3: lint] Error 1",
+            "Found 3 errors.",
+            "see https://example.com:443/docs",
+        ]
+    )
+    got = [
+        (f.path, f.line, f.col, f.code, f.severity, f.message)
+        for f in generic.parse(out, "", tmp_path)
+    ]
     assert got == [
         ("src/a.py", 12, 5, "F401", "", "'os' imported but unused"),
         ("src/a.py", 3, 0, "C0114", "", "Missing module docstring (missing-module-docstring)"),
@@ -210,23 +259,27 @@ def test_generic_parser_formats(tmp_path: Path) -> None:
 def test_generic_parser_reads_stderr_and_rates_by_kind(tmp_path: Path) -> None:
     (f,) = generic.parse("", "src/lib.rs:1:1: error[E0308]: mismatched types", tmp_path)
     assert (f.code, f.severity) == ("E0308", "error")
-    lint = generic.spec_for(Command(kind="lint", argv=("cargo", "clippy"), source="x",
-                                    exists=True))
-    types = generic.spec_for(Command(kind="typecheck", argv=("npx", "tsc"), source="x",
-                                     exists=True))
+    lint = generic.spec_for(Command(kind="lint", argv=("cargo", "clippy"), source="x", exists=True))
+    types = generic.spec_for(
+        Command(kind="typecheck", argv=("npx", "tsc"), source="x", exists=True)
+    )
     assert lint.rate(f) == (5, "style") and types.rate(f) == (5, "correctness")
     assert lint.suffixes == frozenset({".rs"}) and ".tsx" in types.suffixes
     assert not lint.takes_files and lint.argv(["ignored.rs"]) == ["cargo", "clippy"]
 
 
 def test_mypy_and_ruff_parsers(tmp_path: Path) -> None:
-    text = ('a.py:3:5: error: Name "y" is not defined  [name-defined]\n'
-            "a.py:3:5: note: Did you mean x?\n"
-            "b.py:1: error: Cannot find implementation or library stub for module named "
-            '"requests"  [import-not-found]\n')
+    text = (
+        'a.py:3:5: error: Name "y" is not defined  [name-defined]\n'
+        "a.py:3:5: note: Did you mean x?\n"
+        "b.py:1: error: Cannot find implementation or library stub for module named "
+        '"requests"  [import-not-found]\n'
+    )
     errs = mypy.parse(text, "", tmp_path)
     assert [(e.path, e.line, e.col, e.code) for e in errs] == [
-        ("a.py", 3, 5, "name-defined"), ("b.py", 1, None, "import-not-found")]
+        ("a.py", 3, 5, "name-defined"),
+        ("b.py", 1, None, "import-not-found"),
+    ]
     assert mypy.rate(errs[1]) == (3, "environment")
     assert ruff.parse("not json", "", tmp_path) == []
     assert REGISTRY["ruff"].ok_exit_codes == frozenset({0, 1})

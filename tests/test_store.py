@@ -23,9 +23,20 @@ RUN_ID = "0b6c5f7e-1111-4a4a-8c8c-000000000001"
 
 
 def meta(run_id: str = RUN_ID, finished: str = "2025-01-01T00:00:00.000+00:00") -> store.RunMeta:
-    return store.RunMeta(run_id=run_id, repo="/srv/repo", mode="branch", depth="light",
-                         base="base", head_sha="a" * 40, submitted=None, finished=finished,
-                         status="ok", result="pass", fail_on=7, exit_code=0)
+    return store.RunMeta(
+        run_id=run_id,
+        repo="/srv/repo",
+        mode="branch",
+        depth="light",
+        base="base",
+        head_sha="a" * 40,
+        submitted=None,
+        finished=finished,
+        status="ok",
+        result="pass",
+        fail_on=7,
+        exit_code=0,
+    )
 
 
 def one_error_line(err: str, needle: str) -> None:
@@ -80,7 +91,8 @@ def test_default_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_verify_lands_in_the_store_and_is_reprinted(
-        scenario: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    scenario: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     where = tmp_path / "store"
     flags = [str(scenario.path), "--scope=branch", "--base=base", f"--store={where}"]
     assert main(["verify", *flags]) == 1
@@ -88,7 +100,11 @@ def test_verify_lands_in_the_store_and_is_reprinted(
     (run_dir,) = where.iterdir()
     run_id = run_dir.name
     assert sorted(p.name for p in run_dir.iterdir()) == [
-        "evidence.json", "meta.json", "report.json", "report.md"]
+        "evidence.json",
+        "meta.json",
+        "report.json",
+        "report.md",
+    ]
     m = json.loads((run_dir / "meta.json").read_text(encoding="utf-8"))
     assert m["run_id"] == run_id and m["repo"] == str(scenario.path)
     assert (m["mode"], m["depth"], m["base"]) == ("branch", "light", "base")
@@ -110,15 +126,23 @@ def test_verify_lands_in_the_store_and_is_reprinted(
     assert capsys.readouterr().out == f"JSON report written to {again}\n"
     assert again.read_bytes() == first.read_bytes()
     # ... and never over an existing file.
-    assert main(["report", json_id, "--format=json", f"--output={again}",
-                 f"--store={where}"]) == 2
+    assert main(["report", json_id, "--format=json", f"--output={again}", f"--store={where}"]) == 2
     one_error_line(capsys.readouterr().err, "already exists")
     assert again.read_bytes() == first.read_bytes()
 
     assert main(["runs", f"--store={where}"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["RUN", "ID", "FINISHED", "(UTC)", "REPO", "MODE", "DEPTH",
-                                "RESULT", "EXIT"]
+    assert lines[0].split() == [
+        "RUN",
+        "ID",
+        "FINISHED",
+        "(UTC)",
+        "REPO",
+        "MODE",
+        "DEPTH",
+        "RESULT",
+        "EXIT",
+    ]
     assert [line.split()[0] for line in lines[1:]] == [json_id, run_id]  # newest first
     assert lines[2].split()[3:] == [str(scenario.path), "branch", "light", "issues-found", "1"]
     assert main(["runs", "--limit=1", f"--store={where}"]) == 0
@@ -129,8 +153,9 @@ def test_verify_lands_in_the_store_and_is_reprinted(
     assert out.startswith(f"{run_id} SUCCESS result=issues-found exit=1 ") and out.count("\n") == 1
 
 
-def test_no_wait_needs_a_broker(scenario: Repo, tmp_path: Path,
-                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_wait_needs_a_broker(
+    scenario: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["verify", str(scenario.path), "--no-wait", f"--store={tmp_path}"]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
@@ -152,6 +177,7 @@ def test_empty_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
 
 # --- through Redis: --no-wait, the worker writes the store -------------------------------------
 
+
 @pytest.fixture(scope="module")
 def broker() -> str:
     return fresh_db(15)
@@ -164,19 +190,24 @@ def worker_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def worker(broker: str, worker_store: Path,
-           tmp_path_factory: pytest.TempPathFactory) -> Iterator[subprocess.Popen[bytes]]:
+def worker(
+    broker: str, worker_store: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[subprocess.Popen[bytes]]:
     env = {k: v for k, v in os.environ.items() if k != "VERIFY_DAG_BROKER_URL"}
     env["VERIFY_DAG_STORE"] = str(worker_store)
-    with workers(broker, ["store-worker"], tmp_path_factory.mktemp("store-worker"),
-                 env) as procs:
+    with workers(broker, ["store-worker"], tmp_path_factory.mktemp("store-worker"), env) as procs:
         yield procs[0]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "VERIFY_DAG_STORE"}
-    return subprocess.run([sys.executable, "-m", "verify_dag.cli", *args], capture_output=True,
-                          text=True, timeout=120, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "verify_dag.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
 
 
 def wait_for(path: Path, timeout: float = 120.0) -> None:
@@ -188,8 +219,15 @@ def wait_for(path: Path, timeout: float = 120.0) -> None:
 
 def no_wait(repo: Repo, broker: str, *flags: str) -> str:
     start = time.monotonic()
-    proc = cli("verify", str(repo.path), "--scope=branch", "--base=base", "--no-wait",
-               f"--broker={broker}", *flags)
+    proc = cli(
+        "verify",
+        str(repo.path),
+        "--scope=branch",
+        "--base=base",
+        "--no-wait",
+        f"--broker={broker}",
+        *flags,
+    )
     elapsed = time.monotonic() - start
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     run_id = proc.stdout.strip()
@@ -199,8 +237,9 @@ def no_wait(repo: Repo, broker: str, *flags: str) -> str:
     return run_id
 
 
-def test_no_wait_on_redis(scenario: Repo, tmp_path: Path, broker: str,
-                          worker: subprocess.Popen[bytes]) -> None:
+def test_no_wait_on_redis(
+    scenario: Repo, tmp_path: Path, broker: str, worker: subprocess.Popen[bytes]
+) -> None:
     where = tmp_path / "store"
     run_id = no_wait(scenario, broker, f"--store={where}")
     # Known at once: queued, running, or (on a fast machine) already finished.
@@ -223,8 +262,8 @@ def test_no_wait_on_redis(scenario: Repo, tmp_path: Path, broker: str,
 
 
 def test_no_wait_without_store_uses_the_workers_default(
-        scenario: Repo, broker: str, worker_store: Path,
-        worker: subprocess.Popen[bytes]) -> None:
+    scenario: Repo, broker: str, worker_store: Path, worker: subprocess.Popen[bytes]
+) -> None:
     run_id = no_wait(scenario, broker)
     wait_for(worker_store / run_id / "meta.json")
     assert (worker_store / run_id / "report.md").read_text("utf-8").startswith("# Verification")
@@ -237,7 +276,12 @@ def test_status_of_an_unknown_run_on_redis(tmp_path: Path, broker: str) -> None:
 
 
 def test_no_wait_refuses_output(scenario: Repo, tmp_path: Path, broker: str) -> None:
-    proc = cli("verify", str(scenario.path), "--no-wait", f"--broker={broker}",
-               f"--output={tmp_path / 'r.md'}")
+    proc = cli(
+        "verify",
+        str(scenario.path),
+        "--no-wait",
+        f"--broker={broker}",
+        f"--output={tmp_path / 'r.md'}",
+    )
     assert proc.returncode == 2
     one_error_line(proc.stderr, "--no-wait")

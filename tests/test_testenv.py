@@ -17,30 +17,39 @@ from verify_dag.models.scope import FileChange, Scope
 from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.phases import testenv, testenv_base, testenv_plan, tester, triage
 
-PYTEST = Toolchain(commands=(
-    Command(kind="test", argv=("pytest",), source="tests directory", exists=True, tool="pytest"),
-))
-NPM = Toolchain(commands=(
-    Command(kind="test", argv=("npm", "test"), source="package.json scripts.test", exists=True),
-))
+PYTEST = Toolchain(
+    commands=(
+        Command(
+            kind="test", argv=("pytest",), source="tests directory", exists=True, tool="pytest"
+        ),
+    )
+)
+NPM = Toolchain(
+    commands=(
+        Command(kind="test", argv=("npm", "test"), source="package.json scripts.test", exists=True),
+    )
+)
 TINYPKG = {
     "vendor/tinypkg/pyproject.toml": '[build-system]\nrequires = ["setuptools>=61"]\n'
-                                     'build-backend = "setuptools.build_meta"\n\n'
-                                     '[project]\nname = "verify-dag-tinypkg"\nversion = "0.1"\n',
+    'build-backend = "setuptools.build_meta"\n\n'
+    '[project]\nname = "verify-dag-tinypkg"\nversion = "0.1"\n',
     "vendor/tinypkg/verify_dag_tinypkg/__init__.py": "def double(x):\n    return 2 * x\n",
     "requirements-test.txt": "./vendor/tinypkg\n",
     "tests/test_tiny.py": "import pytest\nimport verify_dag_tinypkg as t\n\n"
-                          "def test_double():\n    assert t.double(2) == 4\n\n"
-                          "@pytest.mark.parametrize('n', [0, 1, 5])\n"
-                          "def test_many(n):\n    assert t.double(n) == n + n\n\n"
-                          "def test_wrong():\n    assert t.double(3) == 7\n\n"
-                          "@pytest.mark.skip(reason='later')\ndef test_later():\n    pass\n",
+    "def test_double():\n    assert t.double(2) == 4\n\n"
+    "@pytest.mark.parametrize('n', [0, 1, 5])\n"
+    "def test_many(n):\n    assert t.double(n) == n + n\n\n"
+    "def test_wrong():\n    assert t.double(3) == 7\n\n"
+    "@pytest.mark.skip(reason='later')\ndef test_later():\n    pass\n",
 }
 
 
 def whole(*paths: str) -> Scope:
-    return Scope(mode="branch", new_commit="0" * 40,
-                 included=tuple(FileChange(path=p, status="added") for p in paths))
+    return Scope(
+        mode="branch",
+        new_commit="0" * 40,
+        included=tuple(FileChange(path=p, status="added") for p in paths),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +64,10 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[tes
     (half / "bin").mkdir(parents=True)
     (half / "bin" / "python").write_text("a run that died here", encoding="utf-8")
     envs: list[testenv.Env] = []
-    threads = [threading.Thread(target=lambda: envs.append(testenv.provision(repo, PYTEST, cache)))
-               for _ in range(2)]
+    threads = [
+        threading.Thread(target=lambda: envs.append(testenv.provision(repo, PYTEST, cache)))
+        for _ in range(2)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -68,14 +79,17 @@ def junit_counts(path: Path) -> str:
     suite = ET.parse(path).getroot()
     suite = suite if suite.tag == "testsuite" else suite.find("testsuite")  # type: ignore[assignment]
     assert suite is not None
-    tests, failures, errors, skipped = (int(suite.get(k, "0")) for k in
-                                        ("tests", "failures", "errors", "skipped"))
-    return (f"{tests - failures - errors - skipped} passed, {failures} failed, {errors} errors, "
-            f"{skipped} skipped (pytest junit)")
+    tests, failures, errors, skipped = (
+        int(suite.get(k, "0")) for k in ("tests", "failures", "errors", "skipped")
+    )
+    return (
+        f"{tests - failures - errors - skipped} passed, {failures} failed, {errors} errors, "
+        f"{skipped} skipped (pytest junit)"
+    )
 
 
 def test_one_build_under_the_lock_and_a_half_built_env_is_replaced(
-    tiny: tuple[Path, Path, list[testenv.Env]]
+    tiny: tuple[Path, Path, list[testenv.Env]],
 ) -> None:
     repo, cache, envs = tiny
     assert [e.error for e in envs] == [None, None]
@@ -85,12 +99,17 @@ def test_one_build_under_the_lock_and_a_half_built_env_is_replaced(
     assert first.source == "requirements-test.txt" and not first.project
     assert first.python is not None and first.python.parent.parent.parent == cache / "envs"
     # The stale interpreter of the dead run is gone: the env was rebuilt, not reused.
-    out = subprocess.run([str(first.python), "-c", "import verify_dag_tinypkg, pytest, coverage"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [str(first.python), "-c", "import verify_dag_tinypkg, pytest, coverage"],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     # pip ran in a copy: no build files next to the vendored sources in the checkout.
     assert sorted(p.name for p in (repo / "vendor/tinypkg").iterdir()) == [
-        "pyproject.toml", "verify_dag_tinypkg"]
+        "pyproject.toml",
+        "verify_dag_tinypkg",
+    ]
 
 
 def test_same_counts_as_a_venv_built_by_hand(
@@ -100,20 +119,46 @@ def test_same_counts_as_a_venv_built_by_hand(
     assert importlib.util.find_spec("verify_dag_tinypkg") is None  # not in our interpreter
     venv = tmp_path / "by-hand"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin/python"), "-m", "pip", "install", "-q", "pytest",
-                    "-r", "requirements-test.txt"], cwd=repo, check=True, capture_output=True)
+    subprocess.run(
+        [
+            str(venv / "bin/python"),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "pytest",
+            "-r",
+            "requirements-test.txt",
+        ],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
     shutil.rmtree(repo / "vendor/tinypkg/build", ignore_errors=True)
     for info in (repo / "vendor/tinypkg").glob("*.egg-info"):
         shutil.rmtree(info)
-    by_hand = subprocess.run([str(venv / "bin/python"), "-m", "pytest", "-q", "-p",
-                              "no:cacheprovider", f"--junitxml={tmp_path / 'junit.xml'}"],
-                             cwd=repo, capture_output=True, text=True)
+    by_hand = subprocess.run(
+        [
+            str(venv / "bin/python"),
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={tmp_path / 'junit.xml'}",
+        ],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+    )
     assert by_hand.returncode == 1, by_hand.stdout
-    outcome, data = tester.run_with_coverage(whole("tests/test_tiny.py"), PYTEST, repo, 120,
-                                             cache_dir=cache)
+    outcome, data = tester.run_with_coverage(
+        whole("tests/test_tiny.py"), PYTEST, repo, 120, cache_dir=cache
+    )
     assert outcome.status == "FAILED"
-    assert outcome.notes == (junit_counts(tmp_path / "junit.xml")
-                             + "; env from requirements-test.txt (cached)")
+    assert outcome.notes == (
+        junit_counts(tmp_path / "junit.xml") + "; env from requirements-test.txt (cached)"
+    )
     assert outcome.notes.startswith("4 passed, 1 failed, 0 errors, 1 skipped")
     (finding,) = outcome.findings
     assert finding.nodeid == "tests/test_tiny.py::test_wrong"
@@ -143,35 +188,48 @@ def test_what_is_installed_follows_the_declarations(tmp_path: Path) -> None:
     extras = project + '[project.optional-dependencies]\ndocs = ["x"]\ndev = ["y"]\ntest = ["z"]\n'
     assert plan({"pyproject.toml": extras}) == ((), (), ".[test]", "pyproject.toml .[test]")
     assert plan({"pyproject.toml": project}) == ((), (), ".", "pyproject.toml .")
-    assert plan({"requirements/test.txt": "a\n", "requirements.txt": "b\n",
-                 "requirements-dev.txt": "c\n"})[:2] == (
-        ("requirements/test.txt", "requirements.txt"), ())
+    assert plan(
+        {"requirements/test.txt": "a\n", "requirements.txt": "b\n", "requirements-dev.txt": "c\n"}
+    )[:2] == (("requirements/test.txt", "requirements.txt"), ())
     assert plan({"requirements-dev.txt": "-e .[dev]\n", "pyproject.toml": extras})[2] is None
-    tox = ("[testenv]\ndeps =\n    pytest-mock\n    -r{toxinidir}/requirements.txt\n"
-           "    {[base]deps}\n")
+    tox = (
+        "[testenv]\ndeps =\n    pytest-mock\n    -r{toxinidir}/requirements.txt\n    {[base]deps}\n"
+    )
     assert plan({"tox.ini": tox, "requirements.txt": "b\n", "setup.py": ""}) == (
-        (), ("pytest-mock", "-r./requirements.txt"), ".", "tox.ini [testenv] deps, setup.py .")
+        (),
+        ("pytest-mock", "-r./requirements.txt"),
+        ".",
+        "tox.ini [testenv] deps, setup.py .",
+    )
     skip = tox + "skip_install = true\n"
     assert plan({"tox.ini": skip, "setup.py": ""})[2] is None
     assert plan({"requirements.txt": "b\n"})[0] == ("requirements.txt",)
     # Nothing to install: no venv, the suite runs on our interpreter as before.
-    bare = write(tmp_path / "bare", {"pyproject.toml": "[tool.pytest.ini_options]\n",
-                                     "tests/test_x.py": "def test_x():\n    pass\n"})
+    bare = write(
+        tmp_path / "bare",
+        {
+            "pyproject.toml": "[tool.pytest.ini_options]\n",
+            "tests/test_x.py": "def test_x():\n    pass\n",
+        },
+    )
     assert testenv_plan.read(bare) is None
     assert testenv.provision(bare, PYTEST, tmp_path / "cache") == testenv.Env()
     assert not (tmp_path / "cache").exists()
 
 
 def test_a_src_layout_project_is_installed_per_run_never_stale(tmp_path: Path) -> None:
-    repo = write(tmp_path / "proj", {
-        "pyproject.toml": '[build-system]\nrequires = ["setuptools>=61"]\n'
-                          'build-backend = "setuptools.build_meta"\n\n'
-                          '[project]\nname = "verify-dag-srcpkg"\nversion = "0.1"\n\n'
-                          '[project.optional-dependencies]\ntest = ["iniconfig"]\n',
-        "src/verify_dag_srcpkg/__init__.py": "def answer():\n    return 41\n",
-        "tests/test_answer.py": "from verify_dag_srcpkg import answer\n\n"
-                                "def test_answer():\n    assert answer() == 42\n",
-    })
+    repo = write(
+        tmp_path / "proj",
+        {
+            "pyproject.toml": '[build-system]\nrequires = ["setuptools>=61"]\n'
+            'build-backend = "setuptools.build_meta"\n\n'
+            '[project]\nname = "verify-dag-srcpkg"\nversion = "0.1"\n\n'
+            '[project.optional-dependencies]\ntest = ["iniconfig"]\n',
+            "src/verify_dag_srcpkg/__init__.py": "def answer():\n    return 41\n",
+            "tests/test_answer.py": "from verify_dag_srcpkg import answer\n\n"
+            "def test_answer():\n    assert answer() == 42\n",
+        },
+    )
     cache = tmp_path / "cache"
     scope = whole("src/verify_dag_srcpkg/__init__.py")
     first, data = tester.run_with_coverage(scope, PYTEST, repo, 120, cache_dir=cache)
@@ -180,17 +238,24 @@ def test_a_src_layout_project_is_installed_per_run_never_stale(tmp_path: Path) -
     # Measured on the checkout's own file, which the editable install imports.
     assert data is not None and data.files[0].path == "src/verify_dag_srcpkg/__init__.py"
     assert data.files[0].executed == (1, 2)
-    (repo / "src/verify_dag_srcpkg/__init__.py").write_text("def answer():\n    return 42\n",
-                                                          encoding="utf-8")
+    (repo / "src/verify_dag_srcpkg/__init__.py").write_text(
+        "def answer():\n    return 42\n", encoding="utf-8"
+    )
     second, _ = tester.run_with_coverage(scope, PYTEST, repo, 120, cache_dir=cache)
     assert second.status == "PASSED", second.findings
     assert second.notes.endswith("(cached)")
     # The cached env keeps the dependencies, never the project itself.
     (env_dir,) = (cache / "envs").glob("*/")
-    check = subprocess.run([str(env_dir / "bin/python"), "-c",
-                            "import iniconfig, importlib.util as u; "
-                            "print(u.find_spec('verify_dag_srcpkg'))"],
-                           capture_output=True, text=True, check=True)
+    check = subprocess.run(
+        [
+            str(env_dir / "bin/python"),
+            "-c",
+            "import iniconfig, importlib.util as u; print(u.find_spec('verify_dag_srcpkg'))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert check.stdout.strip() == "None"
 
 
@@ -198,15 +263,23 @@ def test_provisioning_failure_is_a_blocked_environment_finding(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MY_API_TOKEN", "supersecret123")
-    repo = write(tmp_path / "r", {"requirements-test.txt": "./vendor/supersecret123-missing\n",
-                                  "tests/test_x.py": "def test_x():\n    pass\n"})
+    repo = write(
+        tmp_path / "r",
+        {
+            "requirements-test.txt": "./vendor/supersecret123-missing\n",
+            "tests/test_x.py": "def test_x():\n    pass\n",
+        },
+    )
     cache = tmp_path / "cache"
     outcome, data = tester.run_with_coverage(whole(), PYTEST, repo, 60, cache_dir=cache)
     assert data is None
     assert outcome.status == "BLOCKED" and outcome.skill == "tester"
     (finding,) = outcome.findings
     assert (finding.title, finding.severity, finding.issue_class) == (
-        "Test environment could not be provisioned", 10, "environment")
+        "Test environment could not be provisioned",
+        10,
+        "environment",
+    )
     assert "pip install from requirements-test.txt failed" in finding.description
     assert "supersecret123" not in finding.description and "[REDACTED]" in finding.description
     # Nothing half-built is left to be reused.
@@ -223,29 +296,41 @@ def test_pip_keeps_network_settings_but_not_secrets(monkeypatch: pytest.MonkeyPa
     assert env["PIP_INDEX_URL"] == "https://pypi.example/simple"
     assert "MY_API_TOKEN" not in env and "PYTHONPATH" not in env
     assert testenv.clean("GET https://bob:hunter22@pypi.example/simple failed") == (
-        "GET https://[REDACTED]@pypi.example/simple failed")
+        "GET https://[REDACTED]@pypi.example/simple failed"
+    )
 
 
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
 def test_node_modules_cached_by_lockfile_and_linked(tmp_path: Path) -> None:
-    package = ('{"name": "t", "version": "1.0.0", "scripts": '
-               '{"test": "node -e \\"require(\'./index.js\')\\""}}\n')
-    lock = ('{"name": "t", "version": "1.0.0", "lockfileVersion": 3, "requires": true, '
-            '"packages": {"": {"name": "t", "version": "1.0.0"}}}\n')
+    package = (
+        '{"name": "t", "version": "1.0.0", "scripts": '
+        '{"test": "node -e \\"require(\'./index.js\')\\""}}\n'
+    )
+    lock = (
+        '{"name": "t", "version": "1.0.0", "lockfileVersion": 3, "requires": true, '
+        '"packages": {"": {"name": "t", "version": "1.0.0"}}}\n'
+    )
     cache = tmp_path / "cache"
     envs = []
     for name in ("a", "b"):
-        repo = write(tmp_path / name, {"package.json": package, "package-lock.json": lock,
-                                       "index.js": "console.log('ok')\n"})
+        repo = write(
+            tmp_path / name,
+            {"package.json": package, "package-lock.json": lock, "index.js": "console.log('ok')\n"},
+        )
         env = testenv.provision(repo, NPM, cache)
         assert env.error is None and env.python is None
         assert (repo / "node_modules").is_symlink()
         envs.append(env)
     assert [e.reused for e in envs] == [False, True] and envs[0].key == envs[1].key
     # A local file: dependency cannot be installed away from the worktree: npm runs there.
-    repo = write(tmp_path / "c", {"package.json": '{"name": "c", "version": "1.0.0", '
-                                                  '"dependencies": {"d": "file:./d"}}\n',
-                                  "d/package.json": '{"name": "d", "version": "1.0.0"}\n'})
+    repo = write(
+        tmp_path / "c",
+        {
+            "package.json": '{"name": "c", "version": "1.0.0", '
+            '"dependencies": {"d": "file:./d"}}\n',
+            "d/package.json": '{"name": "d", "version": "1.0.0"}\n',
+        },
+    )
     env = testenv.provision(repo, NPM, cache)
     assert env.error is None, env.error
     assert env.notes == ("npm install ran in the worktree: node_modules not cached",)
@@ -257,7 +342,8 @@ def test_a_nox_test_session_declares_the_env(tmp_path: Path) -> None:
     files["noxfile.py"] = (
         "import nox\n\n\n@nox.session\ndef lint(session):\n    session.install('ruff')\n\n\n"
         "@nox.session(python=['3.11'])\ndef tests(session):\n"
-        "    session.install('./vendor/tinypkg')\n    session.run('pytest')\n")
+        "    session.install('./vendor/tinypkg')\n    session.run('pytest')\n"
+    )
     repo = write(tmp_path / "noxrepo", files)
     plan = testenv_plan.read(repo)
     assert plan is not None and plan.tox_lines == ("./vendor/tinypkg",)
@@ -275,30 +361,55 @@ def test_tox_commands_select_the_same_tests_as_a_venv_built_by_hand(tmp_path: Pa
     for rel, text in TINYPKG.items():
         if rel.startswith("vendor/"):
             repo.write(rel, text)
-    repo.write("tox.ini", "[tox]\nenvlist = py\n\n[testenv]\ndeps =\n    pytest\n"
-                          "    {toxinidir}/vendor/tinypkg\n"
-                          "commands = pytest -q tests/unit {posargs}\n")
-    repo.write("tests/unit/test_tiny.py", "import verify_dag_tinypkg as t\n\n"
-                                          "def test_double():\n    assert t.double(2) == 4\n\n"
-                                          "def test_zero():\n    assert t.double(0) == 0\n")
-    repo.write("tests/integration/test_service.py", "def test_service():\n"
-                                                    "    raise ConnectionError('no service')\n")
+    repo.write(
+        "tox.ini",
+        "[tox]\nenvlist = py\n\n[testenv]\ndeps =\n    pytest\n"
+        "    {toxinidir}/vendor/tinypkg\n"
+        "commands = pytest -q tests/unit {posargs}\n",
+    )
+    repo.write(
+        "tests/unit/test_tiny.py",
+        "import verify_dag_tinypkg as t\n\n"
+        "def test_double():\n    assert t.double(2) == 4\n\n"
+        "def test_zero():\n    assert t.double(0) == 0\n",
+    )
+    repo.write(
+        "tests/integration/test_service.py",
+        "def test_service():\n    raise ConnectionError('no service')\n",
+    )
     repo.commit("tox-run unit tests")
     toolchain = triage.discover(repo.path)
-    outcome, _ = tester.run_with_coverage(whole("tests/unit/test_tiny.py"), toolchain, repo.path,
-                                          300, cache_dir=tmp_path / "cache")
+    outcome, _ = tester.run_with_coverage(
+        whole("tests/unit/test_tiny.py"), toolchain, repo.path, 300, cache_dir=tmp_path / "cache"
+    )
 
     venv = tmp_path / "by-hand"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin/python"), "-m", "pip", "install", "-q", "pytest",
-                    "./vendor/tinypkg"], cwd=repo.path, check=True, capture_output=True)
-    by_hand = subprocess.run([str(venv / "bin/pytest"), "-q", "tests/unit", "-p",
-                              "no:cacheprovider", f"--junitxml={tmp_path / 'junit.xml'}"],
-                             cwd=repo.path, capture_output=True, text=True)
+    subprocess.run(
+        [str(venv / "bin/python"), "-m", "pip", "install", "-q", "pytest", "./vendor/tinypkg"],
+        cwd=repo.path,
+        check=True,
+        capture_output=True,
+    )
+    by_hand = subprocess.run(
+        [
+            str(venv / "bin/pytest"),
+            "-q",
+            "tests/unit",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={tmp_path / 'junit.xml'}",
+        ],
+        cwd=repo.path,
+        capture_output=True,
+        text=True,
+    )
     assert by_hand.returncode == 0, by_hand.stdout
     assert outcome.status == "PASSED", outcome.findings
-    assert outcome.notes == (junit_counts(tmp_path / "junit.xml")
-                             + "; env from tox.ini [testenv] deps")
+    assert outcome.notes == (
+        junit_counts(tmp_path / "junit.xml") + "; env from tox.ini [testenv] deps"
+    )
     assert outcome.notes.startswith("2 passed, 0 failed, 0 errors, 0 skipped")
-    assert outcome.reason == ("test command discovered: pytest -q tests/unit "
-                              "(tox.ini [testenv] commands)")
+    assert outcome.reason == (
+        "test command discovered: pytest -q tests/unit (tox.ini [testenv] commands)"
+    )

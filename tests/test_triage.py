@@ -23,11 +23,14 @@ def argvs(tc: Toolchain, kind: str) -> list[tuple[str, ...]]:
 
 
 def test_pyproject_configures_pytest_ruff_mypy(tmp_path: Path) -> None:
-    write(tmp_path, {
-        "pyproject.toml": "[tool.pytest.ini_options]\naddopts='-q'\n[tool.ruff]\n"
-                          "line-length=100\n[tool.mypy]\nstrict=true\n",
-        "pkg/__init__.py": "",
-    })
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": "[tool.pytest.ini_options]\naddopts='-q'\n[tool.ruff]\n"
+            "line-length=100\n[tool.mypy]\nstrict=true\n",
+            "pkg/__init__.py": "",
+        },
+    )
     tc = discover(tmp_path)
     test = one(tc, "test")
     assert (test.argv, test.tool, test.exists) == (("pytest",), "pytest", True)
@@ -39,11 +42,14 @@ def test_pyproject_configures_pytest_ruff_mypy(tmp_path: Path) -> None:
 
 
 def test_optional_dependencies_are_signals(tmp_path: Path) -> None:
-    write(tmp_path, {
-        "pyproject.toml": '[project]\nname="x"\n[project.optional-dependencies]\n'
-                          'dev=["pytest>=8", "mypy==1.10"]\n',
-        "x.py": "",
-    })
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": '[project]\nname="x"\n[project.optional-dependencies]\n'
+            'dev=["pytest>=8", "mypy==1.10"]\n',
+            "x.py": "",
+        },
+    )
     tc = discover(tmp_path)
     assert one(tc, "test").tool == "pytest"
     assert "dependencies (mypy)" in one(tc, "typecheck", "mypy").source
@@ -63,11 +69,14 @@ def test_tests_directory_selects_pytest(tmp_path: Path) -> None:
 
 
 def test_setup_cfg_sections(tmp_path: Path) -> None:
-    write(tmp_path, {
-        "setup.cfg": "[tool:pytest]\ntestpaths=tests\n[mypy]\nstrict=True\n"
-                     "[flake8]\nmax-line-length=100\n",
-        "a.py": "",
-    })
+    write(
+        tmp_path,
+        {
+            "setup.cfg": "[tool:pytest]\ntestpaths=tests\n[mypy]\nstrict=True\n"
+            "[flake8]\nmax-line-length=100\n",
+            "a.py": "",
+        },
+    )
     tc = discover(tmp_path)
     assert one(tc, "test").source == "setup.cfg [tool:pytest]"
     assert one(tc, "typecheck").source == "setup.cfg [mypy]"
@@ -76,11 +85,14 @@ def test_setup_cfg_sections(tmp_path: Path) -> None:
 
 
 def test_tox_ini_commands_and_pytest_section(tmp_path: Path) -> None:
-    write(tmp_path, {
-        "tox.ini": "[tox]\nenvlist=py311\n[testenv]\ncommands =\n    pytest {posargs}\n"
-                   "[testenv:lint]\ncommands = flake8 src\n",
-        "src/a.py": "",
-    })
+    write(
+        tmp_path,
+        {
+            "tox.ini": "[tox]\nenvlist=py311\n[testenv]\ncommands =\n    pytest {posargs}\n"
+            "[testenv:lint]\ncommands = flake8 src\n",
+            "src/a.py": "",
+        },
+    )
     tc = discover(tmp_path)
     assert one(tc, "test").source == "tox.ini [testenv] commands"
     assert ("flake8", "src") in argvs(tc, "lint")
@@ -94,8 +106,9 @@ def test_tox_non_pytest_command_is_the_test_command(tmp_path: Path) -> None:
 
 
 def test_ini_files(tmp_path: Path) -> None:
-    write(tmp_path, {"pytest.ini": "[pytest]\n", "mypy.ini": "[mypy]\n", "ruff.toml": "",
-                     "a.py": ""})
+    write(
+        tmp_path, {"pytest.ini": "[pytest]\n", "mypy.ini": "[mypy]\n", "ruff.toml": "", "a.py": ""}
+    )
     tc = discover(tmp_path)
     assert one(tc, "test").source == "pytest.ini"
     assert one(tc, "typecheck").source == "mypy.ini"
@@ -103,11 +116,16 @@ def test_ini_files(tmp_path: Path) -> None:
 
 
 def test_makefile_targets(tmp_path: Path) -> None:
-    write(tmp_path, {"Makefile": ".PHONY: test lint build\n"
-                                 "test:\n\t./run-tests.sh\n"
-                                 "lint:\n\tshellcheck *.sh\n"
-                                 "build: deps\n\tcc -o app app.c\n"
-                                 "typecheck:\n\t@echo none\n"})
+    write(
+        tmp_path,
+        {
+            "Makefile": ".PHONY: test lint build\n"
+            "test:\n\t./run-tests.sh\n"
+            "lint:\n\tshellcheck *.sh\n"
+            "build: deps\n\tcc -o app app.c\n"
+            "typecheck:\n\t@echo none\n"
+        },
+    )
     tc = discover(tmp_path)
     assert one(tc, "test").argv == ("make", "test")
     assert one(tc, "test").source == "Makefile target test"
@@ -125,9 +143,22 @@ def test_makefile_wrapping_ruff_and_mypy_is_not_run_twice(tmp_path: Path) -> Non
 
 
 def test_package_json_scripts(tmp_path: Path) -> None:
-    write(tmp_path, {"package.json": json.dumps({"scripts": {
-        "test": "jest", "lint": "eslint .", "build": "tsc -p .", "typecheck": "tsc --noEmit",
-        "start": "node index.js"}})})
+    write(
+        tmp_path,
+        {
+            "package.json": json.dumps(
+                {
+                    "scripts": {
+                        "test": "jest",
+                        "lint": "eslint .",
+                        "build": "tsc -p .",
+                        "typecheck": "tsc --noEmit",
+                        "start": "node index.js",
+                    }
+                }
+            )
+        },
+    )
     tc = discover(tmp_path)
     assert one(tc, "test").argv == ("npm", "test")
     assert one(tc, "test").source == "package.json scripts.test"
@@ -163,7 +194,10 @@ def test_go_mod(tmp_path: Path) -> None:
 
 
 def test_github_workflow_run_lines(tmp_path: Path) -> None:
-    write(tmp_path, {".github/workflows/ci.yml": """\
+    write(
+        tmp_path,
+        {
+            ".github/workflows/ci.yml": """\
 name: ci
 on: [push]
 jobs:
@@ -179,7 +213,10 @@ jobs:
       - run: "mypy src"
       - run: echo $HOME | tee out.txt
       - run: python -m pytest -x
-""", "src/a.py": ""})
+""",
+            "src/a.py": "",
+        },
+    )
     tc = discover(tmp_path)
     test = one(tc, "test")
     assert test.tool == "pytest" and ".github/workflows/ci.yml run" in test.source
@@ -188,14 +225,19 @@ jobs:
 
 
 def test_gitlab_ci_script(tmp_path: Path) -> None:
-    write(tmp_path, {".gitlab-ci.yml": """\
+    write(
+        tmp_path,
+        {
+            ".gitlab-ci.yml": """\
 test:
   script:
   - npm ci
   - npm test
 lint:
   script: ["eslint src"]
-"""})
+"""
+        },
+    )
     tc = discover(tmp_path)
     assert one(tc, "test").argv == ("npm", "test")
     assert one(tc, "test").source == ".gitlab-ci.yml script"
@@ -205,8 +247,15 @@ lint:
 def test_missing_executable_is_not_runnable_and_noted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    write(tmp_path, {"Makefile": "lint:\n\tflake8\n", "go.mod": "module x\n",
-                     "pyproject.toml": "[tool.mypy]\n", "tests/test_a.py": ""})
+    write(
+        tmp_path,
+        {
+            "Makefile": "lint:\n\tflake8\n",
+            "go.mod": "module x\n",
+            "pyproject.toml": "[tool.mypy]\n",
+            "tests/test_a.py": "",
+        },
+    )
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
@@ -222,16 +271,29 @@ def test_missing_executable_is_not_runnable_and_noted(
 
 
 def test_precedence_pytest_over_make_and_npm(tmp_path: Path) -> None:
-    write(tmp_path, {"Makefile": "test:\n\tpytest\n", "tests/test_a.py": "",
-                     "package.json": json.dumps({"scripts": {"test": "jest"}})})
+    write(
+        tmp_path,
+        {
+            "Makefile": "test:\n\tpytest\n",
+            "tests/test_a.py": "",
+            "package.json": json.dumps({"scripts": {"test": "jest"}}),
+        },
+    )
     tc = discover(tmp_path)
     assert argvs(tc, "test") == [("pytest",)]
     assert any(n.startswith("test: also found npm test") for n in tc.notes)
 
 
 def test_invalid_config_is_a_note_not_a_crash(tmp_path: Path) -> None:
-    write(tmp_path, {"pyproject.toml": "[tool.ruff\n", "package.json": "{nope",
-                     "setup.cfg": "no section header\n", "a.py": ""})
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": "[tool.ruff\n",
+            "package.json": "{nope",
+            "setup.cfg": "no section header\n",
+            "a.py": "",
+        },
+    )
     tc = discover(tmp_path)
     assert {n.split(" ")[0] for n in tc.notes} >= {"pyproject.toml", "package.json", "setup.cfg"}
     assert one(tc, "lint").tool == "ruff"
@@ -246,9 +308,12 @@ def test_engineer_commands_come_first_and_are_checked(tmp_path: Path) -> None:
     from verify_dag.models import EngineerContext
 
     (tmp_path / "Makefile").write_text("test:\n\techo make-test\n")
-    eng = EngineerContext(skill_dir=".claude/skills/x-engineer", build_commands=("make dist",),
-                          lint_commands=("no-such-linter-xyz --check",),
-                          test_commands=("make test",))
+    eng = EngineerContext(
+        skill_dir=".claude/skills/x-engineer",
+        build_commands=("make dist",),
+        lint_commands=("no-such-linter-xyz --check",),
+        test_commands=("make test",),
+    )
     tc = discover(tmp_path, eng)
     build = tc.of("build")
     assert build[0].argv == ("make", "dist") and build[0].source.startswith("engineer skill")

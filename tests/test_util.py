@@ -12,7 +12,8 @@ from verify_dag import util
 
 
 def test_a_password_in_a_url_is_a_secret_whatever_the_variable_is_called(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("DATABASE_URL", "postgres://app:pw123456@db.internal/app")
     monkeypatch.setenv("UPSTREAM", "https://example.org/simple")  # no credentials: kept
     env = util.scrubbed_env()
@@ -31,12 +32,12 @@ def test_a_runaway_allocation_hits_the_memory_limit(monkeypatch: pytest.MonkeyPa
     assert ok.returncode == 0 and "allocated" in ok.stdout
 
 
-def test_a_runaway_writer_hits_the_file_size_limit(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_runaway_writer_hits_the_file_size_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(util.FILE_SIZE_ENV, "1")
     write = "open('big', 'wb').write(b'x' * 3 * 1024 * 1024)"
-    res = util.run([sys.executable, "-c", write], cwd=tmp_path, timeout=60,
-                   env=util.scrubbed_env())
+    res = util.run([sys.executable, "-c", write], cwd=tmp_path, timeout=60, env=util.scrubbed_env())
     assert res.returncode != 0 and "File too large" in res.stderr
     assert (tmp_path / "big").stat().st_size <= 1024 * 1024
 

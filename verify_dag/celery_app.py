@@ -78,13 +78,16 @@ def broker_url(explicit: str | None = None) -> str:
         except UnicodeDecodeError:
             raise UsageError(f"{BROKER_FILE_ENV}: {url_file} is not UTF-8 text") from None
         if not url:
-            raise UsageError(f"{BROKER_FILE_ENV}: {url_file} is empty; it should hold one "
-                             "broker URL")
+            raise UsageError(
+                f"{BROKER_FILE_ENV}: {url_file} is empty; it should hold one broker URL"
+            )
     scheme = url.partition("://")[0] if "://" in url else ""
     transport = scheme.split("+", 1)[0]
     if transport not in TRANSPORT_ALIASES:
-        raise UsageError(f"{where}: not a broker URL Celery knows: {display_source(url)!r} "
-                         "(e.g. redis://host:6379/0 or amqp://user:pass@host//)")
+        raise UsageError(
+            f"{where}: not a broker URL Celery knows: {display_source(url)!r} "
+            "(e.g. redis://host:6379/0 or amqp://user:pass@host//)"
+        )
     return url
 
 

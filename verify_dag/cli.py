@@ -55,71 +55,154 @@ def _severity(text: str) -> int:
 
 
 def _add_broker(p: argparse.ArgumentParser, default: str = "else in-process") -> None:
-    p.add_argument("--broker", metavar="URL",
-                   help=f"Celery broker URL (default: $VERIFY_DAG_BROKER_URL, {default})")
+    p.add_argument(
+        "--broker",
+        metavar="URL",
+        help=f"Celery broker URL (default: $VERIFY_DAG_BROKER_URL, {default})",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="verify-dag", description="Verify a code change before calling it done.",
-                     epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(
+        prog="verify-dag",
+        description="Verify a code change before calling it done.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
-                                metavar="COMMAND")
+    sub = parser.add_subparsers(
+        dest="command", required=True, parser_class=_Parser, metavar="COMMAND"
+    )
 
-    v = sub.add_parser("verify", help="verify a change and write one report",
-                       epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    v.add_argument("path", nargs="?", default=".",
-                   help="repository: a path (default: the current directory) or a URL the "
-                        "workers mirror (with --scope=all or --scope=branch)")
-    v.add_argument("--scope", choices=["staged", "unstaged", "branch", "all"],
-                   help="what to verify (default: auto-detect staged, then unstaged, then branch)")
+    v = sub.add_parser(
+        "verify",
+        help="verify a change and write one report",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    v.add_argument(
+        "path",
+        nargs="?",
+        default=".",
+        help="repository: a path (default: the current directory) or a URL the "
+        "workers mirror (with --scope=all or --scope=branch)",
+    )
+    v.add_argument(
+        "--scope",
+        choices=["staged", "unstaged", "branch", "all"],
+        help="what to verify (default: auto-detect staged, then unstaged, then branch)",
+    )
     v.add_argument("--base", metavar="REF", help="exact baseline ref; only with --scope=branch")
-    v.add_argument("--files", metavar="F1,F2",
-                   help="verify these files only (comma-separated; relative to the current "
-                        "directory inside the repository, else to its top)")
-    v.add_argument("--module", metavar="PATH",
-                   help="verify this directory or file only (relative like --files)")
-    v.add_argument("--depth", choices=["light", "deep"], default="light",
-                   help="light: tester + one judgement reviewer; deep: every reviewer, triage "
-                        "Job B, changed-line coverage and comment rules (default light)")
-    v.add_argument("--mode", choices=["interactive", "report-only", "auto-fix"],
-                   default="interactive", help=MODE_NOTE)
-    v.add_argument("--format", choices=["markdown", "json"], default="markdown",
-                   help="markdown on stdout (default) or JSON v1 (needs --output)")
-    v.add_argument("--output", metavar="PATH",
-                   help="write the report here (required with --format=json; never overwritten)")
-    v.add_argument("--fail-on", type=_severity, default=7, metavar="N",
-                   help="exit 1 when an issue has severity >= N (default 7)")
+    v.add_argument(
+        "--files",
+        metavar="F1,F2",
+        help="verify these files only (comma-separated; relative to the current "
+        "directory inside the repository, else to its top)",
+    )
+    v.add_argument(
+        "--module",
+        metavar="PATH",
+        help="verify this directory or file only (relative like --files)",
+    )
+    v.add_argument(
+        "--depth",
+        choices=["light", "deep"],
+        default="light",
+        help="light: tester + one judgement reviewer; deep: every reviewer, triage "
+        "Job B, changed-line coverage and comment rules (default light)",
+    )
+    v.add_argument(
+        "--mode",
+        choices=["interactive", "report-only", "auto-fix"],
+        default="interactive",
+        help=MODE_NOTE,
+    )
+    v.add_argument(
+        "--format",
+        choices=["markdown", "json"],
+        default="markdown",
+        help="markdown on stdout (default) or JSON v1 (needs --output)",
+    )
+    v.add_argument(
+        "--output",
+        metavar="PATH",
+        help="write the report here (required with --format=json; never overwritten)",
+    )
+    v.add_argument(
+        "--fail-on",
+        type=_severity,
+        default=7,
+        metavar="N",
+        help="exit 1 when an issue has severity >= N (default 7)",
+    )
     v.add_argument("--since", metavar="SHA", help="head the last approved run saw; needs --ledger")
     v.add_argument("--ledger", metavar="PATH", help="run ledger to read (read-only)")
-    v.add_argument("--no-carry-forward", action="store_true",
-                   help="report the --ledger's findings but review as a first run")
-    v.add_argument("--epic-context", metavar="PATH",
-                   help="the epic this change is one issue of; deferrals go to deferredToEpic")
-    v.add_argument("--plan-file", metavar="PATH",
-                   help="a plan the change implements; plan completeness checks it")
-    v.add_argument("--contract", metavar="PATH",
-                   help="a CONTRACT (docs/contract.md) the change is verified against, in the "
-                        "review chord: criteria, FILE SCOPE and the floor guard")
-    v.add_argument("--completion", metavar="CMD",
-                   help="a completion criterion: one bash line the exerciser runs in the "
-                        "verified commit (30 s, capped output); pass only if it exits 0")
+    v.add_argument(
+        "--no-carry-forward",
+        action="store_true",
+        help="report the --ledger's findings but review as a first run",
+    )
+    v.add_argument(
+        "--epic-context",
+        metavar="PATH",
+        help="the epic this change is one issue of; deferrals go to deferredToEpic",
+    )
+    v.add_argument(
+        "--plan-file",
+        metavar="PATH",
+        help="a plan the change implements; plan completeness checks it",
+    )
+    v.add_argument(
+        "--contract",
+        metavar="PATH",
+        help="a CONTRACT (docs/contract.md) the change is verified against, in the "
+        "review chord: criteria, FILE SCOPE and the floor guard",
+    )
+    v.add_argument(
+        "--completion",
+        metavar="CMD",
+        help="a completion criterion: one bash line the exerciser runs in the "
+        "verified commit (30 s, capped output); pass only if it exits 0",
+    )
     v.add_argument("--skip-ux", action="store_true", help="skip ux-reviewer (deep only)")
-    v.add_argument("--require-sandbox", action="store_true",
-                   help="refuse to run repository code without a full (bubblewrap) sandbox on "
-                        "the host that runs it (workers: $VERIFY_DAG_REQUIRE_SANDBOX=1); see "
-                        "docs/security.md")
-    v.add_argument("--skip-visual", action="store_true",
-                   help="skip visual-verify (deep) or the exerciser's visual lens (light)")
-    v.add_argument("--auto-fix-threshold", type=_severity, default=3, metavar="N",
-                   help="minimum severity auto-fix mode would fix (accepted; auto-fix is not "
-                        "built yet)")
-    v.add_argument("--test-timeout", type=float, default=1800.0, metavar="SECONDS",
-                   help="time limit of the test suite run (default 1800)")
-    v.add_argument("--timeout", type=float, default=7200.0, metavar="SECONDS",
-                   help="give up waiting for the report after this long")
-    v.add_argument("--no-wait", action="store_true",
-                   help="submit to the broker, print the run id and return (needs a broker)")
+    v.add_argument(
+        "--require-sandbox",
+        action="store_true",
+        help="refuse to run repository code without a full (bubblewrap) sandbox on "
+        "the host that runs it (workers: $VERIFY_DAG_REQUIRE_SANDBOX=1); see "
+        "docs/security.md",
+    )
+    v.add_argument(
+        "--skip-visual",
+        action="store_true",
+        help="skip visual-verify (deep) or the exerciser's visual lens (light)",
+    )
+    v.add_argument(
+        "--auto-fix-threshold",
+        type=_severity,
+        default=3,
+        metavar="N",
+        help="minimum severity auto-fix mode would fix (accepted; auto-fix is not built yet)",
+    )
+    v.add_argument(
+        "--test-timeout",
+        type=float,
+        default=1800.0,
+        metavar="SECONDS",
+        help="time limit of the test suite run (default 1800)",
+    )
+    v.add_argument(
+        "--timeout",
+        type=float,
+        default=7200.0,
+        metavar="SECONDS",
+        help="give up waiting for the report after this long",
+    )
+    v.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="submit to the broker, print the run id and return (needs a broker)",
+    )
     _add_broker(v)
     cli_runs.add_store(v)
 
@@ -127,13 +210,22 @@ def build_parser() -> argparse.ArgumentParser:
     _add_broker(w, default="required")
     # Defaults are resolved in cmd_worker from the environment, so a container image can choose
     # its queue set without a command line (worker.Dockerfile).
-    w.add_argument("--queues", metavar="Q1,Q2",
-                   help="queues to consume (default: $VERIFY_DAG_QUEUES, else all)")
-    w.add_argument("--concurrency", type=int, metavar="N",
-                   help="child processes or threads (default: $VERIFY_DAG_CONCURRENCY, "
-                        "else one per CPU)")
-    w.add_argument("--pool", choices=WORKER_POOLS,
-                   help="default: $VERIFY_DAG_POOL, else prefork (time limits need prefork)")
+    w.add_argument(
+        "--queues",
+        metavar="Q1,Q2",
+        help="queues to consume (default: $VERIFY_DAG_QUEUES, else all)",
+    )
+    w.add_argument(
+        "--concurrency",
+        type=int,
+        metavar="N",
+        help="child processes or threads (default: $VERIFY_DAG_CONCURRENCY, else one per CPU)",
+    )
+    w.add_argument(
+        "--pool",
+        choices=WORKER_POOLS,
+        help="default: $VERIFY_DAG_POOL, else prefork (time limits need prefork)",
+    )
     w.add_argument("--loglevel", help="default: $VERIFY_DAG_LOGLEVEL, else INFO")
     w.add_argument("--hostname", metavar="NAME")
     cli_runs.add_parsers(sub, _add_broker)
@@ -204,8 +296,10 @@ def _request(args: argparse.Namespace) -> Any:
     if args.skip_ux and args.depth == "light":
         raise UsageError("--skip-ux is only valid with --depth=deep (light runs no ux-reviewer)")
     if args.no_wait and args.output:
-        raise UsageError("--output cannot be written by a --no-wait run; fetch the report later "
-                         "with: verify-dag report RUN_ID --output=PATH")
+        raise UsageError(
+            "--output cannot be written by a --no-wait run; fetch the report later "
+            "with: verify-dag report RUN_ID --output=PATH"
+        )
     if args.output is not None and not args.output.strip():
         raise UsageError("--output: empty path")
     if args.format == "json" and not args.output:
@@ -219,17 +313,32 @@ def _request(args: argparse.Namespace) -> Any:
     plan_path = _existing_file(args.plan_file, "--plan-file")
     contract_path = _existing_file(args.contract, "--contract")
     request = VerifyRequest(
-        repo=_repo_arg(args.path), scope=args.scope, base=args.base, files=files,
-        module=args.module, depth=args.depth, mode=args.mode, format=args.format, output=output,
-        fail_on=args.fail_on, since=args.since, ledger=ledger_path,
-        no_carry_forward=args.no_carry_forward, epic_context=epic_path, plan_file=plan_path,
+        repo=_repo_arg(args.path),
+        scope=args.scope,
+        base=args.base,
+        files=files,
+        module=args.module,
+        depth=args.depth,
+        mode=args.mode,
+        format=args.format,
+        output=output,
+        fail_on=args.fail_on,
+        since=args.since,
+        ledger=ledger_path,
+        no_carry_forward=args.no_carry_forward,
+        epic_context=epic_path,
+        plan_file=plan_path,
         ledger_data=ledger.load(ledger_path) if ledger_path else None,
         epic_text=_read_text(epic_path, "--epic-context"),
-        plan_text=_read_text(plan_path, "--plan-file"), skip_ux=args.skip_ux,
-        contract=contract_path, contract_text=_read_text(contract_path, "--contract"),
-        skip_visual=args.skip_visual, require_sandbox=args.require_sandbox,
+        plan_text=_read_text(plan_path, "--plan-file"),
+        skip_ux=args.skip_ux,
+        contract=contract_path,
+        contract_text=_read_text(contract_path, "--contract"),
+        skip_visual=args.skip_visual,
+        require_sandbox=args.require_sandbox,
         auto_fix_threshold=args.auto_fix_threshold,
-        test_timeout=args.test_timeout, completion=cli_completion.criterion(args.completion),
+        test_timeout=args.test_timeout,
+        completion=cli_completion.criterion(args.completion),
         comment_density=_comment_density(),
         store=str(Path(args.store).expanduser().resolve()) if args.store else None,
         submitted=store.now(),
@@ -244,8 +353,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     app = configure(args.broker)
     embedded_run = str(app.conf.broker_url).startswith("memory://")
     if args.no_wait and embedded_run:
-        raise UsageError("--no-wait needs a broker: the in-process default worker would die with "
-                         "this process; pass --broker URL or set VERIFY_DAG_BROKER_URL")
+        raise UsageError(
+            "--no-wait needs a broker: the in-process default worker would die with "
+            "this process; pass --broker URL or set VERIFY_DAG_BROKER_URL"
+        )
     request = _request(args)
     progress = client.Progress(client.progress_stream(request.format == "json"))
     if embedded_run:
@@ -263,8 +374,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     else:
         submitted = cli_runs.submit(request)
         try:
-            result = client.wait(submitted, timeout=args.timeout, progress=progress,
-                                 interval=0.05)
+            result = client.wait(submitted, timeout=args.timeout, progress=progress, interval=0.05)
         finally:
             client.release(submitted)
     if "storeError" in result:
@@ -345,7 +455,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
             f"--broker {repos.hide_credentials(args.broker)}: {secret} on a worker's command "
             "line is readable by every process on this host",
             hint=f"put the URL in {BROKER_ENV} or in a file named by {BROKER_FILE_ENV}, "
-                 'see ops/README.md "Broker credentials"')
+            'see ops/README.md "Broker credentials"',
+        )
     url = broker_url(args.broker)
     if url.startswith("memory://"):
         raise UsageError("a worker needs a broker: pass --broker URL or set VERIFY_DAG_BROKER_URL")
@@ -359,8 +470,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
         raise UsageError(f"{source}: no queue names given; known: {', '.join(QUEUES)}")
     unknown = sorted(set(queues) - set(QUEUES))
     if unknown:
-        raise UsageError(f"{source}: unknown queue(s) {', '.join(unknown)}; "
-                         f"known: {', '.join(QUEUES)}")
+        raise UsageError(
+            f"{source}: unknown queue(s) {', '.join(unknown)}; known: {', '.join(QUEUES)}"
+        )
     flag_concurrency = None if args.concurrency is None else str(args.concurrency)
     text, source = _worker_setting(flag_concurrency, "--concurrency", "VERIFY_DAG_CONCURRENCY", "")
     concurrency = None
@@ -373,11 +485,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
         raise UsageError(f"{source}: unknown pool {pool!r}; known: {', '.join(WORKER_POOLS)}")
     loglevel, source = _worker_setting(args.loglevel, "--loglevel", "VERIFY_DAG_LOGLEVEL", "INFO")
     if loglevel.upper() not in LOG_LEVELS:
-        raise UsageError(f"{source}: unknown log level {loglevel!r}; "
-                         f"known: {', '.join(LOG_LEVELS)}")
+        raise UsageError(
+            f"{source}: unknown log level {loglevel!r}; known: {', '.join(LOG_LEVELS)}"
+        )
     app = configure(url)
-    argv = ["worker", "-Q", ",".join(queues), "--pool", pool, "--loglevel", loglevel.upper(),
-            "-E"]
+    argv = ["worker", "-Q", ",".join(queues), "--pool", pool, "--loglevel", loglevel.upper(), "-E"]
     if concurrency:
         argv += ["--concurrency", str(concurrency)]
     if args.hostname:
@@ -391,24 +503,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["arbiter"]:  # the seed's exit codes (3, 4) and usage errors: its own parser
         return cli_arbiter.main(argv[1:])
     if argv[:1] == ["floor-guard"]:  # the seed's exit codes (2 findings, 3 usage): its own parser
-        return _guarded(lambda: cli_contract.floor_guard(argv[1:]),
-                        error_code=cli_contract.EXIT_FLOOR_USAGE)
+        return _guarded(
+            lambda: cli_contract.floor_guard(argv[1:]), error_code=cli_contract.EXIT_FLOOR_USAGE
+        )
     return _guarded(lambda: _dispatch(argv))
 
 
 def _dispatch(argv: list[str]) -> int:
     parser = build_parser()
     if not argv:
-        raise UsageError("no command given: try `verify-dag verify` in a repository, or "
-                         "`verify-dag --help` for every command")
+        raise UsageError(
+            "no command given: try `verify-dag verify` in a repository, or "
+            "`verify-dag --help` for every command"
+        )
     args = parser.parse_args(argv)
-    handler = {"verify": cmd_verify, "worker": cmd_worker, "status": cmd_status,
-               "report": cmd_report, "runs": cmd_runs,
-               "fleet": cli_fleet.cmd_fleet,
-               "completion": cli_completion.cmd_completion,
-               "contract": cli_contract.cmd_contract, "gates": cli_contract.cmd_gates,
-               "shadow": cli_shadow.cmd_shadow,
-               }[args.command]
+    handler = {
+        "verify": cmd_verify,
+        "worker": cmd_worker,
+        "status": cmd_status,
+        "report": cmd_report,
+        "runs": cmd_runs,
+        "fleet": cli_fleet.cmd_fleet,
+        "completion": cli_completion.cmd_completion,
+        "contract": cli_contract.cmd_contract,
+        "gates": cli_contract.cmd_gates,
+        "shadow": cli_shadow.cmd_shadow,
+    }[args.command]
     return handler(args)
 
 
@@ -434,4 +554,3 @@ def _guarded(body: Callable[[], int], error_code: int | None = None) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
-

@@ -49,8 +49,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="verify-dag arbiter", description=HELP, epilog=EPILOG,
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(
+        prog="verify-dag arbiter",
+        description=HELP,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     for name in inputs.ARGUMENTS:
         parser.add_argument(name)
     return parser
@@ -74,8 +78,12 @@ def main(argv: Sequence[str]) -> int:
     except Exception as exc:
         if os.environ.get("VERIFY_DAG_DEBUG"):
             raise
-        print(_one_line(f"verify-dag: AUDIT_UNAVAILABLE: internal error: "
-                        f"{type(exc).__name__}: {exc}"), file=sys.stderr)
+        print(
+            _one_line(
+                f"verify-dag: AUDIT_UNAVAILABLE: internal error: {type(exc).__name__}: {exc}"
+            ),
+            file=sys.stderr,
+        )
         return EXIT_UNAVAILABLE
 
 
@@ -105,9 +113,11 @@ def _run(argv: Sequence[str]) -> int:
     if verdict["verdict"] != "AUDIT_UNAVAILABLE":
         return EXIT_VERDICT
     arm = verdict["model_arm"]
-    why = (f"model arm: {arm['reason']}" if arm["status"] == "unavailable"
-           else f"security evidence required but unavailable: "
-                f"{verdict['security_verdict']['reason']}")
+    why = (
+        f"model arm: {arm['reason']}"
+        if arm["status"] == "unavailable"
+        else f"security evidence required but unavailable: {verdict['security_verdict']['reason']}"
+    )
     print(_one_line(Unavailable(why).line()), file=sys.stderr)
     return EXIT_UNAVAILABLE
 

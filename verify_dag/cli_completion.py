@@ -23,20 +23,27 @@ EXIT_CODES_HELP = """exit codes:
   2  usage error: bad flags or RUN_ID, no run directory, no parsed_scope.json in it
   3  the verification itself errored: a step failed, no worker answered, the run was busy
 """
-RUNS_HELP = ("directory of run directories (default: $VERIFY_DAG_RUNS_DIR, else "
-             "$XDG_DATA_HOME/verify-dag/completion-runs, i.e. "
-             "~/.local/share/verify-dag/completion-runs)")
-MODE_HELP = ("full (recommended): four tasks, one per step, each audited; quick: one task that "
-             "writes the same artifacts, counted as quick in the report's mode usage")
+RUNS_HELP = (
+    "directory of run directories (default: $VERIFY_DAG_RUNS_DIR, else "
+    "$XDG_DATA_HOME/verify-dag/completion-runs, i.e. "
+    "~/.local/share/verify-dag/completion-runs)"
+)
+MODE_HELP = (
+    "full (recommended): four tasks, one per step, each audited; quick: one task that "
+    "writes the same artifacts, counted as quick in the report's mode usage"
+)
 # Seconds to wait for the outcome: the criterion itself is limited to 30 s, the rest is queueing.
 WAIT_TIMEOUT = 600.0
 
 
 def add_parser(sub: Any, add_broker: Callable[[argparse.ArgumentParser], None]) -> None:
     """``sub`` is the subparsers action of the top-level parser."""
-    c = sub.add_parser("completion",
-                       help="run a run's completion criterion: deterministic pass or fail",
-                       epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    c = sub.add_parser(
+        "completion",
+        help="run a run's completion criterion: deterministic pass or fail",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     c.add_argument("run_id", metavar="RUN_ID", help="the run directory's name in the runs dir")
     c.add_argument("--runs-dir", metavar="DIR", help=RUNS_HELP)
     c.add_argument("--mode", choices=["full", "quick"], default="full", help=MODE_HELP)
@@ -55,9 +62,15 @@ def criterion(value: str | None) -> str | None:
     return value.strip()
 
 
-def verify(run_id: str, *, runs_dir: str | None = None, mode: Mode = "full",
-           broker: str | None = None, timeout: float | None = None,
-           wait: float = WAIT_TIMEOUT) -> Outcome:
+def verify(
+    run_id: str,
+    *,
+    runs_dir: str | None = None,
+    mode: Mode = "full",
+    broker: str | None = None,
+    timeout: float | None = None,
+    wait: float = WAIT_TIMEOUT,
+) -> Outcome:
     """Run one iteration on ``DIR/RUN_ID`` and return its outcome. ``timeout`` is the
     criterion's budget (default: the seed's 30 s; tests lower it)."""
     from verify_dag import cli_runs, client, workflow
@@ -67,19 +80,26 @@ def verify(run_id: str, *, runs_dir: str | None = None, mode: Mode = "full",
 
     directory = artifacts.run_dir(runs_dir, run_id)
     if not directory.is_dir():
-        raise UsageError(f"no run directory {directory}",
-                         hint="create it with a parsed_scope.json, or pass --runs-dir")
+        raise UsageError(
+            f"no run directory {directory}",
+            hint="create it with a parsed_scope.json, or pass --runs-dir",
+        )
     if not (directory / artifacts.PARSED_SCOPE).is_file():
-        raise UsageError(f"{artifacts.PARSED_SCOPE} not found in {directory}",
-                         hint='write it first: a JSON object whose "completion" field is one '
-                              "bash command line")
+        raise UsageError(
+            f"{artifacts.PARSED_SCOPE} not found in {directory}",
+            hint='write it first: a JSON object whose "completion" field is one bash command line',
+        )
     app = configure(broker)
     embedded_run = str(app.conf.broker_url).startswith("memory://")
     with artifacts.locked(directory):
         iteration, extract = flow.plan_iteration(directory)
-        job = CompletionJob(run_id=run_id, run_dir=str(directory), iteration=iteration,
-                            mode=mode, timeout=steps.DEFAULT_TIMEOUT if timeout is None
-                            else timeout)
+        job = CompletionJob(
+            run_id=run_id,
+            run_dir=str(directory),
+            iteration=iteration,
+            mode=mode,
+            timeout=steps.DEFAULT_TIMEOUT if timeout is None else timeout,
+        )
         built = workflow.completion_plan(job, extract=extract)
         if embedded_run:
             from verify_dag import embedded
@@ -89,8 +109,9 @@ def verify(run_id: str, *, runs_dir: str | None = None, mode: Mode = "full",
         with cli_runs.unreachable_broker_is_fatal():
             built.canvas.apply_async()
         try:
-            result = client.wait(built, timeout=wait, progress=progress,
-                                 interval=0.005 if embedded_run else 0.05)
+            result = client.wait(
+                built, timeout=wait, progress=progress, interval=0.005 if embedded_run else 0.05
+            )
         except FatalError as exc:
             # A failed step marks the rest of the chain failed too: name the one that broke.
             raise FatalError(_first_failure(built) or exc.message, hint=exc.hint) from exc
@@ -114,7 +135,9 @@ def _first_failure(built: Any) -> str | None:
 
 def cmd_completion(args: argparse.Namespace) -> int:
     out = verify(args.run_id, runs_dir=args.runs_dir, mode=args.mode, broker=args.broker)
-    print(f"{out.verdict}: {out.reason} (run {out.run_id}, iteration {out.iteration}, "
-          f"mode {out.mode})")
+    print(
+        f"{out.verdict}: {out.reason} (run {out.run_id}, iteration {out.iteration}, "
+        f"mode {out.mode})"
+    )
     print(f"report: {out.report}")
     return EXIT_OK if out.verdict == "pass" else EXIT_ISSUES

@@ -44,28 +44,53 @@ EXIT_ABANDONED = 4
 def add_parsers(sub: Any) -> None:
     """``sub`` is the subparsers action of the top-level parser."""
     fmt = argparse.RawDescriptionHelpFormatter
-    c = sub.add_parser("contract", help="verify a diff against a CONTRACT file (report-only)",
-                       epilog=CONTRACT_EXIT_CODES, formatter_class=fmt)
+    c = sub.add_parser(
+        "contract",
+        help="verify a diff against a CONTRACT file (report-only)",
+        epilog=CONTRACT_EXIT_CODES,
+        formatter_class=fmt,
+    )
     c.add_argument("--contract", required=True, metavar="PATH", help="the CONTRACT file")
-    c.add_argument("--diff", required=True, metavar="RANGE",
-                   help="A..B, A...B (from their merge base), or A (against the work tree)")
-    c.add_argument("--test", metavar="CMD",
-                   help="a test command, run (bash) in a throwaway checkout of the diff's new "
-                        "side; a failure is a gap")
+    c.add_argument(
+        "--diff",
+        required=True,
+        metavar="RANGE",
+        help="A..B, A...B (from their merge base), or A (against the work tree)",
+    )
+    c.add_argument(
+        "--test",
+        metavar="CMD",
+        help="a test command, run (bash) in a throwaway checkout of the diff's new "
+        "side; a failure is a gap",
+    )
     c.add_argument("--test-timeout", type=float, default=1800.0, metavar="SECONDS")
     c.add_argument("--format", choices=["text", "json"], default="text")
-    c.add_argument("--repo", default=".", metavar="DIR",
-                   help="the repository (default: the current directory)")
+    c.add_argument(
+        "--repo", default=".", metavar="DIR", help="the repository (default: the current directory)"
+    )
 
     g = sub.add_parser("gates", help="run a contract's CHECK oracles and write its EVIDENCE")
     gsub = g.add_subparsers(dest="gates_command", metavar="run", required=True)
-    r = gsub.add_parser("run", help="run each CHECK, compare with EXPECT, write EVIDENCE",
-                        epilog=GATES_EXIT_CODES, formatter_class=fmt)
+    r = gsub.add_parser(
+        "run",
+        help="run each CHECK, compare with EXPECT, write EVIDENCE",
+        epilog=GATES_EXIT_CODES,
+        formatter_class=fmt,
+    )
     r.add_argument("contract", metavar="CONTRACT", help="the CONTRACT file (rewritten in place)")
-    r.add_argument("--repo", default=".", metavar="DIR",
-                   help="the repository the checks run in (default: the current directory)")
-    r.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
-                   help="time limit per CHECK (default 120)")
+    r.add_argument(
+        "--repo",
+        default=".",
+        metavar="DIR",
+        help="the repository the checks run in (default: the current directory)",
+    )
+    r.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="time limit per CHECK (default 120)",
+    )
 
     sub.add_parser("floor-guard", help=FLOOR_HELP, add_help=False)
 
@@ -84,8 +109,14 @@ def _emit(text: str) -> None:
 def cmd_contract(args: argparse.Namespace) -> int:
     from verify_dag.contract import render, verify_contract
 
-    verdict = verify_contract(Path(args.repo), Path(args.contract), args.diff, test=args.test,
-                              test_timeout=args.test_timeout, shown_path=args.contract)
+    verdict = verify_contract(
+        Path(args.repo),
+        Path(args.contract),
+        args.diff,
+        test=args.test,
+        test_timeout=args.test_timeout,
+        shown_path=args.contract,
+    )
     _emit(render.to_json(verdict) if args.format == "json" else render.text(verdict))
     if verdict.verdict == "ERROR":
         raise FatalError(verdict.error or "the contract could not be verified")
@@ -107,8 +138,10 @@ def cmd_gates(args: argparse.Namespace) -> int:
         return 0
     failed = sum(o.status != "MET" for o in outcomes)
     lines = [f"GATE {o.number} {o.value}" for o in outcomes]
-    lines.append(f"GATES: {len(outcomes)} checked, {len(outcomes) - failed} MET, {failed} NOT-MET;"
-                 f" EVIDENCE written to {args.contract}")
+    lines.append(
+        f"GATES: {len(outcomes)} checked, {len(outcomes) - failed} MET, {failed} NOT-MET;"
+        f" EVIDENCE written to {args.contract}"
+    )
     _emit("\n".join(lines) + "\n")
     return 1 if failed else 0
 
@@ -122,13 +155,20 @@ class _FloorParser(argparse.ArgumentParser):
 
 
 def _floor_parser() -> argparse.ArgumentParser:
-    p = _FloorParser(prog="verify-dag floor-guard", usage="%(prog)s [--contract PATH] BASE "
-                     "[-- PATHSPEC...]", description=FLOOR_HELP, epilog=FLOOR_EXIT_CODES,
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _FloorParser(
+        prog="verify-dag floor-guard",
+        usage="%(prog)s [--contract PATH] BASE [-- PATHSPEC...]",
+        description=FLOOR_HELP,
+        epilog=FLOOR_EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("base", metavar="BASE", help="the branch's base (develop; main for a hotfix)")
-    p.add_argument("--contract", metavar="PATH",
-                   help="the contract whose CLARIFICATIONS may waive findings (default: "
-                        "$VERIFY_DAG_CONTRACT; neither: no waivers)")
+    p.add_argument(
+        "--contract",
+        metavar="PATH",
+        help="the contract whose CLARIFICATIONS may waive findings (default: "
+        "$VERIFY_DAG_CONTRACT; neither: no waivers)",
+    )
     return p
 
 
@@ -136,8 +176,11 @@ def floor_guard(argv: list[str]) -> int:
     from verify_dag import git
     from verify_dag.contract import floor, parse
 
-    before, sep, after = (argv[: argv.index("--")], True, argv[argv.index("--") + 1 :]) \
-        if "--" in argv else (argv, False, [])
+    before, sep, after = (
+        (argv[: argv.index("--")], True, argv[argv.index("--") + 1 :])
+        if "--" in argv
+        else (argv, False, [])
+    )
     args = _floor_parser().parse_args(before)
     if sep and not after:
         raise UsageError("no PATHSPEC after --")

@@ -44,37 +44,77 @@ def _seconds(text: str) -> float:
     return value
 
 
-def add_parsers(sub: Any, add_broker: Callable[[argparse.ArgumentParser], None],
-                severity: Callable[[str], int]) -> None:
+def add_parsers(
+    sub: Any, add_broker: Callable[[argparse.ArgumentParser], None], severity: Callable[[str], int]
+) -> None:
     """``sub`` is the subparsers action of the top-level parser."""
     fmt = argparse.RawDescriptionHelpFormatter
-    f = sub.add_parser("fleet", help="audit every repository of a fleet file, now or nightly",
-                       epilog=EXIT_CODES_HELP, formatter_class=fmt)
+    f = sub.add_parser(
+        "fleet",
+        help="audit every repository of a fleet file, now or nightly",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=fmt,
+    )
     actions = f.add_subparsers(dest="fleet_command", required=True, parser_class=type(f))
-    run = actions.add_parser("run", help="audit every repository once, all in parallel",
-                             epilog=EXIT_CODES_HELP, formatter_class=fmt)
-    beat = actions.add_parser("beat", help="audit the fleet on a schedule (nightly by default)",
-                              epilog=EXIT_CODES_HELP, formatter_class=fmt)
+    run = actions.add_parser(
+        "run",
+        help="audit every repository once, all in parallel",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=fmt,
+    )
+    beat = actions.add_parser(
+        "beat",
+        help="audit the fleet on a schedule (nightly by default)",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=fmt,
+    )
     for p in (run, beat):
         p.add_argument("fleet_file", metavar="FLEET.toml")
-        p.add_argument("--fail-on", type=severity, default=7, metavar="N",
-                       help="exit 1 when an issue has severity >= N (default 7)")
-        p.add_argument("--timeout", type=_seconds, default=7200.0, metavar="SECONDS",
-                       help="give up on reports not in after this long, per fleet run "
-                            "(default 7200)")
+        p.add_argument(
+            "--fail-on",
+            type=severity,
+            default=7,
+            metavar="N",
+            help="exit 1 when an issue has severity >= N (default 7)",
+        )
+        p.add_argument(
+            "--timeout",
+            type=_seconds,
+            default=7200.0,
+            metavar="SECONDS",
+            help="give up on reports not in after this long, per fleet run (default 7200)",
+        )
         add_broker(p)
         cli_runs.add_store(p)
-    run.add_argument("--format", choices=["markdown", "json"], default="markdown",
-                     help="the summary printed or written with --output (both are stored)")
-    run.add_argument("--output", metavar="PATH",
-                     help="write the summary here and print only its path (never overwritten)")
+    run.add_argument(
+        "--format",
+        choices=["markdown", "json"],
+        default="markdown",
+        help="the summary printed or written with --output (both are stored)",
+    )
+    run.add_argument(
+        "--output",
+        metavar="PATH",
+        help="write the summary here and print only its path (never overwritten)",
+    )
     when = beat.add_mutually_exclusive_group()
-    when.add_argument("--cron", metavar="EXPR",
-                      help=f"five-field cron expression in UTC (default {DEFAULT_CRON!r})")
-    when.add_argument("--every", type=_seconds, metavar="SECONDS",
-                      help="audit at once, then every SECONDS instead of on --cron")
-    beat.add_argument("--runs", type=cli_runs._positive, metavar="N",
-                      help="stop after N audits (default: run until stopped)")
+    when.add_argument(
+        "--cron",
+        metavar="EXPR",
+        help=f"five-field cron expression in UTC (default {DEFAULT_CRON!r})",
+    )
+    when.add_argument(
+        "--every",
+        type=_seconds,
+        metavar="SECONDS",
+        help="audit at once, then every SECONDS instead of on --cron",
+    )
+    beat.add_argument(
+        "--runs",
+        type=cli_runs._positive,
+        metavar="N",
+        help="stop after N audits (default: run until stopped)",
+    )
 
 
 def cmd_fleet(args: argparse.Namespace) -> int:
@@ -105,17 +145,25 @@ def _run(args: argparse.Namespace, print_summary: bool) -> int:
     embedded = str(configure(args.broker).conf.broker_url).startswith("memory://")
     outcomes = _audit(entries, store_dir, embedded, args.fail_on, args.timeout)
     summary_dir = fleet_summary.new_dir(store_dir)
-    summary = fleet_summary.build(outcomes, fleet_file=str(Path(args.fleet_file).resolve()),
-                                  store_dir=store_dir, summary_dir=summary_dir,
-                                  started=started, fail_on=args.fail_on)
+    summary = fleet_summary.build(
+        outcomes,
+        fleet_file=str(Path(args.fleet_file).resolve()),
+        store_dir=store_dir,
+        summary_dir=summary_dir,
+        started=started,
+        fail_on=args.fail_on,
+    )
     fleet_summary.write(summary)
     code: int = summary["exitCode"]
     if not print_summary:
         print(f"fleet audit: {summary_dir / fleet_summary.SUMMARY_MD} (exit {code})", flush=True)
         return code
     fmt = getattr(args, "format", "markdown")
-    text = fleet_summary.markdown(summary) if fmt == "markdown" else (
-        (summary_dir / fleet_summary.SUMMARY_JSON).read_text(encoding="utf-8"))
+    text = (
+        fleet_summary.markdown(summary)
+        if fmt == "markdown"
+        else ((summary_dir / fleet_summary.SUMMARY_JSON).read_text(encoding="utf-8"))
+    )
     if output is None:
         sys.stdout.write(text)
         return code
@@ -143,17 +191,24 @@ def _request(entry: Entry, store_dir: Path, fail_on: int) -> VerifyRequest:
     from verify_dag.phases import scope
 
     request = VerifyRequest(
-        repo=entry.url, scope=entry.scope, base=entry.base, depth=entry.depth,
-        mode="report-only", format="json",
-        fail_on=fail_on, store=str(store_dir), submitted=store.now(),
+        repo=entry.url,
+        scope=entry.scope,
+        base=entry.base,
+        depth=entry.depth,
+        mode="report-only",
+        format="json",
+        fail_on=fail_on,
+        store=str(store_dir),
+        submitted=store.now(),
     )
     # A URL is resolved by the workers (each keeps its own mirror); a path is checked here,
     # exactly as `verify` checks it.
     return request if entry.is_url else scope.validate_request(request)
 
 
-def _audit(entries: list[Entry], store_dir: Path, embedded: bool, fail_on: int,
-           timeout: float) -> list[Outcome]:
+def _audit(
+    entries: list[Entry], store_dir: Path, embedded: bool, fail_on: int, timeout: float
+) -> list[Outcome]:
     """Every run is submitted before any is waited for, so the fleet's workers take them all."""
     from verify_dag import client, fleet, store
     from verify_dag.fleet_summary import Outcome
@@ -170,8 +225,14 @@ def _audit(entries: list[Entry], store_dir: Path, embedded: bool, fail_on: int,
         if last is not None:
             doc, meta = last
             outcomes[entry.number] = Outcome(
-                entry, "reused", head=head, run_id=meta.run_id, report=doc,
-                report_dir=store_dir / meta.run_id, audited_at=meta.finished)
+                entry,
+                "reused",
+                head=head,
+                run_id=meta.run_id,
+                report=doc,
+                report_dir=store_dir / meta.run_id,
+                audited_at=meta.finished,
+            )
             continue
         try:
             request = _request(entry, store_dir, fail_on)
@@ -191,8 +252,9 @@ def _audit(entries: list[Entry], store_dir: Path, embedded: bool, fail_on: int,
         outcomes[p.entry.number] = outcome
         if outcome.report is not None and outcome.report["status"] == "ok":
             # Only completed audits are remembered: an error or a block is retried next time.
-            audited.append((p.entry, outcome.head or p.head, p.plan.run_id,
-                            outcome.audited_at or store.now()))
+            audited.append(
+                (p.entry, outcome.head or p.head, p.plan.run_id, outcome.audited_at or store.now())
+            )
     fleet.record(store_dir, audited)
     return [outcomes[e.number] for e in entries]
 
@@ -205,8 +267,11 @@ def _collect(p: _Pending, store_dir: Path, embedded: bool, deadline: float) -> O
     try:
         # Past the deadline each remaining run still gets one look at its result.
         remaining = max(deadline - time.monotonic(), 0.1)
-        result = (client.wait(p.plan, timeout=remaining) if embedded
-                  else client.wait(p.plan, timeout=remaining, interval=0.05))
+        result = (
+            client.wait(p.plan, timeout=remaining)
+            if embedded
+            else client.wait(p.plan, timeout=remaining, interval=0.05)
+        )
     except VerifyDagError as exc:
         return Outcome(p.entry, "error", head=p.head, run_id=run_id, error=_shown(p.entry, exc))
     finally:
@@ -228,10 +293,16 @@ def _collect(p: _Pending, store_dir: Path, embedded: bool, deadline: float) -> O
         except OSError as exc:
             run_dir, note = None, f"report not stored in {store_dir}: {exc}"
     message = f"{error['code']}: {error['message']}" if error else note
-    return Outcome(p.entry, doc["overall"]["result"], head=doc["scope"].get("headSha") or p.head,
-                   error=_shown(p.entry, message) if message else None, run_id=run_id,
-                   report=doc, report_dir=run_dir,
-                   audited_at=meta.finished if meta is not None else None)
+    return Outcome(
+        p.entry,
+        doc["overall"]["result"],
+        head=doc["scope"].get("headSha") or p.head,
+        error=_shown(p.entry, message) if message else None,
+        run_id=run_id,
+        report=doc,
+        report_dir=run_dir,
+        audited_at=meta.finished if meta is not None else None,
+    )
 
 
 def _shown(entry: Entry, error: VerifyDagError | str) -> str:
@@ -248,12 +319,19 @@ def _cron(expr: str, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) 
 
     fields = expr.split()
     if len(fields) != 5:
-        raise UsageError(f"--cron: expected five fields (minute hour day month weekday), "
-                         f"got {expr!r}")
+        raise UsageError(
+            f"--cron: expected five fields (minute hour day month weekday), got {expr!r}"
+        )
     minute, hour, day, month, weekday = fields
     try:
-        return crontab(minute=minute, hour=hour, day_of_month=day, month_of_year=month,
-                       day_of_week=weekday, nowfun=clock)
+        return crontab(
+            minute=minute,
+            hour=hour,
+            day_of_month=day,
+            month_of_year=month,
+            day_of_week=weekday,
+            nowfun=clock,
+        )
     except ValueError as exc:
         raise UsageError(f"--cron: {expr!r}: {exc}") from None
 
@@ -270,8 +348,11 @@ def _beat(args: argparse.Namespace) -> int:
             now = datetime.now(UTC)
             wait = cron.remaining_estimate(now).total_seconds()
             due = now + timedelta(seconds=wait)
-            print(f"verify-dag: next fleet audit at {due:%Y-%m-%d %H:%M:%S} UTC",
-                  file=sys.stderr, flush=True)
+            print(
+                f"verify-dag: next fleet audit at {due:%Y-%m-%d %H:%M:%S} UTC",
+                file=sys.stderr,
+                flush=True,
+            )
             time.sleep(max(wait, 0.0))
         else:
             time.sleep(max(next_at - time.monotonic(), 0.0))
@@ -284,8 +365,11 @@ def _beat(args: argparse.Namespace) -> int:
             print(exc.line(), file=sys.stderr, flush=True)
             code = exc.exit_code
         except Exception as exc:  # noqa: BLE001  # a scheduler outlives one failed night
-            print(f"verify-dag: fleet audit failed: {type(exc).__name__}: {exc}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"verify-dag: fleet audit failed: {type(exc).__name__}: {exc}",
+                file=sys.stderr,
+                flush=True,
+            )
             code = EXIT_ERROR
         # 3 (errors) outranks 2 (a bad fleet file) outranks 1 (issues) outranks 0.
         worst = max(worst, code)

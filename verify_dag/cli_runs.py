@@ -13,8 +13,10 @@ if TYPE_CHECKING:  # the parser is built on every call, before pydantic is neede
 
 # What ``status`` says of a run whose records the result backend lost (client.announce).
 LOST = "LOST"
-STORE_HELP = ("report store directory (default: $VERIFY_DAG_STORE, else "
-              "$XDG_DATA_HOME/verify-dag/runs, i.e. ~/.local/share/verify-dag/runs)")
+STORE_HELP = (
+    "report store directory (default: $VERIFY_DAG_STORE, else "
+    "$XDG_DATA_HOME/verify-dag/runs, i.e. ~/.local/share/verify-dag/runs)"
+)
 
 
 def add_store(p: argparse.ArgumentParser) -> None:
@@ -33,8 +35,9 @@ def _positive(text: str) -> int:
 
 def add_parsers(sub: Any, add_broker: Callable[[argparse.ArgumentParser], None]) -> None:
     """``sub`` is the subparsers action of the top-level parser."""
-    s = sub.add_parser("status",
-                       help="one line: the state of a run (PENDING, STARTED, SUCCESS, LOST)")
+    s = sub.add_parser(
+        "status", help="one line: the state of a run (PENDING, STARTED, SUCCESS, LOST)"
+    )
     s.add_argument("run_id", metavar="RUN_ID")
     add_store(s)
     add_broker(s)
@@ -46,8 +49,13 @@ def add_parsers(sub: Any, add_broker: Callable[[argparse.ArgumentParser], None])
     add_store(r)
 
     n = sub.add_parser("runs", help="list the runs in the report store, newest first")
-    n.add_argument("--limit", type=_positive, default=20, metavar="N",
-                   help="show the N newest runs (default 20)")
+    n.add_argument(
+        "--limit",
+        type=_positive,
+        default=20,
+        metavar="N",
+        help="show the N newest runs (default 20)",
+    )
     add_store(n)
 
 
@@ -108,8 +116,9 @@ def unreachable_broker_is_fatal() -> Iterator[None]:
     except unreachable as exc:
         url = git.display_source(str(app.conf.broker_url))
         reason = client.one_line(exc).rstrip(".")
-        raise FatalError(f"cannot reach the broker or result store at {url}: {reason} "
-                         "(is it running?)") from None
+        raise FatalError(
+            f"cannot reach the broker or result store at {url}: {reason} (is it running?)"
+        ) from None
 
 
 def status(run_id: str, store_dir: str | None, broker: str | None) -> str:
@@ -131,14 +140,17 @@ def status(run_id: str, store_dir: str | None, broker: str | None) -> str:
             # A run submitted from here (its bundle is in the store) that the backend forgot.
             state = LOST
         if state is None:
-            raise UsageError(f"no run {run_id} in {store.resolve(store_dir)} and none known to "
-                             "the result backend (a run it lost looks the same)") from None
+            raise UsageError(
+                f"no run {run_id} in {store.resolve(store_dir)} and none known to "
+                "the result backend (a run it lost looks the same)"
+            ) from None
         if state == LOST:
-            return (f"{run_id} LOST (its records vanished from the result store: a restart "
-                    "without persistence or a flush?)")
+            return (
+                f"{run_id} LOST (its records vanished from the result store: a restart "
+                "without persistence or a flush?)"
+            )
         return f"{run_id} {state}"
-    return (f"{run_id} SUCCESS result={meta.result} exit={meta.exit_code} "
-            f"finished={meta.finished}")
+    return f"{run_id} SUCCESS result={meta.result} exit={meta.exit_code} finished={meta.finished}"
 
 
 def _backend_state(run_id: str) -> str | None:
@@ -177,8 +189,15 @@ def listing(store_dir: str | None, limit: int) -> str:
 def table(metas: Sequence[RunMeta]) -> str:
     head = ("RUN ID", "FINISHED (UTC)", "REPO", "MODE", "DEPTH", "RESULT", "EXIT")
     rows = [head] + [
-        (m.run_id, m.finished[:19].replace("T", " "), m.repo, m.mode or "-", m.depth, m.result,
-         str(m.exit_code))
+        (
+            m.run_id,
+            m.finished[:19].replace("T", " "),
+            m.repo,
+            m.mode or "-",
+            m.depth,
+            m.result,
+            str(m.exit_code),
+        )
         for m in metas
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]

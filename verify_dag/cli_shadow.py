@@ -50,22 +50,47 @@ def _seconds(text: str) -> float:
 def add_parser(sub: Any, add_broker: Callable[[argparse.ArgumentParser], None]) -> None:
     from verify_dag.shadow.budget import DEFAULT_BUDGET
 
-    s = sub.add_parser("shadow", help=HELP, epilog=EXIT_CODES_HELP,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    s.add_argument("report", metavar="REPORT.json",
-                   help="a verify JSON v1 report, or a findings document "
-                        "(schemas/findings.schema.json)")
-    s.add_argument("--repo", metavar="PATH", default=".",
-                   help="the repository the findings are about (default: the current directory)")
-    s.add_argument("--ref", metavar="REF",
-                   help="verify at this commit (default: the work tree as it is now, uncommitted "
-                        "changes included)")
-    s.add_argument("--all", action="store_true", dest="everything",
-                   help="verify every anchored claim, not only the 2-3 highest-stakes ones")
-    s.add_argument("--claims", metavar="ID,ID",
-                   help="only these claims (ids as in the report: VI-3, or a findings id)")
-    s.add_argument("--budget", type=_seconds, default=DEFAULT_BUDGET, metavar="SECONDS",
-                   help=f"time each claim's verifier may take (default {DEFAULT_BUDGET:g})")
+    s = sub.add_parser(
+        "shadow",
+        help=HELP,
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s.add_argument(
+        "report",
+        metavar="REPORT.json",
+        help="a verify JSON v1 report, or a findings document (schemas/findings.schema.json)",
+    )
+    s.add_argument(
+        "--repo",
+        metavar="PATH",
+        default=".",
+        help="the repository the findings are about (default: the current directory)",
+    )
+    s.add_argument(
+        "--ref",
+        metavar="REF",
+        help="verify at this commit (default: the work tree as it is now, uncommitted "
+        "changes included)",
+    )
+    s.add_argument(
+        "--all",
+        action="store_true",
+        dest="everything",
+        help="verify every anchored claim, not only the 2-3 highest-stakes ones",
+    )
+    s.add_argument(
+        "--claims",
+        metavar="ID,ID",
+        help="only these claims (ids as in the report: VI-3, or a findings id)",
+    )
+    s.add_argument(
+        "--budget",
+        type=_seconds,
+        default=DEFAULT_BUDGET,
+        metavar="SECONDS",
+        help=f"time each claim's verifier may take (default {DEFAULT_BUDGET:g})",
+    )
     s.add_argument("--format", choices=["text", "json"], default="text")
     add_broker(s)
     cli_runs.add_store(s)  # with a broker: where the repository's bundle goes for the workers
@@ -98,11 +123,17 @@ def _resolved(repo: str, candidates: list[Any], source: str) -> list[Any]:
     for ref in sorted({c.claim.ref for c in candidates if c.claim.ref}):
         sha = git.verify_commit(repo, ref)
         if sha is None:
-            raise UsageError(f"{source}: ref {ref} is not a commit of {repo}",
-                             hint="wrong --repo, or fetch it first")
+            raise UsageError(
+                f"{source}: ref {ref} is not a commit of {repo}",
+                hint="wrong --repo, or fetch it first",
+            )
         shas[ref] = sha
-    return [dataclasses.replace(c, claim=c.claim.model_copy(update={"ref": shas[c.claim.ref]}))
-            if c.claim.ref else c for c in candidates]
+    return [
+        dataclasses.replace(c, claim=c.claim.model_copy(update={"ref": shas[c.claim.ref]}))
+        if c.claim.ref
+        else c
+        for c in candidates
+    ]
 
 
 def cmd_shadow(args: argparse.Namespace) -> int:
@@ -125,19 +156,37 @@ def cmd_shadow(args: argparse.Namespace) -> int:
     commit, label = _commit(repo, args.ref)
     app = configure(args.broker)
     embedded = str(app.conf.broker_url).startswith("memory://")
-    job = ShadowJob(run_id=uuid(), repo=repo, commit=commit, label=label, goal=findings.goal,
-                    surface=findings.surface, budget=args.budget,
-                    store=str(Path(args.store).expanduser().resolve()) if args.store else None)
-    result = _rounds(job, [c for c in candidates if c.claim.id in chosen], embedded,
-                     args.format == "json") if chosen else None
-    doc = render.document(source=args.report, findings=findings, candidates=candidates,
-                          selected=chosen, everything=args.everything, job=job, result=result)
+    job = ShadowJob(
+        run_id=uuid(),
+        repo=repo,
+        commit=commit,
+        label=label,
+        goal=findings.goal,
+        surface=findings.surface,
+        budget=args.budget,
+        store=str(Path(args.store).expanduser().resolve()) if args.store else None,
+    )
+    result = (
+        _rounds(
+            job, [c for c in candidates if c.claim.id in chosen], embedded, args.format == "json"
+        )
+        if chosen
+        else None
+    )
+    doc = render.document(
+        source=args.report,
+        findings=findings,
+        candidates=candidates,
+        selected=chosen,
+        everything=args.everything,
+        job=job,
+        result=result,
+    )
     sys.stdout.write(render.to_json(doc) if args.format == "json" else render.text(doc))
     return EXIT_CODES[doc["gate"]]
 
 
-def _rounds(job: ShadowJob, chosen: list[Any], embedded: bool, json_output: bool
-            ) -> RoundResult:
+def _rounds(job: ShadowJob, chosen: list[Any], embedded: bool, json_output: bool) -> RoundResult:
     """Round 1 dispatches the selected claims; each later round what the merge sends back."""
     from verify_dag import client, workflow
     from verify_dag.shadow import merge, run
@@ -154,19 +203,23 @@ def _rounds(job: ShadowJob, chosen: list[Any], embedded: bool, json_output: bool
     dispatches = [Dispatch(claim=c.claim) for c in chosen]
     result: RoundResult | None = None
     for round_no in range(1, merge.MAX_ROUNDS + 1):
-        built = workflow.shadow_round(job, dispatches, round_no,
-                                      result.verdicts if result else ())
+        built = workflow.shadow_round(job, dispatches, round_no, result.verdicts if result else ())
         with cli_runs.unreachable_broker_is_fatal():
             built.canvas.apply_async()
         try:
-            raw = client.wait(built, timeout=ROUND_WAIT, progress=progress,
-                              interval=0.005 if embedded else 0.05)
+            raw = client.wait(
+                built, timeout=ROUND_WAIT, progress=progress, interval=0.005 if embedded else 0.05
+            )
         finally:
             if not embedded:
                 client.release(built)
         result = RoundResult.model_validate(raw)
-        dispatches = [Dispatch(claim=claims[r.claim_id], round=round_no + 1, outside=r.outside,
-                               narrow=r.narrow) for r in result.redispatch]
+        dispatches = [
+            Dispatch(
+                claim=claims[r.claim_id], round=round_no + 1, outside=r.outside, narrow=r.narrow
+            )
+            for r in result.redispatch
+        ]
         if not dispatches:
             break
     assert result is not None

@@ -40,8 +40,9 @@ def submit(request: VerifyRequest) -> Plan:
     if built.expect is not None and not git.is_url(request.repo):
         # The in-process worker reads the repository where it is: the head the report must name
         # is the one seen now, just before the scope phase looks.
-        built = dataclasses.replace(built, expect=dataclasses.replace(
-            built.expect, head=git.head(request.repo)))
+        built = dataclasses.replace(
+            built, expect=dataclasses.replace(built.expect, head=git.head(request.repo))
+        )
     built = announce(built)
     built.canvas.apply_async()
     return built
@@ -90,9 +91,16 @@ class Progress:
                 self.stream.flush()
 
 
-def wait(p: Plan, *, timeout: float, progress: Progress | None = None,
-         interval: float = 0.005, sweep: float = 0.25,
-         outage: float | None = None, lost_check: float = LOST_CHECK) -> dict[str, Any]:
+def wait(
+    p: Plan,
+    *,
+    timeout: float,
+    progress: Progress | None = None,
+    interval: float = 0.005,
+    sweep: float = 0.25,
+    outage: float | None = None,
+    lost_check: float = LOST_CHECK,
+) -> dict[str, Any]:
     """Wait for the report task.
 
     The final result is polled every ``interval``; every ``sweep`` seconds the other phases are
@@ -128,7 +136,7 @@ def wait(p: Plan, *, timeout: float, progress: Progress | None = None,
                     f"the result store was unreachable for {limit:.0f} s in a row (limit "
                     f"{OUTAGE_ENV}) while waiting for run {p.run_id}: {one_line(exc)}",
                     hint=f"the run goes on if the workers reconnect; ask `verify-dag status "
-                         f"{p.run_id}` once Redis is back",
+                    f"{p.run_id}` once Redis is back",
                 ) from exc
             _check_timeout(p, start, timeout)
             time.sleep(OUTAGE_RETRY)
@@ -175,15 +183,18 @@ def _lost(p: Plan) -> dict[str, Any]:
         except VerifyDagError:
             pass  # not there (or unreadable): the run is lost either way
         else:
-            found = {"report": doc, "markdown": markdown,
-                     "stored": str(store.resolve(p.expect.store) / p.run_id)}
+            found = {
+                "report": doc,
+                "markdown": markdown,
+                "stored": str(store.resolve(p.expect.store) / p.run_id),
+            }
             check_report(p, found)
             return found
     raise FatalError(
         f"the broker lost run {p.run_id} (its records vanished from the result store: a restart "
         "without persistence or a flush?)",
         hint="submit it again; a broker that must survive restarts needs Redis persistence, "
-             "see ops/README.md, \"Faults and recovery\"",
+        'see ops/README.md, "Faults and recovery"',
     )
 
 
@@ -194,9 +205,11 @@ def check_report(p: Plan, result: object) -> None:
     report = result.get("report") if isinstance(result, dict) else None
     wrong = mismatch(report, p.run_id, p.expect)
     if wrong is not None:
-        raise FatalError(f"the report in the result store is not this run's ({wrong})",
-                         hint="something other than the run's own report task wrote its result; "
-                              "do not trust this run, verify again")
+        raise FatalError(
+            f"the report in the result store is not this run's ({wrong})",
+            hint="something other than the run's own report task wrote its result; "
+            "do not trust this run, verify again",
+        )
 
 
 def mismatch(report: object, run_id: str, expect: Expected) -> str | None:
@@ -209,8 +222,9 @@ def mismatch(report: object, run_id: str, expect: Expected) -> str | None:
     """
     if not isinstance(report, dict):
         return f"no report, expected run id {run_id}"
-    run, scope = (part if isinstance(part := report.get(key), dict) else {}
-                  for key in ("run", "scope"))
+    run, scope = (
+        part if isinstance(part := report.get(key), dict) else {} for key in ("run", "scope")
+    )
     got_id, got_repo, head = run.get("id"), run.get("repo"), scope.get("headSha")
     if got_id != run_id:
         return f"run id {got_id}, expected {run_id}"

@@ -53,12 +53,19 @@ def ensure_worker() -> None:
         app.set_current()
         app.set_default()
         worker = _Worker(
-            app=app, hostname="embedded@verify-dag", pool="threads", concurrency=CONCURRENCY,
-            queues=list(QUEUES), loglevel=logging.WARNING, without_heartbeat=True,
-            without_mingle=True, without_gossip=True,
+            app=app,
+            hostname="embedded@verify-dag",
+            pool="threads",
+            concurrency=CONCURRENCY,
+            queues=list(QUEUES),
+            loglevel=logging.WARNING,
+            without_heartbeat=True,
+            without_mingle=True,
+            without_gossip=True,
         )
-        thread = threading.Thread(target=worker.start, name="verify-dag-embedded-worker",
-                                  daemon=True)
+        thread = threading.Thread(
+            target=worker.start, name="verify-dag-embedded-worker", daemon=True
+        )
         thread.start()
         if not worker.started.wait(START_TIMEOUT):
             raise RuntimeError("the embedded Celery worker did not start")

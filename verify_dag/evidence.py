@@ -42,8 +42,8 @@ REQ_ID = re.compile(r"\bREQ-[0-9]{3,}\b")
 # The scratch directories verify-dag makes (git.worktree, the tester, testenv, the backends).
 _SCRATCH = re.compile(r"(?:/[^\s/:'\"]+)*/verify-dag-[a-z]+-[A-Za-z0-9_]+(?:/tree)?")
 _SECURITY_TAG = re.compile(
-    r"^[`*]*(G_SECURE|G_SECRETS_SCAN|SECURITY)[`*]*(?:\s*\((strict|advisory)\))?\s*:",
-    re.IGNORECASE)
+    r"^[`*]*(G_SECURE|G_SECRETS_SCAN|SECURITY)[`*]*(?:\s*\((strict|advisory)\))?\s*:", re.IGNORECASE
+)
 
 
 def canonical_bytes(bundle: Mapping[str, Any]) -> bytes:
@@ -61,8 +61,9 @@ def inventory_hash(inventory: Mapping[str, Any]) -> str:
 
 
 def _canonical(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=False).encode("utf-8")
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8"
+    )
 
 
 def version() -> str:
@@ -77,8 +78,11 @@ def runner_version(suite: SuiteEvidence | None) -> str:
     own = f"verify-dag/{version()}"
     if suite is None:
         return own
-    return f"{own} {suite.runner}/{suite.runner_version}" if suite.runner_version else (
-        f"{own} {suite.runner}")
+    return (
+        f"{own} {suite.runner}/{suite.runner_version}"
+        if suite.runner_version
+        else (f"{own} {suite.runner}")
+    )
 
 
 def sanitize(text: str, workdir: Path | None = None, limit: int = REASON_MAX) -> str:
@@ -101,15 +105,22 @@ def inventory(runner: str, environment: str) -> Inventory:
             tier, source = int(raw), TIER_ENV
         else:
             source = f"default ({TIER_ENV}={raw[:20]!r} is not one of 0, 1, 2)"
-    return Inventory(tier=tier, tier_source=source, python=platform.python_version(),
-                     platform=f"{sys.platform}-{platform.machine()}", runner=runner,
-                     environment=sanitize(environment))
+    return Inventory(
+        tier=tier,
+        tier_source=source,
+        python=platform.python_version(),
+        platform=f"{sys.platform}-{platform.machine()}",
+        runner=runner,
+        environment=sanitize(environment),
+    )
 
 
 def counts(outcomes: Iterable[str]) -> CaseCounts:
     seen = list(outcomes)
-    return CaseCounts(total=len(seen), **{k: seen.count(k) for k in
-                                          ("passed", "failed", "error", "skipped", "xfailed")})
+    return CaseCounts(
+        total=len(seen),
+        **{k: seen.count(k) for k in ("passed", "failed", "error", "skipped", "xfailed")},
+    )
 
 
 def security_status(state: RunState) -> dict[str, Any]:
@@ -120,24 +131,35 @@ def security_status(state: RunState) -> dict[str, Any]:
     declared is ``not_configured``, never a pass."""
     md = state.engineer.verification_md if state.engineer is not None else None
     parsed = gates.parse(md or "")
-    declared = [(g, m) for g in (*parsed.exerciser, *parsed.review)
-                if (m := _SECURITY_TAG.match(g.rule))]
+    declared = [
+        (g, m) for g in (*parsed.exerciser, *parsed.review) if (m := _SECURITY_TAG.match(g.rule))
+    ]
     if not declared:
-        return {"configured": False, "status": "not_configured", "gates": [],
-                "reason": "no security gate is declared (a VERIFICATION.md gate whose rule "
-                          "starts with G_SECURE:, G_SECRETS_SCAN: or SECURITY:)"}
+        return {
+            "configured": False,
+            "status": "not_configured",
+            "gates": [],
+            "reason": "no security gate is declared (a VERIFICATION.md gate whose rule "
+            "starts with G_SECURE:, G_SECRETS_SCAN: or SECURITY:)",
+        }
     observed: dict[tuple[str, str], GateResult] = {
-        (g.kind, g.rule): g for o in state.outcomes if o.skill == "exerciser" for g in o.gates}
+        (g.kind, g.rule): g for o in state.outcomes if o.skill == "exerciser" for g in o.gates
+    }
     records = []
     for gate, match in declared:
         result = observed.get((gate.kind, gate.rule))
-        records.append({
-            "name": match.group(1).upper(), "kind": gate.kind, "rule": sanitize(gate.rule),
-            "mode": (match.group(2) or "strict").lower(),
-            "status": result.status if result is not None else "NOT_CHECKED",
-            "evidence": sanitize(result.evidence, limit=600) if result is not None
-            else "declared, but the exerciser recorded no result for it",
-        })
+        records.append(
+            {
+                "name": match.group(1).upper(),
+                "kind": gate.kind,
+                "rule": sanitize(gate.rule),
+                "mode": (match.group(2) or "strict").lower(),
+                "status": result.status if result is not None else "NOT_CHECKED",
+                "evidence": sanitize(result.evidence, limit=600)
+                if result is not None
+                else "declared, but the exerciser recorded no result for it",
+            }
+        )
     status, reason = _aggregate(records)
     return {"configured": True, "status": status, "gates": records, "reason": reason}
 
@@ -165,7 +187,8 @@ def build(state: RunState) -> dict[str, Any] | None:
         return None
     suite, sc, req = tester.evidence, state.scope, state.request
     result: dict[str, Any] = {
-        "status": tester.status, "notes": sanitize(tester.notes, limit=600),
+        "status": tester.status,
+        "notes": sanitize(tester.notes, limit=600),
         "runner": suite.runner if suite else None,
         "runner_version": suite.runner_version if suite else None,
         "command": sanitize(suite.command) if suite else None,
@@ -173,8 +196,7 @@ def build(state: RunState) -> dict[str, Any] | None:
         "per_test": suite.per_test if suite else False,
         "truncated": suite.truncated if suite else False,
         "counts": (suite.counts if suite else CaseCounts()).model_dump(),
-        "tests": [_case(c.model_dump(exclude_defaults=True)) for c in suite.tests]
-        if suite else [],
+        "tests": [_case(c.model_dump(exclude_defaults=True)) for c in suite.tests] if suite else [],
     }
     bundle: dict[str, Any] = {
         "bundle_version": BUNDLE_VERSION,
@@ -182,9 +204,15 @@ def build(state: RunState) -> dict[str, Any] | None:
         "runner_version": runner_version(suite),
         "run_id": state.run_id,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "subject": {"repo": display_source(req.repo), "mode": sc.mode, "depth": req.depth,
-                    "commit": sc.new_commit, "head_sha": sc.head_sha or None,
-                    "base_ref": sc.base_ref or None, "merge_base": sc.merge_base or None},
+        "subject": {
+            "repo": display_source(req.repo),
+            "mode": sc.mode,
+            "depth": req.depth,
+            "commit": sc.new_commit,
+            "head_sha": sc.head_sha or None,
+            "base_ref": sc.base_ref or None,
+            "merge_base": sc.merge_base or None,
+        },
         "inventory": suite.inventory.model_dump() if suite else None,
         "results": [result],
         "security_status": security_status(state),
@@ -204,5 +232,6 @@ def validate(bundle: Mapping[str, Any]) -> None:
     """Raise ValueError naming the failing path when ``bundle`` does not match its schema."""
     error = best_match(jsonschemas.validator(SCHEMA_PATH).iter_errors(bundle))
     if error is not None:
-        raise ValueError(f"bundle does not match {SCHEMA_PATH} at {error.json_path}: "
-                         f"{error.message}")
+        raise ValueError(
+            f"bundle does not match {SCHEMA_PATH} at {error.json_path}: {error.message}"
+        )

@@ -86,8 +86,9 @@ def load(path: str | os.PathLike[str]) -> list[Entry]:
         raise UsageError(f"{path}: not valid TOML: {exc}") from None
     extra = sorted(set(data) - {"repo"})
     if extra:
-        raise UsageError(f"{path}: unknown top-level key(s) {', '.join(extra)}; "
-                         "only [[repo]] tables are allowed")
+        raise UsageError(
+            f"{path}: unknown top-level key(s) {', '.join(extra)}; only [[repo]] tables are allowed"
+        )
     tables = data.get("repo")
     if not isinstance(tables, list) or not tables:
         raise UsageError(f"{path}: no repositories; add one [[repo]] table with url = ... each")
@@ -97,8 +98,10 @@ def load(path: str | os.PathLike[str]) -> list[Entry]:
         entry = _entry(where, number, table)
         first = seen.setdefault(entry.key(), number)
         if first != number:
-            raise UsageError(f"{path}: repo {number} ({entry.shown}): duplicates repo {first} "
-                             "(same url, scope, base and depth)")
+            raise UsageError(
+                f"{path}: repo {number} ({entry.shown}): duplicates repo {first} "
+                "(same url, scope, base and depth)"
+            )
         entries.append(entry)
     return entries
 
@@ -112,12 +115,10 @@ def _entry(where: Path, number: int, table: object) -> Entry:
         name += f" ({display(url)})"
     unknown = sorted(set(table) - set(KEYS))
     if unknown:
-        raise UsageError(f"{name}: unknown key(s) {', '.join(unknown)}; "
-                         f"known: {', '.join(KEYS)}")
+        raise UsageError(f"{name}: unknown key(s) {', '.join(unknown)}; known: {', '.join(KEYS)}")
     for key in KEYS:
         if key in table and not isinstance(table[key], str):
-            raise UsageError(f"{name}: {key} must be a string, "
-                             f"got {type(table[key]).__name__}")
+            raise UsageError(f"{name}: {key} must be a string, got {type(table[key]).__name__}")
     if not isinstance(url, str) or not url.strip():
         raise UsageError(f"{name}: url is required (a URL or a path)")
     base = table.get("base")
@@ -128,7 +129,7 @@ def _entry(where: Path, number: int, table: object) -> Entry:
     if scope not in SCOPES:
         raise UsageError(f"{name}: scope must be one of {', '.join(SCOPES)}, got {scope!r}")
     if base is not None and scope != "branch":
-        raise UsageError(f"{name}: base is only valid with scope = \"branch\"")
+        raise UsageError(f'{name}: base is only valid with scope = "branch"')
     depth = table.get("depth", "deep")
     if depth not in DEPTHS:
         raise UsageError(f"{name}: depth must be one of {', '.join(DEPTHS)}, got {depth!r}")
@@ -137,8 +138,9 @@ def _entry(where: Path, number: int, table: object) -> Entry:
     if not git.is_url(url):
         # Paths are relative to the fleet file, so the file means the same from any directory.
         url = str((where.parent / Path(url).expanduser()).resolve())
-    return Entry(number=number, url=url, scope=cast(Scope, scope), base=base,
-                 depth=cast(Depth, depth))
+    return Entry(
+        number=number, url=url, scope=cast(Scope, scope), base=base, depth=cast(Depth, depth)
+    )
 
 
 # --- the index of last audits ----------------------------------------------------------------
@@ -160,8 +162,9 @@ def _read_index(path: Path) -> dict[str, dict[str, Any]]:
     return audits if isinstance(audits, dict) else {}
 
 
-def reusable(store_dir: str | os.PathLike[str] | None, entry: Entry,
-             head: str) -> tuple[dict[str, Any], store.RunMeta] | None:
+def reusable(
+    store_dir: str | os.PathLike[str] | None, entry: Entry, head: str
+) -> tuple[dict[str, Any], store.RunMeta] | None:
     """The stored report and meta of ``entry``'s last completed audit, if it saw ``head`` and
     its report is still in the store."""
     last = _read_index(fleet_dir(store_dir) / INDEX).get(entry.key())
@@ -181,8 +184,9 @@ def _locked(directory: Path) -> Iterator[None]:
         yield
 
 
-def record(store_dir: str | os.PathLike[str] | None,
-           audits: Sequence[tuple[Entry, str, str, str]]) -> None:
+def record(
+    store_dir: str | os.PathLike[str] | None, audits: Sequence[tuple[Entry, str, str, str]]
+) -> None:
     """Remember completed audits: (entry, head audited, run id, finished time) each."""
     if not audits:
         return
@@ -191,8 +195,13 @@ def record(store_dir: str | os.PathLike[str] | None,
     with _locked(directory):
         index = _read_index(directory / INDEX)
         for entry, head, run_id, finished in audits:
-            index[entry.key()] = {**entry.settings(), "url": entry.shown, "head": head,
-                                  "runId": run_id, "finished": finished}
+            index[entry.key()] = {
+                **entry.settings(),
+                "url": entry.shown,
+                "head": head,
+                "runId": run_id,
+                "finished": finished,
+            }
         text = json.dumps({"version": 1, "audits": index}, indent=2, sort_keys=True) + "\n"
         # The store's own atomic write: a reader never sees half an index.
         write_atomic(directory / INDEX, text.encode("utf-8"))

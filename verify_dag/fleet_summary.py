@@ -46,18 +46,27 @@ class Outcome:
 def _issues(doc: dict[str, Any] | None, fail_on: int) -> dict[str, Any]:
     severities = [int(i["severity"]) for i in (doc or {}).get("issues", [])]
     by = {str(s): severities.count(s) for s in sorted(set(severities), reverse=True)}
-    return {"total": len(severities), "atOrAboveFailOn": sum(s >= fail_on for s in severities),
-            "bySeverity": by}
+    return {
+        "total": len(severities),
+        "atOrAboveFailOn": sum(s >= fail_on for s in severities),
+        "bySeverity": by,
+    }
 
 
 def _repo(o: Outcome, fail_on: int) -> dict[str, Any]:
     doc = o.report
-    not_run = [{"skill": s["skill"], "status": s["status"], "reason": s["notes"]}
-               for s in (doc or {}).get("skillResults", []) if s["status"] in NOT_RAN]
+    not_run = [
+        {"skill": s["skill"], "status": s["status"], "reason": s["notes"]}
+        for s in (doc or {}).get("skillResults", [])
+        if s["status"] in NOT_RAN
+    ]
     where = None
     if o.report_dir is not None:
-        where = {"dir": str(o.report_dir), "json": str(o.report_dir / store.REPORT_JSON),
-                 "markdown": str(o.report_dir / store.REPORT_MD)}
+        where = {
+            "dir": str(o.report_dir),
+            "json": str(o.report_dir / store.REPORT_JSON),
+            "markdown": str(o.report_dir / store.REPORT_MD),
+        }
     return {
         "number": o.entry.number,
         "url": o.entry.shown,
@@ -77,8 +86,15 @@ def _repo(o: Outcome, fail_on: int) -> dict[str, Any]:
     }
 
 
-def build(outcomes: list[Outcome], *, fleet_file: str, store_dir: Path, summary_dir: Path,
-          started: str, fail_on: int) -> dict[str, Any]:
+def build(
+    outcomes: list[Outcome],
+    *,
+    fleet_file: str,
+    store_dir: Path,
+    summary_dir: Path,
+    started: str,
+    fail_on: int,
+) -> dict[str, Any]:
     repos = [_repo(o, fail_on) for o in outcomes]
     codes = {r["exitCode"] for r in repos}
     code = EXIT_ERROR if EXIT_ERROR in codes else EXIT_ISSUES if EXIT_ISSUES in codes else EXIT_OK
@@ -100,8 +116,9 @@ def validate(summary: dict[str, Any]) -> None:
     """Raise ValueError naming the failing path when ``summary`` does not match its schema."""
     error = best_match(jsonschemas.validator(SCHEMA_PATH).iter_errors(summary))
     if error is not None:
-        raise ValueError(f"fleet summary does not match {SCHEMA_PATH} at {error.json_path}: "
-                         f"{error.message}")
+        raise ValueError(
+            f"fleet summary does not match {SCHEMA_PATH} at {error.json_path}: {error.message}"
+        )
 
 
 def _cell(text: str) -> str:
@@ -131,12 +148,16 @@ def markdown(summary: dict[str, Any], here: Path | None = None) -> str:
     """The summary for people; report links are relative to ``here`` (the summary's directory)."""
     t = summary["totals"]
     lines = [
-        "# Fleet audit", "",
+        "# Fleet audit",
+        "",
         f"Fleet file `{summary['fleetFile']}`, report store `{summary['store']}`; "
         f"started {summary['started']}, finished {summary['finished']} (UTC); "
-        f"this summary: `{summary['summaryDir']}`.", "",
-        f"**{_repositories(len(summary['repos']))}: " + ", ".join(f"{t[r]} {r}" for r in RESULTS)
-        + f"; fail on severity >= {summary['failOn']}; exit {summary['exitCode']}.**", "",
+        f"this summary: `{summary['summaryDir']}`.",
+        "",
+        f"**{_repositories(len(summary['repos']))}: "
+        + ", ".join(f"{t[r]} {r}" for r in RESULTS)
+        + f"; fail on severity >= {summary['failOn']}; exit {summary['exitCode']}.**",
+        "",
         "| # | Repository | Scope | Depth | Result | Issues | Run |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -144,31 +165,38 @@ def markdown(summary: dict[str, Any], here: Path | None = None) -> str:
         scope = r["scope"] + (f" vs {r['base']}" if r["base"] else "")
         result = r["result"] + (f" ({r['reportResult']})" if r["result"] == "reused" else "")
         run = f"`{r['runId']}`" if r["runId"] else "-"
-        lines.append(f"| {r['number']} | {_cell(r['url'])} | {_cell(scope)} | {r['depth']} | "
-                     f"{result} | {_counts(r['issues'], r['reportResult'] is not None)} | {run} |")
+        lines.append(
+            f"| {r['number']} | {_cell(r['url'])} | {_cell(scope)} | {r['depth']} | "
+            f"{result} | {_counts(r['issues'], r['reportResult'] is not None)} | {run} |"
+        )
     for r in summary["repos"]:
         lines += ["", f"## {r['number']}. {r['url']}: {r['result']}", ""]
         if r["result"] == "reused":
-            lines.append(f"- Head `{r['head']}` has not moved since the audit of "
-                         f"{r['auditedAt']} (run `{r['runId']}`, {r['reportResult']}): "
-                         "its report is reused, not audited again.")
+            lines.append(
+                f"- Head `{r['head']}` has not moved since the audit of "
+                f"{r['auditedAt']} (run `{r['runId']}`, {r['reportResult']}): "
+                "its report is reused, not audited again."
+            )
         elif r["head"]:
             lines.append(f"- Head: `{r['head']}`")
         if r["error"]:
             lines.append(f"- Error: {r['error']}")
         if r["report"]:
-            lines.append(f"- Report: {_link(r, here, 'markdown')}, {_link(r, here, 'json')} "
-                         f"(`verify-dag report {r['runId']}`)")
+            lines.append(
+                f"- Report: {_link(r, here, 'markdown')}, {_link(r, here, 'json')} "
+                f"(`verify-dag report {r['runId']}`)"
+            )
         elif r["runId"]:
             lines.append(f"- Run `{r['runId']}`: no report in the store")
         issues = r["issues"]
         if r["reportResult"] is not None:
-            lines.append(f"- Issues: {_counts(issues)}; {issues['atOrAboveFailOn']} at or above "
-                         f"severity {summary['failOn']}")
+            lines.append(
+                f"- Issues: {_counts(issues)}; {issues['atOrAboveFailOn']} at or above "
+                f"severity {summary['failOn']}"
+            )
         if r["notRun"]:
             lines.append("- Did not run:")
-            lines += [f"  - {n['skill']}: {n['status']}: {_cell(n['reason'])}"
-                      for n in r["notRun"]]
+            lines += [f"  - {n['skill']}: {n['status']}: {_cell(n['reason'])}" for n in r["notRun"]]
     return "\n".join(lines) + "\n"
 
 

@@ -41,8 +41,10 @@ FETCH_TIMEOUT = 60.0
 _CAP = 256 * 1024 * 1024
 # Snapshot commits need an identity even where the user configured none.
 _IDENTITY = {
-    "GIT_AUTHOR_NAME": "verify-dag", "GIT_AUTHOR_EMAIL": "verify-dag@localhost",
-    "GIT_COMMITTER_NAME": "verify-dag", "GIT_COMMITTER_EMAIL": "verify-dag@localhost",
+    "GIT_AUTHOR_NAME": "verify-dag",
+    "GIT_AUTHOR_EMAIL": "verify-dag@localhost",
+    "GIT_COMMITTER_NAME": "verify-dag",
+    "GIT_COMMITTER_EMAIL": "verify-dag@localhost",
 }
 _DIFF_OPTS = ("--no-color", "--no-ext-diff", "--no-textconv", "--no-relative")
 
@@ -53,8 +55,15 @@ _DIFF_OPTS = ("--no-color", "--no-ext-diff", "--no-textconv", "--no-relative")
 def _env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     # Paths from users may contain glob or ":(magic)" characters: match them literally.
     # ":" is git's own "no editor"; nothing of ours edits, so nothing may open one.
-    return git_env({"GIT_LITERAL_PATHSPECS": "1", "GIT_OPTIONAL_LOCKS": "0",
-                    "GIT_EDITOR": ":", "GIT_SEQUENCE_EDITOR": ":", **(extra or {})})
+    return git_env(
+        {
+            "GIT_LITERAL_PATHSPECS": "1",
+            "GIT_OPTIONAL_LOCKS": "0",
+            "GIT_EDITOR": ":",
+            "GIT_SEQUENCE_EDITOR": ":",
+            **(extra or {}),
+        }
+    )
 
 
 # Settings that make git start a program, switched off for every call. They travel as
@@ -83,8 +92,9 @@ _STATIC: tuple[tuple[str, str], ...] = (
 
 # _no_programs results per (directory, where config files live): reused while none of the files
 # they came from changed, so a repository costs one `git config` read, not one per command.
-_OVERRIDES: dict[tuple[str, ...], tuple[tuple[tuple[str, tuple[int, ...]], ...],
-                                      list[tuple[str, str]]]] = {}
+_OVERRIDES: dict[
+    tuple[str, ...], tuple[tuple[tuple[str, tuple[int, ...]], ...], list[tuple[str, str]]]
+] = {}
 _OVERRIDES_MAX = 256  # throwaway checkouts are new directories each time
 _OVERRIDES_LOCK = threading.Lock()  # phases run git from several threads
 _CONFIG_KEYS = r"^(filter|diff|merge)\.|^credential\..*helper$|^core\.repositoryformatversion$"
@@ -102,10 +112,10 @@ def _user_config_files() -> list[str]:
     """The global and system files git would read, whether they exist yet or not."""
     home = os.environ.get("HOME", "")
     xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-    paths = [os.path.join(home, ".gitconfig"), os.path.join(xdg, "git", "config"),
-             "/etc/gitconfig"]
-    return paths + [os.environ[k] for k in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM")
-                    if os.environ.get(k)]
+    paths = [os.path.join(home, ".gitconfig"), os.path.join(xdg, "git", "config"), "/etc/gitconfig"]
+    return paths + [
+        os.environ[k] for k in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM") if os.environ.get(k)
+    ]
 
 
 def _resolve(where: Path, name: str) -> str | None:
@@ -122,8 +132,13 @@ def _resolve(where: Path, name: str) -> str | None:
 def _read_config(where: str) -> tuple[list[str] | None, list[tuple[str, str]]]:
     """Files the overrides depend on (None: do not cache) and the overrides for ``where``.
     ``git config`` only reads files: it is the one call here that needs no overrides."""
-    res = run(["git", "config", "-z", "--show-scope", "--show-origin", "--get-regexp",
-               _CONFIG_KEYS], cwd=where, env=_env(), timeout=GIT_TIMEOUT, cap=_CAP)
+    res = run(
+        ["git", "config", "-z", "--show-scope", "--show-origin", "--get-regexp", _CONFIG_KEYS],
+        cwd=where,
+        env=_env(),
+        timeout=GIT_TIMEOUT,
+        cap=_CAP,
+    )
     if res.returncode not in (0, 1):  # 1: no key matched; else the real command will say why
         return None, []
     entries = parse_config_z(res.stdout)
@@ -139,8 +154,12 @@ def _no_programs(repo: str | Path, env: Mapping[str, str]) -> dict[str, str]:
     Only a ``git -c`` the user typed (GIT_CONFIG_PARAMETERS, inherited) is applied after these.
     """
     where = os.path.abspath(repo)
-    key = (where, *_user_config_files(), env.get("GIT_CONFIG_PARAMETERS", ""),
-           env.get("GIT_CONFIG_COUNT", ""))
+    key = (
+        where,
+        *_user_config_files(),
+        env.get("GIT_CONFIG_PARAMETERS", ""),
+        env.get("GIT_CONFIG_COUNT", ""),
+    )
     cached = _OVERRIDES.get(key)
     if cached is not None and all(_stat(f) == sig for f, sig in cached[0]):
         overrides = cached[1]
@@ -165,17 +184,31 @@ def _no_programs(repo: str | Path, env: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def _git(repo: str | Path, *args: str, check: bool = True, timeout: float = GIT_TIMEOUT,
-         env: Mapping[str, str] | None = None, input_data: bytes | None = None) -> Result:
+def _git(
+    repo: str | Path,
+    *args: str,
+    check: bool = True,
+    timeout: float = GIT_TIMEOUT,
+    env: Mapping[str, str] | None = None,
+    input_data: bytes | None = None,
+) -> Result:
     argv = ["git", "--no-pager", "-c", "core.quotepath=false", *args]
-    res = run(argv, cwd=repo, timeout=timeout, env=_no_programs(repo, env or _env()), cap=_CAP,
-              check=check, input_data=input_data)
+    res = run(
+        argv,
+        cwd=repo,
+        timeout=timeout,
+        env=_no_programs(repo, env or _env()),
+        cap=_CAP,
+        check=check,
+        input_data=input_data,
+    )
     if res.truncated:
         raise FatalError(f"git {args[0]} output exceeded {_CAP} bytes", hint="scope too large")
     return res
 
 
 # --- refs ------------------------------------------------------------------------------------
+
 
 def check_ref(ref: str, what: str = "ref") -> str:
     if not valid_ref(ref):
@@ -233,8 +266,9 @@ def remote_exists(repo: str | Path, name: str) -> bool:
     return name in _git(repo, "remote").stdout.split()
 
 
-def fetch(repo: str | Path, remote: str, refspec: str | None = None,
-          timeout: float = FETCH_TIMEOUT) -> tuple[bool, str]:
+def fetch(
+    repo: str | Path, remote: str, refspec: str | None = None, timeout: float = FETCH_TIMEOUT
+) -> tuple[bool, str]:
     """Fetch without prompting or hanging; returns (ok, reason)."""
     args = ["fetch", "--quiet", "--no-recurse-submodules", remote, *([refspec] if refspec else [])]
     res = _git(repo, *args, check=False, timeout=timeout)
@@ -251,8 +285,9 @@ def symbolic_ref(repo: str | Path, name: str) -> str | None:
     return res.stdout.strip() or None if res.returncode == 0 else None
 
 
-def remote_show_head_branch(repo: str | Path, remote: str,
-                            timeout: float = FETCH_TIMEOUT) -> str | None:
+def remote_show_head_branch(
+    repo: str | Path, remote: str, timeout: float = FETCH_TIMEOUT
+) -> str | None:
     """The provider's default branch as ``git remote show REMOTE`` reports it."""
     res = _git(repo, "remote", "show", remote, check=False, timeout=timeout)
     if res.returncode != 0:
@@ -287,8 +322,9 @@ def _first_fatal(res: Result, what: str) -> str:
 def remote_head(source: str, timeout: float = FETCH_TIMEOUT) -> str:
     """The commit HEAD points to in the repository at ``source`` (URL or path), read without a
     clone (``git ls-remote``). Raises FatalError with git's reason when it cannot be read."""
-    res = _git(tempfile.gettempdir(), "ls-remote", "--", source, "HEAD", check=False,
-               timeout=timeout)
+    res = _git(
+        tempfile.gettempdir(), "ls-remote", "--", source, "HEAD", check=False, timeout=timeout
+    )
     if res.timed_out:
         raise FatalError(f"git ls-remote {source} timed out after {timeout:g}s")
     if res.returncode != 0:
@@ -322,8 +358,20 @@ def is_bare(repo: str | Path) -> bool:
 def clone_mirror(source: str, dest: Path, timeout: float = CLONE_TIMEOUT) -> None:
     """A bare mirror of ``source`` (every ref), never garbage-collected on its own: throwaway
     checkouts borrow its objects through alternates, so gc must not prune them underneath."""
-    res = _git(dest.parent, "clone", "--mirror", "--quiet", "--no-hardlinks", "-c", "gc.auto=0",
-               "--", source, str(dest), check=False, timeout=timeout)
+    res = _git(
+        dest.parent,
+        "clone",
+        "--mirror",
+        "--quiet",
+        "--no-hardlinks",
+        "-c",
+        "gc.auto=0",
+        "--",
+        source,
+        str(dest),
+        check=False,
+        timeout=timeout,
+    )
     if res.timed_out:
         raise FatalError(f"git clone {display_source(source)} timed out after {timeout:g}s")
     if res.returncode != 0:
@@ -349,8 +397,16 @@ def create_bundle(repo: str | Path, dest: Path, pins: Mapping[str, str]) -> None
     scratch = Path(tempfile.mkdtemp(prefix="verify-dag-bundle-"))
     try:
         tmp = scratch / "repo.git"
-        _git(scratch, "clone", "--mirror", "--shared", "--quiet", "--",
-             str(Path(repo).resolve()), str(tmp))
+        _git(
+            scratch,
+            "clone",
+            "--mirror",
+            "--shared",
+            "--quiet",
+            "--",
+            str(Path(repo).resolve()),
+            str(tmp),
+        )
         for name, sha in pins.items():
             _git(tmp, "update-ref", f"refs/verify-dag/{name}", sha)
         _git(tmp, "bundle", "create", "--quiet", str(dest), "--all", timeout=CLONE_TIMEOUT)
@@ -362,8 +418,9 @@ def init_from_bundle(bundle: Path, dest: Path) -> None:
     """A bare repository holding every ref of ``bundle``."""
     _git(dest.parent, "init", "--bare", "--quiet", str(dest))
     _git(dest, "config", "gc.auto", "0")
-    res = _git(dest, "fetch", "--quiet", str(bundle), "+refs/*:refs/*", check=False,
-               timeout=CLONE_TIMEOUT)
+    res = _git(
+        dest, "fetch", "--quiet", str(bundle), "+refs/*:refs/*", check=False, timeout=CLONE_TIMEOUT
+    )
     if res.returncode != 0:
         raise FatalError(f"cannot read the run's bundle {bundle}: {_first_fatal(res, 'fetch')}")
     # A fetch does not carry HEAD over; the user's HEAD is what "the repository" means.
@@ -384,32 +441,57 @@ def _renames(renames: bool) -> str:
     return "-M" if renames else "--no-renames"
 
 
-def name_status(repo: str | Path, old: str, new: str, paths: Sequence[str] = (),
-                renames: bool = True) -> list[Delta]:
-    out = _git(repo, "diff", "--name-status", "-z", _renames(renames), *_DIFF_OPTS,
-               old, new, *_pathspec(paths)).stdout
+def name_status(
+    repo: str | Path, old: str, new: str, paths: Sequence[str] = (), renames: bool = True
+) -> list[Delta]:
+    out = _git(
+        repo,
+        "diff",
+        "--name-status",
+        "-z",
+        _renames(renames),
+        *_DIFF_OPTS,
+        old,
+        new,
+        *_pathspec(paths),
+    ).stdout
     return parse_name_status(out)
 
 
-def binary_paths(repo: str | Path, old: str, new: str, paths: Sequence[str] = (),
-                 renames: bool = True) -> set[str]:
+def binary_paths(
+    repo: str | Path, old: str, new: str, paths: Sequence[str] = (), renames: bool = True
+) -> set[str]:
     """New-side paths that ``git diff --numstat`` reports as binary (``-\\t-``)."""
-    out = _git(repo, "diff", "--numstat", "-z", _renames(renames), *_DIFF_OPTS,
-               old, new, *_pathspec(paths)).stdout
+    out = _git(
+        repo, "diff", "--numstat", "-z", _renames(renames), *_DIFF_OPTS, old, new, *_pathspec(paths)
+    ).stdout
     return parse_numstat_binary(out)
 
 
-def line_ranges(repo: str | Path, old: str, new: str, paths: Sequence[str] = (),
-                renames: bool = True) -> dict[str, list[tuple[int, int]]]:
-    out = _git(repo, "diff", "-U0", _renames(renames), *_DIFF_OPTS, "--src-prefix=a/",
-               "--dst-prefix=b/", old, new, *_pathspec(paths)).stdout
+def line_ranges(
+    repo: str | Path, old: str, new: str, paths: Sequence[str] = (), renames: bool = True
+) -> dict[str, list[tuple[int, int]]]:
+    out = _git(
+        repo,
+        "diff",
+        "-U0",
+        _renames(renames),
+        *_DIFF_OPTS,
+        "--src-prefix=a/",
+        "--dst-prefix=b/",
+        old,
+        new,
+        *_pathspec(paths),
+    ).stdout
     return parse_hunks(out)
 
 
-def diff_stat(repo: str | Path, old: str, new: str, paths: Sequence[str] = (),
-              renames: bool = True) -> str:
-    return _git(repo, "diff", "--stat=200", _renames(renames), *_DIFF_OPTS, old, new,
-                *_pathspec(paths)).stdout
+def diff_stat(
+    repo: str | Path, old: str, new: str, paths: Sequence[str] = (), renames: bool = True
+) -> str:
+    return _git(
+        repo, "diff", "--stat=200", _renames(renames), *_DIFF_OPTS, old, new, *_pathspec(paths)
+    ).stdout
 
 
 def ls_files(repo: str | Path, paths: Sequence[str] = ()) -> list[str]:
@@ -424,8 +506,11 @@ def untracked(repo: str | Path) -> list[str]:
 
 def ls_tree(repo: str | Path, commit: str, paths: Sequence[str] = ()) -> list[str]:
     """Every file path in ``commit`` (optionally under ``paths``)."""
-    return split_z(_git(repo, "ls-tree", "-r", "-z", "--name-only", "--full-tree", commit,
-                        *_pathspec(paths)).stdout)
+    return split_z(
+        _git(
+            repo, "ls-tree", "-r", "-z", "--name-only", "--full-tree", commit, *_pathspec(paths)
+        ).stdout
+    )
 
 
 def list_files(repo: str | Path, commit: str) -> list[str]:
@@ -478,8 +563,9 @@ def snapshot_index(repo: str | Path) -> str:
         try:
             tree = _git(repo, "write-tree", env=env).stdout.strip()
         except CalledProcessError as exc:
-            raise FatalError("cannot snapshot the index: " + exc.message,
-                             hint="resolve merge conflicts first") from exc
+            raise FatalError(
+                "cannot snapshot the index: " + exc.message, hint="resolve merge conflicts first"
+            ) from exc
     return _commit_tree(repo, tree, head(repo), "verify-dag: index snapshot")
 
 
@@ -506,8 +592,16 @@ def worktree(repo: str | Path, sha: str) -> Iterator[Path]:
     parent = Path(tempfile.mkdtemp(prefix="verify-dag-wt-"))
     path = parent / "tree"
     try:
-        _git(parent, "clone", "--shared", "--no-checkout", "--quiet", "--",
-             str(Path(repo).resolve()), str(path))
+        _git(
+            parent,
+            "clone",
+            "--shared",
+            "--no-checkout",
+            "--quiet",
+            "--",
+            str(Path(repo).resolve()),
+            str(path),
+        )
         # No post-checkout hook or smudge filter runs here either (_no_programs).
         _git(path, "-c", "advice.detachedHead=false", "checkout", "--detach", "--quiet", sha)
         yield path
@@ -521,8 +615,9 @@ def worktree(repo: str | Path, sha: str) -> Iterator[Path]:
 def patch(repo: str | Path, old: str | None, new: str, paths: Sequence[str]) -> str:
     """The exact patch of ``paths`` between two commits (``old`` None: from the empty tree)."""
     base = old if old is not None else empty_tree(repo)
-    return _git(repo, "diff", "--binary", "--full-index", "-M", *_DIFF_OPTS, base, new,
-                *_pathspec(paths)).stdout
+    return _git(
+        repo, "diff", "--binary", "--full-index", "-M", *_DIFF_OPTS, base, new, *_pathspec(paths)
+    ).stdout
 
 
 def _load_index(ws: Path, repo: str | Path, commit: str | None, paths: Sequence[str]) -> None:
@@ -533,15 +628,22 @@ def _load_index(ws: Path, repo: str | Path, commit: str | None, paths: Sequence[
     listing = _git(repo, "ls-tree", "-r", "-z", "--full-tree", commit, *_pathspec(paths)).stdout
     if listing:
         # update-index --index-info takes ls-tree's own output format.
-        res = _git(ws, "update-index", "-z", "--index-info", check=False,
-                   input_data=listing.encode("utf-8", "surrogateescape"))
+        res = _git(
+            ws,
+            "update-index",
+            "-z",
+            "--index-info",
+            check=False,
+            input_data=listing.encode("utf-8", "surrogateescape"),
+        )
         if res.returncode != 0:
             raise FatalError(f"git update-index failed: {res.stderr.strip()[:200]}")
 
 
 @contextmanager
-def diff_workspace(repo: str | Path, old: str | None, new: str, old_paths: Sequence[str],
-                   new_paths: Sequence[str]) -> Iterator[tuple[Path, str]]:
+def diff_workspace(
+    repo: str | Path, old: str | None, new: str, old_paths: Sequence[str], new_paths: Sequence[str]
+) -> Iterator[tuple[Path, str]]:
     """A throwaway repository where ``git diff HEAD`` is exactly the scoped diff.
 
     HEAD holds the old side of ``old_paths``; the index and work tree hold the new side of
@@ -558,13 +660,15 @@ def diff_workspace(repo: str | Path, old: str | None, new: str, old_paths: Seque
         alternates.write_text(str(Path(common.strip()) / "objects") + "\n", encoding="utf-8")
         _load_index(ws, repo, old, old_paths)
         base_tree = _git(ws, "write-tree").stdout.strip()
-        base = _git(ws, "commit-tree", base_tree, "-m", "verify-dag: scoped base",
-                    env=_env(_IDENTITY)).stdout.strip()
+        base = _git(
+            ws, "commit-tree", base_tree, "-m", "verify-dag: scoped base", env=_env(_IDENTITY)
+        ).stdout.strip()
         _git(ws, "update-ref", "HEAD", base)
         _load_index(ws, repo, new, new_paths)
         _git(ws, "checkout-index", "--all", "--force")
-        got = _git(ws, "diff", "--cached", "--binary", "--full-index", "-M", *_DIFF_OPTS,
-                   "HEAD").stdout
+        got = _git(
+            ws, "diff", "--cached", "--binary", "--full-index", "-M", *_DIFF_OPTS, "HEAD"
+        ).stdout
         yield ws, got
     finally:
         shutil.rmtree(parent, ignore_errors=True)
@@ -580,33 +684,59 @@ def _spec_env(magic: bool) -> dict[str, str]:
     return _env({"GIT_LITERAL_PATHSPECS": "0"}) if magic else _env()
 
 
-def _diff_or_raise(repo: str | Path, args: Sequence[str], pathspecs: Sequence[str],
-                   magic: bool) -> str:
-    res = _git(repo, "diff", *args, *_DIFF_OPTS, *_pathspec(pathspecs), check=False,
-               env=_spec_env(magic))
+def _diff_or_raise(
+    repo: str | Path, args: Sequence[str], pathspecs: Sequence[str], magic: bool
+) -> str:
+    res = _git(
+        repo, "diff", *args, *_DIFF_OPTS, *_pathspec(pathspecs), check=False, env=_spec_env(magic)
+    )
     if res.returncode != 0:
         raise UsageError(f"git diff failed: {_first_fatal(res, 'diff')}")
     return res.stdout
 
 
-def unified_diff(repo: str | Path, old: str, new: str, pathspecs: Sequence[str] = (), *,
-                 magic: bool = False, context: int = 0) -> str:
+def unified_diff(
+    repo: str | Path,
+    old: str,
+    new: str,
+    pathspecs: Sequence[str] = (),
+    *,
+    magic: bool = False,
+    context: int = 0,
+) -> str:
     """The text patch ``old..new`` (renames followed, binary files named only)."""
-    return _diff_or_raise(repo, [f"-U{context}", "-M", "--src-prefix=a/", "--dst-prefix=b/",
-                                 old, new], pathspecs, magic)
+    return _diff_or_raise(
+        repo,
+        [f"-U{context}", "-M", "--src-prefix=a/", "--dst-prefix=b/", old, new],
+        pathspecs,
+        magic,
+    )
 
 
-def changed_paths(repo: str | Path, old: str, new: str, pathspecs: Sequence[str] = (), *,
-                  magic: bool = False) -> list[Delta]:
+def changed_paths(
+    repo: str | Path, old: str, new: str, pathspecs: Sequence[str] = (), *, magic: bool = False
+) -> list[Delta]:
     """``git diff --name-status -M old new -- pathspecs``."""
-    return parse_name_status(_diff_or_raise(repo, ["--name-status", "-z", "-M", old, new],
-                                            pathspecs, magic))
+    return parse_name_status(
+        _diff_or_raise(repo, ["--name-status", "-z", "-M", old, new], pathspecs, magic)
+    )
 
 
 def pathspec_matches(repo: str | Path, commit: str, pathspec: str) -> bool:
     """Whether any file of ``commit`` matches ``pathspec`` (a git pathspec, magic allowed)."""
-    res = _git(repo, "diff", "--quiet", "--no-renames", *_DIFF_OPTS, empty_tree(repo), commit,
-               "--", pathspec, check=False, env=_spec_env(True))
+    res = _git(
+        repo,
+        "diff",
+        "--quiet",
+        "--no-renames",
+        *_DIFF_OPTS,
+        empty_tree(repo),
+        commit,
+        "--",
+        pathspec,
+        check=False,
+        env=_spec_env(True),
+    )
     if res.returncode in (0, 1):
         return res.returncode == 1
     raise UsageError(f"pathspec {pathspec!r}: {_first_fatal(res, 'diff')}")
@@ -615,34 +745,55 @@ def pathspec_matches(repo: str | Path, commit: str, pathspec: str) -> bool:
 # --- shadow verification (verify_dag/shadow): history, hunks and searches at a commit ---------
 
 
-def last_change(repo: str | Path, commit: str, path: str,
-                timeout: float = GIT_TIMEOUT) -> str | None:
+def last_change(
+    repo: str | Path, commit: str, path: str, timeout: float = GIT_TIMEOUT
+) -> str | None:
     """The newest commit reachable from ``commit`` that touched ``path`` (added, changed or
     deleted it), or None when no commit ever did: the path never existed in that history."""
     if not valid_ref(commit):
         return None
-    res = _git(repo, "log", "-1", "--format=%H", commit, "--", path, check=False,
-               timeout=timeout)
+    res = _git(repo, "log", "-1", "--format=%H", commit, "--", path, check=False, timeout=timeout)
     return res.stdout.strip() or None if res.returncode == 0 else None
 
 
-def hunk_pairs(repo: str | Path, old: str, new: str, path: str,
-               timeout: float = GIT_TIMEOUT) -> list[tuple[int, int, int, int]]:
+def hunk_pairs(
+    repo: str | Path, old: str, new: str, path: str, timeout: float = GIT_TIMEOUT
+) -> list[tuple[int, int, int, int]]:
     """``(old_start, old_count, new_start, new_count)`` of every ``-U0`` hunk of ``path``
     between two commits (renames are not followed: a moved file is a deletion here)."""
-    out = _git(repo, "diff", "-U0", "--no-renames", *_DIFF_OPTS, old, new, "--", path,
-               timeout=timeout).stdout
+    out = _git(
+        repo, "diff", "-U0", "--no-renames", *_DIFF_OPTS, old, new, "--", path, timeout=timeout
+    ).stdout
     return parse_hunk_pairs(out)
 
 
-def grep_word(repo: str | Path, commit: str, word: str, paths: Sequence[str] = (),
-              timeout: float = GIT_TIMEOUT) -> list[tuple[str, int, str]]:
+def grep_word(
+    repo: str | Path,
+    commit: str,
+    word: str,
+    paths: Sequence[str] = (),
+    timeout: float = GIT_TIMEOUT,
+) -> list[tuple[str, int, str]]:
     """``(path, line, text)`` of every whole-word, fixed-string match of ``word`` in the text
     files of ``commit`` (``git grep -w -F -I``), optionally only under ``paths``."""
     if not valid_ref(commit) or not word:
         return []
-    res = _git(repo, "grep", "-n", "-z", "-w", "-F", "-I", "--no-color", "-e", word, commit,
-               *_pathspec(paths) or ["--"], check=False, timeout=timeout)
+    res = _git(
+        repo,
+        "grep",
+        "-n",
+        "-z",
+        "-w",
+        "-F",
+        "-I",
+        "--no-color",
+        "-e",
+        word,
+        commit,
+        *_pathspec(paths) or ["--"],
+        check=False,
+        timeout=timeout,
+    )
     if res.returncode == 1:  # git grep: 1 means "no match"
         return []
     if res.returncode != 0:

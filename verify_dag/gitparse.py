@@ -82,8 +82,17 @@ def parse_numstat_binary(out: str) -> set[str]:
 
 
 _HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_CQUOTE = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "a": "\a", "b": "\b", "f": "\f",
-           "r": "\r", "v": "\v"}
+_CQUOTE = {
+    "n": "\n",
+    "t": "\t",
+    '"': '"',
+    "\\": "\\",
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "r": "\r",
+    "v": "\v",
+}
 
 
 def _unquote(s: str) -> str:
@@ -166,10 +175,11 @@ def parse_grep_z(out: str, commit: str) -> list[tuple[str, int, str]]:
         if path_end < 0 or line_end < 0:
             break
         text_end = len(out) if text_end < 0 else text_end
-        number = out[path_end + 1:line_end]
+        number = out[path_end + 1 : line_end]
         if number.isdigit():
-            found.append((out[pos + len(prefix):path_end], int(number),
-                          out[line_end + 1:text_end]))
+            found.append(
+                (out[pos + len(prefix) : path_end], int(number), out[line_end + 1 : text_end])
+            )
         pos = text_end + 1
     return found
 
@@ -236,4 +246,4 @@ def program_overrides(entries: list[ConfigEntry]) -> list[tuple[str, str]]:
 
 def config_files(entries: list[ConfigEntry]) -> list[str]:
     """The files (as git names them, possibly relative) that ``entries`` came from."""
-    return sorted({e.origin[len("file:"):] for e in entries if e.origin.startswith("file:")})
+    return sorted({e.origin[len("file:") :] for e in entries if e.origin.startswith("file:")})

@@ -58,12 +58,15 @@ def load(path: str | Path) -> Ledger:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise UsageError(f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: "
-                         f"{exc.msg}") from None
+        raise UsageError(
+            f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
     error = best_match(jsonschemas.validator(SCHEMA_PATH).iter_errors(data))
     if error is not None:
-        raise UsageError(f"{where}: does not match {SCHEMA_PATH} at {error.json_path}: "
-                         f"{_one_line(error.message)}")
+        raise UsageError(
+            f"{where}: does not match {SCHEMA_PATH} at {error.json_path}: "
+            f"{_one_line(error.message)}"
+        )
     findings = tuple(_finding(f) for f in data["findings"])
     seen: set[str] = set()
     for i, f in enumerate(findings):
@@ -75,9 +78,14 @@ def load(path: str | Path) -> Ledger:
 
 def _finding(raw: dict[str, Any]) -> LedgerFinding:
     return LedgerFinding(
-        id=raw["id"], skill=raw["skill"], title=raw["title"], severity=raw["severity"],
-        disposition=raw["disposition"], location=raw.get("location"),
-        root_cause=raw.get("rootCause", ""), reason=raw.get("reason", ""),
+        id=raw["id"],
+        skill=raw["skill"],
+        title=raw["title"],
+        severity=raw["severity"],
+        disposition=raw["disposition"],
+        location=raw.get("location"),
+        root_cause=raw.get("rootCause", ""),
+        reason=raw.get("reason", ""),
     )
 
 

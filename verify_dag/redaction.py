@@ -125,8 +125,11 @@ def _stamp() -> object:
     config = _config_file()
     if config is not None:
         paths.append(config)
-    return (hash(frozenset(os.environ.items())), tuple(_celery_urls()),
-            tuple((str(p), _file_id(p)) for p in paths))
+    return (
+        hash(frozenset(os.environ.items())),
+        tuple(_celery_urls()),
+        tuple((str(p), _file_id(p)) for p in paths),
+    )
 
 
 def _file_id(path: Path) -> tuple[int, int, int] | None:
@@ -356,11 +359,18 @@ def _emit(node: dict[str, Any]) -> str:
 # vendor-keyword ones (Cloudant, IBM, SoftLayer), which look for ``<word>_key = <value>``
 # assignments in source like the keyword plugin and, starting with a look-behind, cost re a try
 # at every character: 400 ms on 1 MB of test output between them.
-_SKIPPED = (IPPublicDetector, PrivateKeyDetector, CloudantDetector, IbmCloudIamDetector,
-            IbmCosHmacDetector, SoftlayerDetector)
+_SKIPPED = (
+    IPPublicDetector,
+    PrivateKeyDetector,
+    CloudantDetector,
+    IbmCloudIamDetector,
+    IbmCosHmacDetector,
+    SoftlayerDetector,
+)
 _PLUGINS: list[type[Any]] = list(get_mapping_from_secret_type_to_class().values())
 _DETECTORS: list[RegexBasedDetector] = [
-    plugin() for plugin in _PLUGINS
+    plugin()
+    for plugin in _PLUGINS
     if issubclass(plugin, RegexBasedDetector) and plugin not in _SKIPPED
 ]
 
@@ -376,8 +386,19 @@ _GATES: dict[str, tuple[str, ...]] = {
     "BasicAuthDetector": ("://",),
     "DiscordBotTokenDetector": (r"\.[\w-]{6}\.[\w-]{27}",),
     "GitHubTokenDetector": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
-    "GitLabTokenDetector": ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "GR1348941", "glcbt-",
-                            "glimt-", "glptt-", "glagent-", "gloas-"),
+    "GitLabTokenDetector": (
+        "glpat-",
+        "gldt-",
+        "glft-",
+        "glsoat-",
+        "glrt-",
+        "GR1348941",
+        "glcbt-",
+        "glimt-",
+        "glptt-",
+        "glagent-",
+        "gloas-",
+    ),
     "JwtTokenDetector": ("eyJ",),
     "MailchimpDetector": (r"-us\d",),
     "NpmDetector": ("_authToken",),
@@ -398,9 +419,13 @@ def _gate(pattern: str) -> tuple[re.Pattern[str], bool]:
     return re.compile(pattern if "\\" in pattern else re.escape(pattern)), False
 
 
-_GATED = [(d, [_gate(g) for g in _GATES[type(d).__name__]])
-          for d in _DETECTORS if type(d).__name__ in _GATES]
+_GATED = [
+    (d, [_gate(g) for g in _GATES[type(d).__name__]])
+    for d in _DETECTORS
+    if type(d).__name__ in _GATES
+]
 _UNGATED = [d for d in _DETECTORS if type(d).__name__ not in _GATES]
+
 
 def _shapes(text: str) -> str:
     """Mask what the detectors find. Like detect-secrets, a line at a time: a line a gate hits
@@ -419,7 +444,7 @@ def _shapes(text: str) -> str:
                 starts.add(text.rfind("\n", 0, m.start()) + 1)
         for start in starts:
             end = text.find("\n", start)
-            line = text[start:end if end >= 0 else len(text)]
+            line = text[start : end if end >= 0 else len(text)]
             spans.extend((start + a, start + b) for a, b in _found(detector, line))
     for detector in _UNGATED:
         spans.extend(_found(detector, text))
@@ -429,7 +454,7 @@ def _shapes(text: str) -> str:
     for start, end in sorted(spans):
         if end <= last:
             continue
-        out.append(text[last:max(start, last)])
+        out.append(text[last : max(start, last)])
         out.append(MASK)
         last = end
     out.append(text[last:])
@@ -443,7 +468,7 @@ def _found(detector: RegexBasedDetector, text: str) -> Iterator[tuple[int, int]]
             line_start = text.rfind("\n", 0, m.start()) + 1
             if line_start not in confirmed:
                 line_end = text.find("\n", m.start())
-                line = text[line_start:line_end if line_end >= 0 else len(text)]
+                line = text[line_start : line_end if line_end >= 0 else len(text)]
                 confirmed[line_start] = any(True for _ in detector.analyze_string(line))
             if confirmed[line_start]:
                 yield _secret_span(m, text)
@@ -453,8 +478,9 @@ def _secret_span(m: re.Match[str], text: str) -> tuple[int, int]:
     """The secret in a detector's match. Some regexes capture the secret (AWS secret keys, a
     URL's password), others capture only a prefix (``(ghp|gho)_...``): a group of MIN_LEN or
     more is the secret, else the whole match without the delimiters around it."""
-    groups = [i for i in range(1, (m.re.groups or 0) + 1)
-              if m.group(i) and len(m.group(i)) >= MIN_LEN]
+    groups = [
+        i for i in range(1, (m.re.groups or 0) + 1) if m.group(i) and len(m.group(i)) >= MIN_LEN
+    ]
     start, end = m.span(groups[0]) if groups else m.span()
     # Regexes that stop early (the JWT one's lazy tail) would leave the rest of the token.
     tail = _TOKEN_CHARS.match(text, end)

@@ -76,8 +76,9 @@ def visibility_timeout() -> float:
     except ValueError:
         raise UsageError(f"{VISIBILITY_ENV}: expected seconds, got {text!r}") from None
     if not math.isfinite(value) or value < MIN_VISIBILITY_TIMEOUT:
-        raise UsageError(f"{VISIBILITY_ENV}: must be at least {MIN_VISIBILITY_TIMEOUT:.0f} "
-                         f"seconds, got {text!r}")
+        raise UsageError(
+            f"{VISIBILITY_ENV}: must be at least {MIN_VISIBILITY_TIMEOUT:.0f} seconds, got {text!r}"
+        )
     return value
 
 
@@ -95,8 +96,12 @@ WORKER_SETTINGS: dict[str, Any] = {
     "result_backend_base_sleep_between_retries_ms": 500,
     "result_backend_max_sleep_between_retries_ms": 5000,
     # Sending the next phase: about 55 s of retries instead of kombu's 0.6 s.
-    "task_publish_retry_policy": {"max_retries": 30, "interval_start": 0, "interval_step": 0.5,
-                                  "interval_max": 2},
+    "task_publish_retry_policy": {
+        "max_retries": 30,
+        "interval_start": 0,
+        "interval_step": 0.5,
+        "interval_max": 2,
+    },
 }
 # The backend reads these settings when it is made; a backend this process made already is
 # updated in place (prefork children inherit it).
@@ -168,8 +173,9 @@ class Heartbeat:
         with self._lock:
             self._tags[tag] += 1
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="verify-dag-heartbeat",
-                                                daemon=True)
+                self._thread = threading.Thread(
+                    target=self._run, name="verify-dag-heartbeat", daemon=True
+                )
                 self._thread.start()
 
     def discard(self, tag: str) -> None:
@@ -193,8 +199,12 @@ class Heartbeat:
             self._bump(tags)
         except Exception as exc:  # noqa: BLE001 - the thread must outlive any broker error
             if not self._failing:
-                log.warning("heartbeat for %d running task(s) failed, retrying every %.1f s: %s",
-                            len(tags), self.interval, exc)
+                log.warning(
+                    "heartbeat for %d running task(s) failed, retrying every %.1f s: %s",
+                    len(tags),
+                    self.interval,
+                    exc,
+                )
             self._failing = True
             return
         if self._failing:
@@ -262,8 +272,9 @@ class TaskHeartbeat:
 
     def __init__(self, app: Any, heartbeat: Heartbeat | None = None) -> None:
         self.app = app
-        self.heartbeat = heartbeat or Heartbeat(UnackedIndex(app), beat_interval(
-            visibility_timeout_of(app)))
+        self.heartbeat = heartbeat or Heartbeat(
+            UnackedIndex(app), beat_interval(visibility_timeout_of(app))
+        )
 
     def _tag(self, task: Any) -> str | None:
         if not is_redis(str(self.app.conf.broker_url or "")):
@@ -331,7 +342,8 @@ def _redis_transport() -> type:
                     raise RedisConnectionError("the broker connection of this channel is closed")
                 return dict(known[asynchronous])
             params: dict[str, Any] = super()._connparams(  # type: ignore[no-untyped-call]
-                asynchronous=asynchronous)
+                asynchronous=asynchronous
+            )
             known[asynchronous] = dict(params)
             return params
 

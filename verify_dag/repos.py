@@ -45,8 +45,18 @@ ACCESS_DOC = 'ops/README.md "Repository access"'
 # A user part that is a token, not an account name: the prefixes of GitHub, GitLab and Hugging
 # Face tokens, or a long run of token characters with a digit (account names are short and
 # readable; GitHub's classic tokens are 40 hex digits, Azure DevOps PATs 52 characters).
-_TOKEN_PREFIXES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "gldt-",
-                   "glcbt-", "hf_")
+_TOKEN_PREFIXES = (
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "gldt-",
+    "glcbt-",
+    "hf_",
+)
 _TOKEN_LIKE = re.compile(r"(?=[A-Za-z0-9_.~-]*[0-9])[A-Za-z0-9_.~-]{32,}")
 
 
@@ -80,7 +90,7 @@ def credentials(source: str) -> str | None:
     """What secret repository or broker URL ``source`` carries: "a password" (userinfo with a
     non-empty password), "a token" (a user part that is one, see _TOKEN_PREFIXES), or None."""
     where = _userinfo(source)
-    return _secret(source[where[0]:where[1]]) if where else None
+    return _secret(source[where[0] : where[1]]) if where else None
 
 
 def hide_credentials(source: str) -> str:
@@ -110,7 +120,8 @@ def refuse_credentials(source: str, named: str | None = None) -> None:
             f"{subject} carries {kind}; a repository URL with credentials is refused so that "
             "they never reach the broker, results, logs or reports",
             hint="name it without them and give the workers their own access: a git "
-                 f"credential helper or a deploy key on the worker hosts, see {ACCESS_DOC}")
+            f"credential helper or a deploy key on the worker hosts, see {ACCESS_DOC}",
+        )
 
 
 # --- client side -----------------------------------------------------------------------------
@@ -128,23 +139,37 @@ def prepare(request: VerifyRequest, run_id: str) -> VerifyRequest:
     repo = request.repo
     head = git.head(repo)
     index = git.snapshot_index(repo)
-    snap = Snapshot(head=head, index=index, worktree=git.snapshot_worktree(repo, index),
-                    untracked=tuple(p.rstrip("/") for p in git.untracked(repo)))
+    snap = Snapshot(
+        head=head,
+        index=index,
+        worktree=git.snapshot_worktree(repo, index),
+        untracked=tuple(p.rstrip("/") for p in git.untracked(repo)),
+    )
     run_dir = store.resolve(request.store) / store.check_run_id(run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     bundle = run_dir / BUNDLE
-    git.create_bundle(repo, bundle, {"head": snap.head, "index": snap.index,
-                                     "worktree": snap.worktree})
+    git.create_bundle(
+        repo, bundle, {"head": snap.head, "index": snap.index, "worktree": snap.worktree}
+    )
     return request.model_copy(update={"snapshot": snap, "bundle": str(bundle)})
 
 
 def check_url_scope(request: VerifyRequest) -> None:
     """A URL has no work tree: only whole-repository and branch scopes make sense for it."""
     if request.files or request.module is not None or request.scope not in _URL_ONLY_SCOPES:
-        given = ("--files" if request.files else "--module" if request.module is not None
-                 else f"--scope={request.scope}" if request.scope else "auto-detection")
-        raise UsageError(f"{given} needs a local checkout; a repository named by URL is "
-                         "verified with --scope=all or --scope=branch")
+        given = (
+            "--files"
+            if request.files
+            else "--module"
+            if request.module is not None
+            else f"--scope={request.scope}"
+            if request.scope
+            else "auto-detection"
+        )
+        raise UsageError(
+            f"{given} needs a local checkout; a repository named by URL is "
+            "verified with --scope=all or --scope=branch"
+        )
 
 
 # --- worker side -----------------------------------------------------------------------------
@@ -169,8 +194,10 @@ def localize(state: RunState) -> RunState:
         local = mirror(req.repo, refresh=state.scope is None, need=need)
     else:
         if not Path(req.repo).is_dir():
-            raise FatalError(f"repository {req.repo} does not exist on {_host()}",
-                             hint="submit local repositories from the client that has them")
+            raise FatalError(
+                f"repository {req.repo} does not exist on {_host()}",
+                hint="submit local repositories from the client that has them",
+            )
         return state
     return state.model_copy(update={"request": req.model_copy(update={"repo": str(local)})})
 
@@ -199,8 +226,9 @@ def mirror(url: str, *, refresh: bool, need: list[str]) -> Path:
                 raise FatalError(f"cannot update the mirror of {git.display_source(url)}: {why}")
     missing = _missing(path, need)
     if missing:
-        raise FatalError(f"{git.display_source(url)} has no commit {missing[0]} (was it "
-                         "force-pushed away?)")
+        raise FatalError(
+            f"{git.display_source(url)} has no commit {missing[0]} (was it force-pushed away?)"
+        )
     return path
 
 
@@ -229,7 +257,8 @@ def find_bundle(run_id: str, req: VerifyRequest) -> Path:
     raise FatalError(
         f"the snapshot bundle of run {run_id} is not on {_host()} (looked in "
         f"{', '.join(str(c) for c in dict.fromkeys(candidates))})",
-        hint="the client and the workers must share the report store (VERIFY_DAG_STORE)")
+        hint="the client and the workers must share the report store (VERIFY_DAG_STORE)",
+    )
 
 
 def _missing(repo: Path, need: list[str]) -> list[str]:

@@ -48,11 +48,11 @@ PRIVATE_HOME = "/tmp/home"
 
 DESCRIPTIONS: dict[Mode, str] = {
     "bubblewrap": "bubblewrap (own PID namespace and /proc, loopback-only network, read-only file "
-                  "system, private HOME and /tmp)",
+    "system, private HOME and /tmp)",
     "unshare": "unshare (own PID namespace and /proc, loopback-only network; the file system is "
-               "NOT read-only and HOME is only private by its variable: install bubblewrap)",
+    "NOT read-only and HOME is only private by its variable: install bubblewrap)",
     "none": "no sandbox (neither bubblewrap nor unshare works on this host): repository code can "
-            "read this host's processes and files and reach the network",
+    "read this host's processes and files and reach the network",
 }
 
 
@@ -106,12 +106,26 @@ def mode() -> Mode:
 def _mode(forced: str) -> Mode:
     if forced == "none":
         return "none"
-    if forced in ("", "bubblewrap") and _works(["bwrap", "--ro-bind", "/", "/", "--dev", "/dev",
-                                                "--proc", "/proc", "--unshare-pid",
-                                                "--unshare-net", "--die-with-parent", "true"]):
+    if forced in ("", "bubblewrap") and _works(
+        [
+            "bwrap",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--unshare-pid",
+            "--unshare-net",
+            "--die-with-parent",
+            "true",
+        ]
+    ):
         return "bubblewrap"
-    if forced in ("", "unshare", "bubblewrap") and _works([*_unshare_prefix(network=False),
-                                                           "true"]):
+    if forced in ("", "unshare", "bubblewrap") and _works(
+        [*_unshare_prefix(network=False), "true"]
+    ):
         return "unshare"
     return "none"
 
@@ -122,8 +136,9 @@ def _works(argv: list[str]) -> bool:
     if shutil.which(argv[0]) is None:
         return False
     try:
-        res = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=10,
-                             check=False)
+        res = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=10, check=False
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
     return res.returncode == 0
@@ -141,11 +156,18 @@ def check_required(required: bool) -> None:
         raise SandboxRequired(
             f"repository code must run in a bubblewrap sandbox (--require-sandbox or "
             f"{REQUIRE_ENV}) and this host offers {chosen}",
-            hint="install bubblewrap (Debian: apt-get install bubblewrap) on the worker hosts")
+            hint="install bubblewrap (Debian: apt-get install bubblewrap) on the worker hosts",
+        )
 
 
-def wrap(argv: Sequence[str], policy: Policy, *, cwd: str | Path | None,
-         env: Mapping[str, str], step: str) -> tuple[list[str], dict[str, str]]:
+def wrap(
+    argv: Sequence[str],
+    policy: Policy,
+    *,
+    cwd: str | Path | None,
+    env: Mapping[str, str],
+    step: str,
+) -> tuple[list[str], dict[str, str]]:
     """``argv`` and ``env`` as they run inside this host's sandbox; ``step`` names this one
     command's processes for :func:`kill_step`."""
     check_required(_required.get())
@@ -168,8 +190,13 @@ def wrap(argv: Sequence[str], policy: Policy, *, cwd: str | Path | None,
 def _private_home(env: dict[str, str]) -> None:
     env["HOME"] = PRIVATE_HOME
     env["TMPDIR"] = "/tmp"
-    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME",
-                 "XDG_RUNTIME_DIR"):
+    for name in (
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_CACHE_HOME",
+        "XDG_STATE_HOME",
+        "XDG_RUNTIME_DIR",
+    ):
         env.pop(name, None)
 
 
@@ -180,13 +207,27 @@ def _unshare_prefix(*, network: bool) -> list[str]:
     if network:
         return [*argv, "--"]
     # A new network namespace starts with loopback down; `ip` brings it up when it is there.
-    return [*argv, "--net", "--", "sh", "-c",
-            'ip link set lo up 2>/dev/null; mkdir -p "$HOME" 2>/dev/null; exec "$@"', "sh"]
+    return [
+        *argv,
+        "--net",
+        "--",
+        "sh",
+        "-c",
+        'ip link set lo up 2>/dev/null; mkdir -p "$HOME" 2>/dev/null; exec "$@"',
+        "sh",
+    ]
 
 
 def _bwrap_prefix(policy: Policy, workdir: Path | None, path_var: str) -> list[str]:
-    argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
-            "--unshare-uts", "--unshare-cgroup-try"]
+    argv = [
+        "bwrap",
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+    ]
     if not policy.network:
         argv.append("--unshare-net")
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
@@ -215,8 +256,15 @@ def _hidden_dirs() -> list[Path]:
     homes = {os.environ.get("HOME", ""), _passwd_home(), "/root", "/home"}
     xdg = {os.environ.get(n, "") for n in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")}
     config = os.environ.get("VERIFY_DAG_CONFIG", "")
-    candidates = [*homes, *xdg, str(Path(config).parent) if config else "",
-                  "/tmp", "/var/tmp", "/run", "/dev/shm"]
+    candidates = [
+        *homes,
+        *xdg,
+        str(Path(config).parent) if config else "",
+        "/tmp",
+        "/var/tmp",
+        "/run",
+        "/dev/shm",
+    ]
     out = [Path(c).resolve() for c in candidates if c and Path(c).is_dir()]
     # A directory inside another hidden one is already gone; keep the outermost of each.
     return sorted({p for p in out if not any(q != p and p.is_relative_to(q) for q in out)})
@@ -229,8 +277,7 @@ def _passwd_home() -> str:
         return ""
 
 
-def _exposed(policy: Policy, writable: list[Path], hidden: list[Path],
-             path_var: str) -> list[Path]:
+def _exposed(policy: Policy, writable: list[Path], hidden: list[Path], path_var: str) -> list[Path]:
     """What the step needs from inside a hidden directory, read-only: the interpreter and
     verify-dag's installation, the venvs on PATH, verify-dag's cache of environments, the
     objects a shared checkout borrows."""
@@ -239,9 +286,14 @@ def _exposed(policy: Policy, writable: list[Path], hidden: list[Path],
     # verify-dag itself too: an editable install's finder points at a source tree that may
     # well live under a hidden directory (a checkout in /tmp or in a home).
     package = Path(__file__).resolve().parent.parent  # the package and its schemas link
-    wanted: list[Path] = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix),
-                          Path(os.path.realpath(sys.executable)).parent.parent, package,
-                          testenv.cache_root()]
+    wanted: list[Path] = [
+        Path(sys.prefix),
+        Path(sys.base_prefix),
+        Path(sys.exec_prefix),
+        Path(os.path.realpath(sys.executable)).parent.parent,
+        package,
+        testenv.cache_root(),
+    ]
     wanted += [Path(p) for p in sys.path if p and Path(p).is_dir()]
     for entry in path_var.split(os.pathsep):
         if entry:
@@ -256,7 +308,8 @@ def _exposed(policy: Policy, writable: list[Path], hidden: list[Path],
     out = []
     for path in dict.fromkeys(p.resolve() for p in wanted if p.exists()):
         if any(path.is_relative_to(h) for h in hidden) and not any(
-                path.is_relative_to(w.resolve()) for w in writable):
+            path.is_relative_to(w.resolve()) for w in writable
+        ):
             out.append(path)
     # Outermost first, so that a nested exposure is mounted inside its parent's.
     return sorted({p for p in out if not any(q != p and p.is_relative_to(q) for q in out)})
@@ -283,6 +336,7 @@ def _alternates(checkout: Path) -> list[Path]:
 
 
 # --- what a killed worker left behind ---------------------------------------------------------
+
 
 def _marked() -> Iterator[tuple[int, str, str]]:
     """(pid, owner marker, worker pid) of every process on this host carrying the markers."""

@@ -80,8 +80,13 @@ def check_run_id(run_id: str) -> str:
     return run_id
 
 
-def save(store_dir: str | os.PathLike[str] | None, run_id: str, report: dict[str, Any],
-         markdown: str, meta: RunMeta) -> Path:
+def save(
+    store_dir: str | os.PathLike[str] | None,
+    run_id: str,
+    report: dict[str, Any],
+    markdown: str,
+    meta: RunMeta,
+) -> Path:
     """Write one run's three files; returns the run's directory."""
     from verify_dag.report import to_json
 
@@ -93,8 +98,9 @@ def save(store_dir: str | os.PathLike[str] | None, run_id: str, report: dict[str
     return run_dir
 
 
-def load(store_dir: str | os.PathLike[str] | None,
-         run_id: str) -> tuple[dict[str, Any], str, RunMeta]:
+def load(
+    store_dir: str | os.PathLike[str] | None, run_id: str
+) -> tuple[dict[str, Any], str, RunMeta]:
     """The stored report, Markdown and meta of one run; UsageError when there is no such run."""
     store = resolve(store_dir)
     run_dir = store / check_run_id(run_id)
@@ -133,16 +139,24 @@ def meta_for(run_id: str, request: VerifyRequest, report: dict[str, Any]) -> Run
 
     scope = report["scope"]
     return RunMeta(
-        run_id=run_id, repo=display_source(request.repo), mode=scope.get("mode") or request.scope,
-        depth=request.depth, base=scope.get("baseRef"), head_sha=scope.get("headSha"),
-        submitted=request.submitted, finished=now(), status=report["status"],
-        result=report["overall"]["result"], fail_on=request.fail_on,
+        run_id=run_id,
+        repo=display_source(request.repo),
+        mode=scope.get("mode") or request.scope,
+        depth=request.depth,
+        base=scope.get("baseRef"),
+        head_sha=scope.get("headSha"),
+        submitted=request.submitted,
+        finished=now(),
+        status=report["status"],
+        result=report["overall"]["result"],
+        fail_on=request.fail_on,
         exit_code=exit_code(report, request.fail_on),
     )
 
 
-def record(run_id: str, request: VerifyRequest, report: dict[str, Any],
-           markdown: str) -> dict[str, str]:
+def record(
+    run_id: str, request: VerifyRequest, report: dict[str, Any], markdown: str
+) -> dict[str, str]:
     """Persist a finished run from the report task.
 
     The report is the product: a store that cannot be written must not lose the report the
@@ -165,8 +179,9 @@ def record_coverage(run_id: str, request: VerifyRequest, xml: str | None) -> dic
     return _keep(run_id, request, COVERAGE_XML, xml, "coverage", "coverage data")
 
 
-def record_evidence(run_id: str, request: VerifyRequest,
-                    bundle: dict[str, Any] | None) -> dict[str, str]:
+def record_evidence(
+    run_id: str, request: VerifyRequest, bundle: dict[str, Any] | None
+) -> dict[str, str]:
     """Persist a run's evidence bundle (``verify_dag.evidence``) as ``evidence.json``: indented
     JSON, whose hash the arbiter recomputes from the parsed document's canonical form. Called
     before :func:`record`, so the bundle is in place when ``meta.json`` marks the run complete.
@@ -177,8 +192,9 @@ def record_evidence(run_id: str, request: VerifyRequest,
     return _keep(run_id, request, EVIDENCE_JSON, text, "evidence", "evidence bundle")
 
 
-def _keep(run_id: str, request: VerifyRequest, name: str, text: str, key: str,
-          what: str) -> dict[str, str]:
+def _keep(
+    run_id: str, request: VerifyRequest, name: str, text: str, key: str, what: str
+) -> dict[str, str]:
     """One more file of a run, written before meta.json; ``{key: path}``, or the failure."""
     try:
         run_dir = resolve(request.store) / check_run_id(run_id)

@@ -34,13 +34,39 @@ _SECRET_NAME = re.compile(
     r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|SESSION|AUTH|COOKIE)",
     re.IGNORECASE,
 )
-_SECRET_PREFIXES = ("VERIFY_DAG_", "CELERY_", "AWS_", "AZURE_", "GOOGLE_", "GCP_", "OPENAI_",
-                    "ANTHROPIC_", "CLAUDE_", "CODEX_", "GITHUB_", "GITLAB_", "NPM_", "PYPI_",
-                    "TWINE_", "DOCKER_", "REDIS_", "AMQP_", "BROKER_", "SSH_AUTH_SOCK")
+_SECRET_PREFIXES = (
+    "VERIFY_DAG_",
+    "CELERY_",
+    "AWS_",
+    "AZURE_",
+    "GOOGLE_",
+    "GCP_",
+    "OPENAI_",
+    "ANTHROPIC_",
+    "CLAUDE_",
+    "CODEX_",
+    "GITHUB_",
+    "GITLAB_",
+    "NPM_",
+    "PYPI_",
+    "TWINE_",
+    "DOCKER_",
+    "REDIS_",
+    "AMQP_",
+    "BROKER_",
+    "SSH_AUTH_SOCK",
+)
 # Git variables set by a hook or an outer git process would redirect commands in a scratch
 # worktree to the user's repository.
-_GIT_LEAKS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-              "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_PREFIX")
+_GIT_LEAKS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_PREFIX",
+)
 
 
 # A URL with a password in it (DATABASE_URL=postgres://user:pw@host/db) is a credential whatever
@@ -49,17 +75,16 @@ _URL_WITH_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@", re.I
 
 
 def _secret(key: str, value: str) -> bool:
-    return bool(_SECRET_NAME.search(key) or key.startswith(_SECRET_PREFIXES)
-                or _URL_WITH_PASSWORD.search(value))
+    return bool(
+        _SECRET_NAME.search(key)
+        or key.startswith(_SECRET_PREFIXES)
+        or _URL_WITH_PASSWORD.search(value)
+    )
 
 
 def scrubbed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment repository code runs in: ours, minus anything secret-looking."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not _secret(k, v) and k not in _GIT_LEAKS
-    }
+    env = {k: v for k, v in os.environ.items() if not _secret(k, v) and k not in _GIT_LEAKS}
     if extra:
         env.update(extra)
     return env
@@ -168,8 +193,9 @@ def run(
     argv = [str(a) for a in argv]
     start = time.monotonic()
     step = uuid.uuid4().hex[:12]
-    child_env = dict(env) if env is not None else (
-        scrubbed_env() if sandbox is not None else git_env())
+    child_env = (
+        dict(env) if env is not None else (scrubbed_env() if sandbox is not None else git_env())
+    )
     if sandbox is not None:
         # Inside a sandbox a missing program is the launcher's error, not ours: look first.
         missing = _missing(argv[0], child_env, cwd)

@@ -28,8 +28,14 @@ from verify_dag.models import RunState, VerifyRequest
 from verify_dag.shadow.models import ClaimVerdict, Dispatch, ShadowJob
 
 # Judgement reviewers of the deep composition, in the seed's invocation order.
-DEEP_REVIEWERS = ("reviewer", "codex-reviewer", "comment-review", "qa", "ux-reviewer",
-                  "visual-verify")
+DEEP_REVIEWERS = (
+    "reviewer",
+    "codex-reviewer",
+    "comment-review",
+    "qa",
+    "ux-reviewer",
+    "visual-verify",
+)
 
 
 @dataclass(frozen=True)
@@ -104,12 +110,18 @@ def plan(request: VerifyRequest, run_id: str | None = None) -> Plan:
     exerciser = sig("verify_dag.exerciser", label="exerciser")
     debugger = sig("verify_dag.debugger", label="debugger")
     report = sig("verify_dag.report", label="report")
-    canvas = chain(scope, engineer, triage, static, chord(header, collect), exerciser, debugger,
-                   report)
+    canvas = chain(
+        scope, engineer, triage, static, chord(header, collect), exerciser, debugger, report
+    )
     head = request.snapshot.head if request.snapshot is not None else None
     expect = Expected(repo=display_source(request.repo), head=head, store=request.store)
-    return Plan(run_id=run_id, canvas=canvas, phases=tuple(phases), final_id=phases[-1].task_id,
-                expect=expect)
+    return Plan(
+        run_id=run_id,
+        canvas=canvas,
+        phases=tuple(phases),
+        final_id=phases[-1].task_id,
+        expect=expect,
+    )
 
 
 # verify-dag completion (seed 001): four steps, each its own task; only execute runs a process.
@@ -135,8 +147,7 @@ def completion_plan(job: CompletionJob, *, extract: bool = True) -> Plan:
         )
         for n, (name, ref) in enumerate(zip(names, phases, strict=True))
     ]
-    return Plan(run_id=job.run_id, canvas=chain(*sigs), phases=phases,
-                final_id=phases[-1].task_id)
+    return Plan(run_id=job.run_id, canvas=chain(*sigs), phases=phases, final_id=phases[-1].task_id)
 
 
 # verify-dag shadow (seed 003): one round is a chord of one verifier task per dispatched claim,
@@ -144,22 +155,36 @@ def completion_plan(job: CompletionJob, *, extract: bool = True) -> Plan:
 # is its route (Claim.route), so each can be routed to the queue of its resource class.
 
 
-def shadow_round(job: ShadowJob, dispatches: Sequence[Dispatch], round_no: int,
-                 previous: Sequence[ClaimVerdict] = ()) -> Plan:
+def shadow_round(
+    job: ShadowJob,
+    dispatches: Sequence[Dispatch],
+    round_no: int,
+    previous: Sequence[ClaimVerdict] = (),
+) -> Plan:
     """The chord of round ``round_no``; its final task returns a ``RoundResult``."""
     refs = [PhaseRef(f"shadow {d.claim.id}", uuid()) for d in dispatches]
     merge_ref = PhaseRef(f"shadow merge {round_no}", uuid())
     shown = f"run={job.run_id} round={round_no}"
     header = [
-        signature(f"verify_dag.shadow.{d.claim.route()}",
-                  args=(job.model_dump(mode="json"), d.model_dump(mode="json")), app=app).set(
-            task_id=ref.task_id, argsrepr=f"{shown} claim={d.claim.id}", kwargsrepr="{}")
+        signature(
+            f"verify_dag.shadow.{d.claim.route()}",
+            args=(job.model_dump(mode="json"), d.model_dump(mode="json")),
+            app=app,
+        ).set(task_id=ref.task_id, argsrepr=f"{shown} claim={d.claim.id}", kwargsrepr="{}")
         for d, ref in zip(dispatches, refs, strict=True)
     ]
-    body = signature("verify_dag.shadow.merge",
-                     kwargs={"job": job.model_dump(mode="json"),
-                             "previous": [v.model_dump(mode="json") for v in previous],
-                             "round_no": round_no}, app=app).set(
-        task_id=merge_ref.task_id, argsrepr=shown, kwargsrepr="{}")
-    return Plan(run_id=job.run_id, canvas=chord(header, body), phases=(*refs, merge_ref),
-                final_id=merge_ref.task_id)
+    body = signature(
+        "verify_dag.shadow.merge",
+        kwargs={
+            "job": job.model_dump(mode="json"),
+            "previous": [v.model_dump(mode="json") for v in previous],
+            "round_no": round_no,
+        },
+        app=app,
+    ).set(task_id=merge_ref.task_id, argsrepr=shown, kwargsrepr="{}")
+    return Plan(
+        run_id=job.run_id,
+        canvas=chord(header, body),
+        phases=(*refs, merge_ref),
+        final_id=merge_ref.task_id,
+    )

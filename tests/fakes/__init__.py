@@ -22,7 +22,7 @@ def install(bin_dir: Path, names: Iterable[str] = ("codex", "claude")) -> None:
             "#!/bin/sh\n"
             f"FAKE_MODEL_NAME={shlex.quote(name)}\nexport FAKE_MODEL_NAME\n"
             f"exec {shlex.quote(sys.executable)} "
-            f"{shlex.quote(str(FAKE_MODEL))} \"$@\"\n",
+            f'{shlex.quote(str(FAKE_MODEL))} "$@"\n',
             encoding="utf-8",
         )
         wrapper.chmod(0o755)

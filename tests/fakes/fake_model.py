@@ -13,14 +13,25 @@ import os
 import sys
 import time
 
-DEFAULT_REPLY = json.dumps({"findings": [{
-    "title": "Division by zero when the list is empty", "severity": 7,
-    "location": "src/calc.py:5", "category": "correctness",
-    "description": "mean() divides by len(values) without checking for an empty list."}]})
+DEFAULT_REPLY = json.dumps(
+    {
+        "findings": [
+            {
+                "title": "Division by zero when the list is empty",
+                "severity": 7,
+                "location": "src/calc.py:5",
+                "category": "correctness",
+                "description": "mean() divides by len(values) without checking for an empty list.",
+            }
+        ]
+    }
+)
 GARBAGE = "I had a look around the repository and it seems mostly reasonable, hard to say really."
 # The texts the real CLIs print (openai/codex and anthropics/claude-code issue reports).
-CODEX_LIMIT = ("ERROR: You've hit your usage limit. Upgrade to Pro "
-               "(https://openai.com/chatgpt/pricing) or try again in 2 days 17 hours 14 minutes.")
+CODEX_LIMIT = (
+    "ERROR: You've hit your usage limit. Upgrade to Pro "
+    "(https://openai.com/chatgpt/pricing) or try again in 2 days 17 hours 14 minutes."
+)
 CODEX_AUTH = "ERROR: exceeded retry limit, last status: 401 Unauthorized, request id: 9a4af587"
 CLAUDE_LIMIT = "You've hit your limit · resets 3pm (Europe/London)"
 CLAUDE_AUTH = "Invalid API key · Please run /login"
@@ -40,17 +51,58 @@ def option(argv: list[str], *names: str) -> str | None:
 
 # The options the real CLIs accept (`codex exec --help`, `claude --help`): an option the real
 # CLI would reject fails here as it would there, so a misspelt flag cannot pass the tests.
-CODEX_VALUED = {"-c", "--config", "-i", "--image", "-m", "--model", "-s", "--sandbox", "-p",
-                "--profile", "-C", "--cd", "--output-schema", "--color", "-o",
-                "--output-last-message", "--add-dir", "--local-provider"}
-CODEX_FLAGS = {"--oss", "--full-auto", "--dangerously-bypass-approvals-and-sandbox",
-               "--skip-git-repo-check", "--json"}
-CLAUDE_VALUED = {"--output-format", "--input-format", "--model", "--effort", "--max-turns",
-                 "--system-prompt", "--append-system-prompt", "--permission-mode",
-                 "--allowedTools", "--disallowedTools", "--add-dir", "--settings",
-                 "--fallback-model", "--json-schema", "--mcp-config"}
-CLAUDE_FLAGS = {"-p", "--print", "--verbose", "--dangerously-skip-permissions", "--bare",
-                "--safe-mode"}
+CODEX_VALUED = {
+    "-c",
+    "--config",
+    "-i",
+    "--image",
+    "-m",
+    "--model",
+    "-s",
+    "--sandbox",
+    "-p",
+    "--profile",
+    "-C",
+    "--cd",
+    "--output-schema",
+    "--color",
+    "-o",
+    "--output-last-message",
+    "--add-dir",
+    "--local-provider",
+}
+CODEX_FLAGS = {
+    "--oss",
+    "--full-auto",
+    "--dangerously-bypass-approvals-and-sandbox",
+    "--skip-git-repo-check",
+    "--json",
+}
+CLAUDE_VALUED = {
+    "--output-format",
+    "--input-format",
+    "--model",
+    "--effort",
+    "--max-turns",
+    "--system-prompt",
+    "--append-system-prompt",
+    "--permission-mode",
+    "--allowedTools",
+    "--disallowedTools",
+    "--add-dir",
+    "--settings",
+    "--fallback-model",
+    "--json-schema",
+    "--mcp-config",
+}
+CLAUDE_FLAGS = {
+    "-p",
+    "--print",
+    "--verbose",
+    "--dangerously-skip-permissions",
+    "--bare",
+    "--safe-mode",
+}
 
 
 def unknown_option(args: list[str], valued: set[str], flags: set[str]) -> str | None:
@@ -81,11 +133,20 @@ def reply_for(mode: str) -> str:
 
 
 def envelope(result: str, is_error: bool) -> str:
-    return json.dumps({
-        "type": "result", "subtype": "success", "is_error": is_error, "duration_ms": 1234,
-        "duration_api_ms": 1100, "num_turns": 1, "result": result,
-        "session_id": "6a3f2c1e-0000-4000-8000-000000000000", "total_cost_usd": 0.0123,
-        "usage": {"input_tokens": 42, "output_tokens": 17}})
+    return json.dumps(
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": is_error,
+            "duration_ms": 1234,
+            "duration_api_ms": 1100,
+            "num_turns": 1,
+            "result": result,
+            "session_id": "6a3f2c1e-0000-4000-8000-000000000000",
+            "total_cost_usd": 0.0123,
+            "usage": {"input_tokens": 42, "output_tokens": 17},
+        }
+    )
 
 
 def as_codex(argv: list[str], mode: str, reply: str) -> int:
@@ -94,12 +155,18 @@ def as_codex(argv: list[str], mode: str, reply: str) -> int:
         return 2
     bad = unknown_option(argv[1:], CODEX_VALUED, CODEX_FLAGS)
     if bad is not None:
-        print(f"error: unexpected argument '{bad}' found\n\nUsage: codex exec [OPTIONS] "
-              "[PROMPT]", file=sys.stderr)
+        print(
+            f"error: unexpected argument '{bad}' found\n\nUsage: codex exec [OPTIONS] [PROMPT]",
+            file=sys.stderr,
+        )
         return 2
-    print("OpenAI Codex v0.0.0-fake (research preview)\n--------\nworkdir: " + os.getcwd()
-          + f"\nmodel: {option(argv, '-m', '--model') or 'gpt-5-codex'}\nsandbox: "
-          + f"{option(argv, '-s', '--sandbox')}\n--------\nuser\n{PROMPT}", file=sys.stderr)
+    print(
+        "OpenAI Codex v0.0.0-fake (research preview)\n--------\nworkdir: "
+        + os.getcwd()
+        + f"\nmodel: {option(argv, '-m', '--model') or 'gpt-5-codex'}\nsandbox: "
+        + f"{option(argv, '-s', '--sandbox')}\n--------\nuser\n{PROMPT}",
+        file=sys.stderr,
+    )
     if mode in ("rate-limit", "auth"):
         print(CODEX_LIMIT if mode == "rate-limit" else CODEX_AUTH, file=sys.stderr)
         return 1
@@ -145,8 +212,10 @@ def main() -> int:
     log = os.environ.get("FAKE_MODEL_LOG")
     if log:
         with open(log, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"name": name, "argv": argv, "prompt": PROMPT,
-                                 "cwd": os.getcwd()}) + "\n")
+            fh.write(
+                json.dumps({"name": name, "argv": argv, "prompt": PROMPT, "cwd": os.getcwd()})
+                + "\n"
+            )
     if mode == "hang":
         time.sleep(3600)
     if mode == "crash":

@@ -24,8 +24,12 @@ class Corroboration:
     reason: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "checked": self.checked, "problems": list(self.problems),
-                "reason": self.reason}
+        return {
+            "status": self.status,
+            "checked": self.checked,
+            "problems": list(self.problems),
+            "reason": self.reason,
+        }
 
 
 def outcomes(bundle: Mapping[str, Any]) -> dict[str, set[str]] | None:
@@ -41,13 +45,15 @@ def outcomes(bundle: Mapping[str, Any]) -> dict[str, set[str]] | None:
     return seen if per_test and seen else None
 
 
-def corroborate(citations: Mapping[str, Sequence[str]],
-                bundle: Mapping[str, Any]) -> Corroboration:
+def corroborate(citations: Mapping[str, Sequence[str]], bundle: Mapping[str, Any]) -> Corroboration:
     cited = [(req, nodeid) for req, ids in citations.items() for nodeid in ids]
     known = outcomes(bundle)
     if known is None:
-        return Corroboration("unavailable", len(cited), reason="the bundle has no per-test "
-                             "records to check citations against")
+        return Corroboration(
+            "unavailable",
+            len(cited),
+            reason="the bundle has no per-test records to check citations against",
+        )
     if not cited:
         return Corroboration("unavailable", 0, reason="nothing is cited")
     problems = []
@@ -58,11 +64,15 @@ def corroborate(citations: Mapping[str, Sequence[str]],
         elif found != {"passed"}:
             problems.append(f"{req}: {nodeid} did not pass ({', '.join(sorted(found))})")
     if problems:
-        return Corroboration("refuted", len(cited), tuple(problems),
-                             reason=f"{len(problems)} of {len(cited)} citations are not passing "
-                                    "tests of the bundle")
-    return Corroboration("corroborated", len(cited),
-                         reason=f"all {len(cited)} cited node ids passed in the bundle")
+        return Corroboration(
+            "refuted",
+            len(cited),
+            tuple(problems),
+            reason=f"{len(problems)} of {len(cited)} citations are not passing tests of the bundle",
+        )
+    return Corroboration(
+        "corroborated", len(cited), reason=f"all {len(cited)} cited node ids passed in the bundle"
+    )
 
 
 def merge(parts: Iterable[Corroboration]) -> Corroboration:
@@ -74,10 +84,10 @@ def merge(parts: Iterable[Corroboration]) -> Corroboration:
     for status in ("refuted", "corroborated"):
         chosen = [p for p in items if p.status == status]
         if chosen:
-            return Corroboration(status, checked, problems,
-                                 "; ".join(p.reason for p in chosen))
-    return Corroboration("unavailable", checked, (), "; ".join(
-        dict.fromkeys(p.reason for p in items)))
+            return Corroboration(status, checked, problems, "; ".join(p.reason for p in chosen))
+    return Corroboration(
+        "unavailable", checked, (), "; ".join(dict.fromkeys(p.reason for p in items))
+    )
 
 
 def _results(bundle: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -32,8 +32,12 @@ class Scored:
     evidence_map: dict[str, list[str]]
 
 
-def score(requirements: Sequence[Mapping[str, Any]], bundle: Mapping[str, Any] | None,
-          tier: int | None, concerns: Concerns) -> Scored:
+def score(
+    requirements: Sequence[Mapping[str, Any]],
+    bundle: Mapping[str, Any] | None,
+    tier: int | None,
+    concerns: Concerns,
+) -> Scored:
     by_req = index(t for r in bundle["results"] for t in r["tests"]) if bundle is not None else {}
     covered: list[str] = []
     uncovered: list[dict[str, Any]] = []
@@ -60,21 +64,26 @@ def score(requirements: Sequence[Mapping[str, Any]], bundle: Mapping[str, Any] |
         else:
             sanctioned, reason = _skip(req, matching, tier)
             if sanctioned:
-                skipped.append({"requirement_id": rid, "reason": reason,
-                                "tier_required": req["required_tier"]})
+                skipped.append(
+                    {"requirement_id": rid, "reason": reason, "tier_required": req["required_tier"]}
+                )
                 continue
         uncovered.append({"requirement_id": rid, "reason": reason})
         concerns.add("blocker", f"{rid} is not covered: {reason}", requirement_id=rid)
     summary = {
-        "requirements_total": len(requirements), "requirements_covered": len(covered),
-        "requirements_skipped": len(skipped), "covered": covered, "uncovered": uncovered,
+        "requirements_total": len(requirements),
+        "requirements_covered": len(covered),
+        "requirements_skipped": len(skipped),
+        "covered": covered,
+        "uncovered": uncovered,
         "skipped_with_reason": skipped,
     }
     return Scored(summary, evidence_map)
 
 
-def _skip(req: Mapping[str, Any], matching: Sequence[Mapping[str, Any]],
-          tier: int | None) -> tuple[bool, str]:
+def _skip(
+    req: Mapping[str, Any], matching: Sequence[Mapping[str, Any]], tier: int | None
+) -> tuple[bool, str]:
     """Whether every matching test being skipped is a sanctioned tier skip, and why."""
     said = sorted({str(t.get("reason") or "no reason given") for t in matching})
     skips = f"{len(matching)} matching test(s) skipped ({'; '.join(said)[:300]})"
@@ -83,16 +92,24 @@ def _skip(req: Mapping[str, Any], matching: Sequence[Mapping[str, Any]],
     if tier is None:
         return False, f"{skips} and the inventory tier is unknown"
     if tier >= required:
-        return False, (f"{skips} at inventory tier {tier}, which meets required_tier "
-                       f"{required}: a skip there is a coverage gap")
+        return False, (
+            f"{skips} at inventory tier {tier}, which meets required_tier "
+            f"{required}: a skip there is a coverage gap"
+        )
     if below is None:
-        return False, (f"tier shortfall: {skips} at inventory tier {tier}, below required_tier "
-                       f"{required}, and the plan declares no skip_if_tier_below")
+        return False, (
+            f"tier shortfall: {skips} at inventory tier {tier}, below required_tier "
+            f"{required}, and the plan declares no skip_if_tier_below"
+        )
     if tier >= below:
-        return False, (f"tier shortfall: {skips} at inventory tier {tier}, below required_tier "
-                       f"{required}, but skip_if_tier_below {below} does not sanction tier {tier}")
-    return True, (f"inventory tier {tier} is below required_tier {required} and the plan "
-                  f"declares skip_if_tier_below {below}: {skips}")
+        return False, (
+            f"tier shortfall: {skips} at inventory tier {tier}, below required_tier "
+            f"{required}, but skip_if_tier_below {below} does not sanction tier {tier}"
+        )
+    return True, (
+        f"inventory tier {tier} is below required_tier {required} and the plan "
+        f"declares skip_if_tier_below {below}: {skips}"
+    )
 
 
 def _some(nodeids: Sequence[str]) -> str:

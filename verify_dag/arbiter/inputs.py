@@ -11,11 +11,29 @@ from verify_dag.arbiter import RUBRIC_VERSION, InputError
 
 MAX_INPUT = 64 * 1024 * 1024  # bytes; a bundle or plan bigger than this is not one we wrote
 
-ARGUMENTS = ("bundle_path", "bundle_hash", "request_id", "attempt_id", "prior_state_version",
-             "plan_path", "plan_hash", "inventory_hash", "runner_version", "rubric_version")
+ARGUMENTS = (
+    "bundle_path",
+    "bundle_hash",
+    "request_id",
+    "attempt_id",
+    "prior_state_version",
+    "plan_path",
+    "plan_hash",
+    "inventory_hash",
+    "runner_version",
+    "rubric_version",
+)
 # The 8 fields every verdict echoes back verbatim, in the seed's order.
-TUPLE = ("request_id", "attempt_id", "prior_state_version", "bundle_hash", "plan_hash",
-         "inventory_hash", "runner_version", "rubric_version")
+TUPLE = (
+    "request_id",
+    "attempt_id",
+    "prior_state_version",
+    "bundle_hash",
+    "plan_hash",
+    "inventory_hash",
+    "runner_version",
+    "rubric_version",
+)
 _HEX32 = re.compile(r"[0-9a-f]{32}")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
@@ -40,8 +58,9 @@ class Request:
 def parse(values: Sequence[str]) -> Request:
     """The request, or InputError naming the first argument that is not what the seed says."""
     if len(values) != len(ARGUMENTS):
-        raise InputError(f"expected {len(ARGUMENTS)} arguments ({' '.join(ARGUMENTS)}), "
-                         f"got {len(values)}")
+        raise InputError(
+            f"expected {len(ARGUMENTS)} arguments ({' '.join(ARGUMENTS)}), got {len(values)}"
+        )
     request = Request(*values)
     for f in fields(Request):
         value = getattr(request, f.name)
@@ -50,16 +69,20 @@ def parse(values: Sequence[str]) -> Request:
         if "\n" in value or "\r" in value:
             raise InputError(f"{f.name} spans more than one line")
     if not _HEX32.fullmatch(request.request_id):
-        raise InputError("request_id must be 32 lowercase hex digits, "
-                         f"got {_show(request.request_id)}")
+        raise InputError(
+            f"request_id must be 32 lowercase hex digits, got {_show(request.request_id)}"
+        )
     for name in ("bundle_hash", "plan_hash", "inventory_hash"):
         value = getattr(request, name)
         if not _HEX64.fullmatch(value):
-            raise InputError(f"{name} must be a sha256 (64 lowercase hex digits), "
-                             f"got {_show(value)}")
+            raise InputError(
+                f"{name} must be a sha256 (64 lowercase hex digits), got {_show(value)}"
+            )
     if request.rubric_version != RUBRIC_VERSION:
-        raise InputError(f"rubric_version {_show(request.rubric_version)} is not implemented "
-                         f"(this arbiter scores rubric {RUBRIC_VERSION})")
+        raise InputError(
+            f"rubric_version {_show(request.rubric_version)} is not implemented "
+            f"(this arbiter scores rubric {RUBRIC_VERSION})"
+        )
     return request
 
 

@@ -36,8 +36,13 @@ Severity = Literal["blocker", "high", "medium", "warning"]
 class Concerns:
     items: list[dict[str, Any]] = field(default_factory=list)
 
-    def add(self, severity: Severity, detail: str, requirement_id: str | None = None,
-            source: str = "rubric") -> None:
+    def add(
+        self,
+        severity: Severity,
+        detail: str,
+        requirement_id: str | None = None,
+        source: str = "rubric",
+    ) -> None:
         item: dict[str, Any] = {"severity": severity, "detail": detail, "source": source}
         if requirement_id is not None:
             item["requirement_id"] = requirement_id
@@ -57,9 +62,13 @@ def evaluate(request: Request, bundle_bytes: bytes, plan_bytes: bytes) -> Assess
     recomputed = evidence.bundle_hash(raw) if isinstance(raw, dict) else None
     matches = recomputed == request.bundle_hash
     if not matches:
-        concerns.add("blocker", f"self-hash mismatch: the bundle hashes to {recomputed}, the "
-                                f"request names {request.bundle_hash}" if recomputed else
-                     "self-hash unavailable: the bundle is not a JSON object")
+        concerns.add(
+            "blocker",
+            f"self-hash mismatch: the bundle hashes to {recomputed}, the "
+            f"request names {request.bundle_hash}"
+            if recomputed
+            else "self-hash unavailable: the bundle is not a JSON object",
+        )
     bundle = _valid(raw, evidence.SCHEMA_PATH, "bundle", concerns)
     tier = None
     if bundle is not None:
@@ -73,7 +82,8 @@ def evaluate(request: Request, bundle_bytes: bytes, plan_bytes: bytes) -> Assess
     for problem in cited.problems:
         concerns.add("blocker", f"citation not corroborated: {problem}")
     verdict: dict[str, Any] = {
-        "verdict": "", **request.echo(),
+        "verdict": "",
+        **request.echo(),
         "self_hash_check": {"bundle_recomputed_hash": recomputed, "matches_input": matches},
         "coverage": scored.summary,
         "tier": {"inventory_tier": tier, "manifest_matches": tier is not None},
@@ -81,8 +91,10 @@ def evaluate(request: Request, bundle_bytes: bytes, plan_bytes: bytes) -> Assess
         "evidence_map": scored.evidence_map,
         "citations": cited.as_dict(),
         "concerns": concerns.items,
-        "model_arm": {"status": "not_configured", "reason": "AUDIT_CLAUDE_BIN is not set: "
-                      "the deterministic rubric only"},
+        "model_arm": {
+            "status": "not_configured",
+            "reason": "AUDIT_CLAUDE_BIN is not set: the deterministic rubric only",
+        },
     }
     verdict["verdict"] = decide(verdict)
     return Assessment(verdict, bundle, plan)
@@ -112,25 +124,38 @@ def _valid(doc: Any, schema: str, name: str, concerns: Concerns) -> dict[str, An
         return None
     error = best_match(jsonschemas.validator(schema).iter_errors(doc))
     if error is not None:
-        concerns.add("blocker", f"the {name} does not match {schema} at {error.json_path}: "
-                                f"{_first_line(error.message)}")
+        concerns.add(
+            "blocker",
+            f"the {name} does not match {schema} at {error.json_path}: "
+            f"{_first_line(error.message)}",
+        )
         return None
     assert isinstance(doc, dict)
     return doc
 
 
-def _bundle_checks(bundle: dict[str, Any], request: Request, recomputed: str | None,
-                   concerns: Concerns) -> None:
+def _bundle_checks(
+    bundle: dict[str, Any], request: Request, recomputed: str | None, concerns: Concerns
+) -> None:
     if bundle["bundle_hash"] != recomputed:
-        concerns.add("warning", "the bundle's own bundle_hash field does not match its content "
-                                "(the field is outside the hash; the content hash is checked)")
+        concerns.add(
+            "warning",
+            "the bundle's own bundle_hash field does not match its content "
+            "(the field is outside the hash; the content hash is checked)",
+        )
     if bundle["runner_version"] != request.runner_version:
-        concerns.add("blocker", f"runner_version mismatch: the bundle was produced by "
-                                f"{bundle['runner_version']!r}, the request names "
-                                f"{request.runner_version!r}")
+        concerns.add(
+            "blocker",
+            f"runner_version mismatch: the bundle was produced by "
+            f"{bundle['runner_version']!r}, the request names "
+            f"{request.runner_version!r}",
+        )
     results = bundle["results"]
-    ran = [r for r in results if r["status"] not in ("BLOCKED", "NOT_RUN")
-           and (r["tests"] or r["returncode"] is not None)]
+    ran = [
+        r
+        for r in results
+        if r["status"] not in ("BLOCKED", "NOT_RUN") and (r["tests"] or r["returncode"] is not None)
+    ]
     if not ran:
         why = "; ".join(r["notes"] for r in results if r["notes"]) or "no suite ran"
         concerns.add("blocker", f"the bundle contains no test results: {why}")
@@ -139,15 +164,20 @@ def _bundle_checks(bundle: dict[str, Any], request: Request, recomputed: str | N
     total = sum(r["counts"]["failed"] + r["counts"]["error"] for r in ran)
     if failing or total or any(r["status"] == "FAILED" for r in ran):
         shown = ", ".join(failing[:5]) + (" ..." if len(failing) > 5 else "")
-        concerns.add("blocker", f"the suite failed: {max(total, len(failing))} failing or "
-                                f"erroring test(s)" + (f": {shown}" if shown else
-                                                       f" ({'; '.join(r['notes'] for r in ran)})"))
+        concerns.add(
+            "blocker",
+            f"the suite failed: {max(total, len(failing))} failing or "
+            f"erroring test(s)"
+            + (f": {shown}" if shown else f" ({'; '.join(r['notes'] for r in ran)})"),
+        )
     if any(not r["per_test"] for r in ran):
-        concerns.add("warning", "the runner gave only an exit status: no per-test records, so "
-                                "no test can be matched to a requirement or cited")
+        concerns.add(
+            "warning",
+            "the runner gave only an exit status: no per-test records, so "
+            "no test can be matched to a requirement or cited",
+        )
     if any(r["truncated"] for r in ran):
-        concerns.add("warning", "the bundle was truncated: it does not record every test that "
-                                "ran")
+        concerns.add("warning", "the bundle was truncated: it does not record every test that ran")
 
 
 def _tier(bundle: dict[str, Any], request: Request, concerns: Concerns) -> int | None:
@@ -157,9 +187,12 @@ def _tier(bundle: dict[str, Any], request: Request, concerns: Concerns) -> int |
         return None
     found = evidence.inventory_hash(inventory)
     if found != request.inventory_hash:
-        concerns.add("blocker", f"inventory_hash {request.inventory_hash} does not name the "
-                                f"bundle's inventory manifest (which hashes to {found}): the "
-                                "tier is unknown")
+        concerns.add(
+            "blocker",
+            f"inventory_hash {request.inventory_hash} does not name the "
+            f"bundle's inventory manifest (which hashes to {found}): the "
+            "tier is unknown",
+        )
         return None
     tier: int = inventory["tier"]
     return tier
@@ -168,16 +201,18 @@ def _tier(bundle: dict[str, Any], request: Request, concerns: Concerns) -> int |
 def _plan(data: bytes, request: Request, concerns: Concerns) -> dict[str, Any] | None:
     found = hashlib.sha256(data).hexdigest()
     if found != request.plan_hash:
-        concerns.add("blocker", f"plan_hash mismatch: the plan file hashes to {found}, the "
-                                f"request names {request.plan_hash}")
+        concerns.add(
+            "blocker",
+            f"plan_hash mismatch: the plan file hashes to {found}, the "
+            f"request names {request.plan_hash}",
+        )
     plan = _valid(_parse(data, "plan", concerns), PLAN_SCHEMA, "plan", concerns)
     if plan is None:
         return None
     ids = [r["id"] for r in plan["requirements"]]
     twice = sorted({i for i in ids if ids.count(i) > 1})
     if twice:
-        concerns.add("blocker", f"the plan lists requirement(s) more than once: "
-                                f"{', '.join(twice)}")
+        concerns.add("blocker", f"the plan lists requirement(s) more than once: {', '.join(twice)}")
     return plan
 
 

@@ -25,14 +25,21 @@ if TYPE_CHECKING:
     from verify_dag.arbiter.rubric import Concerns
 
 
-def arm(bundle: Mapping[str, Any] | None, plan: Mapping[str, Any] | None,
-        concerns: Concerns) -> dict[str, Any]:
+def arm(
+    bundle: Mapping[str, Any] | None, plan: Mapping[str, Any] | None, concerns: Concerns
+) -> dict[str, Any]:
     required = bool(plan.get("security_required", False)) if plan is not None else False
     status = bundle.get("security_status") if bundle is not None else None
     said = status.get("status") if isinstance(status, Mapping) else None
-    why = str(status.get("reason", "")) if isinstance(status, Mapping) else (
-        "the bundle carries no security_status" if bundle is not None
-        else "the bundle could not be used")
+    why = (
+        str(status.get("reason", ""))
+        if isinstance(status, Mapping)
+        else (
+            "the bundle carries no security_status"
+            if bundle is not None
+            else "the bundle could not be used"
+        )
+    )
     out = {"security_required": required}
     if said == "failed":
         concerns.add("blocker", f"security failed: {why}")

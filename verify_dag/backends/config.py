@@ -49,8 +49,17 @@ from verify_dag.backends.sources import JUDGEMENT_SKILLS, Kind, Layer, read_laye
 from verify_dag.errors import UsageError
 from verify_dag.models.base import Frozen
 
-__all__ = ["DEFAULT_TIMEOUT", "JUDGEMENT_SKILLS", "Backend", "BackendsConfig", "Kind",
-           "codex_on_path", "how_to_configure", "load_config", "resolve"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "JUDGEMENT_SKILLS",
+    "Backend",
+    "BackendsConfig",
+    "Kind",
+    "codex_on_path",
+    "how_to_configure",
+    "load_config",
+    "resolve",
+]
 
 Tier = Literal["capable", "general"]
 DEFAULT_TIMEOUT = 600.0
@@ -94,17 +103,21 @@ class Backend(Frozen):
     timeout: float = DEFAULT_TIMEOUT
 
     def describe(self) -> str:
-        parts = [f"model {self.model}" if self.model else "", f"effort {self.effort}"
-                 if self.effort else ""]
+        parts = [
+            f"model {self.model}" if self.model else "",
+            f"effort {self.effort}" if self.effort else "",
+        ]
         detail = ", ".join(p for p in parts if p)
         name = self.command[0] if self.kind == "command" and self.command else self.kind
         return f"{name} ({detail})" if detail else name
 
 
 def how_to_configure() -> str:
-    return ("configure a model backend with VERIFY_DAG_BACKEND=codex or claude (its CLI on PATH) "
-            "or VERIFY_DAG_BACKEND_COMMAND='your-cli {model}' (prompt on stdin, reply on stdout), "
-            "or backend = \"claude\" in ~/.config/verify-dag/config.toml")
+    return (
+        "configure a model backend with VERIFY_DAG_BACKEND=codex or claude (its CLI on PATH) "
+        "or VERIFY_DAG_BACKEND_COMMAND='your-cli {model}' (prompt on stdin, reply on stdout), "
+        'or backend = "claude" in ~/.config/verify-dag/config.toml'
+    )
 
 
 def codex_on_path() -> bool:
@@ -128,13 +141,19 @@ def resolve(config: BackendsConfig, skill: str) -> Backend | None:
     default_model, default_effort = DEFAULTS[kind][tier]
     model = _pick(config, skill, kind, "model")
     effort = _pick(config, skill, kind, "effort")
-    return Backend(kind=kind, skill=skill, model=model or default_model,
-                   effort=effort or default_effort,
-                   command=config.command if kind == "command" else (), timeout=config.timeout)
+    return Backend(
+        kind=kind,
+        skill=skill,
+        model=model or default_model,
+        effort=effort or default_effort,
+        command=config.command if kind == "command" else (),
+        timeout=config.timeout,
+    )
 
 
-def _pick(config: BackendsConfig, skill: str, kind: Kind, key: Literal["model", "effort"]
-          ) -> str | None:
+def _pick(
+    config: BackendsConfig, skill: str, kind: Kind, key: Literal["model", "effort"]
+) -> str | None:
     for layer in config.layers:
         own = layer.skills.get(skill)
         # A source that names no backend speaks of the one configured overall: its model is
@@ -156,6 +175,8 @@ def load_config(repo: Path | None, env: Mapping[str, str] | None = None) -> Back
     config = BackendsConfig(layers=tuple(layers), notes=tuple(notes))
     named = next((la for la in config.layers if la.backend), None)
     if named is not None and named.backend == "command" and not config.command:
-        raise UsageError(f"{named.source}: backend is \"command\" but no command template is set "
-                         "(VERIFY_DAG_BACKEND_COMMAND or `command` in the user config file)")
+        raise UsageError(
+            f'{named.source}: backend is "command" but no command template is set '
+            "(VERIFY_DAG_BACKEND_COMMAND or `command` in the user config file)"
+        )
     return config

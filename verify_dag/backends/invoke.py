@@ -31,16 +31,26 @@ from verify_dag.models.base import Frozen
 ReplyStatus = Literal["ok", "timeout", "rate_limited", "auth", "missing", "empty", "failed"]
 
 _BROKER = ("VERIFY_DAG_BROKER_URL", "VERIFY_DAG_RESULT_BACKEND")
-_RATE = re.compile(r"rate[ _-]?limit|too many requests|\b429\b|quota|usage limit|limit reached|"
-                   r"hit your (?:\w+ )?limit", re.IGNORECASE)
-_AUTH = re.compile(r"not logged in|/login\b|\b40[13]\b|unauthori[sz]ed|authenticat|api[ _-]?key|"
-                   r"codex login|log ?in again|credential|forbidden", re.IGNORECASE)
+_RATE = re.compile(
+    r"rate[ _-]?limit|too many requests|\b429\b|quota|usage limit|limit reached|"
+    r"hit your (?:\w+ )?limit",
+    re.IGNORECASE,
+)
+_AUTH = re.compile(
+    r"not logged in|/login\b|\b40[13]\b|unauthori[sz]ed|authenticat|api[ _-]?key|"
+    r"codex login|log ?in again|credential|forbidden",
+    re.IGNORECASE,
+)
 # The few notices a CLI has been seen to print *as its reply* with a zero exit. Narrow on purpose:
 # a real finding may well talk about API keys.
-_NOTICE = re.compile(r"please run /login|not logged in|invalid api key|usage limit|"
-                     r"hit your (?:\w+ )?limit|rate limit exceeded|quota exceeded", re.IGNORECASE)
-_ERROR_LINE = re.compile(r"^(?:error|fatal|panic|exception|■|⚠)|\berror\b|\b[45]\d\d\b",
-                         re.IGNORECASE)
+_NOTICE = re.compile(
+    r"please run /login|not logged in|invalid api key|usage limit|"
+    r"hit your (?:\w+ )?limit|rate limit exceeded|quota exceeded",
+    re.IGNORECASE,
+)
+_ERROR_LINE = re.compile(
+    r"^(?:error|fatal|panic|exception|■|⚠)|\berror\b|\b[45]\d\d\b", re.IGNORECASE
+)
 
 
 class Reply(Frozen):
@@ -56,23 +66,35 @@ def model_env() -> dict[str, str]:
     see them, but a model CLI is the user's own tool and authenticates with exactly those
     (OPENAI_API_KEY, ANTHROPIC_API_KEY, CODEX_HOME, ...). It has no use for our broker, though.
     """
-    return {k: v for k, v in os.environ.items()
-            if k not in _BROKER and not k.startswith("CELERY_")}
+    return {k: v for k, v in os.environ.items() if k not in _BROKER and not k.startswith("CELERY_")}
 
 
 def build_argv(backend: Backend, last_message: Path) -> list[str]:
     if backend.kind == "codex":
-        return ["codex", "exec", "--skip-git-repo-check", "--sandbox", "read-only",
-                "--color", "never",
-                *(["--model", backend.model] if backend.model else []),
-                *(["--config", f"model_reasoning_effort={backend.effort}"]
-                  if backend.effort else []),
-                "--output-last-message", str(last_message), "-"]
+        return [
+            "codex",
+            "exec",
+            "--skip-git-repo-check",
+            "--sandbox",
+            "read-only",
+            "--color",
+            "never",
+            *(["--model", backend.model] if backend.model else []),
+            *(["--config", f"model_reasoning_effort={backend.effort}"] if backend.effort else []),
+            "--output-last-message",
+            str(last_message),
+            "-",
+        ]
     if backend.kind == "claude":
         # --effort only when configured (the tier defaults set none): older CLIs lack the flag.
-        return ["claude", "-p", "--output-format", "json",
-                *(["--model", backend.model] if backend.model else []),
-                *(["--effort", backend.effort] if backend.effort else [])]
+        return [
+            "claude",
+            "-p",
+            "--output-format",
+            "json",
+            *(["--model", backend.model] if backend.model else []),
+            *(["--effort", backend.effort] if backend.effort else []),
+        ]
     return _fill(backend)
 
 
@@ -98,8 +120,9 @@ def invoke(backend: Backend, prompt: str, *, cwd: Path, timeout: float | None = 
         last = Path(tmp) / "last-message.txt"
         argv = build_argv(backend, last)
         try:
-            res = util.run(argv, cwd=cwd, timeout=limit, env=model_env(),
-                           input_data=prompt.encode("utf-8"))
+            res = util.run(
+                argv, cwd=cwd, timeout=limit, env=model_env(), input_data=prompt.encode("utf-8")
+            )
         except OSError as exc:  # e.g. a vanished cwd: still an outcome, never an exception
             return Reply(status="failed", reason=_clip(f"{argv[0]}: {exc}"))
         if res.not_found:
@@ -140,8 +163,9 @@ def _envelope(stdout: str) -> dict[str, object] | None:
     except ValueError:
         return None
     if isinstance(data, list):  # stream-style output: the last result event is the envelope
-        data = next((e for e in reversed(data) if isinstance(e, dict)
-                     and e.get("type") == "result"), None)
+        data = next(
+            (e for e in reversed(data) if isinstance(e, dict) and e.get("type") == "result"), None
+        )
     return data if isinstance(data, dict) else None
 
 
@@ -156,19 +180,21 @@ def _success(text: str) -> Reply:
     return Reply(status="ok", text=text)
 
 
-def _failure(name: str, returncode: int, outputs: list[str], prompt: str,
-             said: str = "") -> Reply:
+def _failure(name: str, returncode: int, outputs: list[str], prompt: str, said: str = "") -> Reply:
     """Classify a failed call. ``said`` is what the CLI itself reported (claude's result text);
     ``outputs`` are streams in which only error-looking lines count as evidence."""
     # Codex echoes the prompt on stderr; a prompt about, say, authentication code must not make
     # an unrelated crash look like a login problem, so echoed lines are not evidence.
     echoed = {line.strip() for line in prompt.splitlines()}
-    lines = [s for out in outputs for line in out.splitlines()
-             if (s := line.strip()) and s not in echoed]
+    lines = [
+        s for out in outputs for line in out.splitlines() if (s := line.strip()) and s not in echoed
+    ]
     marked = [line for line in lines if _ERROR_LINE.search(line)]
     evidence = [s for line in said.splitlines() if (s := line.strip())] + (marked or lines[-3:])
     checks: tuple[tuple[ReplyStatus, re.Pattern[str]], ...] = (
-        ("rate_limited", _RATE), ("auth", _AUTH))
+        ("rate_limited", _RATE),
+        ("auth", _AUTH),
+    )
     for status, pattern in checks:
         hit = next((line for line in evidence if pattern.search(line)), None)
         if hit is not None:

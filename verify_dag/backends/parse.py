@@ -37,52 +37,124 @@ class ParsedReply(Frozen):
 
 
 SKILL_CLASS: dict[str, IssueClass] = {
-    "comment-review": "comment", "qa": "coverage", "ux-reviewer": "ux",
-    "visual-verify": "visual", "plan-completeness": "plan-completeness",
+    "comment-review": "comment",
+    "qa": "coverage",
+    "ux-reviewer": "ux",
+    "visual-verify": "visual",
+    "plan-completeness": "plan-completeness",
 }
 # A reply's category, as models tend to spell it, onto our classes. Anything else falls back to
 # the skill's own class: comment-review's tags (narration, stale, ...) are all comments.
 CATEGORY_CLASS: dict[str, IssueClass] = {
-    **{k: "security" for k in ("security", "vulnerability", "injection", "auth", "authz",
-                               "authentication", "authorization", "crypto", "data-exposure")},
-    **{k: "correctness" for k in ("correctness", "bug", "logic", "error-handling", "hardening",
-                                  "architecture", "coherence", "robustness", "concurrency",
-                                  "performance", "over-engineering", "design-quality")},
-    **{k: "coverage" for k in ("coverage", "test", "tests", "testing", "test-quality",
-                               "test-coverage", "mock", "mocks")},
+    **{
+        k: "security"
+        for k in (
+            "security",
+            "vulnerability",
+            "injection",
+            "auth",
+            "authz",
+            "authentication",
+            "authorization",
+            "crypto",
+            "data-exposure",
+        )
+    },
+    **{
+        k: "correctness"
+        for k in (
+            "correctness",
+            "bug",
+            "logic",
+            "error-handling",
+            "hardening",
+            "architecture",
+            "coherence",
+            "robustness",
+            "concurrency",
+            "performance",
+            "over-engineering",
+            "design-quality",
+        )
+    },
+    **{
+        k: "coverage"
+        for k in (
+            "coverage",
+            "test",
+            "tests",
+            "testing",
+            "test-quality",
+            "test-coverage",
+            "mock",
+            "mocks",
+        )
+    },
     **{k: "comment" for k in ("comment", "comments", "docstring", "docstrings")},
-    **{k: "ux" for k in ("ux", "usability", "accessibility", "a11y", "cli-output",
-                         "error-message", "error-messages")},
+    **{
+        k: "ux"
+        for k in (
+            "ux",
+            "usability",
+            "accessibility",
+            "a11y",
+            "cli-output",
+            "error-message",
+            "error-messages",
+        )
+    },
     **{k: "visual" for k in ("visual", "layout", "typography", "spacing", "color", "colour")},
     **{k: "style" for k in ("style", "naming", "formatting", "lint")},
-    "plan-completeness": "plan-completeness", "plan": "plan-completeness",
+    "plan-completeness": "plan-completeness",
+    "plan": "plan-completeness",
     "environment": "environment",
 }
-_SEVERITY_WORDS = {"critical": 9, "high": 7, "major": 7, "medium": 5, "moderate": 5, "minor": 3,
-                   "low": 3, "trivial": 1, "info": 1}
+_SEVERITY_WORDS = {
+    "critical": 9,
+    "high": 7,
+    "major": 7,
+    "medium": 5,
+    "moderate": 5,
+    "minor": 3,
+    "low": 3,
+    "trivial": 1,
+    "info": 1,
+}
 
 # Line prefixes a model may add: indentation, bullets, bold, headings; never a quote, so a JSON
 # "status" key is not mistaken for a STATUS line.
-_CARRY = re.compile(r"^[\s*#>•-]*(REAFFIRMED|REOPENED|DEFERRED_TO_EPIC)\**\s*:\**\s*(.*)$",
-                    re.IGNORECASE)
+_CARRY = re.compile(
+    r"^[\s*#>•-]*(REAFFIRMED|REOPENED|DEFERRED_TO_EPIC)\**\s*:\**\s*(.*)$", re.IGNORECASE
+)
 _STATUS = re.compile(r"^[\s*#>•-]*STATUS\**\s*:\**\s*(.+?)[\s*.]*$", re.IGNORECASE)
 # "<id> — <text>": an em/en dash or "--" may be tight, a single "-" needs spaces (ids like F-3).
-_SPLIT = re.compile(r"^(?P<id>\S+?)\s*(?:\u2014|\u2013|--)\s*(?P<text>.*)$"
-                    r"|^(?P<id2>\S+)\s+-\s+(?P<text2>.*)$")
-_NONE = re.compile(r"^\W*(?:none(?: found)?|n/a|nothing to report|no new findings|"
-                   r"no (?:issues|findings|problems|defects)"
-                   r"(?: (?:were )?(?:found|identified|detected|to report))?"
-                   r"(?:\s+(?:in|with|for)\b[^.!?]*)?)\W*$", re.IGNORECASE)
-_FIELD = re.compile(r"^\s*(?:[-*•]\s+|\d+[.)]\s+|#+\s+)?(?:\*\*|__)?(title|severity|location|file|"
-                    r"category|description)(?:\*\*|__)?\s*:\s*(?:\*\*|__)?\s*(.*?)\s*$",
-                    re.IGNORECASE)
+_SPLIT = re.compile(
+    r"^(?P<id>\S+?)\s*(?:\u2014|\u2013|--)\s*(?P<text>.*)$"
+    r"|^(?P<id2>\S+)\s+-\s+(?P<text2>.*)$"
+)
+_NONE = re.compile(
+    r"^\W*(?:none(?: found)?|n/a|nothing to report|no new findings|"
+    r"no (?:issues|findings|problems|defects)"
+    r"(?: (?:were )?(?:found|identified|detected|to report))?"
+    r"(?:\s+(?:in|with|for)\b[^.!?]*)?)\W*$",
+    re.IGNORECASE,
+)
+_FIELD = re.compile(
+    r"^\s*(?:[-*•]\s+|\d+[.)]\s+|#+\s+)?(?:\*\*|__)?(title|severity|location|file|"
+    r"category|description)(?:\*\*|__)?\s*:\s*(?:\*\*|__)?\s*(.*?)\s*$",
+    re.IGNORECASE,
+)
 # A line that is only a heading: "1. **Title**", "### Title", "**Title**" (markdown emphasis or
 # heading marks around the whole text).
-_HEADING = re.compile(r"^\s*(?:\d+[.)]\s+|#+\s+|[-*•]\s+)?(?:\*\*|__)(.+?)(?:\*\*|__)\s*:?\s*$"
-                      r"|^\s*#+\s+(?:\d+[.)]\s+)?(.+?)\s*$")
+_HEADING = re.compile(
+    r"^\s*(?:\d+[.)]\s+|#+\s+|[-*•]\s+)?(?:\*\*|__)(.+?)(?:\*\*|__)\s*:?\s*$"
+    r"|^\s*#+\s+(?:\d+[.)]\s+)?(.+?)\s*$"
+)
 _FENCE = re.compile(r"```[A-Za-z]*\s*\n(.*?)```", re.DOTALL)
-_LOCATION = re.compile(r"^(?P<path>.+?)(?::|#L)(?P<line>\d+)(?:\s*[-\u2013]\s*L?(?P<end>\d+))?"
-                       r"(?::\d+)?$")
+_LOCATION = re.compile(
+    r"^(?P<path>.+?)(?::|#L)(?P<line>\d+)(?:\s*[-\u2013]\s*L?(?P<end>\d+))?"
+    r"(?::\d+)?$"
+)
 
 
 def parse_reply(text: str, skill: str) -> ParsedReply:
@@ -119,14 +191,21 @@ def parse_reply(text: str, skill: str) -> ParsedReply:
         items = _text_items(body)
     if status is None and explicit:
         status = _json_status(text)
-    if not items and not explicit and not _said_none(body, status, reaffirmed, reopened,
-                                                     deferred):
+    if not items and not explicit and not _said_none(body, status, reaffirmed, reopened, deferred):
         first = next((s for line in text.splitlines() if (s := line.strip())), "")
-        raise Unparseable(f"neither findings nor an explicit no-findings answer: {first[:120]!r}"
-                          if first else "the reply is empty")
+        raise Unparseable(
+            f"neither findings nor an explicit no-findings answer: {first[:120]!r}"
+            if first
+            else "the reply is empty"
+        )
     findings = tuple(_finding(item, skill, n) for n, item in enumerate(items, 1))
-    return ParsedReply(findings=findings, reaffirmed=tuple(reaffirmed), reopened=tuple(reopened),
-                       deferred=tuple(deferred), status=status)
+    return ParsedReply(
+        findings=findings,
+        reaffirmed=tuple(reaffirmed),
+        reopened=tuple(reopened),
+        deferred=tuple(deferred),
+        status=status,
+    )
 
 
 def _split(value: str) -> tuple[str, str]:
@@ -178,8 +257,11 @@ def _items(value: Any) -> list[Any] | None:
         if "title" in value:
             return [value]
         return None
-    if isinstance(value, list) and all(isinstance(v, dict) for v in value) and (
-            not value or any("title" in v or "description" in v for v in value)):
+    if (
+        isinstance(value, list)
+        and all(isinstance(v, dict) for v in value)
+        and (not value or any("title" in v or "description" in v for v in value))
+    ):
         return list(value)
     return None
 
@@ -229,9 +311,14 @@ def _finding(item: Any, skill: str, n: int) -> Finding:
         raise Unparseable(f"finding {n} has neither a title nor a description")
     category = _text(item.get("category")).lower().replace(" ", "-").replace("_", "-")
     issue_class = CATEGORY_CLASS.get(category, SKILL_CLASS.get(skill, "correctness"))
-    return Finding(title=title or description.splitlines()[0][:120], severity=_severity(
-        item.get("severity")), description=description, source=skill, issue_class=issue_class,
-        location=_location(item.get("location", item.get("file"))))
+    return Finding(
+        title=title or description.splitlines()[0][:120],
+        severity=_severity(item.get("severity")),
+        description=description,
+        source=skill,
+        issue_class=issue_class,
+        location=_location(item.get("location", item.get("file"))),
+    )
 
 
 def _text(value: Any) -> str:
@@ -258,17 +345,22 @@ def _location(value: Any) -> Location | None:
         path = _text(value.get("path") or value.get("file"))
         if not path:
             return None
-        return Location(path=path, line=_int(value.get("line")),
-                        end_line=_int(value.get("end_line", value.get("endLine",
-                                                                      value.get("end")))))
+        return Location(
+            path=path,
+            line=_int(value.get("line")),
+            end_line=_int(value.get("end_line", value.get("endLine", value.get("end")))),
+        )
     raw = _text(value).strip("`*'\"")
     if raw.lower() in ("", "null", "none", "n/a", "-"):
         return None
     m = _LOCATION.match(raw)
     if not m:
         return Location(path=raw)
-    return Location(path=m.group("path").strip(), line=int(m.group("line")),
-                    end_line=int(m.group("end")) if m.group("end") else None)
+    return Location(
+        path=m.group("path").strip(),
+        line=int(m.group("line")),
+        end_line=int(m.group("end")) if m.group("end") else None,
+    )
 
 
 def _int(value: Any) -> int | None:

@@ -20,10 +20,18 @@ from verify_dag.errors import UsageError
 from verify_dag.models.base import Frozen
 
 Kind = Literal["codex", "claude", "command"]
-JUDGEMENT_SKILLS = ("reviewer", "codex-reviewer", "comment-review", "qa", "ux-reviewer",
-                    "visual-verify", "plan-completeness",
-                    # The verification tools' model arms (contract criteria, shadow claims).
-                    "contract", "shadow-verifier")
+JUDGEMENT_SKILLS = (
+    "reviewer",
+    "codex-reviewer",
+    "comment-review",
+    "qa",
+    "ux-reviewer",
+    "visual-verify",
+    "plan-completeness",
+    # The verification tools' model arms (contract criteria, shadow claims).
+    "contract",
+    "shadow-verifier",
+)
 PLACEHOLDERS = ("{model}", "{effort}", "{skill}")
 # comment-density is read by phases/comments.py (the deterministic comment-review rules); it is
 # listed here only so that a [tool.verify-dag] table carrying it is not refused.
@@ -36,9 +44,13 @@ REPO_KEYS = ("timeout", "comment-density")
 # refused: a project that writes them down for its contributors is not at fault, and reading
 # them would be a feature nobody asked for.
 _NOT_READ = {"depth": "--depth", "fail-on": "--fail-on"}
-_REFUSED = {"backend": "a model backend", "command": "a command template",
-            "model": "a model", "effort": "a model effort",
-            "skills": "a per-skill model or effort"}
+_REFUSED = {
+    "backend": "a model backend",
+    "command": "a command template",
+    "model": "a model",
+    "effort": "a model effort",
+    "skills": "a per-skill model or effort",
+}
 _SKILL_KEYS = ("model", "effort")
 # Model and effort names become CLI arguments: keep them to plain names, never option-like.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,99}")
@@ -107,10 +119,17 @@ def env_layer(env: Mapping[str, str]) -> Layer:
         value = env.get(name, "").strip()
         return value or None
 
-    raw: dict[str, Any] = {k: v for k, v in (
-        ("backend", get("VERIFY_DAG_BACKEND")), ("command", get("VERIFY_DAG_BACKEND_COMMAND")),
-        ("model", get("VERIFY_DAG_MODEL")), ("effort", get("VERIFY_DAG_EFFORT")),
-        ("timeout", get("VERIFY_DAG_MODEL_TIMEOUT"))) if v is not None}
+    raw: dict[str, Any] = {
+        k: v
+        for k, v in (
+            ("backend", get("VERIFY_DAG_BACKEND")),
+            ("command", get("VERIFY_DAG_BACKEND_COMMAND")),
+            ("model", get("VERIFY_DAG_MODEL")),
+            ("effort", get("VERIFY_DAG_EFFORT")),
+            ("timeout", get("VERIFY_DAG_MODEL_TIMEOUT")),
+        )
+        if v is not None
+    }
     skills: dict[str, dict[str, str]] = {}
     for skill in JUDGEMENT_SKILLS:
         suffix = skill.upper().replace("-", "_")
@@ -123,12 +142,16 @@ def env_layer(env: Mapping[str, str]) -> Layer:
     return file_layer(raw, "environment", trusted=True, notes=[], env_names=True)
 
 
-def file_layer(raw: Mapping[str, Any], source: str, *, trusted: bool, notes: list[str],
-           env_names: bool = False) -> Layer:
+def file_layer(
+    raw: Mapping[str, Any], source: str, *, trusted: bool, notes: list[str], env_names: bool = False
+) -> Layer:
     def where(key: str) -> str:
         if env_names:
-            names = {"backend": "VERIFY_DAG_BACKEND", "command": "VERIFY_DAG_BACKEND_COMMAND",
-                     "timeout": "VERIFY_DAG_MODEL_TIMEOUT"}
+            names = {
+                "backend": "VERIFY_DAG_BACKEND",
+                "command": "VERIFY_DAG_BACKEND_COMMAND",
+                "timeout": "VERIFY_DAG_MODEL_TIMEOUT",
+            }
             name = names.get(key) or "VERIFY_DAG_" + re.sub(r"[.-]", "_", key.upper())
             return f"environment {name}"
         return f"{source}: {key}"
@@ -140,8 +163,9 @@ def file_layer(raw: Mapping[str, Any], source: str, *, trusted: bool, notes: lis
         raise UsageError(f"{source}: unknown key {unknown[0]!r} (known: {', '.join(_KEYS)})")
     backend = raw.get("backend")
     if backend is not None and backend not in get_args(Kind):
-        raise UsageError(f"{where('backend')}: expected one of codex, claude, command, "
-                         f"got {backend!r}")
+        raise UsageError(
+            f"{where('backend')}: expected one of codex, claude, command, got {backend!r}"
+        )
     command = _template(raw["command"], where("command")) if "command" in raw else ()
     if command and backend is None:
         backend = "command"
@@ -151,21 +175,31 @@ def file_layer(raw: Mapping[str, Any], source: str, *, trusted: bool, notes: lis
         raise UsageError(f"{where('skills')}: expected a table of skills")
     for skill, settings in table.items():
         if skill not in JUDGEMENT_SKILLS:
-            raise UsageError(f"{where('skills')}: unknown skill {skill!r} "
-                             f"(known: {', '.join(JUDGEMENT_SKILLS)})")
+            raise UsageError(
+                f"{where('skills')}: unknown skill {skill!r} (known: {', '.join(JUDGEMENT_SKILLS)})"
+            )
         if not isinstance(settings, dict):
             raise UsageError(f"{where('skills.' + skill)}: expected a table with model/effort")
         bad = sorted(set(settings) - set(_SKILL_KEYS))
         if bad:
-            raise UsageError(f"{where('skills.' + skill)}: unknown key {bad[0]!r} "
-                             "(known: model, effort)")
-        skills[skill] = SkillSettings(**{
-            k: _name(v, where(f"{k}.{skill}" if env_names else f"skills.{skill}.{k}"))
-            for k, v in settings.items()})
-    return Layer(source=source, backend=backend, command=command,
-                 model=_name(raw.get("model"), where("model")),
-                 effort=_name(raw.get("effort"), where("effort")),
-                 timeout=_timeout(raw.get("timeout"), where("timeout")), skills=skills)
+            raise UsageError(
+                f"{where('skills.' + skill)}: unknown key {bad[0]!r} (known: model, effort)"
+            )
+        skills[skill] = SkillSettings(
+            **{
+                k: _name(v, where(f"{k}.{skill}" if env_names else f"skills.{skill}.{k}"))
+                for k, v in settings.items()
+            }
+        )
+    return Layer(
+        source=source,
+        backend=backend,
+        command=command,
+        model=_name(raw.get("model"), where("model")),
+        effort=_name(raw.get("effort"), where("effort")),
+        timeout=_timeout(raw.get("timeout"), where("timeout")),
+        skills=skills,
+    )
 
 
 def _repository_safe(raw: Mapping[str, Any], source: str, notes: list[str]) -> dict[str, Any]:
@@ -176,14 +210,18 @@ def _repository_safe(raw: Mapping[str, Any], source: str, notes: list[str]) -> d
         if key in REPO_KEYS:
             kept[key] = raw[key]
         elif key in _NOT_READ:
-            notes.append(f"{source}: `{key}` is not read from the repository; pass "
-                         f"{_NOT_READ[key]} on the command line")
+            notes.append(
+                f"{source}: `{key}` is not read from the repository; pass "
+                f"{_NOT_READ[key]} on the command line"
+            )
         else:
             # Unknown keys too: a name this version does not know may choose a program.
             what = _REFUSED.get(key, "a setting a repository may not make")
-            notes.append(f"{source}: ignored `{key}`: {what} is only accepted from the "
-                         "environment or the user config file, never from the repository under "
-                         f"verification (it may set {' and '.join(REPO_KEYS)})")
+            notes.append(
+                f"{source}: ignored `{key}`: {what} is only accepted from the "
+                "environment or the user config file, never from the repository under "
+                f"verification (it may set {' and '.join(REPO_KEYS)})"
+            )
     return kept
 
 
@@ -191,8 +229,10 @@ def _name(value: object, where: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not _NAME.fullmatch(value):
-        raise UsageError(f"{where}: expected a model or effort name (letters, digits and "
-                         f". _ : / @ + -), got {value!r}")
+        raise UsageError(
+            f"{where}: expected a model or effort name (letters, digits and "
+            f". _ : / @ + -), got {value!r}"
+        )
     return value
 
 
@@ -222,6 +262,7 @@ def _template(value: object, where: str) -> tuple[str, ...]:
         raise UsageError(f"{where}: the command template is empty")
     for arg in argv:
         if arg not in PLACEHOLDERS and any(p in arg for p in PLACEHOLDERS):
-            raise UsageError(f"{where}: placeholders must be whole arguments ('--model {{model}}', "
-                             f"not {arg!r})")
+            raise UsageError(
+                f"{where}: placeholders must be whole arguments ('--model {{model}}', not {arg!r})"
+            )
     return tuple(argv)

@@ -38,8 +38,10 @@ LOCK = ".verify-dag-completion.lock"
 # A run id names one directory inside the runs directory: no separators, no leading dot.
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 # Our rows in dispatches.jsonl; other stages of the same run may log theirs there too.
-_OUR_STEP = re.compile(r"step[1-4]\.iter[1-9][0-9]*\.(extract|execute|classify|report)"
-                       r"|verifier\.quick")
+_OUR_STEP = re.compile(
+    r"step[1-4]\.iter[1-9][0-9]*\.(extract|execute|classify|report)"
+    r"|verifier\.quick"
+)
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -55,8 +57,10 @@ def default_dir() -> Path:
 def run_dir(runs_dir: str | None, run_id: str) -> Path:
     """``DIR/RUN_ID``, refusing a run id that could name anything else."""
     if not _RUN_ID.fullmatch(run_id):
-        raise UsageError(f"not a run id: {run_id!r}",
-                         hint="letters, digits, '.', '_' and '-', starting with a letter or digit")
+        raise UsageError(
+            f"not a run id: {run_id!r}",
+            hint="letters, digits, '.', '_' and '-', starting with a letter or digit",
+        )
     base = Path(runs_dir).expanduser() if runs_dir else default_dir()
     return base.resolve() / run_id
 
@@ -83,8 +87,7 @@ def write_text(path: Path, text: str) -> None:
 
 
 def write_model(path: Path, model: BaseModel) -> None:
-    write_text(path, json.dumps(model.model_dump(mode="json"), indent=2, ensure_ascii=False)
-               + "\n")
+    write_text(path, json.dumps(model.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
 
 
 def read_model(path: Path, cls: type[M]) -> M:
@@ -92,11 +95,13 @@ def read_model(path: Path, cls: type[M]) -> M:
     try:
         return cls.model_validate_json(path.read_bytes())
     except FileNotFoundError:
-        raise FatalError(f"{path.name} is missing from {path.parent}",
-                         hint="an earlier step did not write it") from None
+        raise FatalError(
+            f"{path.name} is missing from {path.parent}", hint="an earlier step did not write it"
+        ) from None
     except ValidationError as exc:
-        raise FatalError(f"{path.name} in {path.parent} is damaged: "
-                         f"{exc.errors()[0]['msg']}") from None
+        raise FatalError(
+            f"{path.name} in {path.parent} is damaged: {exc.errors()[0]['msg']}"
+        ) from None
 
 
 def dispatches(directory: Path) -> list[dict[str, Any]]:
@@ -108,8 +113,12 @@ def dispatches(directory: Path) -> list[dict[str, Any]]:
             row = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if (isinstance(row, dict) and isinstance(row.get("step"), str)
-                and _OUR_STEP.fullmatch(row["step"]) and isinstance(row.get("iteration"), int)):
+        if (
+            isinstance(row, dict)
+            and isinstance(row.get("step"), str)
+            and _OUR_STEP.fullmatch(row["step"])
+            and isinstance(row.get("iteration"), int)
+        ):
             rows.append(row)
     return rows
 
@@ -144,6 +153,8 @@ def locked(directory: Path) -> Iterator[None]:
     """One completion run at a time per run directory: iterations are numbered from the trail."""
     with files.file_lock(directory / LOCK, deadline=time.monotonic()) as got:
         if not got:
-            raise FatalError(f"another verify-dag completion is running on {directory}",
-                             hint="wait for it to finish, then run again")
+            raise FatalError(
+                f"another verify-dag completion is running on {directory}",
+                hint="wait for it to finish, then run again",
+            )
         yield

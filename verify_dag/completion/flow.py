@@ -49,7 +49,8 @@ def plan_iteration(directory: Path) -> tuple[int, bool]:
         return iteration, True
     try:
         seen = Extracted.model_validate_json(
-            (directory / files.EXTRACTED).read_bytes()).source_sha256
+            (directory / files.EXTRACTED).read_bytes()
+        ).source_sha256
     except (OSError, ValidationError):
         return iteration, True
     return iteration, seen is None or seen != files.sha256(directory / files.PARSED_SCOPE)
@@ -92,16 +93,30 @@ def render(job: CompletionJob) -> Outcome:
     execution = files.read_model(directory / files.EXECUTION, Execution)
     result = files.read_model(directory / files.VERIFY_RESULT, VerifyResult)
     usage = files.mode_usage(files.dispatches(directory), job.iteration, job.mode)
-    ctx = report.Context(run_id=job.run_id, iteration=job.iteration, mode=job.mode,
-                         mode_usage=usage, finished=files.now())
+    ctx = report.Context(
+        run_id=job.run_id,
+        iteration=job.iteration,
+        mode=job.mode,
+        mode_usage=usage,
+        finished=files.now(),
+    )
     path = directory / files.REPORT
     existing = files.read_bytes(path)
-    text = report.place(None if existing is None else existing.decode("utf-8", "replace"),
-                        report.section(ctx, extracted, execution, result),
-                        job.run_id, job.iteration)
+    text = report.place(
+        None if existing is None else existing.decode("utf-8", "replace"),
+        report.section(ctx, extracted, execution, result),
+        job.run_id,
+        job.iteration,
+    )
     files.write_text(path, text)
-    return Outcome(run_id=job.run_id, iteration=job.iteration, mode=job.mode,
-                   verdict=result.verdict, reason=result.reason, report=str(path))
+    return Outcome(
+        run_id=job.run_id,
+        iteration=job.iteration,
+        mode=job.mode,
+        verdict=result.verdict,
+        reason=result.reason,
+        report=str(path),
+    )
 
 
 def quick(job: CompletionJob) -> Outcome:
@@ -113,7 +128,17 @@ def quick(job: CompletionJob) -> Outcome:
 
 
 def record(job: CompletionJob, step: str, task: str, task_id: str | None, outcome: str) -> None:
-    files.append_dispatch(Path(job.run_dir), Dispatch(
-        ts=files.now(), run_id=job.run_id, iteration=job.iteration,
-        step=step_name(step, job.iteration), task=task, task_id=task_id, mode=job.mode,
-        description=f"{DESCRIPTIONS[step]} (mode={job.mode})", outcome=outcome))
+    files.append_dispatch(
+        Path(job.run_dir),
+        Dispatch(
+            ts=files.now(),
+            run_id=job.run_id,
+            iteration=job.iteration,
+            step=step_name(step, job.iteration),
+            task=task,
+            task_id=task_id,
+            mode=job.mode,
+            description=f"{DESCRIPTIONS[step]} (mode={job.mode})",
+            outcome=outcome,
+        ),
+    )

@@ -13,8 +13,16 @@ from verify_dag.models.base import Frozen
 
 Mode = Literal["full", "quick"]
 Verdict = Literal["pass", "fail"]
-ErrorCode = Literal["missing_file", "malformed_json", "missing_field", "not_a_string", "empty",
-                    "too_long", "multi_line", "nul_byte"]
+ErrorCode = Literal[
+    "missing_file",
+    "malformed_json",
+    "missing_field",
+    "not_a_string",
+    "empty",
+    "too_long",
+    "multi_line",
+    "nul_byte",
+]
 
 
 class CompletionJob(Frozen):

@@ -14,8 +14,15 @@ from string import Template
 
 from verify_dag.completion.models import Execution, Extracted, Mode, VerifyResult
 
-SECTIONS = ("Summary", "Completion command", "Execution result", "Stdout sample",
-            "Stderr sample", "Verdict reasoning", "Recommendations")
+SECTIONS = (
+    "Summary",
+    "Completion command",
+    "Execution result",
+    "Stdout sample",
+    "Stderr sample",
+    "Verdict reasoning",
+    "Recommendations",
+)
 TEMPLATE = "VERIFY_REPORT.md.template"
 SAMPLE_CHARS = 4000  # of each stream shown; execution_result.json keeps up to the cap
 COMMAND_CHARS = 1000
@@ -37,23 +44,31 @@ def template() -> Template:
     return Template(text)
 
 
-def section(ctx: Context, extracted: Extracted, execution: Execution,
-            result: VerifyResult) -> str:
+def section(ctx: Context, extracted: Extracted, execution: Execution, result: VerifyResult) -> str:
     ex = execution
     usage = f"full {ctx.mode_usage.get('full', 0)}, quick {ctx.mode_usage.get('quick', 0)}"
     return template().substitute(
-        iteration=ctx.iteration, verdict=result.verdict, reason=_inline(result.reason),
-        run_id=ctx.run_id, mode=ctx.mode, mode_usage=usage, finished=ctx.finished,
+        iteration=ctx.iteration,
+        verdict=result.verdict,
+        reason=_inline(result.reason),
+        run_id=ctx.run_id,
+        mode=ctx.mode,
+        mode_usage=usage,
+        finished=ctx.finished,
         command=_command(ctx, extracted),
         skipped=_yes_no(ex.skipped),
         exit_code="none" if ex.exit_code is None else str(ex.exit_code),
         duration_ms=ex.duration_ms,
         timed_out=f"{_yes_no(ex.timed_out)} (budget {ex.timeout_s:g} s)",
-        truncated=(f"{_yes_no(ex.truncated)} (cap {ex.cap_bytes} bytes per stream"
-                   + ("; the samples show what was kept)" if ex.truncated else ")")),
+        truncated=(
+            f"{_yes_no(ex.truncated)} (cap {ex.cap_bytes} bytes per stream"
+            + ("; the samples show what was kept)" if ex.truncated else ")")
+        ),
         cwd=f"`{ex.cwd}`" if ex.cwd else "none (not run)",
-        stdout_sample=_sample(ex, ex.stdout), stderr_sample=_sample(ex, ex.stderr),
-        reasoning=_reasoning(ex, result), recommendations=_recommendations(ctx, ex, result),
+        stdout_sample=_sample(ex, ex.stdout),
+        stderr_sample=_sample(ex, ex.stderr),
+        reasoning=_reasoning(ex, result),
+        recommendations=_recommendations(ctx, ex, result),
     )
 
 
@@ -61,13 +76,15 @@ def place(existing: str | None, text: str, run_id: str, iteration: int) -> str:
     """The report with this iteration's section appended; a section of the same iteration
     (a redelivered step) is replaced, never duplicated, and earlier ones are never touched."""
     if not existing:
-        return (f"# VERIFY_REPORT — run `{run_id}`\n\nThe completion criterion of this run, "
-                "verified once per iteration (newest last).\n\n" + text)
+        return (
+            f"# VERIFY_REPORT — run `{run_id}`\n\nThe completion criterion of this run, "
+            "verified once per iteration (newest last).\n\n" + text
+        )
     heading = re.search(rf"^## Iteration {iteration}\n", existing, re.MULTILINE)
     if heading is None:
         return existing.rstrip("\n") + "\n\n" + text
-    after = re.search(r"^## Iteration \d+\n", existing[heading.end():], re.MULTILINE)
-    rest = existing[heading.end() + after.start():] if after else ""
+    after = re.search(r"^## Iteration \d+\n", existing[heading.end() :], re.MULTILINE)
+    rest = existing[heading.end() + after.start() :] if after else ""
     return existing[: heading.start()] + text + ("\n" + rest if rest else "")
 
 
@@ -101,8 +118,10 @@ def _command(ctx: Context, extracted: Extracted) -> str:
     if extracted.iteration == ctx.iteration:
         source += ", extracted in this iteration (step 1 ran)."
     else:
-        source += (f", extracted in iteration {extracted.iteration}: the file is unchanged, so "
-                   "step 1 did not run again.")
+        source += (
+            f", extracted in iteration {extracted.iteration}: the file is unchanged, so "
+            "step 1 did not run again."
+        )
     lines.append(source)
     if extracted.errors:
         lines += ["", "Step 1 found these errors, so the command was not run:", ""]
@@ -121,48 +140,64 @@ def _sample(ex: Execution, text: str) -> str:
         return _fence(text)
     half = SAMPLE_CHARS // 2
     gap = len(text) - 2 * half
-    return _fence(f"{text[:half]}\n[... {gap} characters not shown: see execution_result.json "
-                  f"...]\n{text[-half:]}")
+    return _fence(
+        f"{text[:half]}\n[... {gap} characters not shown: see execution_result.json "
+        f"...]\n{text[-half:]}"
+    )
 
 
 def _reasoning(ex: Execution, result: VerifyResult) -> str:
     exited = "none" if ex.exit_code is None else str(ex.exit_code)
-    return "\n".join([
-        "The rule (deterministic, no judgement): `pass` if the command exited 0 AND it was not "
-        "skipped AND it did not time out, else `fail`. Truncated output is reported, never a "
-        "verdict input.",
-        "",
-        f"- exited 0: {_yes_no(ex.exit_code == 0)} (exit code {exited})",
-        f"- not skipped: {_yes_no(not ex.skipped)}",
-        f"- not timed out: {_yes_no(not ex.timed_out)}",
-        f"- truncated (not an input): {_yes_no(ex.truncated)}",
-        "",
-        f"Verdict: **{result.verdict}** — {_inline(result.reason)}.",
-    ])
+    return "\n".join(
+        [
+            "The rule (deterministic, no judgement): `pass` if the command exited 0 AND it was not "
+            "skipped AND it did not time out, else `fail`. Truncated output is reported, never a "
+            "verdict input.",
+            "",
+            f"- exited 0: {_yes_no(ex.exit_code == 0)} (exit code {exited})",
+            f"- not skipped: {_yes_no(not ex.skipped)}",
+            f"- not timed out: {_yes_no(not ex.timed_out)}",
+            f"- truncated (not an input): {_yes_no(ex.truncated)}",
+            "",
+            f"Verdict: **{result.verdict}** — {_inline(result.reason)}.",
+        ]
+    )
 
 
 def _recommendations(ctx: Context, ex: Execution, result: VerifyResult) -> str:
     again = f"`verify-dag completion {ctx.run_id}`"
     out = []
     if ex.skipped:
-        out.append(f"Fix `parsed_scope.json` (the errors under Completion command) and run "
-                   f"{again} again: step 1 re-runs because the file changed.")
+        out.append(
+            f"Fix `parsed_scope.json` (the errors under Completion command) and run "
+            f"{again} again: step 1 re-runs because the file changed."
+        )
     elif ex.timed_out:
-        out.append(f"The command was still running after {ex.timeout_s:g} s and was killed with "
-                   "its whole process group: make the criterion faster or narrower.")
+        out.append(
+            f"The command was still running after {ex.timeout_s:g} s and was killed with "
+            "its whole process group: make the criterion faster or narrower."
+        )
     elif ex.exit_code == 127:
-        out.append("Exit 127 is bash's 'command not found': the criterion runs with bash in "
-                   "the working directory above, with an environment stripped of secrets; name "
-                   "the command by path or `cd` to the project first.")
+        out.append(
+            "Exit 127 is bash's 'command not found': the criterion runs with bash in "
+            "the working directory above, with an environment stripped of secrets; name "
+            "the command by path or `cd` to the project first."
+        )
     elif result.verdict == "fail":
-        out.append(f"The command exited {ex.exit_code}: read the stderr sample, fix the cause, "
-                   f"and run {again} again.")
+        out.append(
+            f"The command exited {ex.exit_code}: read the stderr sample, fix the cause, "
+            f"and run {again} again."
+        )
     if ex.truncated:
-        out.append(f"Output passed the {ex.cap_bytes}-byte cap and was cut; the verdict does not "
-                   "depend on it, but a quieter criterion is easier to audit.")
+        out.append(
+            f"Output passed the {ex.cap_bytes}-byte cap and was cut; the verdict does not "
+            "depend on it, but a quieter criterion is easier to audit."
+        )
     if ctx.mode == "quick":
-        out.append("This iteration ran in quick mode (one task instead of four): when time "
-                   "allows, verify in full mode next time.")
+        out.append(
+            "This iteration ran in quick mode (one task instead of four): when time "
+            "allows, verify in full mode next time."
+        )
     if not out:
         out.append("None: the completion criterion passed.")
     return "\n".join(f"- {line}" for line in out)

@@ -57,15 +57,16 @@ class _Draft:
         if path is None:
             return None
         old = self.old if self.status == "R" else None
-        return FileDiff(path=path, status=self.status, old_path=old, hunks=tuple(self.hunks),
-                        binary=self.binary)
+        return FileDiff(
+            path=path, status=self.status, old_path=old, hunks=tuple(self.hunks), binary=self.binary
+        )
 
 
 def _side(text: str, prefix: str) -> str | None:
     name = unquote_path(text.rstrip("\t"))  # git appends a tab to names holding a space
     if name == "/dev/null":
         return None
-    return name[len(prefix):] if name.startswith(prefix) else name
+    return name[len(prefix) :] if name.startswith(prefix) else name
 
 
 def parse(patch: str) -> list[FileDiff]:
@@ -92,9 +93,9 @@ def parse(patch: str) -> list[FileDiff]:
         elif line.startswith("deleted file mode"):
             draft.status = "D"
         elif line.startswith("rename from "):
-            draft.status, draft.old = "R", unquote_path(line[len("rename from "):])
+            draft.status, draft.old = "R", unquote_path(line[len("rename from ") :])
         elif line.startswith("rename to "):
-            draft.new = unquote_path(line[len("rename to "):])
+            draft.new = unquote_path(line[len("rename to ") :])
         elif line.startswith("--- "):
             draft.old = _side(line[4:], "a/") or draft.old
         elif line.startswith("+++ "):

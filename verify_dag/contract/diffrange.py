@@ -45,8 +45,9 @@ def resolve(repo: Path, spec: str) -> DiffRange:
         old, new = _commit(repo, spec, a or "HEAD"), _commit(repo, spec, b or "HEAD")
         base = git.merge_base(repo, old, new)
         if base is None:
-            raise RangeError(f"bad diff range {spec!r}: {a or 'HEAD'} and {b or 'HEAD'} "
-                             "have no merge base")
+            raise RangeError(
+                f"bad diff range {spec!r}: {a or 'HEAD'} and {b or 'HEAD'} have no merge base"
+            )
         return DiffRange(spec, base, new)
     if ".." in spec:
         a, _, b = spec.partition("..")

@@ -31,8 +31,9 @@ def _markers(diff: FileDiff) -> list[Weakening]:
     found: list[Weakening] = []
     for kind, name, pattern in rules.MARKERS:
         if not rules.marker_applies(name, diff.path) or (
-                kind == "ALLOW_FAILURE" and not (rules.is_ci_file(diff.path)
-                                                 or rules.is_tool_config(diff.path))):
+            kind == "ALLOW_FAILURE"
+            and not (rules.is_ci_file(diff.path) or rules.is_tool_config(diff.path))
+        ):
             continue
 
         def hit(line: Line, kind: str = kind, pattern: re.Pattern[str] = pattern) -> bool:
@@ -51,8 +52,10 @@ def _markers(diff: FileDiff) -> list[Weakening]:
             else:
                 fresh.append(line)
         credit = sum(removed.values())
-        found += [Weakening(kind, diff.path, line.number, snippet(line.text), name)
-                  for line in fresh[credit:]]
+        found += [
+            Weakening(kind, diff.path, line.number, snippet(line.text), name)
+            for line in fresh[credit:]
+        ]
     return found
 
 
@@ -79,19 +82,26 @@ def _deleted_tests(diffs: Sequence[FileDiff], deltas: Sequence[Delta]) -> list[W
     by_path = {d.path: d for d in diffs}
     for delta in deltas:
         if delta.status == "D" and rules.is_test_file(delta.path):
-            names = [n for n, _ in _test_names(by_path[delta.path].removed)] \
-                if delta.path in by_path else []
+            names = (
+                [n for n, _ in _test_names(by_path[delta.path].removed)]
+                if delta.path in by_path
+                else []
+            )
             what = f" ({len(names)} test(s): {', '.join(names[:5])})" if names else ""
-            found.append(Weakening("TEST_DELETED", delta.path, 1,
-                                   snippet(f"test file deleted{what}"), "deleted"))
+            found.append(
+                Weakening(
+                    "TEST_DELETED", delta.path, 1, snippet(f"test file deleted{what}"), "deleted"
+                )
+            )
     added = _added_tests(diffs)
     for diff in diffs:
         if diff.status == "D" or not rules.is_test_file(diff.path):
             continue
         for name, line in _test_names(diff.removed):
             if name not in added:
-                found.append(Weakening("TEST_DELETED", diff.path, line.number,
-                                       snippet(line.text), name))
+                found.append(
+                    Weakening("TEST_DELETED", diff.path, line.number, snippet(line.text), name)
+                )
     return found
 
 
@@ -107,12 +117,18 @@ def _assertions(diff: FileDiff, added_tests: set[str]) -> list[Weakening]:
             in_deleted |= {ln.number for ln in hunk.removed if ln.number > min(gone)}
 
     def asserts(lines: Iterable[Line]) -> list[Line]:
-        return [ln for ln in lines if not rules.is_comment(ln.text)
-                and rules.ASSERTION.search(ln.text) and ln.number not in in_deleted]
+        return [
+            ln
+            for ln in lines
+            if not rules.is_comment(ln.text)
+            and rules.ASSERTION.search(ln.text)
+            and ln.number not in in_deleted
+        ]
 
     # A line on both sides was moved or reflowed, not changed: it pairs with itself.
     same = Counter(_norm(ln.text) for ln in asserts(diff.added)) & Counter(
-        _norm(ln.text) for ln in asserts(diff.removed))
+        _norm(ln.text) for ln in asserts(diff.removed)
+    )
     skip_r, skip_a = Counter(same), Counter(same)
 
     def changed(lines: Iterable[Line], skip: Counter[str]) -> list[Line]:
@@ -134,8 +150,9 @@ def _strip_strings(text: str) -> str:
     return re.split(r"\s#\s|\s//\s", code, maxsplit=1)[0]
 
 
-def _pair_assertions(path: str, left_r: list[list[Line]],
-                     left_a: list[list[Line]]) -> list[Weakening]:
+def _pair_assertions(
+    path: str, left_r: list[list[Line]], left_a: list[list[Line]]
+) -> list[Weakening]:
     """Pair each hunk's leftovers in order, then the rest across hunks; compare strength."""
     pairs: list[tuple[Line, Line]] = []
     rest_r: list[Line] = []
@@ -147,14 +164,23 @@ def _pair_assertions(path: str, left_r: list[list[Line]],
         rest_a += as_[n:]
     n = min(len(rest_r), len(rest_a))
     pairs += list(zip(rest_r[:n], rest_a[:n], strict=True))
-    found = [Weakening("ASSERT_REMOVED", path, ln.number, snippet(ln.text), "assert")
-             for ln in rest_r[n:]]
+    found = [
+        Weakening("ASSERT_REMOVED", path, ln.number, snippet(ln.text), "assert")
+        for ln in rest_r[n:]
+    ]
     for old, new in pairs:
         if rules.assertion_rank(_strip_strings(new.text)) < rules.assertion_rank(
-                _strip_strings(old.text)):
-            found.append(Weakening("ASSERT_LOOSENED", path, new.number,
-                                   snippet(f"{_norm(new.text)} (was: {_norm(old.text)})"),
-                                   "assert"))
+            _strip_strings(old.text)
+        ):
+            found.append(
+                Weakening(
+                    "ASSERT_LOOSENED",
+                    path,
+                    new.number,
+                    snippet(f"{_norm(new.text)} (was: {_norm(old.text)})"),
+                    "assert",
+                )
+            )
     return found
 
 
@@ -187,20 +213,36 @@ def _ci_steps(diff: FileDiff) -> list[Weakening]:
             else:
                 left.append(ln)
         edits = sum(texts.values())  # added steps of this key not matched: edited in place
-        found += [Weakening("CI_STEP_REMOVED", diff.path, ln.number, snippet(ln.text), key)
-                  for ln in left[edits:]]
+        found += [
+            Weakening("CI_STEP_REMOVED", diff.path, ln.number, snippet(ln.text), key)
+            for ln in left[edits:]
+        ]
     return found
 
 
 def _ci_files_deleted(deltas: Sequence[Delta]) -> list[Weakening]:
-    return [Weakening("CI_STEP_REMOVED", d.path, 1, "CI file deleted", "deleted")
-            for d in deltas if d.status == "D" and rules.is_ci_file(d.path)]
+    return [
+        Weakening("CI_STEP_REMOVED", d.path, 1, "CI file deleted", "deleted")
+        for d in deltas
+        if d.status == "D" and rules.is_ci_file(d.path)
+    ]
 
 
 # --- scan, waive, guard ----------------------------------------------------------------------
 
-KINDS = ("TEST_DELETED", "SKIP", "XFAIL", "ASSERT_REMOVED", "ASSERT_LOOSENED", "SUPPRESSION",
-         "THRESHOLD_LOWERED", "TIMEOUT_RAISED", "OR_TRUE", "ALLOW_FAILURE", "CI_STEP_REMOVED")
+KINDS = (
+    "TEST_DELETED",
+    "SKIP",
+    "XFAIL",
+    "ASSERT_REMOVED",
+    "ASSERT_LOOSENED",
+    "SUPPRESSION",
+    "THRESHOLD_LOWERED",
+    "TIMEOUT_RAISED",
+    "OR_TRUE",
+    "ALLOW_FAILURE",
+    "CI_STEP_REMOVED",
+)
 
 
 def scan(diffs: Sequence[FileDiff], deltas: Sequence[Delta]) -> list[Weakening]:
@@ -208,8 +250,7 @@ def scan(diffs: Sequence[FileDiff], deltas: Sequence[Delta]) -> list[Weakening]:
     added_tests = _added_tests(diffs)
     for diff in diffs:
         found += _markers(diff) + _assertions(diff, added_tests) + _ci_steps(diff)
-    found += floor_settings.changed(diffs, "threshold") + floor_settings.changed(
-        diffs, "timeout")
+    found += floor_settings.changed(diffs, "threshold") + floor_settings.changed(diffs, "timeout")
     unique = {(w.kind, w.path, w.line): w for w in found}
     return sorted(unique.values(), key=lambda w: (w.path, w.line, KINDS.index(w.kind)))
 
@@ -218,13 +259,28 @@ def report(found: Sequence[Weakening], clarifications: str) -> FloorReport:
     rows: list[FloorRow] = []
     for w in found:
         sentence = waivers.authorising(w, clarifications)
-        rows.append(FloorRow(kind=w.kind, file=w.path, line=w.line, snippet=w.snippet,
-                             waived=sentence is not None, authorisedBy=sentence))
+        rows.append(
+            FloorRow(
+                kind=w.kind,
+                file=w.path,
+                line=w.line,
+                snippet=w.snippet,
+                waived=sentence is not None,
+                authorisedBy=sentence,
+            )
+        )
     return FloorReport(rows=tuple(rows))
 
 
-def guard(repo: Path, old: str, new: str, pathspecs: Sequence[str] = (), *,
-          magic: bool = False, clarifications: str = "") -> FloorReport:
+def guard(
+    repo: Path,
+    old: str,
+    new: str,
+    pathspecs: Sequence[str] = (),
+    *,
+    magic: bool = False,
+    clarifications: str = "",
+) -> FloorReport:
     """Scan the diff ``old..new`` (limited to ``pathspecs``) and apply the waivers."""
     patch = git.unified_diff(repo, old, new, pathspecs, magic=magic)
     deltas = git.changed_paths(repo, old, new, pathspecs, magic=magic)

@@ -32,11 +32,13 @@ def _settings(diff: FileDiff, lines: Iterable[Line], want: str) -> list[_Setting
                 if want == "timeout" and "timeout" not in key:
                     continue
                 if want == "threshold" and not (
-                        key.rsplit(".", 1)[-1] in rules.THRESHOLD_KEYS
-                        or (rules.is_coverage_config(diff.path) and key in rules.COVERAGE_KEYS)):
+                    key.rsplit(".", 1)[-1] in rules.THRESHOLD_KEYS
+                    or (rules.is_coverage_config(diff.path) and key in rules.COVERAGE_KEYS)
+                ):
                     continue
-                out.append(_Setting(key, rules.seconds(m.group("num"), m.group("unit")), line,
-                                    diff.path))
+                out.append(
+                    _Setting(key, rules.seconds(m.group("num"), m.group("unit")), line, diff.path)
+                )
     return out
 
 
@@ -45,10 +47,18 @@ def changed(diffs: Sequence[FileDiff], want: str) -> list[Weakening]:
     lowered or removed, a timeout raised or removed, is a weakening."""
     kind = "THRESHOLD_LOWERED" if want == "threshold" else "TIMEOUT_RAISED"
     # A deleted CI or test file is already one row of its own (CI_STEP_REMOVED, TEST_DELETED).
-    scoped = [d for d in diffs if not rules.is_doc(d.path) and not (
-        d.status == "D" and (rules.is_ci_file(d.path) or rules.is_test_file(d.path))) and (
-        want == "threshold" or rules.is_test_file(d.path) or rules.is_ci_file(d.path)
-        or rules.is_tool_config(d.path))]
+    scoped = [
+        d
+        for d in diffs
+        if not rules.is_doc(d.path)
+        and not (d.status == "D" and (rules.is_ci_file(d.path) or rules.is_test_file(d.path)))
+        and (
+            want == "threshold"
+            or rules.is_test_file(d.path)
+            or rules.is_ci_file(d.path)
+            or rules.is_tool_config(d.path)
+        )
+    ]
     removed = [s for d in scoped for s in _settings(d, d.removed, want)]
     added = [s for d in scoped for s in _settings(d, d.added, want)]
     found: list[Weakening] = []
@@ -67,8 +77,15 @@ def changed(diffs: Sequence[FileDiff], want: str) -> list[Weakening]:
         if elsewhere:
             found += _compare(kind, old, elsewhere.pop(0))
         elif want == "threshold" or not rules.is_test_file(old.path):
-            found.append(Weakening(kind, old.path, old.line.number,
-                                   snippet(f"(removed) {norm(old.line.text)}"), old.key))
+            found.append(
+                Weakening(
+                    kind,
+                    old.path,
+                    old.line.number,
+                    snippet(f"(removed) {norm(old.line.text)}"),
+                    old.key,
+                )
+            )
     return found
 
 
@@ -78,5 +95,3 @@ def _compare(kind: str, old: _Setting, new: _Setting) -> list[Weakening]:
         return []
     text = f"{norm(new.line.text)} (was: {norm(old.line.text)})"
     return [Weakening(kind, new.path, new.line.number, snippet(text), new.key)]
-
-

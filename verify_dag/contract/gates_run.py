@@ -37,8 +37,9 @@ class Outcome:
         return " ".join(f"{self.status} \u2014 {self.evidence}".split())
 
 
-def check_one(criterion: Criterion, cwd: Path, env: dict[str, str],
-              timeout: float) -> Outcome | None:
+def check_one(
+    criterion: Criterion, cwd: Path, env: dict[str, str], timeout: float
+) -> Outcome | None:
     """Run one criterion's CHECK; None when it has none."""
     if criterion.check is None:
         return None
@@ -46,11 +47,13 @@ def check_one(criterion: Criterion, cwd: Path, env: dict[str, str],
     problems = [*criterion.problems, *([problem] if problem else [])]
     if problems:
         return Outcome(criterion.number, "NOT-MET", "malformed oracle: " + "; ".join(problems))
-    gate = gates.Gate(kind="exerciser", rule=criterion.text, check=criterion.check.value,
-                      expect=expect)
+    gate = gates.Gate(
+        kind="exerciser", rule=criterion.text, check=criterion.check.value, expect=expect
+    )
     result = gates.check(gate, cwd, env, timeout)
-    return Outcome(criterion.number, "MET" if result.status == "PASS" else "NOT-MET",
-                   result.evidence)
+    return Outcome(
+        criterion.number, "MET" if result.status == "PASS" else "NOT-MET", result.evidence
+    )
 
 
 def rewrite(text: str, contract: Contract, outcomes: Sequence[Outcome]) -> str:
@@ -101,8 +104,10 @@ def run(contract_path: Path, repo: Path, timeout: float = DEFAULT_TIMEOUT) -> li
                 outcomes.append(outcome)
     new = rewrite(text, contract, outcomes)
     if parse.read_text(contract_path) != text:
-        raise FatalError(f"{contract_path} changed while its checks ran; EVIDENCE not written",
-                         hint="run gates again")
+        raise FatalError(
+            f"{contract_path} changed while its checks ran; EVIDENCE not written",
+            hint="run gates again",
+        )
     if new != text:
         write_atomic(contract_path, new)
     return outcomes

@@ -20,8 +20,11 @@ from verify_dag.backends import Backend
 
 SKILL = "contract"
 DIFF_MAX = 60_000  # characters of diff in one prompt
-_LINE = re.compile(r"^[\s*>#`-]*\**(MET|NOT[- ]MET|UNVERIFIABLE)\**\b\s*(?:[\u2014\u2013:-]+\s*)?"
-                   r"(.*)$", re.IGNORECASE)
+_LINE = re.compile(
+    r"^[\s*>#`-]*\**(MET|NOT[- ]MET|UNVERIFIABLE)\**\b\s*(?:[\u2014\u2013:-]+\s*)?"
+    r"(.*)$",
+    re.IGNORECASE,
+)
 
 Judged = Literal["MET", "NOT-MET", "UNVERIFIABLE"]
 
@@ -33,8 +36,9 @@ class Judgement:
     location: str | None = None
 
 
-def prompt(request: str, number: int, criterion: str, diff: str, diff_range: str,
-           test: str | None) -> str:
+def prompt(
+    request: str, number: int, criterion: str, diff: str, diff_range: str, test: str | None
+) -> str:
     if len(diff) > DIFF_MAX:
         diff = diff[:DIFF_MAX] + f"\n[... diff truncated at {DIFF_MAX} characters ...]\n"
     test_part = f"\nTEST COMMAND RESULT:\n{test}\n" if test else ""
@@ -48,7 +52,8 @@ def prompt(request: str, number: int, criterion: str, diff: str, diff_range: str
         f"DIFF ({diff_range}):\n{diff or '(empty diff)'}\n\n"
         'Reply with one JSON object and nothing else: {"status": "MET" | "NOT-MET" | '
         '"UNVERIFIABLE", "reason": "<one sentence: the evidence for MET; expected vs actual for '
-        'NOT-MET>", "location": "<file:line or empty>"}\n')
+        'NOT-MET>", "location": "<file:line or empty>"}\n'
+    )
 
 
 def parse(reply: str) -> Judgement | None:
@@ -62,10 +67,11 @@ def parse(reply: str) -> Judgement | None:
             status = _status(data["status"])
             if status is not None:
                 location = data.get("location")
-                return Judgement(status, _one_line(str(data.get("reason") or "")) or
-                                 "(no reason given)",
-                                 _one_line(location) if isinstance(location, str)
-                                 and location.strip() else None)
+                return Judgement(
+                    status,
+                    _one_line(str(data.get("reason") or "")) or "(no reason given)",
+                    _one_line(location) if isinstance(location, str) and location.strip() else None,
+                )
     for line in reply.splitlines():
         hit = _LINE.match(line)
         if hit and (status := _status(hit.group(1))) is not None:
@@ -90,8 +96,10 @@ def _one_line(text: str, limit: int = 400) -> str:
 def judge(backend: Backend | None, text: str, *, cwd: Path, how: str = "") -> Judgement:
     """Ask ``backend`` about one criterion (``text`` is the whole prompt)."""
     if backend is None:
-        return Judgement("UNVERIFIABLE", "no oracle and no model backend configured"
-                         + (f" ({how})" if how else ""))
+        return Judgement(
+            "UNVERIFIABLE",
+            "no oracle and no model backend configured" + (f" ({how})" if how else ""),
+        )
     reply = backends.invoke(backend, text, cwd=cwd)
     who = backend.describe()
     if reply.status != "ok":
@@ -100,5 +108,4 @@ def judge(backend: Backend | None, text: str, *, cwd: Path, how: str = "") -> Ju
     if judged is None:
         first = _one_line(reply.text.strip().splitlines()[0] if reply.text.strip() else "", 120)
         return Judgement("UNVERIFIABLE", f"model backend {who} gave no verdict: {first!r}")
-    return Judgement(judged.status, f"model judgement ({who}): {judged.reason}",
-                     judged.location)
+    return Judgement(judged.status, f"model judgement ({who}): {judged.reason}", judged.location)

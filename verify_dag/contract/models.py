@@ -25,8 +25,10 @@ class FloorRow(Frozen):
 
     def text(self) -> str:
         if self.waived:
-            return f'WAIVED {self.kind} {self.file}:{self.line} {self.snippet} \u2014 ' \
-                   f'"{self.authorisedBy}"'
+            return (
+                f"WAIVED {self.kind} {self.file}:{self.line} {self.snippet} \u2014 "
+                f'"{self.authorisedBy}"'
+            )
         return f"FLOOR {self.kind} {self.file}:{self.line} {self.snippet}"
 
 
@@ -52,7 +54,8 @@ class FloorReport(Frozen):
     def lines(self) -> list[str]:
         """The FLOOR rows, then the WAIVED rows."""
         return [r.text() for r in self.rows if not r.waived] + [
-            r.text() for r in self.rows if r.waived]
+            r.text() for r in self.rows if r.waived
+        ]
 
 
 class Oracle(Frozen):
@@ -139,6 +142,9 @@ class ContractVerdict(Frozen):
 
     @property
     def line(self) -> str:
-        label = {"ECARTS": f"ECARTS({self.count})", "ABANDONED": f"ABANDONED({self.count})",
-                 "ERROR": f"ERROR({self.error})"}.get(self.verdict, self.verdict)
+        label = {
+            "ECARTS": f"ECARTS({self.count})",
+            "ABANDONED": f"ABANDONED({self.count})",
+            "ERROR": f"ERROR({self.error})",
+        }.get(self.verdict, self.verdict)
         return f"VERIFY \u2014 VERDICT: {label}"

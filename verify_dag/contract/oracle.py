@@ -36,21 +36,98 @@ ALWAYS_OK = frozenset({"true", ":", "echo", "printf"})  # "exit 0" is checked se
 SINKS = frozenset({"cat", "tee"})
 _SEPARATORS = frozenset({";", "&", "\n", ";;"})
 _OPERATORS = frozenset({"&&", "||", "|", "|&", *_SEPARATORS})
-_CODE_EXT = ("py", "pyi", "js", "jsx", "ts", "tsx", "mjs", "cjs", "go", "rs", "java", "kt", "rb",
-             "php", "c", "h", "cc", "cpp", "hpp", "cs", "swift", "scala", "sh", "bash", "sql",
-             "md", "rst", "txt", "json", "yaml", "yml", "toml", "cfg", "ini", "html", "css",
-             "scss", "xml", "csv", "lock", "proto", "graphql", "vue", "svelte", "tf")
+_CODE_EXT = (
+    "py",
+    "pyi",
+    "js",
+    "jsx",
+    "ts",
+    "tsx",
+    "mjs",
+    "cjs",
+    "go",
+    "rs",
+    "java",
+    "kt",
+    "rb",
+    "php",
+    "c",
+    "h",
+    "cc",
+    "cpp",
+    "hpp",
+    "cs",
+    "swift",
+    "scala",
+    "sh",
+    "bash",
+    "sql",
+    "md",
+    "rst",
+    "txt",
+    "json",
+    "yaml",
+    "yml",
+    "toml",
+    "cfg",
+    "ini",
+    "html",
+    "css",
+    "scss",
+    "xml",
+    "csv",
+    "lock",
+    "proto",
+    "graphql",
+    "vue",
+    "svelte",
+    "tf",
+)
 _EXT = "|".join(_CODE_EXT)
 # A file name with a known extension (any directories before it), or a directory written with
 # its trailing slash: "and/or" is prose, "src/billing/" and "billing.py" are artifacts.
-_PATHLIKE = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)*[\w-]+(?:\.[\w-]+)*\.(?:" + _EXT + r")\b"
-                       r"|(?<![\w/.-])(?:[\w.-]+/)+(?=[\s,;:)]|$)")
+_PATHLIKE = re.compile(
+    r"(?<![\w/.-])(?:[\w.-]+/)*[\w-]+(?:\.[\w-]+)*\.(?:" + _EXT + r")\b"
+    r"|(?<![\w/.-])(?:[\w.-]+/)+(?=[\s,;:)]|$)"
+)
 _INLINE = re.compile(r"`([^`]+)`")
 # Executables too common to say anything about which artifact a command observes.
-_GENERIC = frozenset({"python", "python3", "bash", "node", "npm", "npx", "yarn", "pnpm",
-                      "pytest", "make", "cargo", "git", "echo", "cat", "grep", "test", "true",
-                      "false", "run", "exit", "sudo", "env", "uv", "poetry", "tox", "pip",
-                      "the", "and", "for", "with", "from", "not"})
+_GENERIC = frozenset(
+    {
+        "python",
+        "python3",
+        "bash",
+        "node",
+        "npm",
+        "npx",
+        "yarn",
+        "pnpm",
+        "pytest",
+        "make",
+        "cargo",
+        "git",
+        "echo",
+        "cat",
+        "grep",
+        "test",
+        "true",
+        "false",
+        "run",
+        "exit",
+        "sudo",
+        "env",
+        "uv",
+        "poetry",
+        "tox",
+        "pip",
+        "the",
+        "and",
+        "for",
+        "with",
+        "from",
+        "not",
+    }
+)
 MIN_HANDLE = 3
 
 
@@ -142,8 +219,9 @@ def vacuity(check: str, expect: Expect) -> str | None:
     names = sorted({words[0] for _, words in commands})
     if all(words[0] in CONSTANT for _, words in commands):
         return f"`{check}` cannot fail: it runs only {', '.join(names)}"
-    printed = " ".join(" ".join(words[1:]) for _, words in commands
-                       if words[0] in ("echo", "printf"))
+    printed = " ".join(
+        " ".join(words[1:]) for _, words in commands if words[0] in ("echo", "printf")
+    )
     for text in expect.contains:
         if text and text in printed:
             return f'`{check}` prints its own expected output "{text}"'
@@ -166,8 +244,7 @@ def artifacts(criterion: str) -> list[str]:
     """What the criterion names: inline code spans and path- or file-like words."""
     found = [span.strip() for span in _INLINE.findall(criterion) if span.strip()]
     bare = _INLINE.sub(" ", criterion)
-    found += [m.group(0).rstrip(".") for m in _PATHLIKE.finditer(bare)
-              if "://" not in m.group(0)]
+    found += [m.group(0).rstrip(".") for m in _PATHLIKE.finditer(bare) if "://" not in m.group(0)]
     return list(dict.fromkeys(found))
 
 

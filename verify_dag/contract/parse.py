@@ -69,13 +69,21 @@ class Contract:
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)[\s#]*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _ITEM = re.compile(r"^( {0,3})(\d+)[.)]\s+(.*)$")
-_KEY = re.compile(r"^(?P<prefix>\s*(?:[-*+]\s+)?(?:\*\*)?(?P<key>CHECK|EXPECT|EVIDENCE)(?:\*\*)?:"
-                  r"(?:\*\*)?)\s*(?P<value>.*?)\s*$")
+_KEY = re.compile(
+    r"^(?P<prefix>\s*(?:[-*+]\s+)?(?:\*\*)?(?P<key>CHECK|EXPECT|EVIDENCE)(?:\*\*)?:"
+    r"(?:\*\*)?)\s*(?P<value>.*?)\s*$"
+)
 _ABANDON = re.compile(r"^\s*(?:[-*+]\s+)?(?:\*\*)?ABANDON(?:\*\*)?:(?:\*\*)?\s*(?P<rest>.*?)\s*$")
-_ABANDON_BODY = re.compile(r"^#?(?P<n>\d+)\s*(?:\u2014|\u2013|--|-|:)\s*(?P<reason>.*)$"
-                           r"|^#?(?P<n2>\d+)\s*$")
-_SECTIONS = {"REQUEST": "request", "ACCEPTANCE CRITERIA": "criteria", "FILE SCOPE": "scope",
-             "CLARIFICATIONS": "clarifications"}
+_ABANDON_BODY = re.compile(
+    r"^#?(?P<n>\d+)\s*(?:\u2014|\u2013|--|-|:)\s*(?P<reason>.*)$"
+    r"|^#?(?P<n2>\d+)\s*$"
+)
+_SECTIONS = {
+    "REQUEST": "request",
+    "ACCEPTANCE CRITERIA": "criteria",
+    "FILE SCOPE": "scope",
+    "CLARIFICATIONS": "clarifications",
+}
 
 
 def read(path: Path) -> Contract:
@@ -139,9 +147,16 @@ class _Draft:
             problems.append("EXPECT without a CHECK command")
         if self.check is None and self.evidence is not None:
             problems.append("EVIDENCE without a CHECK command: only `gates run` writes evidence")
-        return Criterion(number=self.number, text=text, line=self.line, check=self.check,
-                         expect=tuple(self.expect), evidence=self.evidence,
-                         last_line=self.last_line or self.line, problems=tuple(problems))
+        return Criterion(
+            number=self.number,
+            text=text,
+            line=self.line,
+            check=self.check,
+            expect=tuple(self.expect),
+            evidence=self.evidence,
+            last_line=self.last_line or self.line,
+            problems=tuple(problems),
+        )
 
 
 def _unquote(value: str) -> str:
@@ -207,15 +222,18 @@ def parse(text: str) -> Contract:
 def _abandon(rest: str, line: int) -> Abandon:
     m = _ABANDON_BODY.match(rest)
     if m is None:
-        raise ContractError(f"malformed ABANDON line {line}: expected "
-                            f"'ABANDON: <n> \u2014 <reason>', got {rest[:60]!r}")
+        raise ContractError(
+            f"malformed ABANDON line {line}: expected "
+            f"'ABANDON: <n> \u2014 <reason>', got {rest[:60]!r}"
+        )
     number = int(m.group("n") or m.group("n2"))
     reason = " ".join((m.group("reason") or "").split()) or "(no reason recorded)"
     return Abandon(number, reason, line)
 
 
-def _contract(bodies: dict[str, list[str]], criteria: list[Criterion],
-              abandons: list[Abandon]) -> Contract:
+def _contract(
+    bodies: dict[str, list[str]], criteria: list[Criterion], abandons: list[Abandon]
+) -> Contract:
     if "request" not in bodies:
         raise ContractError("contract lacks its REQUEST section")
     if "criteria" not in bodies:
@@ -234,13 +252,18 @@ def _contract(bodies: dict[str, list[str]], criteria: list[Criterion],
         seen.add(criterion.number)
     for abandon in abandons:
         if abandon.number not in seen:
-            raise ContractError(f"ABANDON line {abandon.line} names criterion "
-                                f"{abandon.number}, which does not exist")
-    return Contract(request=request, criteria=tuple(criteria),
-                    scope=tuple(_globs(bodies.get("scope", []))),
-                    scope_declared="scope" in bodies,
-                    clarifications="\n".join(bodies.get("clarifications", [])).strip(),
-                    abandons=tuple(abandons))
+            raise ContractError(
+                f"ABANDON line {abandon.line} names criterion "
+                f"{abandon.number}, which does not exist"
+            )
+    return Contract(
+        request=request,
+        criteria=tuple(criteria),
+        scope=tuple(_globs(bodies.get("scope", []))),
+        scope_declared="scope" in bodies,
+        clarifications="\n".join(bodies.get("clarifications", [])).strip(),
+        abandons=tuple(abandons),
+    )
 
 
 def _globs(body: list[str]) -> list[str]:

@@ -38,29 +38,37 @@ def text(verdict: ContractVerdict) -> str:
     if verdict.verdict == "ERROR":
         return "\n".join(lines) + "\n"
     lines.append("CRITERIA:")
-    lines += [f"  {c.number}. {c.text} \u2014 {c.status} \u2014 {c.evidence}"
-              for c in verdict.criteria]
+    lines += [
+        f"  {c.number}. {c.text} \u2014 {c.status} \u2014 {c.evidence}" for c in verdict.criteria
+    ]
     if verdict.scope is not None:
         outside = ", ".join(verdict.scope.outOfScope) or "none"
-        lines.append(f"SCOPE: in-scope {len(verdict.scope.inScope)} files; "
-                     f"out-of-scope: {outside}")
+        lines.append(f"SCOPE: in-scope {len(verdict.scope.inScope)} files; out-of-scope: {outside}")
     if verdict.floor is not None:
         lines += floor_line(verdict.floor)
     if verdict.proof is not None:
         proof = verdict.proof
         ran = "; ".join(f"{r.command} \u2192 {r.result}" for r in proof.ran) or "nothing"
-        lines.append(f"PROOF: read {proof.filesRead} files, ran {ran}, checked "
-                     f"{proof.checked}/{proof.total} criteria")
+        lines.append(
+            f"PROOF: read {proof.filesRead} files, ran {ran}, checked "
+            f"{proof.checked}/{proof.total} criteria"
+        )
     return "\n".join(lines) + "\n"
 
 
 def to_dict(verdict: ContractVerdict) -> dict[str, Any]:
-    doc: dict[str, Any] = {"schema": SCHEMA_ID, "line": verdict.line,
-                           **verdict.model_dump(mode="json")}
+    doc: dict[str, Any] = {
+        "schema": SCHEMA_ID,
+        "line": verdict.line,
+        **verdict.model_dump(mode="json"),
+    }
     if verdict.floor is not None:
-        doc["floor"] = {"status": "clean" if not verdict.floor.rows else "findings",
-                        "findings": verdict.floor.findings, "waived": verdict.floor.waived,
-                        "rows": doc["floor"]["rows"]}
+        doc["floor"] = {
+            "status": "clean" if not verdict.floor.rows else "findings",
+            "findings": verdict.floor.findings,
+            "waived": verdict.floor.waived,
+            "rows": doc["floor"]["rows"],
+        }
     if verdict.gaps is not None:
         doc["gaps"]["total"] = verdict.gaps.total
     return doc

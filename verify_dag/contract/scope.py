@@ -63,13 +63,13 @@ def touched(deltas: Sequence[Delta]) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
-def check(paths: Sequence[str], globs: Sequence[str], declared: bool,
-          exempt: Iterable[str] = ()) -> ScopeResult:
+def check(
+    paths: Sequence[str], globs: Sequence[str], declared: bool, exempt: Iterable[str] = ()
+) -> ScopeResult:
     """Split ``paths`` into in-scope and out-of-scope; ``exempt`` (the contract itself) is
     neither. Without a FILE SCOPE section nothing is in scope: the contract authorises no file."""
     skip = set(exempt)
     considered = [p for p in paths if p not in skip]
     inside = tuple(p for p in considered if matches(p, globs))
     outside = tuple(p for p in considered if p not in inside)
-    return ScopeResult(declared=declared, globs=tuple(globs), inScope=inside,
-                       outOfScope=outside)
+    return ScopeResult(declared=declared, globs=tuple(globs), inScope=inside, outOfScope=outside)

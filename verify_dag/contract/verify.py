@@ -74,10 +74,17 @@ class _Run:
         return self._diff
 
 
-def verify_contract(repo: Path, contract_path: Path, diff: str, *, test: str | None = None,
-                    test_timeout: float = DEFAULT_TEST_TIMEOUT,
-                    config: BackendsConfig | None = None, shown_path: str | None = None,
-                    text: str | None = None) -> ContractVerdict:
+def verify_contract(
+    repo: Path,
+    contract_path: Path,
+    diff: str,
+    *,
+    test: str | None = None,
+    test_timeout: float = DEFAULT_TEST_TIMEOUT,
+    config: BackendsConfig | None = None,
+    shown_path: str | None = None,
+    text: str | None = None,
+) -> ContractVerdict:
     """The verdict on the diff ``diff`` (``A..B``, ``A...B`` or ``A`` against the work tree) of
     the repository at ``repo`` against the contract at ``contract_path``.
 
@@ -94,24 +101,35 @@ def verify_contract(repo: Path, contract_path: Path, diff: str, *, test: str | N
         return ContractVerdict(verdict="ERROR", error=exc.message, contract=shown)
 
 
-def _verify(repo: Path, contract_path: Path, contract: Contract, diff: str, test: str | None,
-            test_timeout: float, config: BackendsConfig | None, shown: str) -> ContractVerdict:
+def _verify(
+    repo: Path,
+    contract_path: Path,
+    contract: Contract,
+    diff: str,
+    test: str | None,
+    test_timeout: float,
+    config: BackendsConfig | None,
+    shown: str,
+) -> ContractVerdict:
     top = git.toplevel(repo)
     rng = diffrange.resolve(top, diff)
     deltas = git.changed_paths(top, rng.old, rng.new)
     patch = git.unified_diff(top, rng.old, rng.new)
-    floor_report = floor.report(floor.scan(diffparse.parse(patch), deltas),
-                                contract.clarifications)
+    floor_report = floor.report(floor.scan(diffparse.parse(patch), deltas), contract.clarifications)
     touched = scope.touched(deltas)
-    scope_result = scope.check(touched, contract.scope, contract.scope_declared,
-                               exempt=_inside(top, contract_path))
+    scope_result = scope.check(
+        touched, contract.scope, contract.scope_declared, exempt=_inside(top, contract_path)
+    )
     test_run = _run_test(top, rng.new, test, test_timeout) if test else None
     run = _Run(top, contract, shown, rng, test_run, config, read={shown, *touched})
     results = tuple(_criterion(run, c) for c in contract.criteria)
-    gaps = Gaps(notMet=sum(r.status == "NOT-MET" for r in results),
-                unverifiable=sum(r.status == "UNVERIFIABLE" for r in results),
-                outOfScope=len(scope_result.outOfScope), floor=floor_report.gaps,
-                test=int(test_run is not None and not test_run.passed))
+    gaps = Gaps(
+        notMet=sum(r.status == "NOT-MET" for r in results),
+        unverifiable=sum(r.status == "UNVERIFIABLE" for r in results),
+        outOfScope=len(scope_result.outOfScope),
+        floor=floor_report.gaps,
+        test=int(test_run is not None and not test_run.passed),
+    )
     abandoned = tuple(r.number for r in results if r.status == "ABANDONED")
     if gaps.total:
         verdict, count = "ECARTS", gaps.total
@@ -120,11 +138,19 @@ def _verify(repo: Path, contract_path: Path, contract: Contract, diff: str, test
     else:
         verdict, count = "CONFORME", None
     return ContractVerdict(
-        verdict=verdict, count=count, contract=shown,
+        verdict=verdict,
+        count=count,
+        contract=shown,
         diff=DiffInfo(range=rng.spec, base=rng.old, head=rng.new, workTree=rng.work_tree),
-        request=contract.request, criteria=results, abandoned=abandoned, scope=scope_result,
-        floor=floor_report, test=test_run, gaps=gaps,
-        proof=_proof(run, floor_report, len(results)))
+        request=contract.request,
+        criteria=results,
+        abandoned=abandoned,
+        scope=scope_result,
+        floor=floor_report,
+        test=test_run,
+        gaps=gaps,
+        proof=_proof(run, floor_report, len(results)),
+    )
 
 
 def _inside(top: Path, path: Path) -> list[str]:
@@ -136,12 +162,22 @@ def _inside(top: Path, path: Path) -> list[str]:
 
 def _run_test(top: Path, commit: str, command: str, timeout: float) -> TestRun:
     with git.worktree(top, commit) as checkout:
-        res = util.run(["bash", "-c", command], cwd=checkout, env=util.scrubbed_env(),
-                       timeout=timeout, cap=TEST_CAP, sandbox=Policy())
+        res = util.run(
+            ["bash", "-c", command],
+            cwd=checkout,
+            env=util.scrubbed_env(),
+            timeout=timeout,
+            cap=TEST_CAP,
+            sandbox=Policy(),
+        )
     output = excerpt(res.stdout + res.stderr, 300, tail=True)
-    return TestRun(command=command, exitCode=None if res.timed_out else res.returncode,
-                   passed=res.returncode == 0 and not res.timed_out, timedOut=res.timed_out,
-                   output=output)
+    return TestRun(
+        command=command,
+        exitCode=None if res.timed_out else res.returncode,
+        passed=res.returncode == 0 and not res.timed_out,
+        timedOut=res.timed_out,
+        output=output,
+    )
 
 
 def _test_result(test: TestRun) -> str:
@@ -153,16 +189,26 @@ def _test_result(test: TestRun) -> str:
 def _proof(run: _Run, report: FloorReport, checked: int) -> Proof:
     rng = run.rng
     target = "work tree" if rng.work_tree else rng.new[:12]
-    ran = [Ran(command=f"floor-guard {rng.old[:12]}..{target}",
-               result=f"{report.findings} finding(s) ({report.waived} waived)"
-               if report.rows else "clean")]
+    ran = [
+        Ran(
+            command=f"floor-guard {rng.old[:12]}..{target}",
+            result=f"{report.findings} finding(s) ({report.waived} waived)"
+            if report.rows
+            else "clean",
+        )
+    ]
     if run.test is not None:
         ran.append(Ran(command=run.test.command, result=_test_result(run.test)))
     if run.model_calls:
-        ran.append(Ran(command=f"model backend {run.backend_name}",
-                       result=f"{run.model_calls} criteria judged"))
-    return Proof(filesRead=len(run.read), ran=tuple(ran), checked=checked,
-                 total=len(run.contract.criteria))
+        ran.append(
+            Ran(
+                command=f"model backend {run.backend_name}",
+                result=f"{run.model_calls} criteria judged",
+            )
+        )
+    return Proof(
+        filesRead=len(run.read), ran=tuple(ran), checked=checked, total=len(run.contract.criteria)
+    )
 
 
 # --- one criterion ---------------------------------------------------------------------------
@@ -171,8 +217,13 @@ def _proof(run: _Run, report: FloorReport, checked: int) -> Proof:
 def _criterion(run: _Run, c: Criterion) -> CriterionResult:
     abandon = run.contract.abandoned(c.number)
     if abandon is not None:
-        return CriterionResult(number=c.number, text=c.text, status="ABANDONED",
-                               source="abandon", evidence=abandon.reason)
+        return CriterionResult(
+            number=c.number,
+            text=c.text,
+            status="ABANDONED",
+            source="abandon",
+            evidence=abandon.reason,
+        )
     if c.check is not None or c.problems or c.evidence is not None:
         return _by_oracle(run, c)
     return _by_model(run, c)
@@ -187,33 +238,59 @@ def _by_oracle(run: _Run, c: Criterion) -> CriterionResult:
     where = f"{run.shown}:{anchor.line if anchor else c.line}"
     vacuous = None
     if not problems and check:
-        vacuous = oracle.vacuity(check, expect) or oracle.unobserved(c.text, check,
-                                                                     run.file_text)
-    info = Oracle(check=check, expect=oracle.describe_expect(expect), evidence=evidence,
-                  checkLine=c.check.line if c.check else c.line,
-                  evidenceLine=c.evidence.line if c.evidence else None, vacuous=vacuous)
+        vacuous = oracle.vacuity(check, expect) or oracle.unobserved(c.text, check, run.file_text)
+    info = Oracle(
+        check=check,
+        expect=oracle.describe_expect(expect),
+        evidence=evidence,
+        checkLine=c.check.line if c.check else c.line,
+        evidenceLine=c.evidence.line if c.evidence else None,
+        vacuous=vacuous,
+    )
 
     def not_met(expected: str, actual: str, location: str) -> CriterionResult:
-        return CriterionResult(number=c.number, text=c.text, status="NOT-MET", source="oracle",
-                               evidence=f"expected {expected} / actual {actual} \u2014 {location}",
-                               expected=expected, actual=actual, location=location, oracle=info)
+        return CriterionResult(
+            number=c.number,
+            text=c.text,
+            status="NOT-MET",
+            source="oracle",
+            evidence=f"expected {expected} / actual {actual} \u2014 {location}",
+            expected=expected,
+            actual=actual,
+            location=location,
+            oracle=info,
+        )
 
     if problems:
         return not_met("a well-formed oracle", "malformed oracle: " + "; ".join(problems), where)
     state = _evidence_state(evidence)
     shown_evidence = f"EVIDENCE: {evidence}" if evidence else "no EVIDENCE line"
     if state == "pending":
-        return not_met(info.expect, f"{shown_evidence} (the oracle has not run: run "
-                       "`verify-dag gates run`)", where)
+        return not_met(
+            info.expect,
+            f"{shown_evidence} (the oracle has not run: run `verify-dag gates run`)",
+            where,
+        )
     if state != "MET":
-        actual = shown_evidence if state == "NOT-MET" else \
-            f"unrecognised EVIDENCE value {evidence!r}"
+        actual = (
+            shown_evidence if state == "NOT-MET" else f"unrecognised EVIDENCE value {evidence!r}"
+        )
         return not_met(info.expect, actual, where)
     if vacuous is not None:
-        return not_met("an oracle that observes the criterion", f"vacuous oracle: {vacuous}",
-                       f"{run.shown}:{info.checkLine}")
-    return CriterionResult(number=c.number, text=c.text, status="MET", source="oracle",
-                           evidence=f"{shown_evidence} ({where})", location=where, oracle=info)
+        return not_met(
+            "an oracle that observes the criterion",
+            f"vacuous oracle: {vacuous}",
+            f"{run.shown}:{info.checkLine}",
+        )
+    return CriterionResult(
+        number=c.number,
+        text=c.text,
+        status="MET",
+        source="oracle",
+        evidence=f"{shown_evidence} ({where})",
+        location=where,
+        oracle=info,
+    )
 
 
 def _evidence_state(value: str | None) -> str:
@@ -235,21 +312,40 @@ def _by_model(run: _Run, c: Criterion) -> CriterionResult:
     if backend is not None:
         run.model_calls += 1
         run.backend_name = backend.describe()
-        test = f"`{run.test.command}` \u2192 {_test_result(run.test)}; output: {run.test.output}" \
-            if run.test else None
-        text = judge.prompt(run.contract.request, c.number, c.text, run.diff(),
-                            f"{run.rng.old[:12]}..{run.rng.new[:12]}", test)
+        test = (
+            f"`{run.test.command}` \u2192 {_test_result(run.test)}; output: {run.test.output}"
+            if run.test
+            else None
+        )
+        text = judge.prompt(
+            run.contract.request,
+            c.number,
+            c.text,
+            run.diff(),
+            f"{run.rng.old[:12]}..{run.rng.new[:12]}",
+            test,
+        )
         verdict = judge.judge(backend, text, cwd=run.repo)
     else:
         verdict = judge.judge(None, "", cwd=run.repo, how=how)
     if verdict.status == "NOT-MET":
         location = verdict.location or f"the diff {run.rng.spec}"
-        return CriterionResult(number=c.number, text=c.text, status="NOT-MET", source="model",
-                               evidence=f"expected the criterion to hold / actual "
-                                        f"{verdict.reason} \u2014 {location}",
-                               expected="the criterion to hold", actual=verdict.reason,
-                               location=location)
+        return CriterionResult(
+            number=c.number,
+            text=c.text,
+            status="NOT-MET",
+            source="model",
+            evidence=f"expected the criterion to hold / actual {verdict.reason} \u2014 {location}",
+            expected="the criterion to hold",
+            actual=verdict.reason,
+            location=location,
+        )
     evidence = verdict.reason + (f" \u2014 {verdict.location}" if verdict.location else "")
-    return CriterionResult(number=c.number, text=c.text, status=verdict.status,
-                           source="model" if backend is not None else "none", evidence=evidence,
-                           location=verdict.location)
+    return CriterionResult(
+        number=c.number,
+        text=c.text,
+        status=verdict.status,
+        source="model" if backend is not None else "none",
+        evidence=evidence,
+        location=verdict.location,
+    )

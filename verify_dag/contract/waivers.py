@@ -17,11 +17,17 @@ import re
 from pathlib import PurePosixPath
 from typing import Protocol
 
-_AUTHORISE = re.compile(r"\b(?:allow(?:s|ed|ing)?|authori[sz](?:e|es|ed|ing)|permit(?:s|ted)?"
-                        r"|may|waive(?:s|d)?|approve(?:s|d)?|accept(?:s|ed|able)?"
-                        r"|ok(?:ay)?\s+to)\b", re.IGNORECASE)
-_NEGATION = re.compile(r"\b(?:not|never|no|nor|cannot|forbid(?:s|den)?|prohibit(?:s|ed)?)\b"
-                       r"|n't\b", re.IGNORECASE)
+_AUTHORISE = re.compile(
+    r"\b(?:allow(?:s|ed|ing)?|authori[sz](?:e|es|ed|ing)|permit(?:s|ted)?"
+    r"|may|waive(?:s|d)?|approve(?:s|d)?|accept(?:s|ed|able)?"
+    r"|ok(?:ay)?\s+to)\b",
+    re.IGNORECASE,
+)
+_NEGATION = re.compile(
+    r"\b(?:not|never|no|nor|cannot|forbid(?:s|den)?|prohibit(?:s|ed)?)\b"
+    r"|n't\b",
+    re.IGNORECASE,
+)
 KIND_WORDS: dict[str, tuple[str, ...]] = {
     "TEST_DELETED": ("delet", "remov", "drop"),
     "SKIP": ("skip", "focus", ".only", "xit"),
@@ -82,7 +88,11 @@ def _names_place(sentence: str, finding: Finding) -> bool:
 def authorising(finding: Finding, clarifications: str) -> str | None:
     """The first sentence of ``clarifications`` that authorises ``finding``, or None."""
     for sentence in sentences(clarifications):
-        if (_AUTHORISE.search(sentence) and not _negated(sentence, finding)
-                and _names_kind(sentence, finding) and _names_place(sentence, finding)):
+        if (
+            _AUTHORISE.search(sentence)
+            and not _negated(sentence, finding)
+            and _names_kind(sentence, finding)
+            and _names_place(sentence, finding)
+        ):
             return sentence
     return None

@@ -10,8 +10,16 @@ from verify_dag.models.evidence import SuiteEvidence
 
 Status = Literal["COMPLETED", "PASSED", "FAILED", "BLOCKED", "SKIPPED", "NOT_RUN"]
 IssueClass = Literal[
-    "correctness", "security", "coverage", "comment", "ux", "visual", "test-failure",
-    "environment", "style", "plan-completeness",
+    "correctness",
+    "security",
+    "coverage",
+    "comment",
+    "ux",
+    "visual",
+    "test-failure",
+    "environment",
+    "style",
+    "plan-completeness",
 ]
 
 
@@ -101,17 +109,21 @@ class SkillOutcome(Frozen):
         due did not happen (seed: NOT_RUN, never COMPLETED, for a review that never ran). Both
         parts' findings are kept, and each part's own status stays visible in the notes.
         """
-        status = next((s for s in (self.status, other.status) if s in ("NOT_RUN", "BLOCKED")),
-                      self.status if self.status == "COMPLETED" else other.status)
-        return self.model_copy(update={
-            "status": status,
-            "notes": f"{self.notes}; {other.notes}",
-            "findings": (*self.findings, *other.findings),
-            "reaffirmed": (*self.reaffirmed, *other.reaffirmed),
-            "reopened": (*self.reopened, *other.reopened),
-            "deferred": (*self.deferred, *other.deferred),
-            "diagnoses": (*self.diagnoses, *other.diagnoses),
-            "gates": (*self.gates, *other.gates),
-            "verifications": (*self.verifications, *other.verifications),
-            "coverage_xml": self.coverage_xml or other.coverage_xml,
-        })
+        status = next(
+            (s for s in (self.status, other.status) if s in ("NOT_RUN", "BLOCKED")),
+            self.status if self.status == "COMPLETED" else other.status,
+        )
+        return self.model_copy(
+            update={
+                "status": status,
+                "notes": f"{self.notes}; {other.notes}",
+                "findings": (*self.findings, *other.findings),
+                "reaffirmed": (*self.reaffirmed, *other.reaffirmed),
+                "reopened": (*self.reopened, *other.reopened),
+                "deferred": (*self.deferred, *other.deferred),
+                "diagnoses": (*self.diagnoses, *other.diagnoses),
+                "gates": (*self.gates, *other.gates),
+                "verifications": (*self.verifications, *other.verifications),
+                "coverage_xml": self.coverage_xml or other.coverage_xml,
+            }
+        )

@@ -37,8 +37,14 @@ from verify_dag.phases import static
 _Key = tuple[str, str]  # (rule, or title when the tool gives none; normalised line text)
 
 
-def classify(scope: Scope, toolchain: Toolchain, findings: Sequence[Finding], repo: str,
-             timeout: float, problems: list[str] | None = None) -> list[Finding]:
+def classify(
+    scope: Scope,
+    toolchain: Toolchain,
+    findings: Sequence[Finding],
+    repo: str,
+    timeout: float,
+    problems: list[str] | None = None,
+) -> list[Finding]:
     """``findings`` with ``baseline`` set where it can be decided (see the module docstring)."""
     out = list(findings)
     if scope.old_commit is None:
@@ -60,11 +66,14 @@ def classify(scope: Scope, toolchain: Toolchain, findings: Sequence[Finding], re
     try:
         with git.worktree(repo, scope.old_commit) as old_dir:
             for tool, indexes in pending.items():
-                _classify_tool(scope, toolchain, tool, indexes, out, sources, repo, old_dir,
-                               timeout, notes)
+                _classify_tool(
+                    scope, toolchain, tool, indexes, out, sources, repo, old_dir, timeout, notes
+                )
     except FatalError as exc:
-        notes.append(f"baseline not established: cannot check out the merge base "
-                     f"{scope.old_commit[:12]}: {exc.message}")
+        notes.append(
+            f"baseline not established: cannot check out the merge base "
+            f"{scope.old_commit[:12]}: {exc.message}"
+        )
     return out
 
 
@@ -81,15 +90,27 @@ def _sources(scope: Scope) -> dict[str, str | None]:
     return out
 
 
-def _classify_tool(scope: Scope, toolchain: Toolchain, tool: str, indexes: list[int],
-                   out: list[Finding], sources: dict[str, str | None], repo: str,
-                   old_dir: Path, timeout: float, notes: list[str]) -> None:
+def _classify_tool(
+    scope: Scope,
+    toolchain: Toolchain,
+    tool: str,
+    indexes: list[int],
+    out: list[Finding],
+    sources: dict[str, str | None],
+    repo: str,
+    old_dir: Path,
+    timeout: float,
+    notes: list[str],
+) -> None:
     """Run ``tool`` once at the merge base and set ``baseline`` on ``out[i]`` for ``indexes``."""
     old_files = sorted(p for p in sources if (old_dir / p).is_file())
     old_raw: list[tuple[Command, tools.RawFinding]] = []
     if old_files:
-        commands = [c for c in (*toolchain.of("lint"), *toolchain.of("typecheck"))
-                    if tools.spec_for(c).name == tool]
+        commands = [
+            c
+            for c in (*toolchain.of("lint"), *toolchain.of("typecheck"))
+            if tools.spec_for(c).name == tool
+        ]
         for command in commands:
             spec = tools.spec_for(command)
             targets = [p for p in old_files if spec.applies_to(p)]
@@ -98,8 +119,10 @@ def _classify_tool(scope: Scope, toolchain: Toolchain, tool: str, indexes: list[
             result = static.run_tool(spec, targets, old_dir, timeout)
             if result.failure is not None:
                 # Part of the old findings may be missing: "introduced" would be a guess.
-                notes.append(f"baseline not established for {tool}: it could not run at the "
-                             f"merge base ({result.failure})")
+                notes.append(
+                    f"baseline not established for {tool}: it could not run at the "
+                    f"merge base ({result.failure})"
+                )
                 return
             old_raw.extend((command, r) for r in result.raw if r.path in sources)
     new_text: dict[str, list[str]] = {}
@@ -146,9 +169,12 @@ def _own_old_path(scope: Scope, path: str) -> str | None:
     return change.old_path or change.path
 
 
-def _old_keys(old_raw: list[tuple[Command, tools.RawFinding]], sources: dict[str, str | None],
-              text: Callable[[str | None], list[str]],
-              old_dir: Path) -> Counter[tuple[str | None, _Key]]:
+def _old_keys(
+    old_raw: list[tuple[Command, tools.RawFinding]],
+    sources: dict[str, str | None],
+    text: Callable[[str | None], list[str]],
+    old_dir: Path,
+) -> Counter[tuple[str | None, _Key]]:
     """Old findings that could be the origin of a new one, by old path and key."""
     keys: Counter[tuple[str | None, _Key]] = Counter()
     old_text: dict[str, list[str]] = {}
@@ -169,8 +195,12 @@ def _not_surviving(old: list[str], new: list[str]) -> set[int]:
     """1-based old line numbers that are not carried unchanged into ``new``."""
     # autojunk off: with it, frequent lines (blank, "}") are ignored when aligning.
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
-    kept = {n + 1 for tag, a0, a1, _, _ in matcher.get_opcodes() if tag == "equal"
-            for n in range(a0, a1)}
+    kept = {
+        n + 1
+        for tag, a0, a1, _, _ in matcher.get_opcodes()
+        if tag == "equal"
+        for n in range(a0, a1)
+    }
     return set(range(1, len(old) + 1)) - kept
 
 

@@ -24,8 +24,23 @@ class Comment:
 
 _PY = frozenset({".py", ".pyi"})
 _JS = frozenset({".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts"})
-_CLIKE = _JS | {".go", ".rs", ".java", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".cs",
-                ".kt", ".kts", ".swift", ".scala"}
+_CLIKE = _JS | {
+    ".go",
+    ".rs",
+    ".java",
+    ".c",
+    ".h",
+    ".cc",
+    ".cpp",
+    ".cxx",
+    ".hpp",
+    ".hh",
+    ".cs",
+    ".kt",
+    ".kts",
+    ".swift",
+    ".scala",
+}
 _HASH = frozenset({".sh", ".bash", ".zsh", ".ksh", ".yml", ".yaml", ".toml"})
 _DQ = r'"(?:\\.|[^"\\\n])*"'
 # Outside JS, `'` opens a short char literal; a Rust lifetime ('a) has no closing quote.
@@ -37,8 +52,7 @@ def _clike_re(suffix: str) -> re.Pattern[str]:
     strings = [_DQ, _JS_SQ if suffix in _JS else _CHAR]
     if suffix in _JS or suffix == ".go":
         strings.append(_BACKTICK)
-    return re.compile(r"(?P<line>//[^\n]*)|(?P<block>/\*.*?(?:\*/|\Z))|" + "|".join(strings),
-                      re.S)
+    return re.compile(r"(?P<line>//[^\n]*)|(?P<block>/\*.*?(?:\*/|\Z))|" + "|".join(strings), re.S)
 
 
 _HASH_RE = re.compile(r"(?P<line>(?:(?<=\s)|^)#[^\n]*)|" + _DQ + r"|'[^'\n]*'", re.M)
@@ -69,8 +83,17 @@ def _scan(source: str, pattern: re.Pattern[str]) -> tuple[list[Comment], set[int
     return comments, code
 
 
-_LAYOUT = frozenset({tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
-                     tokenize.ENDMARKER, tokenize.COMMENT, tokenize.ENCODING})
+_LAYOUT = frozenset(
+    {
+        tokenize.NL,
+        tokenize.NEWLINE,
+        tokenize.INDENT,
+        tokenize.DEDENT,
+        tokenize.ENDMARKER,
+        tokenize.COMMENT,
+        tokenize.ENCODING,
+    }
+)
 _STRING_OPEN = re.compile(r"^[rRbBuUfF]*(?:\"\"\"|'''|\"|')")
 
 
@@ -86,8 +109,11 @@ def _python(source: str) -> tuple[list[Comment], set[int]]:
         before = significant[i - 1].type if i else tokenize.NEWLINE
         after = significant[i + 1].type if i + 1 < len(significant) else tokenize.ENDMARKER
         # A string that is a whole statement is a docstring (or an inline "comment" string).
-        if (tok.type == tokenize.STRING and after in (tokenize.NEWLINE, tokenize.ENDMARKER)
-                and before in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)):
+        if (
+            tok.type == tokenize.STRING
+            and after in (tokenize.NEWLINE, tokenize.ENDMARKER)
+            and before in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
+        ):
             for n, part in enumerate(tok.string.split("\n")):
                 text = _STRING_OPEN.sub("", part.strip()).rstrip("\"'")
                 comments.append(Comment(tok.start[0] + n, text, doc=True))
@@ -113,7 +139,9 @@ def extract(path: str, source: str) -> tuple[list[Comment], set[int]] | None:
 _PRAGMA = re.compile(
     r"^\s*(?:type:\s*ignore|noqa|pragma\b|pylint:|mypy:|pyright:|fmt:|isort:|ruff:|nosec|"
     r"-\*-|vim?:|eslint[- ]|prettier-ignore|@ts-|istanbul |c8 |jshint|nolint|shellcheck |"
-    r"yamllint |clang-format|(?-i:go:|\+build|NOSONAR|NOLINT))", re.I)
+    r"yamllint |clang-format|(?-i:go:|\+build|NOSONAR|NOLINT))",
+    re.I,
+)
 _LICENSE = re.compile(r"copyright|licen[cs]e|SPDX-License-Identifier", re.I)
 
 
@@ -137,7 +165,7 @@ def _prose(comments: list[Comment], code: set[int]) -> list[Comment]:
         while (m := _PRAGMA.match(text)) is not None:
             # `# type: ignore[x]  # why` keeps its `why`; a pragma alone is dropped.
             rest = text.find("#", m.end())
-            text = text[rest + 1:] if rest >= 0 else ""
+            text = text[rest + 1 :] if rest >= 0 else ""
         if text.strip():
             out.append(Comment(c.line, text.strip(), c.doc))
     return out

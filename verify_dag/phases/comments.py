@@ -44,30 +44,49 @@ _EXCERPT = 120
 _URL = re.compile(r"\b(?:https?|ftp)://\S+|\bwww\.\S+", re.I)
 _REVIEW = (
     re.compile(r"\b(?:VI|CI)-\d+\b|\bR\d+-\d+\b"),
-    re.compile(r"\b(?:per|address(?:es|ed|ing)?)\s+(?:the\s+|a\s+)?(?:code\s+|PR\s+)?"
-               r"review(?:er)?(?:'s)?(?:\s+(?:feedback|comments?|notes?|findings?))?\b", re.I),
-    re.compile(r"\bas\s+(?:requested|suggested|asked(?:\s+for)?|noted|flagged)\s+(?:in|by|during)"
-               r"\s+(?:the\s+)?(?:code\s+|PR\s+)?review(?:er)?s?\b", re.I),
+    re.compile(
+        r"\b(?:per|address(?:es|ed|ing)?)\s+(?:the\s+|a\s+)?(?:code\s+|PR\s+)?"
+        r"review(?:er)?(?:'s)?(?:\s+(?:feedback|comments?|notes?|findings?))?\b",
+        re.I,
+    ),
+    re.compile(
+        r"\bas\s+(?:requested|suggested|asked(?:\s+for)?|noted|flagged)\s+(?:in|by|during)"
+        r"\s+(?:the\s+)?(?:code\s+|PR\s+)?review(?:er)?s?\b",
+        re.I,
+    ),
     re.compile(r"\breview\s+feedback\b", re.I),
 )
 # "now we have/know/can" describes the program's flow at that point, not the code's history.
 _FLOW = r"(?!\s+(?:have|know|can|need|must|should|are|will|may|got|hold|own)\b)"
-_NOW = re.compile(rf"\bnow,?\s+we\b{_FLOW}|\bwe\s+now\b{_FLOW}|\b(?:it|this|that)\s+now\s+"
-                  r"(?:\w+s|is|are|has)\b", re.I)
+_NOW = re.compile(
+    rf"\bnow,?\s+we\b{_FLOW}|\bwe\s+now\b{_FLOW}|\b(?:it|this|that)\s+now\s+"
+    r"(?:\w+s|is|are|has)\b",
+    re.I,
+)
 # "the handle is no longer valid once closed" is about runtime state, not history.
 _NO_LONGER = re.compile(r"\bno\s+longer\b", re.I)
 _NARRATION = (
-    re.compile(r"(?:^|(?<=[.!?;] ))previously\b|\bpreviously(?=,|\s+(?:we|it|this|that|these|"
-               r"they|the|there|a|an|i)\b)", re.I),
-    re.compile(r"\b(?:we|it|this|that|they|which|i|you|code)\s+(?:always\s+|only\s+|never\s+)?"
-               r"used\s+to\b|\bused\s+to\s+be\b", re.I),
+    re.compile(
+        r"(?:^|(?<=[.!?;] ))previously\b|\bpreviously(?=,|\s+(?:we|it|this|that|these|"
+        r"they|the|there|a|an|i)\b)",
+        re.I,
+    ),
+    re.compile(
+        r"\b(?:we|it|this|that|they|which|i|you|code)\s+(?:always\s+|only\s+|never\s+)?"
+        r"used\s+to\b|\bused\s+to\s+be\b",
+        re.I,
+    ),
     _NOW,
     _NO_LONGER,
-    re.compile(r"\b(?:was|were|has\s+been|have\s+been)\s+(?:changed|switched|moved|renamed)\s+to\b",
-               re.I),
+    re.compile(
+        r"\b(?:was|were|has\s+been|have\s+been)\s+(?:changed|switched|moved|renamed)\s+to\b", re.I
+    ),
     re.compile(r"\breplaced\s+(?!with\b|by\b)\S+(?:\s+\S+){0,6}?\s+with\b", re.I),
-    re.compile(r"\binstead\s+of\s+the\s+(?:old|previous|former)\b|\bthe\s+(?:old|previous|former)"
-               r"\s+(?:code|implementation|approach|version|behaviou?r|logic)\b", re.I),
+    re.compile(
+        r"\binstead\s+of\s+the\s+(?:old|previous|former)\b|\bthe\s+(?:old|previous|former)"
+        r"\s+(?:code|implementation|approach|version|behaviou?r|logic)\b",
+        re.I,
+    ),
     re.compile(r"\bswitched\s+from\b", re.I),
     # "swapped the list for a set": the history of the code, like "replaced X with Y".
     re.compile(r"\bswapped\s+(?!out\b)\S+(?:\s+\S+){0,6}?\s+(?:for|with)\b", re.I),
@@ -116,12 +135,19 @@ def _drop_now(m: re.Match[str]) -> str:
     return re.sub(r"\bnow,?\s*", "", m.group(), flags=re.I).strip()
 
 
-def _finding(path: str, line: int, rule: str, severity: int, title: str, text: str,
-             what: str, rewrite: str) -> Finding:
+def _finding(
+    path: str, line: int, rule: str, severity: int, title: str, text: str, what: str, rewrite: str
+) -> Finding:
     excerpt = text if len(text) <= _EXCERPT else text[: _EXCERPT - 3] + "..."
-    return Finding(title=title, severity=severity, source=SKILL, issue_class="comment",
-                   location=Location(path=path, line=line), rule=rule,
-                   description=f'{what}. Comment: "{excerpt}" Rewrite: {rewrite}')
+    return Finding(
+        title=title,
+        severity=severity,
+        source=SKILL,
+        issue_class="comment",
+        location=Location(path=path, line=line),
+        rule=rule,
+        description=f'{what}. Comment: "{excerpt}" Rewrite: {rewrite}',
+    )
 
 
 def _line_findings(path: str, c: Comment) -> list[Finding]:
@@ -129,18 +155,34 @@ def _line_findings(path: str, c: Comment) -> list[Finding]:
     out: list[Finding] = []
     hit = next((m for p in _REVIEW if (m := p.search(text)) is not None), None)
     if hit is not None:
-        out.append(_finding(
-            path, c.line, "review-reference", SEVERITY_REVIEW_ID,
-            f'Comment cites a review ("{hit.group()}")', c.text,
-            "Comment refers to a review that later readers cannot see; describe the behaviour, "
-            "not the review", _review_rewrite(text)))
+        out.append(
+            _finding(
+                path,
+                c.line,
+                "review-reference",
+                SEVERITY_REVIEW_ID,
+                f'Comment cites a review ("{hit.group()}")',
+                c.text,
+                "Comment refers to a review that later readers cannot see; describe the behaviour, "
+                "not the review",
+                _review_rewrite(text),
+            )
+        )
     narr = _narration(text)
     if narr is not None:
-        out.append(_finding(
-            path, c.line, "change-narration", SEVERITY_NARRATION,
-            f'Comment narrates history ("{narr.group()}")', c.text,
-            "Comment narrates how the code changed (git keeps that); state what the code does "
-            "now", _narration_rewrite(text)))
+        out.append(
+            _finding(
+                path,
+                c.line,
+                "change-narration",
+                SEVERITY_NARRATION,
+                f'Comment narrates history ("{narr.group()}")',
+                c.text,
+                "Comment narrates how the code changed (git keeps that); state what the code does "
+                "now",
+                _narration_rewrite(text),
+            )
+        )
     return out
 
 
@@ -158,8 +200,7 @@ def density_threshold(workdir: Path, env: Mapping[str, str] | None = None) -> fl
         tool = data.get("tool")
         table = tool.get("verify-dag") if isinstance(tool, dict) else None
         if isinstance(table, dict) and DENSITY_KEY in table:
-            return parse_density(table[DENSITY_KEY], f"{pyproject} [tool.verify-dag] "
-                                                       f"{DENSITY_KEY}")
+            return parse_density(table[DENSITY_KEY], f"{pyproject} [tool.verify-dag] {DENSITY_KEY}")
     return DEFAULT_DENSITY
 
 
@@ -177,8 +218,9 @@ def parse_density(value: object, where: str) -> float:
         if share is not None and not text.endswith("%") and share > 1:
             share = None
     if share is None or not math.isfinite(share) or share < 0:
-        raise UsageError(f"{where}: expected a fraction such as 0.1 or a percentage such as "
-                         f'"10%", got {value!r}')
+        raise UsageError(
+            f'{where}: expected a fraction such as 0.1 or a percentage such as "10%", got {value!r}'
+        )
     return share
 
 
@@ -192,14 +234,24 @@ def _density(counts: dict[str, tuple[int, int]], threshold: float) -> Finding | 
     where = ", ".join(f"{p} ({c})" for c, p in top)
     return Finding(
         title=f"Comment density {share} (threshold {threshold:.0%})",
-        severity=SEVERITY_DENSITY, source=SKILL, issue_class="comment", rule="comment-density",
-        description=(f"{comments} added comment lines against {code} added code lines "
-                     f"(threshold {threshold:.0%}); most in {where}. Rewrite: keep the 1-2 "
-                     "lines that say why, delete the comments that restate the code."))
+        severity=SEVERITY_DENSITY,
+        source=SKILL,
+        issue_class="comment",
+        rule="comment-density",
+        description=(
+            f"{comments} added comment lines against {code} added code lines "
+            f"(threshold {threshold:.0%}); most in {where}. Rewrite: keep the 1-2 "
+            "lines that say why, delete the comments that restate the code."
+        ),
+    )
 
 
-def run(scope: Scope, workdir: Path, threshold: float | None = None,
-        env: Mapping[str, str] | None = None) -> list[Finding]:
+def run(
+    scope: Scope,
+    workdir: Path,
+    threshold: float | None = None,
+    env: Mapping[str, str] | None = None,
+) -> list[Finding]:
     """Findings on comments added or modified in ``scope``; ``workdir`` holds its new commit."""
     if threshold is None:
         threshold = density_threshold(workdir, env)

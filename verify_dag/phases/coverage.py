@@ -73,8 +73,14 @@ class QaResult(Frozen):
         return round(value, 2) if total_percent_float else int(value)
 
 
-def measure(python: str, data_file: Path, workdir: Path, scope: Scope, env: Mapping[str, str],
-            timeout: float = 300) -> CoverageData | None:
+def measure(
+    python: str,
+    data_file: Path,
+    workdir: Path,
+    scope: Scope,
+    env: Mapping[str, str],
+    timeout: float = 300,
+) -> CoverageData | None:
     """Read ``data_file`` with the coverage.py that wrote it (the suite's interpreter) into the
     small model qa needs. None when there is no data at all."""
     scoped = {f.path: f for f in scope.included if f.status != "deleted" and f.path.endswith(".py")}
@@ -82,8 +88,13 @@ def measure(python: str, data_file: Path, workdir: Path, scope: Scope, env: Mapp
         return CoverageData()
     if not data_file.is_file() and list(data_file.parent.glob(data_file.name + ".*")):
         # A repository that configures `parallel = true` gets one file per process.
-        util.run([python, "-m", "coverage", "combine", f"--data-file={data_file}"], cwd=workdir,
-                 timeout=timeout, env=env, sandbox=Policy(writable=(data_file.parent,)))
+        util.run(
+            [python, "-m", "coverage", "combine", f"--data-file={data_file}"],
+            cwd=workdir,
+            timeout=timeout,
+            env=env,
+            sandbox=Policy(writable=(data_file.parent,)),
+        )
     if not data_file.is_file():
         return None
     out = data_file.parent / "coverage.json"
@@ -92,9 +103,23 @@ def measure(python: str, data_file: Path, workdir: Path, scope: Scope, env: Mapp
     paths = [str((workdir / p).resolve()) for p in scoped]
     include = [] if re.search(r"[,*?\[]", "".join(paths)) else [f"--include={','.join(paths)}"]
     # -i: files that were measured but are gone (generated, temporary) must not sink the report.
-    res = util.run([python, "-m", "coverage", "json", "-i", *include, f"--data-file={data_file}",
-                    "-o", str(out)], cwd=workdir, timeout=timeout, env=env,
-                   sandbox=Policy(writable=(data_file.parent,)))
+    res = util.run(
+        [
+            python,
+            "-m",
+            "coverage",
+            "json",
+            "-i",
+            *include,
+            f"--data-file={data_file}",
+            "-o",
+            str(out),
+        ],
+        cwd=workdir,
+        timeout=timeout,
+        env=env,
+        sandbox=Policy(writable=(data_file.parent,)),
+    )
     if not out.is_file():
         return CoverageData() if "No data to report" in res.stdout + res.stderr else None
     report = json.loads(out.read_text(encoding="utf-8"))
@@ -105,9 +130,14 @@ def measure(python: str, data_file: Path, workdir: Path, scope: Scope, env: Mapp
             continue
         executed = {n for n in info.get("executed_lines", ()) if change.covers(n)}
         missing = {n for n in info.get("missing_lines", ()) if change.covers(n)}
-        files.append(FileCoverage(path=change.path, statements=tuple(sorted(executed | missing)),
-                                  executed=tuple(sorted(executed)),
-                                  functions=_added_functions(workdir / change.path, change)))
+        files.append(
+            FileCoverage(
+                path=change.path,
+                statements=tuple(sorted(executed | missing)),
+                executed=tuple(sorted(executed)),
+                functions=_added_functions(workdir / change.path, change),
+            )
+        )
     version = report.get("meta", {}).get("version", "")
     return CoverageData(tool=f"coverage.py {version}".strip(), files=tuple(files))
 
@@ -155,18 +185,28 @@ def _missing(fc: FileCoverage, statements: list[int], executed: set[int]) -> lis
         previous_missed = missed
     out = []
     for run in runs:
-        whole = [f for f in fc.functions
-                 if (body := _body(f, statements)) and set(body) <= set(run)]
+        whole = [
+            f for f in fc.functions if (body := _body(f, statements)) and set(body) <= set(run)
+        ]
         span = str(run[0]) if run[0] == run[-1] else f"{run[0]}-{run[-1]}"
         what = f"line {span}" if run[0] == run[-1] else f"lines {span}"
         plural = "s" if len(run) != 1 else ""
-        text = (f"{fc.path} {what}: changed in this scope, not executed by any test "
-                f"({len(run)} statement{plural}).")
+        text = (
+            f"{fc.path} {what}: changed in this scope, not executed by any test "
+            f"({len(run)} statement{plural})."
+        )
         if whole:
             text += " No test calls the new " + ", ".join(f"{f.name}()" for f in whole) + "."
-        out.append(Finding(title=f"{what} not executed by any test", severity=6 if whole else 4,
-                           description=text, source=SKILL, issue_class="coverage",
-                           location=Location(path=fc.path, line=run[0], end_line=run[-1])))
+        out.append(
+            Finding(
+                title=f"{what} not executed by any test",
+                severity=6 if whole else 4,
+                description=text,
+                source=SKILL,
+                issue_class="coverage",
+                location=Location(path=fc.path, line=run[0], end_line=run[-1]),
+            )
+        )
     return out
 
 
@@ -185,12 +225,17 @@ def _untested_files(scope: Scope) -> list[Finding]:
             continue
         module = (path.parent.name if path.stem in ("__init__", "index") else path.stem).lower()
         if module and not any(module in t or any(_token_of(module, s) for s in t) for t in tested):
-            out.append(Finding(
-                title=f"No test changed for {path.name}", severity=3, source=SKILL,
-                issue_class="coverage", location=Location(path=str(path)),
-                description=f"{path} changed, but no test file matching '{module}' was added or "
-                            "modified in this scope (test_*.py, *_test.py or under tests/).",
-            ))
+            out.append(
+                Finding(
+                    title=f"No test changed for {path.name}",
+                    severity=3,
+                    source=SKILL,
+                    issue_class="coverage",
+                    location=Location(path=str(path)),
+                    description=f"{path} changed, but no test file matching '{module}' was "
+                    "added or modified in this scope (test_*.py, *_test.py or under tests/).",
+                )
+            )
     return out
 
 
@@ -207,14 +252,25 @@ def _token_of(module: str, name: str) -> bool:
 
 def _is_test(path: PurePosixPath) -> bool:
     name = path.name.lower()
-    return (name == "conftest.py" or bool(_TEST_AFFIX.search(name.split(".")[0]))
-            or any(f".{w}." in name for w in ("test", "spec"))
-            or bool(_TEST_DIRS & set(path.parts[:-1])))
+    return (
+        name == "conftest.py"
+        or bool(_TEST_AFFIX.search(name.split(".")[0]))
+        or any(f".{w}." in name for w in ("test", "spec"))
+        or bool(_TEST_DIRS & set(path.parts[:-1]))
+    )
 
 
 def qa_outcome(result: QaResult) -> SkillOutcome:
     pct = result.percent
-    notes = ("no changed executable lines" if pct is None else
-             f"diff coverage {pct:.1f}% ({result.covered}/{result.total} changed lines)")
-    return SkillOutcome(skill=SKILL, status="COMPLETED", notes=notes, findings=result.findings,
-                        reason="changed-line coverage from the tester's run")
+    notes = (
+        "no changed executable lines"
+        if pct is None
+        else f"diff coverage {pct:.1f}% ({result.covered}/{result.total} changed lines)"
+    )
+    return SkillOutcome(
+        skill=SKILL,
+        status="COMPLETED",
+        notes=notes,
+        findings=result.findings,
+        reason="changed-line coverage from the tester's run",
+    )

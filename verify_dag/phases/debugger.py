@@ -106,12 +106,28 @@ def signatures(found: list[Finding]) -> list[Signature]:
             sig = out.setdefault(nodeid, Signature(nodeid, nodeid))
         elif f.title.startswith(_COMMAND_TITLE):
             command = f.title.removeprefix(_COMMAND_TITLE)
-            sig = out.setdefault(command, Signature(command, None, why_not=(
-                "the test runner is not pytest: a single failing test cannot be re-run in "
-                "isolation")))
+            sig = out.setdefault(
+                command,
+                Signature(
+                    command,
+                    None,
+                    why_not=(
+                        "the test runner is not pytest: a single failing test cannot be re-run in "
+                        "isolation"
+                    ),
+                ),
+            )
         else:
-            sig = out.setdefault(f.title, Signature(f.title, None, why_not=(
-                "no single test to re-run in isolation (the failure carries no test id)")))
+            sig = out.setdefault(
+                f.title,
+                Signature(
+                    f.title,
+                    None,
+                    why_not=(
+                        "no single test to re-run in isolation (the failure carries no test id)"
+                    ),
+                ),
+            )
         sig.findings.append(f)
     return list(out.values())
 
@@ -119,23 +135,34 @@ def signatures(found: list[Finding]) -> list[Signature]:
 def run(state: RunState) -> SkillOutcome:
     found = failures(state)
     if not found:
-        return SkillOutcome(skill=SKILL, status="SKIPPED", ran=False,
-                            notes="N/A: no failures of severity 7+",
-                            reason="no failures of severity 7+")
+        return SkillOutcome(
+            skill=SKILL,
+            status="SKIPPED",
+            ran=False,
+            notes="N/A: no failures of severity 7+",
+            reason="no failures of severity 7+",
+        )
     reason = f"{len(found)} failure(s) of severity 7+ to investigate"
     try:
         diagnoses = _diagnose(state, signatures(found))
     except Exception as exc:  # the report must still be written: never raise into the chain
         log.exception("debugger crashed")
-        return SkillOutcome(skill=SKILL, status="NOT_RUN", reason=reason,
-                            notes=f"debugger could not run: {type(exc).__name__}: {exc}")
+        return SkillOutcome(
+            skill=SKILL,
+            status="NOT_RUN",
+            reason=reason,
+            notes=f"debugger could not run: {type(exc).__name__}: {exc}",
+        )
     counts = {k: sum(d.pre_existing == k for d in diagnoses) for k in ("yes", "no", "undetermined")}
     n = len(diagnoses)
-    notes = (f"{n} failure{'s' if n != 1 else ''}: {counts['yes']} pre-existing, "
-             f"{counts['no']} new" + (f", {counts['undetermined']} undetermined"
-                                      if counts["undetermined"] else ""))
-    return SkillOutcome(skill=SKILL, status="COMPLETED", notes=notes, reason=reason,
-                        diagnoses=tuple(diagnoses))
+    notes = (
+        f"{n} failure{'s' if n != 1 else ''}: {counts['yes']} pre-existing, "
+        f"{counts['no']} new"
+        + (f", {counts['undetermined']} undetermined" if counts["undetermined"] else "")
+    )
+    return SkillOutcome(
+        skill=SKILL, status="COMPLETED", notes=notes, reason=reason, diagnoses=tuple(diagnoses)
+    )
 
 
 def _base(scope: Scope | None) -> tuple[str | None, str]:
@@ -154,8 +181,9 @@ def _diagnose(state: RunState, sigs: list[Signature]) -> list[Diagnosis]:
     exercised = [s for s in sigs if s.exercised]
     results = debugger_exercise.diagnose(state, exercised, base, no_base, scoped)
     # A test file the diff renamed (or copied) is found at the base under its old path.
-    renamed = {f.path: f.old_path for f in included
-               if f.status in ("renamed", "copied") and f.old_path}
+    renamed = {
+        f.path: f.old_path for f in included if f.status in ("renamed", "copied") and f.old_path
+    }
     argv = pytest_argv()
     todo: list[Signature] = []
     for sig in (s for s in sigs if not s.exercised):
@@ -177,8 +205,10 @@ def _diagnose(state: RunState, sigs: list[Signature]) -> list[Diagnosis]:
         try:
             # The base runs in the environment its own declarations provision, as the suite did
             # at HEAD: otherwise a missing package would pass for a pre-existing failure.
-            with git.worktree(state.request.repo, base) as wt, \
-                    testenv.runtime(wt, toolchain) as env:
+            with (
+                git.worktree(state.request.repo, base) as wt,
+                testenv.runtime(wt, toolchain) as env,
+            ):
                 if env.error is not None:
                     why = f"the merge base's test environment could not be set up: {env.error}"
                     for sig in todo:
@@ -188,20 +218,35 @@ def _diagnose(state: RunState, sigs: list[Signature]) -> list[Diagnosis]:
                 # The repository's own pytest configuration (plugins, ini overrides) applies
                 # at the base too; its selection of the suite does not.
                 declared = toolchain.test.argv if toolchain.test is not None else ()
-                run_argv = [*run_argv, *pytest_command.config_options(
-                    pytest_command.args(declared) or ())]
+                run_argv = [
+                    *run_argv,
+                    *pytest_command.config_options(pytest_command.args(declared) or ()),
+                ]
                 run_env = testenv.suite_env(env, {"PYTHONDONTWRITEBYTECODE": "1"})
                 for sig in todo:
                     left = deadline - time.monotonic()
-                    results[sig.key] = (_rerun(run_argv, run_env, wt, base, sig,
-                                               min(left, RERUN_TIMEOUT), scoped, renamed)
-                                        if left > 1 else
-                                        undetermined(sig, "not re-run: time budget spent",
-                                                     scoped))
+                    results[sig.key] = (
+                        _rerun(
+                            run_argv,
+                            run_env,
+                            wt,
+                            base,
+                            sig,
+                            min(left, RERUN_TIMEOUT),
+                            scoped,
+                            renamed,
+                        )
+                        if left > 1
+                        else undetermined(sig, "not re-run: time budget spent", scoped)
+                    )
         except VerifyDagError as exc:
             for sig in todo:
-                results.setdefault(sig.key, undetermined(
-                    sig, f"could not check out the merge base {base}: {exc.message}", scoped))
+                results.setdefault(
+                    sig.key,
+                    undetermined(
+                        sig, f"could not check out the merge base {base}: {exc.message}", scoped
+                    ),
+                )
     return [results[s.key] for s in sigs]
 
 
@@ -213,8 +258,16 @@ def _unsafe(nodeid: str) -> str:
     return ""
 
 
-def _rerun(argv: list[str], env: dict[str, str], wt: Path, base: str, sig: Signature,
-           timeout: float, scoped: set[str], renamed: dict[str, str]) -> Diagnosis:
+def _rerun(
+    argv: list[str],
+    env: dict[str, str],
+    wt: Path,
+    base: str,
+    sig: Signature,
+    timeout: float,
+    scoped: set[str],
+    renamed: dict[str, str],
+) -> Diagnosis:
     assert sig.nodeid is not None
     path, sep, rest = sig.nodeid.partition("::")
     old = renamed.get(path)
@@ -228,8 +281,13 @@ def _rerun(argv: list[str], env: dict[str, str], wt: Path, base: str, sig: Signa
 
     def verdict(pre: PreExisting, why: str) -> Diagnosis:
         why = f"{why} (renamed from {old} by the diff)" if old else why
-        return Diagnosis(failure=sig.key, pre_existing=pre, command=command,
-                         evidence=excerpt(why, output), touched_by_diff=touched(sig, scoped))
+        return Diagnosis(
+            failure=sig.key,
+            pre_existing=pre,
+            command=command,
+            evidence=excerpt(why, output),
+            touched_by_diff=touched(sig, scoped),
+        )
 
     if res.not_found:
         return verdict("undetermined", f"{cmd[0]} was not found")
@@ -237,17 +295,22 @@ def _rerun(argv: list[str], env: dict[str, str], wt: Path, base: str, sig: Signa
         return verdict("undetermined", f"timed out after {timeout:g}s at the merge base")
     if res.returncode == 4 and _NOT_FOUND.search(output):
         # Issue 4: a test the diff added is new, not "unknown": it cannot have failed there.
-        return verdict("no", "pytest exited 4: the test does not exist at the merge base, so it "
-                             "cannot have failed there")
+        return verdict(
+            "no",
+            "pytest exited 4: the test does not exist at the merge base, so it "
+            "cannot have failed there",
+        )
     if res.returncode in _UNRUNNABLE:
-        return verdict("undetermined", f"pytest exited {res.returncode}: "
-                                       f"{_UNRUNNABLE[res.returncode]}")
+        return verdict(
+            "undetermined", f"pytest exited {res.returncode}: {_UNRUNNABLE[res.returncode]}"
+        )
     counts = _counts(res.stdout)
     if res.returncode == 0:
         if counts.get("passed", 0) and not counts.get("failed") and not counts.get("error"):
             return verdict("no", "passes at the merge base")
-        return verdict("undetermined", "did not pass or fail at the merge base "
-                                       f"({_summary(counts)})")
+        return verdict(
+            "undetermined", f"did not pass or fail at the merge base ({_summary(counts)})"
+        )
     if res.returncode != 1:
         return verdict("undetermined", f"pytest exited {res.returncode} at the merge base")
     here_exc, here_msg = _branch_signature(sig.findings)
@@ -255,20 +318,31 @@ def _rerun(argv: list[str], env: dict[str, str], wt: Path, base: str, sig: Signa
     if here_exc and there_exc:
         if here_exc == there_exc:
             return verdict("yes", f"fails at the merge base with the same signature: {there_exc}")
-        return verdict("undetermined", f"fails at the merge base with a different signature: "
-                                       f"{there_exc} there, {here_exc} here")
+        return verdict(
+            "undetermined",
+            f"fails at the merge base with a different signature: "
+            f"{there_exc} there, {here_exc} here",
+        )
     if here_msg and here_msg == there_msg:
         return verdict("yes", f"fails at the merge base with the same message: {there_msg}")
-    return verdict("undetermined", "fails at the merge base too, but the failure signatures "
-                                   "could not be matched")
+    return verdict(
+        "undetermined",
+        "fails at the merge base too, but the failure signatures could not be matched",
+    )
 
 
 def _branch_signature(findings: list[Finding]) -> tuple[str | None, str]:
     """(exception class, first message line) of the failure as the tester recorded it."""
     for f in findings:
         crash = list(_CRASH.finditer(f.description))
-        message = next((ln.strip() for ln in f.description.splitlines()
-                        if ln.strip() and not ln.startswith("Error outside the test body")), "")
+        message = next(
+            (
+                ln.strip()
+                for ln in f.description.splitlines()
+                if ln.strip() and not ln.startswith("Error outside the test body")
+            ),
+            "",
+        )
         if crash:
             return crash[-1]["exc"], message
         m = _EXC_MESSAGE.match(message)

@@ -39,8 +39,13 @@ def touched(sig: Signature, scoped: set[str]) -> tuple[str, ...]:
 
 
 def undetermined(sig: Signature, why: str, scoped: set[str]) -> Diagnosis:
-    return Diagnosis(failure=sig.key, pre_existing="undetermined", command="not run",
-                     evidence=why, touched_by_diff=touched(sig, scoped))
+    return Diagnosis(
+        failure=sig.key,
+        pre_existing="undetermined",
+        command="not run",
+        evidence=why,
+        touched_by_diff=touched(sig, scoped),
+    )
 
 
 def excerpt(why: str, output: str) -> str:
@@ -49,5 +54,5 @@ def excerpt(why: str, output: str) -> str:
     room = EVIDENCE_CAP - len(why) - 1
     if len(text) > room:
         # Cut on a line boundary: a half line of a traceback reads as a different message.
-        text = "...\n" + text[len(text) - room + 4:].split("\n", 1)[-1]
+        text = "...\n" + text[len(text) - room + 4 :].split("\n", 1)[-1]
     return f"{why}\n{text}"[:EVIDENCE_CAP] if text else why[:EVIDENCE_CAP]

@@ -25,8 +25,9 @@ _DIRS = re.compile(r"[^\s'\"`(\[<>=,;]*/")  # directories: the two worktrees dif
 _NUMBERS = re.compile(r"\d+")  # ports, pids, timings, line numbers
 
 
-def diagnose(state: RunState, sigs: list[Signature], base: str | None, no_base: str,
-             scoped: set[str]) -> dict[str, Diagnosis]:
+def diagnose(
+    state: RunState, sigs: list[Signature], base: str | None, no_base: str, scoped: set[str]
+) -> dict[str, Diagnosis]:
     """Exerciser failures: the exerciser's exercise, run once at the base, checks them all."""
     if not sigs:
         return {}
@@ -41,7 +42,8 @@ def diagnose(state: RunState, sigs: list[Signature], base: str | None, no_base: 
             # commit's declarations: the same commands, against the base's code.
             ex = exercise_sandbox.exercise(eng, wt, env, criterion)
             where = f"cwd: {wt}, a scratch worktree of {base}" + (
-                f", the app started with `{eng.start}`" if eng.start else "")
+                f", the app started with `{eng.start}`" if eng.start else ""
+            )
             checked = _checked(ex, eng, criterion)
             return {s.key: _compare(s, checked.get(s.key), where, ex.note, scoped) for s in sigs}
     except VerifyDagError as exc:
@@ -55,10 +57,12 @@ def diagnose(state: RunState, sigs: list[Signature], base: str | None, no_base: 
 _Check = tuple[str, str, str]  # (PASS | FAIL | BLOCKED | NOT_CHECKED, command, evidence)
 
 
-def _checked(ex: exerciser.Exercise, eng: EngineerContext,
-             criterion: str | None) -> dict[str, _Check]:
+def _checked(
+    ex: exerciser.Exercise, eng: EngineerContext, criterion: str | None
+) -> dict[str, _Check]:
     """Each check of the base's exercise under the title its failure has
     (exerciser.failure_finding)."""
+
     def title(text: str) -> str:
         return exerciser.failure_finding(text, "").title
 
@@ -78,40 +82,54 @@ def _checked(ex: exerciser.Exercise, eng: EngineerContext,
     for command in eng.exercise:
         key = title(f"Exercise command failed: {command}")
         status = "FAIL" if key in failed else "PASS" if ran else "BLOCKED"
-        out.setdefault(key, (status, command, failed.get(key, f"`{command}` exited 0" if ran
-                                                          else ex.note)))
+        out.setdefault(
+            key, (status, command, failed.get(key, f"`{command}` exited 0" if ran else ex.note))
+        )
     return out
 
 
-def _compare(sig: Signature, check: _Check | None, where: str, note: str,
-             scoped: set[str]) -> Diagnosis:
+def _compare(
+    sig: Signature, check: _Check | None, where: str, note: str, scoped: set[str]
+) -> Diagnosis:
     if check is None:
-        return undetermined(sig, f"the exercise at the merge base did not check this ({note})",
-                            scoped)
+        return undetermined(
+            sig, f"the exercise at the merge base did not check this ({note})", scoped
+        )
     status, command, there = check
 
     def verdict(pre: PreExisting, why: str) -> Diagnosis:
-        return Diagnosis(failure=sig.key, pre_existing=pre, command=f"{command}  ({where})",
-                         evidence=excerpt(why, there), touched_by_diff=touched(sig, scoped))
+        return Diagnosis(
+            failure=sig.key,
+            pre_existing=pre,
+            command=f"{command}  ({where})",
+            evidence=excerpt(why, there),
+            touched_by_diff=touched(sig, scoped),
+        )
 
     if status == "PASS":
         return verdict("no", "passes at the merge base")
     if status != "FAIL":
-        return verdict("undetermined", f"could not be checked at the merge base ({status}: "
-                                       f"{note})")
+        return verdict("undetermined", f"could not be checked at the merge base ({status}: {note})")
     if _TIMED_OUT.search(there):
         return verdict("undetermined", "timed out at the merge base")
     here = sig.findings[0].description
     here_exits, there_exits = _EXIT.findall(here), _EXIT.findall(there)
     if here_exits == there_exits and _normalised(here) == _normalised(there):
-        return verdict("yes", "fails at the merge base the same way: "
-                              f"{'; '.join(there_exits) or 'the same output'}")
+        return verdict(
+            "yes",
+            f"fails at the merge base the same way: {'; '.join(there_exits) or 'the same output'}",
+        )
     if here_exits == there_exits:
-        return verdict("undetermined", "fails at the merge base too, with the same exit codes "
-                                       "but different output")
-    return verdict("undetermined", "fails at the merge base too, but differently: "
-                                   f"{'; '.join(there_exits) or 'no exit code'} there, "
-                                   f"{'; '.join(here_exits) or 'no exit code'} here")
+        return verdict(
+            "undetermined",
+            "fails at the merge base too, with the same exit codes but different output",
+        )
+    return verdict(
+        "undetermined",
+        "fails at the merge base too, but differently: "
+        f"{'; '.join(there_exits) or 'no exit code'} there, "
+        f"{'; '.join(here_exits) or 'no exit code'} here",
+    )
 
 
 def _normalised(evidence: str) -> str:

@@ -28,8 +28,11 @@ _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)[\s#]*$")
 _FENCE = re.compile(r"^\s*(```|~~~)\s*([\w+-]*)")
 _SHELL_LANGS = frozenset({"", "sh", "bash", "shell", "console", "zsh", "shell-session"})
 # `Test: <cmd>` lines (a bullet and bold markers allowed); the kind comes from the key.
-_KEY = re.compile(r"^\s*(?:[-*+]\s+)?(?:\*\*)?(tests?|build|lint|typecheck|type check)(?:\*\*)?"
-                  r"\s*:(?:\*\*)?\s*(.+?)\s*$", re.IGNORECASE)
+_KEY = re.compile(
+    r"^\s*(?:[-*+]\s+)?(?:\*\*)?(tests?|build|lint|typecheck|type check)(?:\*\*)?"
+    r"\s*:(?:\*\*)?\s*(.+?)\s*$",
+    re.IGNORECASE,
+)
 _LINK = re.compile(r"\]\(\s*<?([^)\s#>]+)")
 _BARE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.md)\b")
 
@@ -47,8 +50,10 @@ def _kind_of_heading(title: str) -> str | None:
     t = title.lower()
     if "test" in t:
         return "test"
-    if any(w in t for w in ("lint", "type check", "typecheck", "type-check", "static analysis",
-                            "format")):
+    if any(
+        w in t
+        for w in ("lint", "type check", "typecheck", "type-check", "static analysis", "format")
+    ):
         return "lint"
     if "build" in t or "install" in t:
         return "build"
@@ -123,8 +128,12 @@ def referenced_files(skill_dir: str, skill_md: str, paths: Iterable[str]) -> lis
             continue
         path = posixpath.normpath(posixpath.join(skill_dir, ref))
         # Only files of the skill itself: a reference must not walk out of its directory.
-        if (path.startswith(skill_dir + "/") and path in existing and path not in own
-                and path not in out):
+        if (
+            path.startswith(skill_dir + "/")
+            and path in existing
+            and path not in own
+            and path not in out
+        ):
             out.append(path)
     return out[:MAX_REFERENCES]
 
@@ -138,7 +147,8 @@ def run(repo: str, commit: str) -> EngineerContext:
     dirs = find_skill_dirs(files)
     if not dirs:
         return EngineerContext(
-            summary="No engineer skill found — toolchain discovered via exploration")
+            summary="No engineer skill found — toolchain discovered via exploration"
+        )
     skill_dir = dirs[0]
     notes = []
     if len(dirs) > 1:
@@ -147,8 +157,11 @@ def run(repo: str, commit: str) -> EngineerContext:
     summary = "\n".join(skill_md.splitlines()[:SUMMARY_LINES]).strip()
     verification = git.read_file(repo, commit, f"{skill_dir}/VERIFICATION.md")
     references = referenced_files(skill_dir, skill_md, files)
-    texts = [verification or "", skill_md,
-             *(git.read_file(repo, commit, p) or "" for p in references)]
+    texts = [
+        verification or "",
+        skill_md,
+        *(git.read_file(repo, commit, p) or "" for p in references),
+    ]
     commands: dict[str, list[str]] = {"test": [], "build": [], "lint": []}
     for text in texts:
         for kind, found in extract_commands(text).items():
@@ -159,12 +172,17 @@ def run(repo: str, commit: str) -> EngineerContext:
     start = next((d for d in declared if d.start), None)
     own = gates.parse(verification[:_READ_MAX]) if verification else gates.ParsedGates()
     return EngineerContext(
-        skill_dir=skill_dir, summary=summary, verification_md=verification, notes=tuple(notes),
+        skill_dir=skill_dir,
+        summary=summary,
+        verification_md=verification,
+        notes=tuple(notes),
         references=tuple(references),
-        test_commands=_unique(commands["test"]), build_commands=_unique(commands["build"]),
+        test_commands=_unique(commands["test"]),
+        build_commands=_unique(commands["build"]),
         lint_commands=_unique(commands["lint"]),
         start=start.start if start else None,
-        health=start.health if start and start.health
+        health=start.health
+        if start and start.health
         else next((d.health for d in declared if d.health), None),
         start_timeout=start.start_timeout if start else None,
         exercise=next((d.exercise for d in declared if d.exercise), ()),

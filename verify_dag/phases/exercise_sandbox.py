@@ -31,8 +31,9 @@ TIMEOUT = 3600.0
 _OUTCOME: TypeAdapter[exerciser.Exercise] = TypeAdapter(exerciser.Exercise)
 
 
-def exercise(eng: EngineerContext, wt: Path, env: dict[str, str],
-             criterion: str | None = None) -> exerciser.Exercise:
+def exercise(
+    eng: EngineerContext, wt: Path, env: dict[str, str], criterion: str | None = None
+) -> exerciser.Exercise:
     """:func:`exerciser.exercise` in one sandbox of this host's (or directly without one, or
     when the exercise would run no command of the repository's: then there is nothing to
     isolate, and a Python started for nothing costs about half a second)."""
@@ -40,28 +41,46 @@ def exercise(eng: EngineerContext, wt: Path, env: dict[str, str],
         return exerciser.exercise(eng, wt, env, criterion)
     with tempfile.TemporaryDirectory(prefix="verify-dag-exercise-") as tmp:
         io = Path(tmp)
-        (io / "in.json").write_text(json.dumps({
-            "engineer": eng.model_dump(mode="json"), "workdir": str(wt),
-            "criterion": criterion}), encoding="utf-8")
+        (io / "in.json").write_text(
+            json.dumps(
+                {
+                    "engineer": eng.model_dump(mode="json"),
+                    "workdir": str(wt),
+                    "criterion": criterion,
+                }
+            ),
+            encoding="utf-8",
+        )
         # Inside, the exercise's commands must not try to nest a sandbox of their own.
         inner = {**env, sandbox.MODE_ENV: "none"}
-        res = util.run([sys.executable, "-m", __name__, str(io)], cwd=wt, env=inner,
-                       timeout=TIMEOUT, sandbox=Policy(writable=(io,)))
+        res = util.run(
+            [sys.executable, "-m", __name__, str(io)],
+            cwd=wt,
+            env=inner,
+            timeout=TIMEOUT,
+            sandbox=Policy(writable=(io,)),
+        )
         try:
             return _OUTCOME.validate_json((io / "out.json").read_bytes())
         except (OSError, ValueError) as exc:
             said = util.redact((res.stderr or res.stdout).strip()[-400:])
-            raise RuntimeError(f"the sandboxed exercise gave no outcome (exit {res.returncode}"
-                               f"{', timed out' if res.timed_out else ''}): "
-                               f"{said or type(exc).__name__}") from exc
+            raise RuntimeError(
+                f"the sandboxed exercise gave no outcome (exit {res.returncode}"
+                f"{', timed out' if res.timed_out else ''}): "
+                f"{said or type(exc).__name__}"
+            ) from exc
 
 
 def runs_commands(eng: EngineerContext, criterion: str | None) -> bool:
     """Whether the exercise runs anything: an app, EXERCISE commands, a gate's CHECK, the
     completion criterion."""
     parsed = gates.parse(eng.verification_md or "")
-    return bool(eng.start or eng.exercise or criterion
-                or any(g.check for g in (*parsed.exerciser, *parsed.review)))
+    return bool(
+        eng.start
+        or eng.exercise
+        or criterion
+        or any(g.check for g in (*parsed.exerciser, *parsed.review))
+    )
 
 
 def _main(io: Path) -> int:  # pragma: no cover - runs inside the sandbox, tested through it

@@ -55,14 +55,16 @@ def run(state: RunState) -> SkillOutcome:
     # Any failure, whatever its type, must leave a result for the report (chord semantics).
     except Exception as exc:  # noqa: BLE001
         why = f"{type(exc).__name__}: {util.redact(str(exc))}"
-        return _blocked(f"EXERCISER_ERROR: {why}; {lens(state.request)}",
-                        state.request.completion)
+        return _blocked(f"EXERCISER_ERROR: {why}; {lens(state.request)}", state.request.completion)
 
 
 def _blocked(notes: str, criterion: str | None = None) -> SkillOutcome:
     # A --completion criterion that never ran is shown as such, not left out.
-    shown = () if criterion is None else (
-        _completion_blocked(criterion, "not run: the exerciser was blocked"),)
+    shown = (
+        ()
+        if criterion is None
+        else (_completion_blocked(criterion, "not run: the exerciser was blocked"),)
+    )
     return SkillOutcome(skill=SKILL, status="BLOCKED", reason=REASON, notes=notes, gates=shown)
 
 
@@ -91,8 +93,10 @@ def _run(state: RunState) -> SkillOutcome:
 
     scope = state.scope
     if scope is None or not scope.new_commit:
-        return _blocked(f"NO_COMMIT: no verified commit to exercise; {lens(state.request)}",
-                        state.request.completion)
+        return _blocked(
+            f"NO_COMMIT: no verified commit to exercise; {lens(state.request)}",
+            state.request.completion,
+        )
     eng = state.engineer or EngineerContext()
     # Scripts the repository declares may read this; nothing of ours is in it (DESIGN §5).
     env = util.scrubbed_env({"PYTHONDONTWRITEBYTECODE": "1"})
@@ -108,13 +112,20 @@ def _run(state: RunState) -> SkillOutcome:
                 verified, vnote = verify_issues(state, wt, env)
         ex = exercise_sandbox.exercise(eng, wt, env, state.request.completion)
     notes = "; ".join([ex.note, *ex.details, vnote, lens(state.request)])
-    return SkillOutcome(skill=SKILL, status=ex.status, reason=REASON, notes=notes,
-                        findings=tuple(ex.findings), gates=tuple(ex.gates),
-                        verifications=tuple(verified))
+    return SkillOutcome(
+        skill=SKILL,
+        status=ex.status,
+        reason=REASON,
+        notes=notes,
+        findings=tuple(ex.findings),
+        gates=tuple(ex.gates),
+        verifications=tuple(verified),
+    )
 
 
-def exercise(eng: EngineerContext, wt: Path, env: dict[str, str],
-             criterion: str | None = None) -> Exercise:
+def exercise(
+    eng: EngineerContext, wt: Path, env: dict[str, str], criterion: str | None = None
+) -> Exercise:
     """START and HEALTH, the EXERCISE commands, then every gate, in ``wt``. The debugger runs
     this same code at the merge base, so what it compares there is what was checked here."""
     parsed = gates.parse(eng.verification_md or "")
@@ -134,35 +145,58 @@ def exercise(eng: EngineerContext, wt: Path, env: dict[str, str],
             res = gates.run_command(command, wt, env)
             if res.returncode != 0 or res.timed_out:
                 got = "timed out" if res.timed_out else f"exited {res.returncode}"
-                seen = (gates.excerpt(res.stderr, tail=True) or gates.excerpt(res.stdout, tail=True)
-                        or "no output")
-                ex.findings.append(failure_finding(f"Exercise command failed: {command}",
-                                                   f"`{command}` {got}: {seen}"))
+                seen = (
+                    gates.excerpt(res.stderr, tail=True)
+                    or gates.excerpt(res.stdout, tail=True)
+                    or "no output"
+                )
+                ex.findings.append(
+                    failure_finding(
+                        f"Exercise command failed: {command}", f"`{command}` {got}: {seen}"
+                    )
+                )
         exercise_failed = len(ex.findings)
         if eng.exercise:
-            ex.details.append(f"{len(eng.exercise) - exercise_failed}/{len(eng.exercise)} "
-                              "exercise command(s) succeeded")
+            ex.details.append(
+                f"{len(eng.exercise) - exercise_failed}/{len(eng.exercise)} "
+                "exercise command(s) succeeded"
+            )
         # Gates are checked while the app is still up: they may well query it.
         ex.gates = [gates.check(g, wt, env) for g in (*parsed.exerciser, *parsed.review)]
         checked = None if criterion is None else _completion(criterion, wt, env)
     finally:
         if app is not None:
             _stop(app)
-    ex.findings += [failure_finding(f"{g.kind.capitalize()} gate failed: {g.rule}", g.evidence)
-                    for g in ex.gates if g.status == "FAIL"]
+    ex.findings += [
+        failure_finding(f"{g.kind.capitalize()} gate failed: {g.rule}", g.evidence)
+        for g in ex.gates
+        if g.status == "FAIL"
+    ]
     ex.details.extend(_gate_counts(ex.gates))
     own = [g.status for g in ex.gates if g.kind == "exerciser"]
     if exercise_failed or "FAIL" in own:
-        ex.status, ex.note = "FAILED", (f"FAILED: {exercise_failed} exercise command(s) and "
-                                        f"{own.count('FAIL')} exerciser gate(s) failed")
+        ex.status, ex.note = (
+            "FAILED",
+            (
+                f"FAILED: {exercise_failed} exercise command(s) and "
+                f"{own.count('FAIL')} exerciser gate(s) failed"
+            ),
+        )
     elif not declared:
-        where = (f"engineer skill at {eng.skill_dir} declares none" if eng.skill_dir
-                 else "no engineer skill found")
-        ex.status, ex.note = "BLOCKED", ("NO_EXERCISE_STRATEGY: no START, EXERCISE or exerciser "
-                                         f"gate declared ({where})")
+        where = (
+            f"engineer skill at {eng.skill_dir} declares none"
+            if eng.skill_dir
+            else "no engineer skill found"
+        )
+        ex.status, ex.note = (
+            "BLOCKED",
+            (f"NO_EXERCISE_STRATEGY: no START, EXERCISE or exerciser gate declared ({where})"),
+        )
     elif "BLOCKED" in own:
-        ex.status, ex.note = "BLOCKED", (f"GATE_BLOCKED: {own.count('BLOCKED')} exerciser "
-                                         "gate(s) could not be checked")
+        ex.status, ex.note = (
+            "BLOCKED",
+            (f"GATE_BLOCKED: {own.count('BLOCKED')} exerciser gate(s) could not be checked"),
+        )
     else:
         ex.note = "PASSED: the declared exercise succeeded"
     if checked is not None:
@@ -170,8 +204,9 @@ def exercise(eng: EngineerContext, wt: Path, env: dict[str, str],
     return ex
 
 
-def _completion(criterion: str, wt: Path,
-                env: dict[str, str]) -> tuple[GateResult, str, Finding | None]:
+def _completion(
+    criterion: str, wt: Path, env: dict[str, str]
+) -> tuple[GateResult, str, Finding | None]:
     """verify --completion: seed 001's criterion with its validation, limits (30 s, 100 KB per
     stream) and verdict rule, in the worktree. Shown as an exerciser gate checked by
     "completion", with its verdict line and, when it failed, a finding."""
@@ -179,21 +214,34 @@ def _completion(criterion: str, wt: Path,
     passed = result.verdict == "pass"
     # A failure is explained at the end of its output (a test summary, a traceback).
     seen = gates.excerpt(run.stdout, tail=not passed) or gates.excerpt(run.stderr, tail=True)
-    evidence = gates.cap(util.redact(
-        f"`{criterion}`: {result.verdict}: {result.reason}"
-        + (f"; output: {seen}" if seen else "; no output")
-        + (" (output truncated)" if run.truncated else "")))
-    gate = GateResult(kind="exerciser", rule=f"Completion criterion: {criterion}",
-                      status="PASS" if passed else "FAIL", evidence=evidence,
-                      checker=COMPLETION_CHECKER)
-    finding = (None if passed
-               else failure_finding(f"Completion criterion failed: {criterion}", evidence))
+    evidence = gates.cap(
+        util.redact(
+            f"`{criterion}`: {result.verdict}: {result.reason}"
+            + (f"; output: {seen}" if seen else "; no output")
+            + (" (output truncated)" if run.truncated else "")
+        )
+    )
+    gate = GateResult(
+        kind="exerciser",
+        rule=f"Completion criterion: {criterion}",
+        status="PASS" if passed else "FAIL",
+        evidence=evidence,
+        checker=COMPLETION_CHECKER,
+    )
+    finding = (
+        None if passed else failure_finding(f"Completion criterion failed: {criterion}", evidence)
+    )
     return gate, f"completion criterion: {result.verdict} ({result.reason})", finding
 
 
 def _completion_blocked(criterion: str, why: str) -> GateResult:
-    return GateResult(kind="exerciser", rule=f"Completion criterion: {criterion}",
-                      status="BLOCKED", evidence=why, checker=COMPLETION_CHECKER)
+    return GateResult(
+        kind="exerciser",
+        rule=f"Completion criterion: {criterion}",
+        status="BLOCKED",
+        evidence=why,
+        checker=COMPLETION_CHECKER,
+    )
 
 
 def _add_completion(ex: Exercise, gate: GateResult, line: str, finding: Finding | None) -> None:
@@ -203,25 +251,30 @@ def _add_completion(ex: Exercise, gate: GateResult, line: str, finding: Finding 
     ex.details.append(line)
     if finding is not None:
         ex.findings.append(finding)
-        ex.note = (f"{ex.note}; the completion criterion failed" if ex.status == "FAILED"
-                   else "FAILED: the completion criterion failed")
+        ex.note = (
+            f"{ex.note}; the completion criterion failed"
+            if ex.status == "FAILED"
+            else "FAILED: the completion criterion failed"
+        )
         ex.status = "FAILED"
 
 
-def _unavailable(parsed: gates.ParsedGates, evidence: str,
-                 criterion: str | None = None) -> Exercise:
+def _unavailable(
+    parsed: gates.ParsedGates, evidence: str, criterion: str | None = None
+) -> Exercise:
     why = "not checked: the app did not become healthy (SERVICE_UNAVAILABLE)"
     results = [
-        gates.check(g, Path("."), {}) if g.kind == "review" and g.check is None
-        else GateResult(kind=g.kind, rule=g.rule, status="BLOCKED", evidence=why,
-                        checker="exerciser")
+        gates.check(g, Path("."), {})
+        if g.kind == "review" and g.check is None
+        else GateResult(
+            kind=g.kind, rule=g.rule, status="BLOCKED", evidence=why, checker="exerciser"
+        )
         for g in (*parsed.exerciser, *parsed.review)
     ]
     details = _gate_counts(results)
     if criterion is not None:
         results.insert(0, _completion_blocked(criterion, why))
-    return Exercise("BLOCKED", f"SERVICE_UNAVAILABLE: {evidence}", gates=results,
-                     details=details)
+    return Exercise("BLOCKED", f"SERVICE_UNAVAILABLE: {evidence}", gates=results, details=details)
 
 
 def _gate_counts(results: list[GateResult]) -> list[str]:
@@ -238,8 +291,13 @@ def failure_finding(title: str, evidence: str) -> Finding:
     """An exerciser failure. Public: the debugger matches its base checks by these titles."""
     if len(title) > _TITLE_MAX:
         title = title[: _TITLE_MAX - 3] + "..."
-    return Finding(title=title, severity=8, description=util.redact(evidence), source=SKILL,
-                   issue_class="correctness")
+    return Finding(
+        title=title,
+        severity=8,
+        description=util.redact(evidence),
+        source=SKILL,
+        issue_class="correctness",
+    )
 
 
 # --- the application under test ---------------------------------------------------------------
@@ -271,9 +329,15 @@ def _drain(proc: subprocess.Popen[bytes], log: bytearray) -> None:
 
 
 def start_background(command: str, cwd: Path, env: dict[str, str]) -> _App:
-    proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        ["bash", "-c", command],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     log = bytearray()
     reader = threading.Thread(target=_drain, args=(proc, log), daemon=True)
     reader.start()
@@ -296,8 +360,9 @@ def _stop(app: _App) -> None:
         app.proc.stdout.close()
 
 
-def _start_healthy(start: str, health: str | None, wt: Path, env: dict[str, str],
-                   limit: float) -> tuple[_App | None, bool, str]:
+def _start_healthy(
+    start: str, health: str | None, wt: Path, env: dict[str, str], limit: float
+) -> tuple[_App | None, bool, str]:
     """(app, healthy, evidence). The caller stops the app whatever the answer."""
     began = time.monotonic()
     try:
@@ -308,8 +373,14 @@ def _start_healthy(start: str, health: str | None, wt: Path, env: dict[str, str]
     while True:
         code = app.proc.poll()
         if code is not None:
-            return app, False, (f"`{start}` exited {code} before it was healthy; app output: "
-                                f"{app.tail() or 'none'}")
+            return (
+                app,
+                False,
+                (
+                    f"`{start}` exited {code} before it was healthy; app output: "
+                    f"{app.tail() or 'none'}"
+                ),
+            )
         waited = time.monotonic() - began
         if health is None:
             if waited >= 1.0:  # no HEALTH: the app must at least stay up for a moment
@@ -317,12 +388,21 @@ def _start_healthy(start: str, health: str | None, wt: Path, env: dict[str, str]
             time.sleep(0.1)
             continue
         if waited >= limit:
-            return app, False, (f"HEALTH `{health}` not ok within {limit:g}s (last: {last}); "
-                                f"app output: {app.tail() or 'none'}")
+            return (
+                app,
+                False,
+                (
+                    f"HEALTH `{health}` not ok within {limit:g}s (last: {last}); "
+                    f"app output: {app.tail() or 'none'}"
+                ),
+            )
         res = gates.run_command(health, wt, env, timeout=max(1.0, min(10.0, limit - waited)))
         if res.returncode == 0 and not res.timed_out:
             return app, True, f"healthy after {time.monotonic() - began:.1f}s"
         said = gates.excerpt(res.stderr or res.stdout, 160, tail=True)
-        last = "timed out" if res.timed_out else (
-            f"exit {res.returncode}" + (f": {said}" if said else ""))
+        last = (
+            "timed out"
+            if res.timed_out
+            else (f"exit {res.returncode}" + (f": {said}" if said else ""))
+        )
         time.sleep(0.25)

@@ -59,12 +59,14 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _ITEM = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+(.*)$")
 _KEY = re.compile(
     r"^\s*(?:[-*+]\s+)?(?:\*\*)?(CHECK|EXPECT|START|HEALTH|START_TIMEOUT|EXERCISE)(?:\*\*)?:"
-    r"(?:\*\*)?\s*(.*?)\s*$")
+    r"(?:\*\*)?\s*(.*?)\s*$"
+)
 _CLAUSE = re.compile(
-    r'\s*(?:exit\s+(?P<exit>-?\d+)'
+    r"\s*(?:exit\s+(?P<exit>-?\d+)"
     r'|output\s+contains\s+"(?P<contains>(?:[^"\\]|\\.)*)"'
     r"|output\s+matches\s+/(?P<regex>(?:[^/\\]|\\.)*)/)\s*(?:;|$)",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 def unquote(value: str) -> str:
@@ -141,8 +143,13 @@ def parse(verification_md: str) -> ParsedGates:
         if heading:
             close()
             title = heading.group(2).lower()
-            section = ("exerciser" if "exerciser gates" in title
-                       else "review" if "review gates" in title else None)
+            section = (
+                "exerciser"
+                if "exerciser gates" in title
+                else "review"
+                if "review gates" in title
+                else None
+            )
             continue
         key = _KEY.match(line)
         if key:
@@ -170,9 +177,13 @@ def parse(verification_md: str) -> ParsedGates:
             close()  # unindented prose ends the current gate
     close()
     return ParsedGates(
-        exerciser=tuple(gates["exerciser"]), review=tuple(gates["review"]),
-        start=app.get("START"), health=app.get("HEALTH"),
-        start_timeout=_seconds(app.get("START_TIMEOUT")), exercise=tuple(exercise))
+        exerciser=tuple(gates["exerciser"]),
+        review=tuple(gates["review"]),
+        start=app.get("START"),
+        health=app.get("HEALTH"),
+        start_timeout=_seconds(app.get("START_TIMEOUT")),
+        exercise=tuple(exercise),
+    )
 
 
 def _seconds(text: str | None) -> float | None:
@@ -186,35 +197,48 @@ def excerpt(text: str, limit: int = 200, *, tail: bool = False) -> str:
     folded = " ".join(util.redact(text).split())
     if len(folded) <= limit:
         return folded
-    return "..." + folded[3 - limit:] if tail else folded[: limit - 3] + "..."
+    return "..." + folded[3 - limit :] if tail else folded[: limit - 3] + "..."
 
 
 def cap(text: str, limit: int = EVIDENCE_MAX) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def run_command(command: str, cwd: Path, env: dict[str, str],
-                timeout: float = DEFAULT_TIMEOUT) -> util.Result:
+def run_command(
+    command: str, cwd: Path, env: dict[str, str], timeout: float = DEFAULT_TIMEOUT
+) -> util.Result:
     # The repository declared this command as shell text, so it runs under bash -c; it is its
     # own process group with a time limit and capped output (util.run).
-    return util.run(["bash", "-c", command], cwd=cwd, env=env, timeout=timeout, cap=OUTPUT_CAP,
-                    sandbox=Policy())
+    return util.run(
+        ["bash", "-c", command], cwd=cwd, env=env, timeout=timeout, cap=OUTPUT_CAP, sandbox=Policy()
+    )
 
 
-def check(gate: Gate, cwd: Path, env: dict[str, str],
-          timeout: float = DEFAULT_TIMEOUT) -> GateResult:
+def check(
+    gate: Gate, cwd: Path, env: dict[str, str], timeout: float = DEFAULT_TIMEOUT
+) -> GateResult:
     """Check one gate; evidence is what was observed (redacted, capped)."""
-    def result(status: Literal["PASS", "FAIL", "BLOCKED", "NOT_CHECKED"], evidence: str,
-               checker: str = "exerciser") -> GateResult:
-        return GateResult(kind=gate.kind, rule=gate.rule, status=status,
-                          evidence=cap(util.redact(evidence)), checker=checker)
+
+    def result(
+        status: Literal["PASS", "FAIL", "BLOCKED", "NOT_CHECKED"],
+        evidence: str,
+        checker: str = "exerciser",
+    ) -> GateResult:
+        return GateResult(
+            kind=gate.kind,
+            rule=gate.rule,
+            status=status,
+            evidence=cap(util.redact(evidence)),
+            checker=checker,
+        )
 
     if gate.problem is not None:
         return result("BLOCKED", f"malformed gate: {gate.problem}")
     if gate.check is None:
         if gate.kind == "review":
-            return result("NOT_CHECKED", "no CHECK command: needs a reviewer's judgement",
-                          checker="reviewer")
+            return result(
+                "NOT_CHECKED", "no CHECK command: needs a reviewer's judgement", checker="reviewer"
+            )
         return result("BLOCKED", "needs judgement: no CHECK command declared for this gate")
     res = run_command(gate.check, cwd, env, timeout)
     ran = f"`{gate.check}`"
@@ -226,17 +250,21 @@ def check(gate: Gate, cwd: Path, env: dict[str, str],
     failed: list[str] = []
     passed: list[str] = []
     (passed if res.returncode == gate.expect.exit_code else failed).append(
-        f"exit {res.returncode} (expected {gate.expect.exit_code})")
+        f"exit {res.returncode} (expected {gate.expect.exit_code})"
+    )
     for text in gate.expect.contains:
         (passed if text in output else failed).append(
-            f'output {"contains" if text in output else "lacks"} "{text}"')
+            f'output {"contains" if text in output else "lacks"} "{text}"'
+        )
     for pattern in gate.expect.matches:
         hit = re.search(pattern, output, re.MULTILINE) is not None
-        (passed if hit else failed).append(f"output {'matches' if hit else 'does not match'} "
-                                           f"/{pattern}/")
+        (passed if hit else failed).append(
+            f"output {'matches' if hit else 'does not match'} /{pattern}/"
+        )
     seen = excerpt(res.stdout) or excerpt(res.stderr, tail=True)
     tail = (f"; output: {seen}" if seen else "; no output") + (
-        " (output truncated)" if res.truncated else "")
+        " (output truncated)" if res.truncated else ""
+    )
     if failed:
         return result("FAIL", f"{ran}: " + "; ".join(failed + passed) + tail)
     return result("PASS", f"{ran}: " + "; ".join(passed) + tail)

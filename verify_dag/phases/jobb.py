@@ -27,46 +27,99 @@ _REASON_FILES = 3  # evidence items named in a reason before "and N more"
 # --- ux-reviewer: user-facing surfaces, matched on the changed lines -----------------------
 # Ordered: the first pattern that matches a line names the evidence for that file.
 _UX_LINE: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("CLI help text", re.compile(
-        r"\b(?:help|usage|epilog|description|short_help)\s*=\s*[rfbu]?['\"]"
-        r"|\bArgumentParser\s*\(|@(?:click|app|cli)\.(?:command|option|argument|group)\b"
-        r"|\btyper\.(?:Option|Argument)\s*\(|\.(?:description|usage|option)\s*\(\s*['\"`]")),
-    ("CLI/console output", re.compile(
-        r"(?<![\w.])print\s*\(|\b(?:click|typer)\.(?:echo|secho)\s*\("
-        r"|\bsys\.(?:stdout|stderr)\.write\s*\(|\bconsole\.(?:log|info|warn|error)\s*\("
-        r"|\bprocess\.(?:stdout|stderr)\.write\s*\(|\bfmt\.(?:Print|Fprint)\w*\s*\("
-        r"|\be?println!\s*\(")),
-    ("user-facing error message", re.compile(
-        r"\braise\s+\w+(?:Error|Exception|Exit)\s*\(\s*[rfbu]?['\"]"
-        r"|\bthrow\s+new\s+\w*Error\s*\(\s*['\"`]|\berrors\.New\s*\(\s*\"|\bfmt\.Errorf\s*\(")),
-    ("API response message", re.compile(
-        r"['\"](?:error|message|detail|msg)['\"]\s*:\s*[rfbu]?['\"`]"
-        r"|[{,]\s*(?:error|message|detail)\s*:\s*['\"`]"
-        r"|\bHTTPException\s*\([^)]*detail\s*=|\bjsonify\s*\(|\.status\(\s*\d+\s*\)\.(?:json|send)\(")),
-    ("user-visible log output", re.compile(
-        r"\b(?:log|logger|logging|LOG|LOGGER|_log|_logger)\s*\.\s*"
-        r"(?:warning|warn|error|exception|critical|fatal)\s*\(")),
+    (
+        "CLI help text",
+        re.compile(
+            r"\b(?:help|usage|epilog|description|short_help)\s*=\s*[rfbu]?['\"]"
+            r"|\bArgumentParser\s*\(|@(?:click|app|cli)\.(?:command|option|argument|group)\b"
+            r"|\btyper\.(?:Option|Argument)\s*\(|\.(?:description|usage|option)\s*\(\s*['\"`]"
+        ),
+    ),
+    (
+        "CLI/console output",
+        re.compile(
+            r"(?<![\w.])print\s*\(|\b(?:click|typer)\.(?:echo|secho)\s*\("
+            r"|\bsys\.(?:stdout|stderr)\.write\s*\(|\bconsole\.(?:log|info|warn|error)\s*\("
+            r"|\bprocess\.(?:stdout|stderr)\.write\s*\(|\bfmt\.(?:Print|Fprint)\w*\s*\("
+            r"|\be?println!\s*\("
+        ),
+    ),
+    (
+        "user-facing error message",
+        re.compile(
+            r"\braise\s+\w+(?:Error|Exception|Exit)\s*\(\s*[rfbu]?['\"]"
+            r"|\bthrow\s+new\s+\w*Error\s*\(\s*['\"`]|\berrors\.New\s*\(\s*\"|\bfmt\.Errorf\s*\("
+        ),
+    ),
+    (
+        "API response message",
+        re.compile(
+            r"['\"](?:error|message|detail|msg)['\"]\s*:\s*[rfbu]?['\"`]"
+            r"|[{,]\s*(?:error|message|detail)\s*:\s*['\"`]"
+            r"|\bHTTPException\s*\([^)]*detail\s*=|\bjsonify\s*\(|\.status\(\s*\d+\s*\)\.(?:json|send)\("
+        ),
+    ),
+    (
+        "user-visible log output",
+        re.compile(
+            r"\b(?:log|logger|logging|LOG|LOGGER|_log|_logger)\s*\.\s*"
+            r"(?:warning|warn|error|exception|critical|fatal)\s*\("
+        ),
+    ),
 )
 _LOCALE_EXT = frozenset({".po", ".pot", ".ftl", ".xliff", ".xlf", ".arb", ".strings"})
 _LOCALE_DIR = frozenset({"locale", "locales", "i18n", "l10n", "lang", "translations", "messages"})
 _LOCALE_DATA = frozenset({".json", ".yaml", ".yml", ".properties", ".toml"})
-_TEST_FILE = re.compile(r"(?:^|/)(?:tests?|__tests__|spec)/|(?:^|/)test_[^/]*$|_test\.\w+$"
-                        r"|\.(?:test|spec)\.\w+$")
+_TEST_FILE = re.compile(
+    r"(?:^|/)(?:tests?|__tests__|spec)/|(?:^|/)test_[^/]*$|_test\.\w+$"
+    r"|\.(?:test|spec)\.\w+$"
+)
 
 # --- visual-verify: files whose change affects the rendered page ---------------------------
 _JSX = re.compile(r"</[A-Za-z][\w.]*\s*>|<[A-Za-z][\w.]*(?:\s[^<>]*)?/>|<>")
 _MARKUP = re.compile(r"<[A-Za-z!][^<>]*>|\{\{|\{%")
 _SFC = {".vue": "Vue component", ".svelte": "Svelte component", ".astro": "Astro component"}
-_TEMPLATE_EXT = frozenset({".html", ".htm", ".j2", ".jinja", ".jinja2", ".njk", ".hbs", ".ejs",
-                           ".erb", ".liquid", ".twig", ".mustache"})
+_TEMPLATE_EXT = frozenset(
+    {
+        ".html",
+        ".htm",
+        ".j2",
+        ".jinja",
+        ".jinja2",
+        ".njk",
+        ".hbs",
+        ".ejs",
+        ".erb",
+        ".liquid",
+        ".twig",
+        ".mustache",
+    }
+)
 _STYLE_EXT = frozenset({".css", ".scss", ".sass", ".less", ".styl", ".pcss"})
-_ASSET_EXT = frozenset({".svg", ".png", ".jpg", ".jpeg", ".gif", ".webp", ".avif", ".ico",
-                        ".woff", ".woff2", ".ttf", ".otf"})
+_ASSET_EXT = frozenset(
+    {
+        ".svg",
+        ".png",
+        ".jpg",
+        ".jpeg",
+        ".gif",
+        ".webp",
+        ".avif",
+        ".ico",
+        ".woff",
+        ".woff2",
+        ".ttf",
+        ".otf",
+    }
+)
 _ASSET_DIR = frozenset({"public", "static", "assets"})
 # Design tokens: a design-tokens file or directory, tokens.json/yaml/css-like data, or a tailwind
 # config. Not any "token" in a path: auth tokens are no design surface.
-_TOKENS = re.compile(r"(?:^|/)design[-_.]?tokens|(?:^|/)tokens(?:/|\.(?:json|ya?ml|css|scss|less)$)"
-                     r"|(?:^|/)tailwind\.config\.[cm]?[jt]s$", re.IGNORECASE)
+_TOKENS = re.compile(
+    r"(?:^|/)design[-_.]?tokens|(?:^|/)tokens(?:/|\.(?:json|ya?ml|css|scss|less)$)"
+    r"|(?:^|/)tailwind\.config\.[cm]?[jt]s$",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -103,8 +156,11 @@ def run(state: RunState, workdir: Path) -> TriageResult:
     visual = _override(visual, req.skip_visual, "--skip-visual")
     assignments["ux-reviewer"] = ux.files if ux.applies else ()
     assignments["visual-verify"] = visual.files if visual.applies else ()
-    return TriageResult(skill_assignments=assignments,
-                        gating={"ux-reviewer": ux, "visual-verify": visual}, job_b=job_b)
+    return TriageResult(
+        skill_assignments=assignments,
+        gating={"ux-reviewer": ux, "visual-verify": visual},
+        job_b=job_b,
+    )
 
 
 def _override(gate: Gating, forced: bool, flag: str) -> Gating:
@@ -133,8 +189,7 @@ def _changed_lines(f: _File) -> list[tuple[int, str]]:
     ranges = f.change.lines
     if ranges is None:
         return list(enumerate(lines, 1))
-    return [(n, lines[n - 1]) for r in ranges for n in range(r.start, r.end + 1)
-            if n <= len(lines)]
+    return [(n, lines[n - 1]) for r in ranges for n in range(r.start, r.end + 1) if n <= len(lines)]
 
 
 def _ux_evidence(f: _File) -> str | None:
@@ -160,14 +215,19 @@ def _ux_evidence(f: _File) -> str | None:
 def _ux(read: Sequence[_File]) -> Gating:
     found = [(f.change.path, e) for f in read if (e := _ux_evidence(f)) is not None]
     if found:
-        return Gating(applies=True, reason=_join([e for _, e in found]),
-                      files=tuple(p for p, _ in found))
+        return Gating(
+            applies=True, reason=_join([e for _, e in found]), files=tuple(p for p, _ in found)
+        )
     unread = sum(1 for f in read if f.text is None)
     note = f", {unread} binary or unreadable file(s) not inspected" if unread else ""
-    return Gating(applies=False, reason=(
-        f"no user-facing surface in the changed lines of {len(read)} file(s): no UI components "
-        "or templates, CLI output or help text, error or API response messages, warning/error "
-        f"logs or locale files{note}"))
+    return Gating(
+        applies=False,
+        reason=(
+            f"no user-facing surface in the changed lines of {len(read)} file(s): no UI components "
+            "or templates, CLI output or help text, error or API response messages, warning/error "
+            f"logs or locale files{note}"
+        ),
+    )
 
 
 def _visual_evidence(f: _File) -> str | None:
@@ -200,16 +260,26 @@ def _markup_evidence(f: _File) -> str | None:
 
 
 def _visual(read: Sequence[_File]) -> Gating:
-    found = [(f.change.path, f"{e} in {f.change.path}")
-             for f in read if (e := _visual_evidence(f)) is not None]
+    found = [
+        (f.change.path, f"{e} in {f.change.path}")
+        for f in read
+        if (e := _visual_evidence(f)) is not None
+    ]
     if found:
-        return Gating(applies=True, reason=_join([e for _, e in found]),
-                      files=tuple(p for p, _ in found))
+        return Gating(
+            applies=True, reason=_join([e for _, e in found]), files=tuple(p for p, _ in found)
+        )
     # Name the near misses, so the skip says what was looked at and why it does not render.
-    near = [f"{f.change.path} has no JSX markup" for f in read
-            if PurePosixPath(f.change.path).suffix.lower() in (".tsx", ".jsx")]
-    near += [f"{f.change.path} is configuration" for f in read
-             if PurePosixPath(f.change.path).suffix.lower() in (".json", ".yaml", ".yml", ".toml")]
+    near = [
+        f"{f.change.path} has no JSX markup"
+        for f in read
+        if PurePosixPath(f.change.path).suffix.lower() in (".tsx", ".jsx")
+    ]
+    near += [
+        f"{f.change.path} is configuration"
+        for f in read
+        if PurePosixPath(f.change.path).suffix.lower() in (".json", ".yaml", ".yml", ".toml")
+    ]
     detail = f" ({_join(near)})" if near else ""
     return Gating(applies=False, reason=f"no UI-rendering files in scope{detail}")
 

@@ -36,8 +36,9 @@ def install_plugin(dest: Path) -> Path:
     every report of the kept coverage data (``coverage xml`` without -i) would fail on it."""
     lib = dest / "lib"
     lib.mkdir(parents=True)
-    (dest / "pyvenv.cfg").write_text("# verify-dag's pytest plugin, not the suite's code\n",
-                                     encoding="utf-8")
+    (dest / "pyvenv.cfg").write_text(
+        "# verify-dag's pytest plugin, not the suite's code\n", encoding="utf-8"
+    )
     (lib / f"{PLUGIN}.py").write_text(_PLUGIN_SOURCE, encoding="utf-8")
     return lib
 
@@ -57,10 +58,15 @@ class Counts:
 
     def notes(self) -> str:
         # pytest's own words; xfailed and xpassed only when there are any, as pytest does.
-        extra = "".join(f", {n} {word}" for n, word in ((self.xfailed, "xfailed"),
-                                                        (self.xpassed, "xpassed")) if n)
-        return (f"{self.passed} passed, {self.failures} failed, {self.errors} errors, "
-                f"{self.skipped - self.xfailed} skipped{extra} (pytest junit)")
+        extra = "".join(
+            f", {n} {word}"
+            for n, word in ((self.xfailed, "xfailed"), (self.xpassed, "xpassed"))
+            if n
+        )
+        return (
+            f"{self.passed} passed, {self.failures} failed, {self.errors} errors, "
+            f"{self.skipped - self.xfailed} skipped{extra} (pytest junit)"
+        )
 
 
 _RANK: dict[CaseOutcome, int] = {"passed": 0, "skipped": 1, "xfailed": 2, "error": 3, "failed": 4}
@@ -72,12 +78,17 @@ def cases(root: ET.Element, workdir: Path) -> list[CaseResult]:
     merged: dict[str, CaseResult] = {}
     for tc in root.iter("testcase"):
         outcome, reason = _case_outcome(tc)
-        props = [p.get("value", "") for p in tc.iter("property")
-                 if p.get("name", "").lower() in ("requirement", "requirements")]
+        props = [
+            p.get("value", "")
+            for p in tc.iter("property")
+            if p.get("name", "").lower() in ("requirement", "requirements")
+        ]
         case = CaseResult(
-            nodeid=nodeid(tc), outcome=outcome,
+            nodeid=nodeid(tc),
+            outcome=outcome,
             reason=evidence.sanitize(reason, workdir) if reason else None,
-            requirements=tuple(dict.fromkeys(evidence.REQ_ID.findall(" ".join(props)))))
+            requirements=tuple(dict.fromkeys(evidence.REQ_ID.findall(" ".join(props)))),
+        )
         known = merged.get(case.nodeid)
         if known is None or _RANK[outcome] > _RANK[known.outcome]:
             merged[case.nodeid] = case
@@ -115,12 +126,18 @@ def counts(root: ET.Element) -> Counts:
         return sum(int(s.get(attr, "0") or 0) for s in suites)
 
     testcases = list(root.iter("testcase"))
-    xfailed = sum(1 for tc in testcases for sk in tc.findall("skipped")
-                  if sk.get("type") == "pytest.xfail")
-    xpassed = sum(1 for tc in testcases if problem(tc) is None and any(
-        (p.get("name"), p.get("value")) == _XPASS for p in tc.iter("property")))
-    return Counts(total("tests"), total("failures"), total("errors"), total("skipped"),
-                  xfailed, xpassed)
+    xfailed = sum(
+        1 for tc in testcases for sk in tc.findall("skipped") if sk.get("type") == "pytest.xfail"
+    )
+    xpassed = sum(
+        1
+        for tc in testcases
+        if problem(tc) is None
+        and any((p.get("name"), p.get("value")) == _XPASS for p in tc.iter("property"))
+    )
+    return Counts(
+        total("tests"), total("failures"), total("errors"), total("skipped"), xfailed, xpassed
+    )
 
 
 def problem(tc: ET.Element) -> ET.Element | None:
@@ -144,5 +161,5 @@ def nodeid(tc: ET.Element) -> str:
     if not file:
         return "::".join(p for p in (classname, name) if p)
     module = file.removesuffix(".py").replace("/", ".")
-    inner = classname[len(module) + 1:] if classname.startswith(module + ".") else ""
+    inner = classname[len(module) + 1 :] if classname.startswith(module + ".") else ""
     return "::".join(p for p in (file, *inner.split("."), name) if p)

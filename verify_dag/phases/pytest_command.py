@@ -23,26 +23,62 @@ _CACHE = "needs pytest's cache, which verify-dag disables (-p no:cacheprovider) 
 _COVERAGE = "coverage is measured by verify-dag's own coverage.py run"
 _REPORT = "verify-dag writes and reads its own junit report"
 _RUN = "the suite must run, once, in this process"
-_XDIST = ("xdist workers are not measured by coverage.py's run; the suite runs in one process, "
-          "with the same tests")
+_XDIST = (
+    "xdist workers are not measured by coverage.py's run; the suite runs in one process, "
+    "with the same tests"
+)
 # option -> (takes a separate value when written without "=", why it is dropped)
 _DROPPED: dict[str, tuple[bool, str]] = {
-    **{o: (False, _CACHE) for o in (
-        "--lf", "--last-failed", "--ff", "--failed-first", "--nf", "--new-first", "--sw",
-        "--stepwise", "--sw-skip", "--stepwise-skip", "--sw-reset", "--stepwise-reset",
-        "--cache-clear", "--cache-show")},
+    **{
+        o: (False, _CACHE)
+        for o in (
+            "--lf",
+            "--last-failed",
+            "--ff",
+            "--failed-first",
+            "--nf",
+            "--new-first",
+            "--sw",
+            "--stepwise",
+            "--sw-skip",
+            "--stepwise-skip",
+            "--sw-reset",
+            "--stepwise-reset",
+            "--cache-clear",
+            "--cache-show",
+        )
+    },
     **{o: (True, _CACHE) for o in ("--lfnf", "--last-failed-no-failures")},
-    **{o: (False, _COVERAGE) for o in (
-        "--cov-append", "--cov-branch", "--no-cov", "--no-cov-on-fail")},
-    **{o: (True, _COVERAGE) for o in (
-        "--cov-report", "--cov-config", "--cov-fail-under", "--cov-context",
-        "--cov-precision")},
-    **{o: (True, _REPORT) for o in (
-        "--junitxml", "--junit-xml", "--junitprefix", "--junit-prefix")},
+    **{
+        o: (False, _COVERAGE)
+        for o in ("--cov-append", "--cov-branch", "--no-cov", "--no-cov-on-fail")
+    },
+    **{
+        o: (True, _COVERAGE)
+        for o in (
+            "--cov-report",
+            "--cov-config",
+            "--cov-fail-under",
+            "--cov-context",
+            "--cov-precision",
+        )
+    },
+    **{
+        o: (True, _REPORT) for o in ("--junitxml", "--junit-xml", "--junitprefix", "--junit-prefix")
+    },
     "--rootdir": (True, "verify-dag roots the run at the checkout, for repository-relative ids"),
-    **{o: (False, _RUN) for o in (
-        "--co", "--collect-only", "--collectonly", "--setup-only", "--setup-plan", "--pdb",
-        "--trace")},
+    **{
+        o: (False, _RUN)
+        for o in (
+            "--co",
+            "--collect-only",
+            "--collectonly",
+            "--setup-only",
+            "--setup-plan",
+            "--pdb",
+            "--trace",
+        )
+    },
     "--pdbcls": (True, _RUN),
     **{o: (True, _XDIST) for o in ("-n", "--numprocesses", "--maxprocesses", "--dist")},
 }
@@ -72,7 +108,7 @@ def args(argv: Sequence[str]) -> tuple[str, ...] | None:
     if head == "coverage" and rest[:1] == ("run",):
         for i in range(1, len(rest) - 1):
             if rest[i] == "-m" and rest[i + 1] == "pytest":
-                return rest[i + 2:]
+                return rest[i + 2 :]
             if not rest[i].startswith("-"):
                 return None  # `coverage run script.py`: not pytest
     return None
@@ -109,7 +145,7 @@ def selection(declared: Sequence[str]) -> tuple[tuple[str, ...], tuple[tuple[str
                 i = min(i + 1, len(declared))
         elif _XDIST_SHORT.match(tok):
             why = _XDIST
-        elif tok == "-p" and declared[i:i + 1] and declared[i] in _NO_JUNIT:
+        elif tok == "-p" and declared[i : i + 1] and declared[i] in _NO_JUNIT:
             why, i = _REPORT, i + 1
         elif tok.startswith("-p") and tok[2:] in _NO_JUNIT:
             why = _REPORT
@@ -123,8 +159,19 @@ def selection(declared: Sequence[str]) -> tuple[tuple[str, ...], tuple[tuple[str
 # The declared options that configure how pytest runs rather than which tests it selects: a
 # single failing test re-run at the merge base needs these (a plugin, an ini override, a config
 # file, warnings as errors), and none of the selection (paths, -k, -m) of the whole suite.
-_CONFIG_VALUED = frozenset({"-p", "-o", "--override-ini", "-c", "--config-file", "-W",
-                            "--pythonwarnings", "--import-mode", "--confcutdir"})
+_CONFIG_VALUED = frozenset(
+    {
+        "-p",
+        "-o",
+        "--override-ini",
+        "-c",
+        "--config-file",
+        "-W",
+        "--pythonwarnings",
+        "--import-mode",
+        "--confcutdir",
+    }
+)
 _CONFIG_FLAGS = frozenset({"--noconftest", "--strict-markers", "--strict-config"})
 
 
@@ -143,8 +190,9 @@ def config_options(declared: Sequence[str]) -> tuple[str, ...]:
         elif name in _CONFIG_VALUED and i + 1 < len(kept):
             out += [tok, kept[i + 1]]
             i += 1
-        elif tok in _CONFIG_FLAGS or (tok[:2] in ("-p", "-o", "-W", "-c") and len(tok) > 2
-                                      and not tok.startswith("--")):
+        elif tok in _CONFIG_FLAGS or (
+            tok[:2] in ("-p", "-o", "-W", "-c") and len(tok) > 2 and not tok.startswith("--")
+        ):
             out.append(tok)  # --strict-markers, or -pxdist / -Werror glued to its value
         i += 1
     return tuple(out)

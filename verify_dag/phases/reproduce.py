@@ -34,12 +34,15 @@ LABEL = "the verified commit"
 VStatus = Literal["CONFIRMED", "NOT_REPRODUCED", "NOT_APPLICABLE", "BLOCKED"]
 
 
-def verify_issues(state: RunState, wt: Path, env: dict[str, str],
-                  python: str = sys.executable) -> tuple[list[Verification], str]:
+def verify_issues(
+    state: RunState, wt: Path, env: dict[str, str], python: str = sys.executable
+) -> tuple[list[Verification], str]:
     """Try each reported issue once, deterministically; returns the entries and a summary."""
     seen: dict[tuple[str | None, int | None, str], Finding] = {}
-    earlier = [*(state.static.findings if state.static else ()),
-               *(f for o in state.outcomes if o.skill != SKILL for f in o.findings)]
+    earlier = [
+        *(state.static.findings if state.static else ()),
+        *(f for o in state.outcomes if o.skill != SKILL for f in o.findings),
+    ]
     for f in earlier:
         loc = f.location
         seen.setdefault((loc.path if loc else None, loc.line if loc else None, f.title), f)
@@ -47,9 +50,17 @@ def verify_issues(state: RunState, wt: Path, env: dict[str, str],
     assert state.scope is not None
     # One surface for every issue: an analyser runs once per file, a test once per node id.
     surface = verifiers.Surface(
-        repo=Path(request.repo), commit=state.scope.new_commit, label=LABEL, history=False,
-        workdir=wt, env=env, python=python, toolchain=state.toolchain,
-        tool_cap=min(request.tool_timeout, TOOL_CAP), test_cap=min(request.test_timeout, TEST_CAP))
+        repo=Path(request.repo),
+        commit=state.scope.new_commit,
+        label=LABEL,
+        history=False,
+        workdir=wt,
+        env=env,
+        python=python,
+        toolchain=state.toolchain,
+        tool_cap=min(request.tool_timeout, TOOL_CAP),
+        test_cap=min(request.test_timeout, TEST_CAP),
+    )
     out: list[Verification] = []
     for n, f in enumerate(list(seen.values())[:MAX_ATTEMPTS], start=1):
         left = deadline - time.monotonic()
@@ -58,11 +69,18 @@ def verify_issues(state: RunState, wt: Path, env: dict[str, str],
         verdict = verifiers.verify(claims.from_finding(f, f"issue-{n}"), surface, Budget(left))
         status, evidence = status_of(f, verdict)
         loc = f.location
-        out.append(Verification(path=loc.path if loc else None, line=loc.line if loc else None,
-                                title=f.title, status=status,
-                                evidence=gates.cap(util.redact(evidence))))
-    counts = ", ".join(f"{[v.status for v in out].count(s)} {s}"
-                       for s in dict.fromkeys(v.status for v in out))
+        out.append(
+            Verification(
+                path=loc.path if loc else None,
+                line=loc.line if loc else None,
+                title=f.title,
+                status=status,
+                evidence=gates.cap(util.redact(evidence)),
+            )
+        )
+    counts = ", ".join(
+        f"{[v.status for v in out].count(s)} {s}" for s in dict.fromkeys(v.status for v in out)
+    )
     note = f"verified {len(out)} of {len(seen)} reported issue(s)" + (f" ({counts})" if out else "")
     if len(out) < len(seen):
         note += f"; {len(seen) - len(out)} not attempted (cap {MAX_ATTEMPTS} or time budget)"

@@ -33,7 +33,11 @@ from verify_dag.phases.scope_text import shell_command
 from verify_dag.repos import check_url_scope
 
 _STATUS: dict[str, FileStatus] = {
-    "A": "added", "M": "modified", "D": "deleted", "R": "renamed", "C": "copied",
+    "A": "added",
+    "M": "modified",
+    "D": "deleted",
+    "R": "renamed",
+    "C": "copied",
     "T": "type-changed",
 }
 _FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -69,8 +73,10 @@ def validate_request(req: VerifyRequest) -> VerifyRequest:
         git.check_ref(req.base, "--base ref")
     if req.no_carry_forward and not req.ledger:
         # Like --skip-ux at light: accepting it would let a caller believe it changed something.
-        raise UsageError("--no-carry-forward requires --ledger (it keeps a ledger for reporting "
-                         "only; without one every run is already a first run)")
+        raise UsageError(
+            "--no-carry-forward requires --ledger (it keeps a ledger for reporting "
+            "only; without one every run is already a first run)"
+        )
     if req.since is not None:
         if not req.ledger:
             raise UsageError("--since requires --ledger")
@@ -81,12 +87,14 @@ def validate_request(req: VerifyRequest) -> VerifyRequest:
     # as git's own pathspecs are; from outside it, relative to the repository's top.
     here = Path.cwd().resolve()
     start = here if _relative(here, top) is not None else top
-    files = tuple(dict.fromkeys(_inside(top, f, "--files", start, file_only=True)
-                                for f in req.files))
+    files = tuple(
+        dict.fromkeys(_inside(top, f, "--files", start, file_only=True) for f in req.files)
+    )
     module = _inside(top, req.module, "--module", start) if req.module is not None else None
     scope = "files" if files else "module" if module is not None else req.scope
-    return req.model_copy(update={"repo": str(top), "files": files, "module": module,
-                                  "scope": scope})
+    return req.model_copy(
+        update={"repo": str(top), "files": files, "module": module, "scope": scope}
+    )
 
 
 def _inside(top: Path, raw: str, flag: str, start: Path, file_only: bool = False) -> str:
@@ -190,23 +198,33 @@ def _auto(states: States) -> Scope:
     base, notes = _default_base(repo)
     clean = "no staged or unstaged changes"
     if base is None:
-        return _nothing("auto", None, head, f"{clean}, and no base branch exists ({_NO_BASE})",
-                        notes)
+        return _nothing(
+            "auto", None, head, f"{clean}, and no base branch exists ({_NO_BASE})", notes
+        )
     mb = git.merge_base(repo, base, head)
     if mb is None:
-        return _nothing("auto", None, head, f"{clean}, and HEAD shares no history with {base}",
-                        notes)
+        return _nothing(
+            "auto", None, head, f"{clean}, and HEAD shares no history with {base}", notes
+        )
     scope = _branch(repo, head, None, base, mb, notes)
     if scope.nothing_to_verify:
-        return _nothing("auto", None, head, f"{clean}, and HEAD has no changes ahead of {base}",
-                        notes)
+        return _nothing(
+            "auto", None, head, f"{clean}, and HEAD has no changes ahead of {base}", notes
+        )
     return scope
 
 
-def _nothing(mode: str, requested: str | None, head: str, reason: str,
-             notes: Sequence[str] = ()) -> Scope:
-    return Scope(mode=mode, requested_mode=requested, head_sha=head, new_commit=head,
-                 nothing_to_verify=True, notes=(reason, *notes))
+def _nothing(
+    mode: str, requested: str | None, head: str, reason: str, notes: Sequence[str] = ()
+) -> Scope:
+    return Scope(
+        mode=mode,
+        requested_mode=requested,
+        head_sha=head,
+        new_commit=head,
+        nothing_to_verify=True,
+        notes=(reason, *notes),
+    )
 
 
 def _staged(repo: str, head: str, requested: str | None, idx: str) -> Scope:
@@ -214,10 +232,19 @@ def _staged(repo: str, head: str, requested: str | None, idx: str) -> Scope:
         return _nothing("staged", requested, head, "no staged changes")
     changes = _changes(repo, head, idx)
     paths = _filter(changes)
-    return Scope(mode="staged", requested_mode=requested, compare_ref="INDEX", path_filter=paths,
-                 diff_command=shell_command(["git", "diff", "--cached"], paths), head_sha=head,
-                 old_commit=head, new_commit=idx, included=changes, excluded=(ALL_OTHER_FILES,),
-                 diff_stat=git.diff_stat(repo, head, idx))
+    return Scope(
+        mode="staged",
+        requested_mode=requested,
+        compare_ref="INDEX",
+        path_filter=paths,
+        diff_command=shell_command(["git", "diff", "--cached"], paths),
+        head_sha=head,
+        old_commit=head,
+        new_commit=idx,
+        included=changes,
+        excluded=(ALL_OTHER_FILES,),
+        diff_stat=git.diff_stat(repo, head, idx),
+    )
 
 
 def _unstaged(states: States, requested: str | None) -> Scope:
@@ -232,10 +259,19 @@ def _unstaged(states: States, requested: str | None) -> Scope:
     changes = _changes(repo, idx, wt, tracked, renames=False)
     paths = _filter(changes)
     excluded = (*(ExcludedFile(path=p, reason=_UNTRACKED) for p in untracked), ALL_OTHER_FILES)
-    return Scope(mode="unstaged", requested_mode=requested, compare_ref="WORKTREE",
-                 path_filter=paths, diff_command=shell_command(["git", "diff"], paths),
-                 head_sha=head, old_commit=idx, new_commit=wt, included=changes, excluded=excluded,
-                 diff_stat=git.diff_stat(repo, idx, wt, paths, renames=False))
+    return Scope(
+        mode="unstaged",
+        requested_mode=requested,
+        compare_ref="WORKTREE",
+        path_filter=paths,
+        diff_command=shell_command(["git", "diff"], paths),
+        head_sha=head,
+        old_commit=idx,
+        new_commit=wt,
+        included=changes,
+        excluded=excluded,
+        diff_stat=git.diff_stat(repo, idx, wt, paths, renames=False),
+    )
 
 
 def _explicit_branch(repo: str, head: str, base: str | None) -> Scope:
@@ -257,8 +293,13 @@ def _explicit_branch(repo: str, head: str, base: str | None) -> Scope:
     mb = git.merge_base(repo, base, head)
     if mb is None:
         shallow = " (the repository is a shallow clone)" if git.is_shallow(repo) else ""
-        return _error(head, base, "MERGE_BASE_FAILED",
-                      f"no merge base between {base!r} and HEAD {head}{shallow}", notes)
+        return _error(
+            head,
+            base,
+            "MERGE_BASE_FAILED",
+            f"no merge base between {base!r} and HEAD {head}{shallow}",
+            notes,
+        )
     return _branch(repo, head, "branch", base, mb, notes)
 
 
@@ -283,21 +324,42 @@ def _default_base(repo: str) -> tuple[str | None, list[str]]:
 
 
 def _error(head: str, base: str | None, code: str, message: str, notes: Sequence[str]) -> Scope:
-    return Scope(mode="branch", requested_mode="branch", base_ref=base, head_sha=head,
-                 new_commit=head, notes=tuple(notes), error=ScopeError(code=code, message=message))
+    return Scope(
+        mode="branch",
+        requested_mode="branch",
+        base_ref=base,
+        head_sha=head,
+        new_commit=head,
+        notes=tuple(notes),
+        error=ScopeError(code=code, message=message),
+    )
 
 
-def _branch(repo: str, head: str, requested: str | None, base: str, mb: str,
-            notes: Sequence[str]) -> Scope:
+def _branch(
+    repo: str, head: str, requested: str | None, base: str, mb: str, notes: Sequence[str]
+) -> Scope:
     changes = _changes(repo, mb, head) if mb != head else ()
-    fields = {"mode": "branch", "requested_mode": requested, "base_ref": base,
-              "merge_base": mb, "head_sha": head, "old_commit": mb, "new_commit": head,
-              "diff_command": shell_command(["git", "diff", mb, head], ())}
+    fields = {
+        "mode": "branch",
+        "requested_mode": requested,
+        "base_ref": base,
+        "merge_base": mb,
+        "head_sha": head,
+        "old_commit": mb,
+        "new_commit": head,
+        "diff_command": shell_command(["git", "diff", mb, head], ()),
+    }
     if not changes:
-        return Scope(**fields, nothing_to_verify=True,
-                     notes=(f"no changes between {base} and HEAD", *notes))
-    return Scope(**fields, included=changes, excluded=(ALL_OTHER_FILES,), notes=tuple(notes),
-                 diff_stat=git.diff_stat(repo, mb, head))
+        return Scope(
+            **fields, nothing_to_verify=True, notes=(f"no changes between {base} and HEAD", *notes)
+        )
+    return Scope(
+        **fields,
+        included=changes,
+        excluded=(ALL_OTHER_FILES,),
+        notes=tuple(notes),
+        diff_stat=git.diff_stat(repo, mb, head),
+    )
 
 
 def _whole(states: States, mode: str, paths: Sequence[str]) -> Scope:
@@ -308,8 +370,11 @@ def _whole(states: States, mode: str, paths: Sequence[str]) -> Scope:
     if mode == "files" or (mode == "module" and in_tree == [paths[0]]):
         present = set(in_tree)
         chosen = [p for p in paths if p in present]
-        excluded = [ExcludedFile(path=p, reason="ignored by git (not in the verified snapshot)")
-                    for p in paths if p not in present]
+        excluded = [
+            ExcludedFile(path=p, reason="ignored by git (not in the verified snapshot)")
+            for p in paths
+            if p not in present
+        ]
     else:
         # Directories mean tracked files; untracked ones are in the snapshot only so that a
         # checkout of it matches the user's work tree.
@@ -318,26 +383,35 @@ def _whole(states: States, mode: str, paths: Sequence[str]) -> Scope:
         chosen = [p for p in in_tree if p not in skip]
         # Named, as the unstaged scope names them: a file left out silently reads as verified.
         listed = set(in_tree)
-        excluded = [ExcludedFile(path=p, reason=_UNTRACKED_WHOLE) for p in untracked
-                    if p in listed]
+        excluded = [ExcludedFile(path=p, reason=_UNTRACKED_WHOLE) for p in untracked if p in listed]
     excluded += [] if mode == "all" else [ALL_OTHER_FILES]
     path_filter = () if mode == "all" else tuple(paths)
     if not chosen:
         where = "the repository" if mode == "all" else ", ".join(paths)
         left_out = "; ".join(f"{e.path}: {e.reason}" for e in excluded if e != ALL_OTHER_FILES)
-        nothing = _nothing(mode, mode, head, f"no tracked files in {where}",
-                           (left_out,) if left_out else ())
+        nothing = _nothing(
+            mode, mode, head, f"no tracked files in {where}", (left_out,) if left_out else ()
+        )
         # What was asked for and left out stays visible in the JSON too, not only in a note.
         return nothing.model_copy(update={"excluded": tuple(excluded), "path_filter": path_filter})
     binary = git.binary_paths(repo, git.empty_tree(repo), wt, chosen if path_filter else ())
     included = tuple(FileChange(path=p, status="included", binary=p in binary) for p in chosen)
-    return Scope(mode=mode, requested_mode=mode, compare_ref="WORKTREE", path_filter=path_filter,
-                 diff_command=shell_command(["git", "ls-files"], path_filter), head_sha=head,
-                 new_commit=wt, included=included, excluded=tuple(excluded))
+    return Scope(
+        mode=mode,
+        requested_mode=mode,
+        compare_ref="WORKTREE",
+        path_filter=path_filter,
+        diff_command=shell_command(["git", "ls-files"], path_filter),
+        head_sha=head,
+        new_commit=wt,
+        included=included,
+        excluded=tuple(excluded),
+    )
 
 
-def _changes(repo: str, old: str, new: str, paths: Sequence[str] = (),
-             renames: bool = True) -> tuple[FileChange, ...]:
+def _changes(
+    repo: str, old: str, new: str, paths: Sequence[str] = (), renames: bool = True
+) -> tuple[FileChange, ...]:
     deltas = git.name_status(repo, old, new, paths, renames)
     if not deltas:
         return ()
@@ -353,8 +427,15 @@ def _changes(repo: str, old: str, new: str, paths: Sequence[str] = (),
             lines = None  # the entire new file is new code
         else:
             lines = tuple(LineRange(start=a, end=b) for a, b in ranges.get(d.path, ()))
-        out.append(FileChange(path=d.path, status=status, old_path=d.old_path,
-                              binary=d.path in binary, lines=lines))
+        out.append(
+            FileChange(
+                path=d.path,
+                status=status,
+                old_path=d.old_path,
+                binary=d.path in binary,
+                lines=lines,
+            )
+        )
     return tuple(out)
 
 
@@ -371,7 +452,9 @@ def _with_delta(repo: str, scope: Scope, since: str) -> Scope:
     if resolved is None:
         error = ScopeError(code="INVALID_SINCE", message=f"--since {since!r} is not a commit")
         return scope.model_copy(update={"error": error})
-    return scope.model_copy(update={
-        "delta_base_sha": since if _FULL_SHA.fullmatch(since) else resolved,
-        "delta_files": _changes(repo, resolved, scope.new_commit),
-    })
+    return scope.model_copy(
+        update={
+            "delta_base_sha": since if _FULL_SHA.fullmatch(since) else resolved,
+            "delta_files": _changes(repo, resolved, scope.new_commit),
+        }
+    )

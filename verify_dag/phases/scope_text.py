@@ -61,11 +61,16 @@ def scope_context(scope: Scope) -> str:
     whole = scope.old_commit is None
     commands = [scope.diff_command]
     if not whole:
-        commands.append(shell_command(["git", "diff", scope.old_commit or "", scope.new_commit],
-                                      scope.path_filter))
-    return (f"VERIFICATION SCOPE:\nFiles in scope:\n{files}\n\n"
-            f"{_WHOLE_RULES if whole else _DIFF_RULES}\n\n"
-            "Git commands to see your scoped changes:\n" + "\n".join(dict.fromkeys(commands)))
+        commands.append(
+            shell_command(
+                ["git", "diff", scope.old_commit or "", scope.new_commit], scope.path_filter
+            )
+        )
+    return (
+        f"VERIFICATION SCOPE:\nFiles in scope:\n{files}\n\n"
+        f"{_WHOLE_RULES if whole else _DIFF_RULES}\n\n"
+        "Git commands to see your scoped changes:\n" + "\n".join(dict.fromkeys(commands))
+    )
 
 
 def scope_metadata(scope: Scope) -> str:

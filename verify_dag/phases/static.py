@@ -41,7 +41,8 @@ def run(scope: Scope, toolchain: Toolchain, workdir: Path, timeout: float) -> Sk
     if not commands:
         return _skip("no linter or type checker discovered")
     files = [
-        f.path for f in scope.included
+        f.path
+        for f in scope.included
         if f.status != "deleted" and not f.binary and (workdir / f.path).is_file()
     ]
     findings: list[Finding] = []
@@ -73,13 +74,26 @@ def run(scope: Scope, toolchain: Toolchain, workdir: Path, timeout: float) -> Sk
     notes.extend(problems)
     names = ", ".join(tools.spec_for(c).name for c in commands)
     if not applicable:
-        return _skip(f"no files a discovered analyser covers ({len(files)} scoped file(s); "
-                     f"analysers: {names})")
+        return _skip(
+            f"no files a discovered analyser covers ({len(files)} scoped file(s); "
+            f"analysers: {names})"
+        )
     if not ran:
-        return SkillOutcome(skill=SKILL, status="NOT_RUN", notes=", ".join(notes), ran=False,
-                            reason="no discovered analyser could run", findings=tuple(findings))
-    return SkillOutcome(skill=SKILL, status="COMPLETED", notes=", ".join(notes),
-                        reason=f"analysers discovered: {names}", findings=tuple(findings))
+        return SkillOutcome(
+            skill=SKILL,
+            status="NOT_RUN",
+            notes=", ".join(notes),
+            ran=False,
+            reason="no discovered analyser could run",
+            findings=tuple(findings),
+        )
+    return SkillOutcome(
+        skill=SKILL,
+        status="COMPLETED",
+        notes=", ".join(notes),
+        reason=f"analysers discovered: {names}",
+        findings=tuple(findings),
+    )
 
 
 def _note(name: str, found: list[Finding], dropped: str, failure: str | None) -> str:
@@ -129,8 +143,9 @@ def run_tool(spec: ToolSpec, files: Sequence[str], workdir: Path, timeout: float
             return result
         # The project's config (mypy plugins, make recipes, npm scripts) executes repository
         # code, so these run like the test suite: scrubbed environment, time limit, capped output.
-        res = util.run(argv, cwd=workdir, timeout=timeout, env=util.scrubbed_env(),
-                       sandbox=Policy())
+        res = util.run(
+            argv, cwd=workdir, timeout=timeout, env=util.scrubbed_env(), sandbox=Policy()
+        )
         result.detail = _head(res.stderr) or _head(res.stdout)
         if res.not_found:
             result.failure = f"{argv[0]} was not found"
@@ -142,7 +157,8 @@ def run_tool(spec: ToolSpec, files: Sequence[str], workdir: Path, timeout: float
         result.raw.extend(raw)
         if res.returncode not in spec.ok_exit_codes and not _explained(spec, raw):
             result.failure = f"exited {res.returncode}" + (
-                ", output truncated" if res.truncated else "")
+                ", output truncated" if res.truncated else ""
+            )
             return result
     return result
 
@@ -196,8 +212,10 @@ def _cannot_run(name: str, command: Command, result: ToolRun) -> Finding:
     return Finding(
         title=f"{name} could not run",
         severity=7,
-        description=(f"{name} (discovered in {command.source}) could not run: {result.failure}. "
-                     f"Its findings are missing from this report, not absent.{detail}"),
+        description=(
+            f"{name} (discovered in {command.source}) could not run: {result.failure}. "
+            f"Its findings are missing from this report, not absent.{detail}"
+        ),
         source=SKILL,
         issue_class="environment",
         tool=name,

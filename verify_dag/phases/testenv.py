@@ -54,15 +54,19 @@ def cache_root() -> Path:
     return Path(os.environ.get(CACHE_VAR) or Path.home() / ".cache" / "verify-dag")
 
 
-def provision(workdir: Path, toolchain: Toolchain, cache_dir: Path | None = None,
-              timeout: float = 900) -> Env:
+def provision(
+    workdir: Path, toolchain: Toolchain, cache_dir: Path | None = None, timeout: float = 900
+) -> Env:
     """The environment the suite of ``workdir`` runs in; failures are in ``Env.error``."""
     command = toolchain.test
     root = cache_dir if cache_dir is not None else cache_root()
     try:
         if command is not None and Path(command.argv[0]).name in testenv_npm.RUNNERS:
-            return testenv_npm.node(workdir, root / "node", timeout) if (
-                workdir / "package.json").is_file() else Env()
+            return (
+                testenv_npm.node(workdir, root / "node", timeout)
+                if (workdir / "package.json").is_file()
+                else Env()
+            )
         plan = testenv_plan.read(workdir)
         if plan is None:
             return Env()
@@ -101,30 +105,39 @@ def layer(env: Env, workdir: Path, dest: Path, timeout: float = 900) -> Env:
     ``workdir``. The cached env's site-packages is added with ``site.addsitedir`` from a .pth
     file, so its own .pth files (editable dependencies, namespace packages) still work."""
     assert env.python is not None and env.bin_dir is not None
-    res = util.run([sys.executable, "-m", "venv", "--without-pip", str(dest)],
-                   timeout=timeout, env=pip_env())
+    res = util.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(dest)], timeout=timeout, env=pip_env()
+    )
     if res.returncode != 0:
         return replace(env, error=clean(f"could not create the run venv: {tail(res)}"))
     (_purelib(dest) / "_verify_dag_base.pth").write_text(
-        f"import site; site.addsitedir({str(_purelib(env.bin_dir.parent))!r})\n", encoding="utf-8")
+        f"import site; site.addsitedir({str(_purelib(env.bin_dir.parent))!r})\n", encoding="utf-8"
+    )
     python = dest / "bin" / "python"
     # --no-deps: the dependencies are in the cached env already; the worktree is throwaway, so
     # the build files an editable install leaves in it (egg-info, build/) harm nothing.
     argv = [*_pip(python), "install", "--no-deps", "-e", str(workdir)]
     # The project's build backend runs here: sandboxed, with the index but no credentials.
     build = Policy(network=True, writable=(dest,))
-    res = util.run([*argv, "--no-build-isolation"], cwd=workdir, timeout=timeout, env=pip_env(),
-                   sandbox=build)
+    res = util.run(
+        [*argv, "--no-build-isolation"], cwd=workdir, timeout=timeout, env=pip_env(), sandbox=build
+    )
     if res.returncode != 0 and not res.timed_out:
         res = util.run(argv, cwd=workdir, timeout=timeout, env=pip_env(), sandbox=build)
     if res.returncode != 0 or res.timed_out:
-        return replace(env, error=clean(f"installing the project into the run venv failed "
-                                        f"({env.source}): {tail(res)}"))
-    return replace(env, python=python, bin_dir=python.parent,
-                   path_dirs=(python.parent, *env.path_dirs))
+        return replace(
+            env,
+            error=clean(
+                f"installing the project into the run venv failed ({env.source}): {tail(res)}"
+            ),
+        )
+    return replace(
+        env, python=python, bin_dir=python.parent, path_dirs=(python.parent, *env.path_dirs)
+    )
 
 
 # -- building ---------------------------------------------------------------------------------
+
 
 def _python(workdir: Path, plan: Plan, envs: Path, deadline: float) -> Env:
     key = testenv_plan.key(workdir, plan)
@@ -132,8 +145,11 @@ def _python(workdir: Path, plan: Plan, envs: Path, deadline: float) -> Env:
     envs.mkdir(parents=True, exist_ok=True)
     with file_lock(envs / f"{key[:24]}.lock", deadline) as got:
         if not got:
-            return Env(key=key, source=plan.source,
-                       error="timed out waiting for another run building the same environment")
+            return Env(
+                key=key,
+                source=plan.source,
+                error="timed out waiting for another run building the same environment",
+            )
         done = _ready(env_dir)
         if done is not None:
             return _env(env_dir, key, plan.source, reused=True, project=done)
@@ -142,15 +158,24 @@ def _python(workdir: Path, plan: Plan, envs: Path, deadline: float) -> Env:
         if error is not None:
             shutil.rmtree(env_dir, ignore_errors=True)
             return Env(key=key, source=plan.source, error=clean(error))
-        write_atomic(env_dir / MARKER,
-                     json.dumps({"source": plan.source, "project": project}).encode("utf-8"))
+        write_atomic(
+            env_dir / MARKER,
+            json.dumps({"source": plan.source, "project": project}).encode("utf-8"),
+        )
     return _env(env_dir, key, plan.source, reused=False, project=project)
 
 
 def _env(env_dir: Path, key: str, source: str, *, reused: bool, project: bool) -> Env:
     bin_dir = env_dir / "bin"
-    return Env(python=bin_dir / "python", bin_dir=bin_dir, key=key, reused=reused, source=source,
-               project=project, path_dirs=(bin_dir,))
+    return Env(
+        python=bin_dir / "python",
+        bin_dir=bin_dir,
+        key=key,
+        reused=reused,
+        source=source,
+        project=project,
+        path_dirs=(bin_dir,),
+    )
 
 
 def _ready(env_dir: Path) -> bool | None:
@@ -190,15 +215,25 @@ def _build(workdir: Path, plan: Plan, env_dir: Path, deadline: float) -> tuple[s
             return f"pip install from {plan.source} failed: {tail(res)}", False
         names = _installed_from(report, src)
         if names:
-            res = util.run([*pip, "uninstall", "-y", *names], cwd=tmp,
-                           timeout=_left(deadline), env=pip_env(), sandbox=build)
+            res = util.run(
+                [*pip, "uninstall", "-y", *names],
+                cwd=tmp,
+                timeout=_left(deadline),
+                env=pip_env(),
+                sandbox=build,
+            )
             if res.returncode != 0:
                 return f"removing the project from the cached env failed: {tail(res)}", False
             # Its build requirements, so that each run's editable install can skip build
             # isolation (seconds per run, and no index needed once the env is cached). Best
             # effort: layer() falls back to an isolated build when they are not usable.
-            util.run([*pip, "install", *_build_requires(src)], cwd=tmp,
-                     timeout=_left(deadline), env=pip_env(), sandbox=build)
+            util.run(
+                [*pip, "install", *_build_requires(src)],
+                cwd=tmp,
+                timeout=_left(deadline),
+                env=pip_env(),
+                sandbox=build,
+            )
     return None, bool(names)
 
 
@@ -214,8 +249,11 @@ def _build_requires(src: Path) -> list[str]:
 def _installed_from(report: Path, src: Path) -> list[str]:
     """Names of what pip installed from the checkout's root (the project), per its --report."""
     data = json.loads(report.read_text(encoding="utf-8"))
-    return [item["metadata"]["name"] for item in data.get("install", ())
-            if item.get("download_info", {}).get("url") == src.resolve().as_uri()]
+    return [
+        item["metadata"]["name"]
+        for item in data.get("install", ())
+        if item.get("download_info", {}).get("url") == src.resolve().as_uri()
+    ]
 
 
 @functools.cache
@@ -236,8 +274,9 @@ def _pip(python: Path) -> list[str]:
 
 
 def _purelib(venv: Path) -> Path:
-    return Path(sysconfig.get_path("purelib", "venv", vars={"base": str(venv),
-                                                             "platbase": str(venv)}))
+    return Path(
+        sysconfig.get_path("purelib", "venv", vars={"base": str(venv), "platbase": str(venv)})
+    )
 
 
 def _left(deadline: float) -> float:

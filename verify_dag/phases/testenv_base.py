@@ -38,8 +38,9 @@ def clean(text: str) -> str:
 def pip_env() -> dict[str, str]:
     # Proxies, index URLs and pip's own settings stay (they are what lets pip reach an index);
     # secret-looking names go, as for any repository code: setup.py runs during the build.
-    env = util.scrubbed_env({"PIP_NO_INPUT": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-                             "PYTHONDONTWRITEBYTECODE": "1"})
+    env = util.scrubbed_env(
+        {"PIP_NO_INPUT": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    )
     for name in PY_LEAKS:
         env.pop(name, None)
     return env

@@ -29,13 +29,22 @@ def node(workdir: Path, cache: Path, timeout: float) -> Env:
     local = any(v.startswith(("file:", "link:", "workspace:")) for v in specs)
     if not lock.is_file() or "workspaces" in pkg or hooks or local:
         verb = "ci" if lock.is_file() else "install"
-        res = util.run(["npm", verb, "--no-audit", "--no-fund"], cwd=workdir, timeout=timeout,
-                       env=pip_env(), sandbox=Policy(network=True))
+        res = util.run(
+            ["npm", verb, "--no-audit", "--no-fund"],
+            cwd=workdir,
+            timeout=timeout,
+            env=pip_env(),
+            sandbox=Policy(network=True),
+        )
         error = None if res.returncode == 0 else clean(f"npm {verb} failed: {tail(res)}")
-        return Env(source=f"package.json (npm {verb})", error=error,
-                   notes=(f"npm {verb} ran in the worktree: node_modules not cached",))
-    key = hashlib.sha256(RECIPE.encode() + (workdir / "package.json").read_bytes()
-                         + lock.read_bytes()).hexdigest()
+        return Env(
+            source=f"package.json (npm {verb})",
+            error=error,
+            notes=(f"npm {verb} ran in the worktree: node_modules not cached",),
+        )
+    key = hashlib.sha256(
+        RECIPE.encode() + (workdir / "package.json").read_bytes() + lock.read_bytes()
+    ).hexdigest()
     target = cache / key[:24]
     cache.mkdir(parents=True, exist_ok=True)
     with file_lock(cache / f"{key[:24]}.lock", time.monotonic() + timeout) as got:
@@ -45,11 +54,17 @@ def node(workdir: Path, cache: Path, timeout: float) -> Env:
             target.mkdir()
             shutil.copy2(workdir / "package.json", target)
             shutil.copy2(lock, target)
-            res = util.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=target, timeout=timeout,
-                           env=pip_env(), sandbox=Policy(network=True))
+            res = util.run(
+                ["npm", "ci", "--no-audit", "--no-fund"],
+                cwd=target,
+                timeout=timeout,
+                env=pip_env(),
+                sandbox=Policy(network=True),
+            )
             if res.returncode != 0:
-                return Env(key=key, source="package-lock.json",
-                           error=clean(f"npm ci failed: {tail(res)}"))
+                return Env(
+                    key=key, source="package-lock.json", error=clean(f"npm ci failed: {tail(res)}")
+                )
             (target / "node_modules").mkdir(exist_ok=True)  # npm ci makes none without deps
             (target / MARKER).write_text("ok", encoding="utf-8")
     if not (target / MARKER).is_file():

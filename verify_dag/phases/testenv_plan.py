@@ -17,9 +17,16 @@ from pathlib import Path
 from verify_dag.phases.testenv_base import RECIPE
 
 # Test requirements first (the first pattern that matches wins), then the runtime ones.
-_TEST_REQUIREMENTS = ("requirements-test*.txt", "requirements_test*.txt", "requirements/test*.txt",
-                      "test-requirements.txt", "test_requirements.txt", "requirements-dev.txt",
-                      "requirements_dev.txt", "requirements/dev*.txt")
+_TEST_REQUIREMENTS = (
+    "requirements-test*.txt",
+    "requirements_test*.txt",
+    "requirements/test*.txt",
+    "test-requirements.txt",
+    "test_requirements.txt",
+    "requirements-dev.txt",
+    "requirements_dev.txt",
+    "requirements/dev*.txt",
+)
 _EXTRAS = ("test", "tests", "testing", "dev")
 SKIP = frozenset({".git", "node_modules", ".tox", ".nox", ".venv", "__pycache__"})
 _INCLUDE = re.compile(r"^(?:-r|-c|--requirement|--constraint)[\s=]*(\S+)")
@@ -46,14 +53,20 @@ def read(workdir: Path) -> Plan | None:
     sources, tox_lines = list(reqs), tuple[str, ...]()
     if tox is not None:
         tox_lines, skip_install, extras = tox
-        sources = ["tox.ini [testenv] deps" if (workdir / "tox.ini").is_file()
-                   else "noxfile.py session.install"]
+        sources = [
+            "tox.ini [testenv] deps"
+            if (workdir / "tox.ini").is_file()
+            else "noxfile.py session.install"
+        ]
         if declared:
             spec = None if skip_install else f".[{extras}]" if extras else "."
     if not reqs and not tox_lines and spec is None:
         return None
-    hashed = {p for p in ("pyproject.toml", "setup.py", "setup.cfg", "tox.ini", "noxfile.py")
-              if (workdir / p).is_file()}
+    hashed = {
+        p
+        for p in ("pyproject.toml", "setup.py", "setup.cfg", "tox.ini", "noxfile.py")
+        if (workdir / p).is_file()
+    }
     hashed |= _references(workdir, tox_lines, "")
     for req in reqs:
         hashed |= {req, *_references(workdir, _lines(workdir / req), os.path.dirname(req))}
@@ -123,11 +136,15 @@ def _nox(workdir: Path) -> tuple[tuple[str, ...], bool, str] | None:
     lines: list[str] = []
     installs_self, extras = False, ""
     for call in ast.walk(session):
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-                and call.func.attr == "install"):
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "install"
+        ):
             continue
-        args = [a.value for a in call.args
-                if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        args = [
+            a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+        ]
         i = 0
         while i < len(args):
             arg = args[i]
@@ -151,8 +168,9 @@ def _lines(path: Path) -> list[str]:
     return [ln.split(" #")[0].strip() for ln in text.splitlines() if not ln.startswith("#")]
 
 
-def _references(workdir: Path, lines: list[str] | tuple[str, ...], base: str,
-                seen: frozenset[str] = frozenset()) -> set[str]:
+def _references(
+    workdir: Path, lines: list[str] | tuple[str, ...], base: str, seen: frozenset[str] = frozenset()
+) -> set[str]:
     """The files requirement ``lines`` include (-r/-c, relative to their file) and the local
     directories they install (relative to pip's working directory, the checkout's root), as
     repo-relative paths: their bytes decide what the env contains, so they make the key."""
@@ -162,10 +180,16 @@ def _references(workdir: Path, lines: list[str] | tuple[str, ...], base: str,
             inc = os.path.normpath(os.path.join(base, m.group(1)))
             path = workdir / inc
             if inc not in seen and path.is_file() and _inside(workdir, path):
-                out |= {inc, *_references(workdir, _lines(path), os.path.dirname(inc),
-                                          seen | {inc})}
-        elif ((m := _LOCAL.match(line)) and (target := workdir / m.group(1).split("[")[0]).is_dir()
-              and _inside(workdir, target) and target.resolve() != workdir.resolve()):
+                out |= {
+                    inc,
+                    *_references(workdir, _lines(path), os.path.dirname(inc), seen | {inc}),
+                }
+        elif (
+            (m := _LOCAL.match(line))
+            and (target := workdir / m.group(1).split("[")[0]).is_dir()
+            and _inside(workdir, target)
+            and target.resolve() != workdir.resolve()
+        ):
             out.add(target.resolve().relative_to(workdir.resolve()).as_posix())
     return out
 
@@ -175,8 +199,10 @@ def _inside(workdir: Path, path: Path) -> bool:
 
 
 def key(workdir: Path, plan: Plan) -> str:
-    h = hashlib.sha256(f"{RECIPE}\0{sys.version}\0{os.path.realpath(sys.executable)}\0"
-                       f"{plan.requirements}\0{plan.tox_lines}\0{plan.project}\0".encode())
+    h = hashlib.sha256(
+        f"{RECIPE}\0{sys.version}\0{os.path.realpath(sys.executable)}\0"
+        f"{plan.requirements}\0{plan.tox_lines}\0{plan.project}\0".encode()
+    )
     for rel in plan.hashed:
         for path in _files(workdir / rel):
             h.update(path.relative_to(workdir).as_posix().encode() + b"\0" + path.read_bytes())

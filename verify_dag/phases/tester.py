@@ -52,8 +52,14 @@ def run(scope: Scope, toolchain: Toolchain, workdir: Path, timeout: float) -> Sk
 
 
 def run_with_coverage(
-    scope: Scope, toolchain: Toolchain, workdir: Path, timeout: float, *,
-    cache_dir: Path | None = None, data_file: Path | None = None, xml_file: Path | None = None,
+    scope: Scope,
+    toolchain: Toolchain,
+    workdir: Path,
+    timeout: float,
+    *,
+    cache_dir: Path | None = None,
+    data_file: Path | None = None,
+    xml_file: Path | None = None,
 ) -> tuple[SkillOutcome, CoverageData | None]:
     """The outcome, and the coverage of the scoped files measured in the same run (None when
     the suite did not run to completion or coverage could not be collected). ``data_file`` keeps
@@ -63,13 +69,22 @@ def run_with_coverage(
     command = toolchain.test
     if command is None:
         return _blocked("no test command was discovered", ran=False), None
-    with testenv.runtime(workdir, toolchain, cache_dir) as env, \
-            tempfile.TemporaryDirectory(prefix="verify-dag-test-") as tmp:
+    with (
+        testenv.runtime(workdir, toolchain, cache_dir) as env,
+        tempfile.TemporaryDirectory(prefix="verify-dag-test-") as tmp,
+    ):
         if env.error is not None:
             return _unprovisioned(env), None
         if command.tool == "pytest":
-            return _pytest(scope, command, workdir, timeout, env,
-                           data_file or Path(tmp) / ".coverage", xml_file)
+            return _pytest(
+                scope,
+                command,
+                workdir,
+                timeout,
+                env,
+                data_file or Path(tmp) / ".coverage",
+                xml_file,
+            )
         return _other(command, workdir, timeout, env), None
 
 
@@ -80,7 +95,8 @@ def _env(env: testenv.Env, plugin_dir: Path | None = None) -> dict[str, str]:
         # Only our plugin's directory is added: it holds nothing the suite could import by
         # accident.
         out["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(plugin_dir), out.get("PYTHONPATH", "")) if p)
+            p for p in (str(plugin_dir), out.get("PYTHONPATH", "")) if p
+        )
     return out
 
 
@@ -93,12 +109,27 @@ def _pytest_argv(env: testenv.Env, data_file: Path) -> tuple[list[str] | None, s
         if found is None or found[0] != sys.executable or not module_available("coverage"):
             return found, None
         python = sys.executable
-    return [python, "-m", "coverage", "run", "--branch", f"--data-file={data_file}", "-m",
-            "pytest"], python
+    return [
+        python,
+        "-m",
+        "coverage",
+        "run",
+        "--branch",
+        f"--data-file={data_file}",
+        "-m",
+        "pytest",
+    ], python
 
 
-def _pytest(scope: Scope, command: Command, workdir: Path, timeout: float, env: testenv.Env,
-            data_file: Path, xml_file: Path | None) -> tuple[SkillOutcome, CoverageData | None]:
+def _pytest(
+    scope: Scope,
+    command: Command,
+    workdir: Path,
+    timeout: float,
+    env: testenv.Env,
+    data_file: Path,
+    xml_file: Path | None,
+) -> tuple[SkillOutcome, CoverageData | None]:
     base, python = _pytest_argv(env, data_file)
     if base is None:
         return _blocked("pytest is not installed (not importable, not on PATH)", ran=False), None
@@ -115,12 +146,25 @@ def _pytest(scope: Scope, command: Command, workdir: Path, timeout: float, env: 
         # --rootdir: junit paths and node ids are relative to the rootdir, and they must be
         # repo-relative to be compared with the scope, even if pytest would pick an ancestor.
         quiet = [] if any(_VERBOSITY.match(a) for a in kept) else ["-q"]
-        ours = ["-p", "no:cacheprovider", f"--rootdir={workdir.resolve()}",
-                f"--junitxml={report}", "-o", "junit_family=xunit1", "-p", junit.PLUGIN]
+        ours = [
+            "-p",
+            "no:cacheprovider",
+            f"--rootdir={workdir.resolve()}",
+            f"--junitxml={report}",
+            "-o",
+            "junit_family=xunit1",
+            "-p",
+            junit.PLUGIN,
+        ]
         end = kept.index("--") if "--" in kept else len(kept)  # after `--`, all are paths
         argv = [*base, *quiet, *kept[:end], *ours, *kept[end:]]
-        res = util.run(argv, cwd=workdir, timeout=timeout, env=_env(env, plugin_dir),
-                       sandbox=Policy(writable=(Path(tmp), data_file.parent)))
+        res = util.run(
+            argv,
+            cwd=workdir,
+            timeout=timeout,
+            env=_env(env, plugin_dir),
+            sandbox=Policy(writable=(Path(tmp), data_file.parent)),
+        )
         if res.not_found:
             return _blocked(f"{argv[0]} was not found", ran=False), None
         if res.timed_out:
@@ -132,8 +176,10 @@ def _pytest(scope: Scope, command: Command, workdir: Path, timeout: float, env: 
             return _blocked(f"pytest exited {res.returncode}: {why}", errors or _tail(res)), None
         if root is None:
             return _blocked("pytest wrote no readable junit report", _tail(res)), None
-        shown = _shown(argv, {str(workdir.resolve()): ".", str(data_file): data_file.name,
-                              str(report): report.name})
+        shown = _shown(
+            argv,
+            {str(workdir.resolve()): ".", str(data_file): data_file.name, str(report): report.name},
+        )
     measured = None
     if python is not None:
         _combine(python, data_file, workdir, _env(env))
@@ -141,20 +187,30 @@ def _pytest(scope: Scope, command: Command, workdir: Path, timeout: float, env: 
         if xml_file is not None:
             _cobertura(python, data_file, xml_file, workdir, _env(env), scope)
     counts = junit.counts(root)
-    findings = [_failure(tc, scope) for tc in root.iter("testcase")
-                if junit.problem(tc) is not None]
+    findings = [
+        _failure(tc, scope) for tc in root.iter("testcase") if junit.problem(tc) is not None
+    ]
     if res.returncode == 1 and not findings:
         # pytest says something failed but no testcase records it (a plugin, a session hook):
         # still a failure, described by the output.
-        findings.append(Finding(title="Test run failed", severity=9, issue_class="test-failure",
-                                source=SKILL, description=f"pytest exited 1\n{_tail(res)}"))
+        findings.append(
+            Finding(
+                title="Test run failed",
+                severity=9,
+                issue_class="test-failure",
+                source=SKILL,
+                description=f"pytest exited 1\n{_tail(res)}",
+            )
+        )
     failed = bool(findings)
-    outcome = SkillOutcome(skill=SKILL, status="FAILED" if failed else "PASSED",
-                           notes=counts.notes() + _dropped_note(dropped) + _env_note(env),
-                           reason=f"test command discovered: {_label(command)}",
-                           findings=tuple(findings),
-                           evidence=_pytest_evidence(root, workdir, base, env, shown,
-                                                     res.returncode))
+    outcome = SkillOutcome(
+        skill=SKILL,
+        status="FAILED" if failed else "PASSED",
+        notes=counts.notes() + _dropped_note(dropped) + _env_note(env),
+        reason=f"test command discovered: {_label(command)}",
+        findings=tuple(findings),
+        evidence=_pytest_evidence(root, workdir, base, env, shown, res.returncode),
+    )
     return outcome, measured
 
 
@@ -173,18 +229,25 @@ def _dropped_note(dropped: tuple[tuple[str, str], ...]) -> str:
     if not dropped:
         return ""
     return "; not passed on from the declared command: " + ", ".join(
-        f"{text} ({why})" for text, why in dropped)
+        f"{text} ({why})" for text, why in dropped
+    )
 
 
 def _combine(python: str, data_file: Path, workdir: Path, env: dict[str, str]) -> None:
     if not data_file.is_file() and list(data_file.parent.glob(data_file.name + ".*")):
         # A repository that configures `parallel = true` gets one file per process.
-        util.run([python, "-m", "coverage", "combine", f"--data-file={data_file}"], cwd=workdir,
-                 timeout=300, env=env, sandbox=Policy(writable=(data_file.parent,)))
+        util.run(
+            [python, "-m", "coverage", "combine", f"--data-file={data_file}"],
+            cwd=workdir,
+            timeout=300,
+            env=env,
+            sandbox=Policy(writable=(data_file.parent,)),
+        )
 
 
-def _cobertura(python: str, data_file: Path, xml_file: Path, workdir: Path,
-               env: dict[str, str], scope: Scope) -> None:
+def _cobertura(
+    python: str, data_file: Path, xml_file: Path, workdir: Path, env: dict[str, str], scope: Scope
+) -> None:
     """The coverage of the scoped files as Cobertura XML, written by the coverage.py that
     measured it: what diff-cover reads to re-check qa's changed-line figure, and no more (it only
     looks at changed files), so it stays small enough to keep with the run. Run from the
@@ -201,23 +264,43 @@ def _cobertura(python: str, data_file: Path, xml_file: Path, workdir: Path,
     # -i: files that were measured but are gone (generated, temporary) must not sink the report.
     # Written next to the data, then moved: the sandboxed coverage.py never sees the store.
     written = data_file.parent / "coverage.xml"
-    util.run([python, "-m", "coverage", "xml", "-i", f"--data-file={data_file}", *include, "-o",
-              str(written)], cwd=workdir, timeout=300, env=env,
-             sandbox=Policy(writable=(data_file.parent,)))
+    util.run(
+        [
+            python,
+            "-m",
+            "coverage",
+            "xml",
+            "-i",
+            f"--data-file={data_file}",
+            *include,
+            "-o",
+            str(written),
+        ],
+        cwd=workdir,
+        timeout=300,
+        env=env,
+        sandbox=Policy(writable=(data_file.parent,)),
+    )
     if written.is_file():
         shutil.move(written, xml_file)
 
 
-def _pytest_evidence(root: ET.Element, workdir: Path, base: list[str], env: testenv.Env,
-                     shown: str, returncode: int) -> SuiteEvidence:
+def _pytest_evidence(
+    root: ET.Element, workdir: Path, base: list[str], env: testenv.Env, shown: str, returncode: int
+) -> SuiteEvidence:
     cases = junit.cases(root, workdir)
     version = _pytest_version(base, env)
     return SuiteEvidence(
-        runner="pytest", runner_version=version, command=shown,
-        returncode=returncode, per_test=True, tests=tuple(cases[:evidence.MAX_TESTS]),
+        runner="pytest",
+        runner_version=version,
+        command=shown,
+        returncode=returncode,
+        per_test=True,
+        tests=tuple(cases[: evidence.MAX_TESTS]),
         counts=evidence.counts(c.outcome for c in cases),
         truncated=len(cases) > evidence.MAX_TESTS,
-        inventory=evidence.inventory(f"pytest {version or 'unknown'}", _environment(env)))
+        inventory=evidence.inventory(f"pytest {version or 'unknown'}", _environment(env)),
+    )
 
 
 def _environment(env: testenv.Env) -> str:
@@ -249,14 +332,22 @@ def _env_note(env: testenv.Env) -> str:
 def _unprovisioned(env: testenv.Env) -> SkillOutcome:
     reason = "the test environment could not be provisioned"
     finding = Finding(
-        title="Test environment could not be provisioned", severity=10, source=SKILL,
+        title="Test environment could not be provisioned",
+        severity=10,
+        source=SKILL,
         issue_class="environment",
         description=testenv.clean(
             f"{reason} from {env.source or 'the declared dependencies'}: {env.error}. "
-            "The suite's result is unknown, not passing.")[:4000],
+            "The suite's result is unknown, not passing."
+        )[:4000],
     )
-    return SkillOutcome(skill=SKILL, status="BLOCKED", notes=f"tests could not run: {reason}",
-                        reason=reason, findings=(finding,))
+    return SkillOutcome(
+        skill=SKILL,
+        status="BLOCKED",
+        notes=f"tests could not run: {reason}",
+        reason=reason,
+        findings=(finding,),
+    )
 
 
 def _other(command: Command, workdir: Path, timeout: float, env: testenv.Env) -> SkillOutcome:
@@ -270,25 +361,45 @@ def _other(command: Command, workdir: Path, timeout: float, env: testenv.Env) ->
         return _blocked(f"{command.display()} timed out after {timeout:g}s", _tail(res))
     if res.returncode in (126, 127):
         # The shell's "not executable" / "command not found", from inside make or npm.
-        return _blocked(f"{command.display()} exited {res.returncode}: a command it runs is "
-                        "missing or not executable", _tail(res))
+        return _blocked(
+            f"{command.display()} exited {res.returncode}: a command it runs is "
+            "missing or not executable",
+            _tail(res),
+        )
     reason = f"test command discovered: {_label(command)}"
     runner = Path(command.argv[0]).name
-    suite = SuiteEvidence(runner=runner, runner_version=None, command=command.display(),
-                          returncode=res.returncode, per_test=False,
-                          inventory=evidence.inventory(runner, _environment(env)))
-    if res.returncode == 0:
-        return SkillOutcome(skill=SKILL, status="PASSED", reason=reason, evidence=suite,
-                            notes=f"{command.display()} exited 0 (no per-test counts from this "
-                                  "runner)" + _env_note(env))
-    finding = Finding(
-        title=f"Test command failed: {command.display()}", severity=9, source=SKILL,
-        issue_class="test-failure", description=f"exited {res.returncode}\n{_tail(res)}",
+    suite = SuiteEvidence(
+        runner=runner,
+        runner_version=None,
+        command=command.display(),
+        returncode=res.returncode,
+        per_test=False,
+        inventory=evidence.inventory(runner, _environment(env)),
     )
-    return SkillOutcome(skill=SKILL, status="FAILED", reason=reason, findings=(finding,),
-                        evidence=suite,
-                        notes=f"{command.display()} exited {res.returncode} (no per-test counts "
-                              "from this runner)")
+    if res.returncode == 0:
+        return SkillOutcome(
+            skill=SKILL,
+            status="PASSED",
+            reason=reason,
+            evidence=suite,
+            notes=f"{command.display()} exited 0 (no per-test counts from this "
+            "runner)" + _env_note(env),
+        )
+    finding = Finding(
+        title=f"Test command failed: {command.display()}",
+        severity=9,
+        source=SKILL,
+        issue_class="test-failure",
+        description=f"exited {res.returncode}\n{_tail(res)}",
+    )
+    return SkillOutcome(
+        skill=SKILL,
+        status="FAILED",
+        reason=reason,
+        findings=(finding,),
+        evidence=suite,
+        notes=f"{command.display()} exited {res.returncode} (no per-test counts from this runner)",
+    )
 
 
 def _label(command: Command) -> str:
@@ -297,12 +408,21 @@ def _label(command: Command) -> str:
 
 def _blocked(reason: str, detail: str = "", *, ran: bool = True) -> SkillOutcome:
     finding = Finding(
-        title="Tests could not run", severity=10, source=SKILL, issue_class="environment",
+        title="Tests could not run",
+        severity=10,
+        source=SKILL,
+        issue_class="environment",
         description=f"{reason}. The suite's result is unknown, not passing."
-                    + (f"\n{detail}" if detail else ""),
+        + (f"\n{detail}" if detail else ""),
     )
-    return SkillOutcome(skill=SKILL, status="BLOCKED", notes=f"tests could not run: {reason}",
-                        reason=reason, ran=ran, findings=(finding,))
+    return SkillOutcome(
+        skill=SKILL,
+        status="BLOCKED",
+        notes=f"tests could not run: {reason}",
+        reason=reason,
+        ran=ran,
+        findings=(finding,),
+    )
 
 
 def _tail(res: util.Result, lines: int = 30) -> str:
@@ -317,7 +437,7 @@ def _failure(tc: ET.Element, scope: Scope) -> Finding:
     text = problem.text or ""
     message = (problem.get("message") or "").strip().splitlines()[:10]
     # The last `path:line: Exception` line is where it broke; keep it with the message.
-    where = [m.group(0) + text[m.end():].split("\n", 1)[0] for m in _TRACE_PATH.finditer(text)]
+    where = [m.group(0) + text[m.end() :].split("\n", 1)[0] for m in _TRACE_PATH.finditer(text)]
     scoped = {f.path for f in scope.included if f.status != "deleted"}
     touched = {m["path"] for m in _TRACE_PATH.finditer(text)}
     if problem.tag == "error":
@@ -330,7 +450,8 @@ def _failure(tc: ET.Element, scope: Scope) -> Finding:
         issue_class="test-failure",
         # pytest writes 0-based line numbers in the junit report.
         location=Location(path=file, line=int(line) + 1 if line and line.isdigit() else None)
-        if file else None,
+        if file
+        else None,
         in_scope=bool(file in scoped or touched & scoped),
         nodeid=junit.nodeid(tc),
     )

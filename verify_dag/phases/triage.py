@@ -41,8 +41,10 @@ def discover(workdir: Path, engineer: EngineerContext | None = None) -> Toolchai
     if engineer is not None and engineer.skill_dir:
         source = f"engineer skill ({engineer.skill_dir})"
         declared: tuple[tuple[CommandKind, tuple[str, ...]], ...] = (
-            ("test", engineer.test_commands), ("build", engineer.build_commands),
-            ("lint", engineer.lint_commands))
+            ("test", engineer.test_commands),
+            ("build", engineer.build_commands),
+            ("lint", engineer.lint_commands),
+        )
         for kind, lines in declared:
             for line in lines:
                 try:
@@ -95,12 +97,20 @@ def _assemble(workdir: Path, found: Found) -> Toolchain:
             elif kind not in _SINGLE and _runs_only(cand.body, covered):
                 found.notes.append(f"{kind}: {label} runs tools already run directly")
             else:
-                commands.append(Command(kind=kind, argv=cand.argv, source=cand.source,
-                                        exists=command_exists(cand.argv)))
+                commands.append(
+                    Command(
+                        kind=kind,
+                        argv=cand.argv,
+                        source=cand.source,
+                        exists=command_exists(cand.argv),
+                    )
+                )
     for c in commands:
         if not c.exists:
-            found.notes.append(f"{c.kind}: {c.display()} ({c.source}) is not runnable here: "
-                               f"{c.argv[0]} was not found")
+            found.notes.append(
+                f"{c.kind}: {c.display()} ({c.source}) is not runnable here: "
+                f"{c.argv[0]} was not found"
+            )
     if not any(c.kind == "test" for c in commands):
         found.notes.append("test: no test command discovered")
     return Toolchain(commands=tuple(commands), notes=tuple(found.notes))
@@ -117,11 +127,25 @@ def _python_commands(workdir: Path, found: Found) -> list[Command]:
         out.append(_pytest(found))
     if "ruff" in sig or has_py:
         source = _join(sig["ruff"]) if "ruff" in sig else "Python files (ruff default rules)"
-        out.append(Command(kind="lint", argv=("ruff", "check"), source=source,
-                           exists=python_tool_argv("ruff") is not None, tool="ruff"))
+        out.append(
+            Command(
+                kind="lint",
+                argv=("ruff", "check"),
+                source=source,
+                exists=python_tool_argv("ruff") is not None,
+                tool="ruff",
+            )
+        )
     if "mypy" in sig:
-        out.append(Command(kind="typecheck", argv=("mypy",), source=_join(sig["mypy"]),
-                           exists=python_tool_argv("mypy") is not None, tool="mypy"))
+        out.append(
+            Command(
+                kind="typecheck",
+                argv=("mypy",),
+                source=_join(sig["mypy"]),
+                exists=python_tool_argv("mypy") is not None,
+                tool="mypy",
+            )
+        )
     return out
 
 
@@ -130,18 +154,29 @@ def _pytest(found: Found) -> Command:
     bare when the project only configures it."""
     exists = python_tool_argv("pytest") is not None
     if not found.pytest:
-        return Command(kind="test", argv=("pytest",), source=_join(found.signals["pytest"]),
-                       exists=exists, tool="pytest")
+        return Command(
+            kind="test",
+            argv=("pytest",),
+            source=_join(found.signals["pytest"]),
+            exists=exists,
+            tool="pytest",
+        )
     chosen = min(found.pytest, key=lambda c: c.rank)  # the first of equals: file order
-    command = Command(kind="test", argv=chosen.argv, source=chosen.source, exists=exists,
-                      tool="pytest")
+    command = Command(
+        kind="test", argv=chosen.argv, source=chosen.source, exists=exists, tool="pytest"
+    )
     # An engineer skill's line is a candidate too: it is this command now, not an alternative.
     found.candidates = [c for c in found.candidates if c is not chosen]
     for other in found.pytest:
-        if other is not chosen and other.argv != chosen.argv and all(
-                other is not c for c in found.candidates):
-            found.notes.append(f"test: also found {' '.join(other.argv)} ({other.source}); "
-                               f"using {command.display()}")
+        if (
+            other is not chosen
+            and other.argv != chosen.argv
+            and all(other is not c for c in found.candidates)
+        ):
+            found.notes.append(
+                f"test: also found {' '.join(other.argv)} ({other.source}); "
+                f"using {command.display()}"
+            )
     return command
 
 
@@ -162,9 +197,7 @@ def _runs_only(body: str, covered: set[str | None]) -> bool:
     """Whether a wrapper's script only invokes structured tools that already run directly."""
     parts = [p.strip() for p in re.split(r"&&|;|\n", body) if p.strip()]
     parts = [p for p in parts if not re.match(r"^@?echo\b", p)]
-    return bool(parts) and all(
-        any(t in covered for t in STRUCTURED.findall(p)) for p in parts
-    )
+    return bool(parts) and all(any(t in covered for t in STRUCTURED.findall(p)) for p in parts)
 
 
 def _walk_python(workdir: Path, budget: int = 20000) -> tuple[bool, bool]:
@@ -177,8 +210,13 @@ def _walk_python(workdir: Path, budget: int = 20000) -> tuple[bool, bool]:
             budget -= 1
             if name.endswith((".py", ".pyi")):
                 has_py = True
-                has_tests = has_tests or in_tests or name.startswith("test_") or name.endswith(
-                    "_test.py") or name == "conftest.py"
+                has_tests = (
+                    has_tests
+                    or in_tests
+                    or name.startswith("test_")
+                    or name.endswith("_test.py")
+                    or name == "conftest.py"
+                )
         if (has_py and has_tests) or budget <= 0:
             break
     return has_py, has_tests

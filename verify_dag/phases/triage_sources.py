@@ -25,20 +25,42 @@ _SHELL_ONLY = re.compile(r"[$`|<>*]|^\w+=")  # needs a shell; commands run witho
 _RUNNER_PREFIX = re.compile(r"^(?:uv run|poetry run|pipenv run|hatch run|pdm run)\s+")
 # Command shapes recognised in CI scripts and tox envs, by kind (first match wins).
 _CLASSIFY: tuple[tuple[CommandKind, re.Pattern[str]], ...] = (
-    ("test", re.compile(r"^(?:npm test|npm run test\b|yarn test|pnpm test|cargo test|go test"
-                        r"|make (?:test|check)\b|python3? -m unittest)")),
-    ("typecheck", re.compile(r"^(?:(?:npx )?tsc\b|pyright\b|npm run type-?check\b"
-                             r"|make typecheck\b)")),
-    ("lint", re.compile(r"^(?:flake8\b|pylint\b|(?:npx )?eslint\b|golangci-lint\b|cargo clippy"
-                        r"|go vet|npm run lint\b|make lint\b|shellcheck\b)")),
+    (
+        "test",
+        re.compile(
+            r"^(?:npm test|npm run test\b|yarn test|pnpm test|cargo test|go test"
+            r"|make (?:test|check)\b|python3? -m unittest)"
+        ),
+    ),
+    (
+        "typecheck",
+        re.compile(
+            r"^(?:(?:npx )?tsc\b|pyright\b|npm run type-?check\b"
+            r"|make typecheck\b)"
+        ),
+    ),
+    (
+        "lint",
+        re.compile(
+            r"^(?:flake8\b|pylint\b|(?:npx )?eslint\b|golangci-lint\b|cargo clippy"
+            r"|go vet|npm run lint\b|make lint\b|shellcheck\b)"
+        ),
+    ),
     ("build", re.compile(r"^(?:npm run build\b|cargo build|go build|make build\b)")),
 )
 _MAKE_TARGETS: dict[str, tuple[CommandKind, int]] = {
-    "test": ("test", 20), "tests": ("test", 21), "check": ("test", 25), "build": ("build", 20),
-    "lint": ("lint", 20), "typecheck": ("typecheck", 20),
+    "test": ("test", 20),
+    "tests": ("test", 21),
+    "check": ("test", 25),
+    "build": ("build", 20),
+    "lint": ("lint", 20),
+    "typecheck": ("typecheck", 20),
 }
 _NPM_SCRIPTS: dict[str, CommandKind] = {
-    "test": "test", "build": "build", "lint": "lint", "typecheck": "typecheck",
+    "test": "test",
+    "build": "build",
+    "lint": "lint",
+    "typecheck": "typecheck",
     "type-check": "typecheck",
 }
 _TOX_SUBSTITUTION = re.compile(r"\{([^{}]*)\}")
@@ -79,8 +101,9 @@ class Found:
         if pytest_command.args(argv) is None:
             return
         if _SHELL_ONLY.search(text) or not pytest_command.literal(argv):
-            self.notes.append(f"test: {text!r} ({source}) needs a shell; its pytest arguments "
-                              "are not used")
+            self.notes.append(
+                f"test: {text!r} ({source}) needs a shell; its pytest arguments are not used"
+            )
             return
         self.pytest.append(Candidate("test", argv, source, rank, text))
 
@@ -110,8 +133,10 @@ def read_pyproject(workdir: Path, found: Found) -> None:
 def _dependency_names(data: dict[str, Any]) -> set[str]:
     """Lower-case names from optional-dependencies, dependency-groups and Poetry dev groups."""
     reqs: list[Any] = []
-    groups = [data.get("project", {}).get("optional-dependencies", {}),
-              data.get("dependency-groups", {})]
+    groups = [
+        data.get("project", {}).get("optional-dependencies", {}),
+        data.get("dependency-groups", {}),
+    ]
     for group in groups:
         if isinstance(group, dict):
             reqs.extend(r for v in group.values() if isinstance(v, list) for r in v)
@@ -126,8 +151,13 @@ def _dependency_names(data: dict[str, Any]) -> set[str]:
 
 
 def read_ini_files(workdir: Path, found: Found) -> None:
-    for name, tool in (("pytest.ini", "pytest"), ("mypy.ini", "mypy"), (".mypy.ini", "mypy"),
-                       ("ruff.toml", "ruff"), (".ruff.toml", "ruff")):
+    for name, tool in (
+        ("pytest.ini", "pytest"),
+        ("mypy.ini", "mypy"),
+        (".mypy.ini", "mypy"),
+        ("ruff.toml", "ruff"),
+        (".ruff.toml", "ruff"),
+    ):
         if (workdir / name).is_file():
             found.signal(tool, name)
     for name in ("setup.cfg", "tox.ini"):
@@ -158,8 +188,10 @@ def read_ini_files(workdir: Path, found: Found) -> None:
 
 
 def read_makefile(workdir: Path, found: Found) -> None:
-    path = next((workdir / n for n in ("GNUmakefile", "makefile", "Makefile")
-                 if (workdir / n).is_file()), None)
+    path = next(
+        (workdir / n for n in ("GNUmakefile", "makefile", "Makefile") if (workdir / n).is_file()),
+        None,
+    )
     if path is None:
         return
     recipes: dict[str, list[str]] = {}
@@ -182,7 +214,8 @@ def read_makefile(workdir: Path, found: Found) -> None:
                 for line in recipes[target]:
                     found.pytest_line(line.lstrip("@-+ "), f"{path.name} target {target}", rank)
             found.candidates.append(
-                Candidate(kind, ("make", target), f"{path.name} target {target}", rank, body))
+                Candidate(kind, ("make", target), f"{path.name} target {target}", rank, body)
+            )
 
 
 def read_package_json(workdir: Path, found: Found) -> None:
@@ -195,7 +228,7 @@ def read_package_json(workdir: Path, found: Found) -> None:
         found.notes.append(f"package.json could not be read: {exc}")
         return
     scripts = data.get("scripts") if isinstance(data, dict) else None
-    for name, script in (scripts.items() if isinstance(scripts, dict) else ()):
+    for name, script in scripts.items() if isinstance(scripts, dict) else ():
         kind = _NPM_SCRIPTS.get(name)
         if kind is None or not isinstance(script, str):
             continue
@@ -205,8 +238,10 @@ def read_package_json(workdir: Path, found: Found) -> None:
         argv = ("npm", "test") if name == "test" else ("npm", "run", name)
         found.candidates.append(Candidate(kind, argv, f"package.json scripts.{name}", 10, script))
     if scripts and not (workdir / "node_modules").is_dir():
-        found.notes.append("package.json: node_modules is absent; npm scripts may fail until "
-                           "dependencies are installed")
+        found.notes.append(
+            "package.json: node_modules is absent; npm scripts may fail until "
+            "dependencies are installed"
+        )
 
 
 def read_ci(workdir: Path, found: Found) -> None:
@@ -227,8 +262,9 @@ def _command_line(text: str, source: str, rank: int, found: Found) -> None:
     text = _RUNNER_PREFIX.sub("", text)
     if not text or text.startswith("#"):
         return
-    if not re.match(r"^(?:pip3?|python3? -m pip|uv pip|apt|apt-get|brew|npm (?:ci|install))\b",
-                    text):
+    if not re.match(
+        r"^(?:pip3?|python3? -m pip|uv pip|apt|apt-get|brew|npm (?:ci|install))\b", text
+    ):
         found.scan(text, source)
     kind = next((k for k, pat in _CLASSIFY if pat.match(text)), None)
     if kind is None:
@@ -249,6 +285,7 @@ def _tox_command(line: str) -> str:
     commands run, {envpython} is python) and the tokens holding any other left out, with the
     option they are the value of: a value left behind would be read as the value of something
     else (`--basetemp {envtmpdir} tests` must not become `--basetemp tests`)."""
+
     def resolve(m: re.Match[str]) -> str:
         inner = m.group(1)
         if inner.partition(":")[0] == "posargs":
@@ -297,7 +334,8 @@ def _yaml_values(lines: list[str], key: str) -> list[str]:
         indent, value = len(m.group(1)), m.group(2)
         block: list[str] = []
         while i < len(lines) and (
-            not lines[i].strip() or _indent(lines[i]) > indent
+            not lines[i].strip()
+            or _indent(lines[i]) > indent
             or (not value and _indent(lines[i]) == indent and lines[i].lstrip().startswith("- "))
         ):
             block.append(lines[i])
@@ -305,8 +343,11 @@ def _yaml_values(lines: list[str], key: str) -> list[str]:
         if value[:1] in ("|", ">"):
             out.extend(b.strip() for b in block if b.strip())
         elif not value:
-            out.extend(_unquote(b.strip()[2:]) for b in block
-                       if b.strip().startswith("- ") and b.strip()[2:3] not in ("|", ">"))
+            out.extend(
+                _unquote(b.strip()[2:])
+                for b in block
+                if b.strip().startswith("- ") and b.strip()[2:3] not in ("|", ">")
+            )
             out.extend(b.strip() for b in block if b.strip() and not b.strip().startswith("-"))
         elif value.startswith("["):
             out.extend(_unquote(v.strip()) for v in value.strip("[]").split(","))

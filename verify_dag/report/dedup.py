@@ -12,8 +12,16 @@ from verify_dag.models.findings import Finding, IssueClass
 # Callers cap repeated coverage findings and never cap correctness, so a merge must never turn a
 # correctness defect into coverage (seed 8a step 5: "when in doubt ... it is correctness").
 CLASS_PRECEDENCE: tuple[IssueClass, ...] = (
-    "security", "correctness", "test-failure", "environment", "plan-completeness",
-    "ux", "visual", "coverage", "comment", "style",
+    "security",
+    "correctness",
+    "test-failure",
+    "environment",
+    "plan-completeness",
+    "ux",
+    "visual",
+    "coverage",
+    "comment",
+    "style",
 )
 
 # Two titles with no rule code between them name the same problem when this share of their
@@ -27,11 +35,40 @@ _NON_WORD = re.compile(r"\W+")
 _CODE = re.compile(r"\b[A-Z]{1,4}[0-9]{2,5}\b|(?<=\[)[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?=\])")
 _SUBJECT = re.compile(r"`([^`]+)`")
 # Words that carry no problem: two titles do not describe the same thing because both say "the".
-_STOP = frozenset((
-    "a", "an", "the", "and", "or", "but", "of", "in", "on", "at", "to", "for", "from", "by",
-    "with", "as", "is", "are", "was", "were", "be", "been", "it", "its", "this", "that",
-    "these", "those", "here", "there",
-))
+_STOP = frozenset(
+    (
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "from",
+        "by",
+        "with",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "here",
+        "there",
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -135,14 +172,18 @@ def _merge(group: list[Finding]) -> Issue:
     issue_class = min((f.issue_class for f in group), key=CLASS_PRECEDENCE.index)
     line = _line(lead)
     ends = [
-        f.location.end_line for f in group
-        if f.location and f.location.end_line is not None and line is not None
+        f.location.end_line
+        for f in group
+        if f.location
+        and f.location.end_line is not None
+        and line is not None
         and f.location.end_line > line
     ]
     baselines = {f.baseline for f in group if f.baseline}
     # One introduced occurrence makes the merged issue introduced: the change added it.
-    baseline = "introduced" if "introduced" in baselines else (
-        "pre-existing" if baselines else None)
+    baseline = (
+        "introduced" if "introduced" in baselines else ("pre-existing" if baselines else None)
+    )
     scoped = {f.in_scope for f in group if f.in_scope is not None}
     return Issue(
         baseline=baseline,

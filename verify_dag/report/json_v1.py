@@ -149,14 +149,26 @@ def _known_findings(state: RunState) -> dict[str, Any] | None:
         # known (additive): whether the id was in the KNOWN FINDINGS table the reviewers saw. A
         # reaffirmation of anything else cites no earlier decision and is shown as such.
         "reaffirmed": [
-            {"id": r.id, "skill": r.skill, "reason": r.reason,
-             "newHarmEvidence": r.new_harm_evidence, "known": r.id in table}
-            for o in state.outcomes for r in o.reaffirmed
+            {
+                "id": r.id,
+                "skill": r.skill,
+                "reason": r.reason,
+                "newHarmEvidence": r.new_harm_evidence,
+                "known": r.id in table,
+            }
+            for o in state.outcomes
+            for r in o.reaffirmed
         ],
         "reopened": [
-            {"id": r.id, "skill": r.skill, "reason": r.reason, "evidence": r.evidence,
-             "known": r.id in table}
-            for o in state.outcomes for r in o.reopened
+            {
+                "id": r.id,
+                "skill": r.skill,
+                "reason": r.reason,
+                "evidence": r.evidence,
+                "known": r.id in table,
+            }
+            for o in state.outcomes
+            for r in o.reopened
         ],
     }
 
@@ -169,8 +181,10 @@ def _triage_result(state: RunState) -> dict[str, Any]:
     return {
         "jobB": tr.job_b,
         "skillAssignments": {skill: list(files) for skill, files in tr.skill_assignments.items()},
-        "gating": {skill: {"applies": g.applies, "reason": g.reason, "files": list(g.files)}
-                   for skill, g in tr.gating.items()},
+        "gating": {
+            skill: {"applies": g.applies, "reason": g.reason, "files": list(g.files)}
+            for skill, g in tr.gating.items()
+        },
     }
 
 
@@ -178,8 +192,9 @@ def _gates(state: RunState) -> dict[str, list[dict[str, str]]]:
     out: dict[str, list[dict[str, str]]] = {"exerciser": [], "review": []}
     for o in state.outcomes:
         for g in o.gates:
-            out[g.kind].append({"rule": g.rule, "status": g.status, "evidence": g.evidence,
-                                "checker": g.checker})
+            out[g.kind].append(
+                {"rule": g.rule, "status": g.status, "evidence": g.evidence, "checker": g.checker}
+            )
     return out
 
 
@@ -190,8 +205,11 @@ def _verifications(state: RunState, issues: list[Issue]) -> list[dict[str, str]]
     exist before dedup), which may be any member of a merged issue; one verdict per issue, the
     first that matches it.
     """
-    ids = {(i.path, i.line, norm_title(t)): f"VI-{n}"
-           for n, i in enumerate(issues, 1) for t in (i.titles or (i.title,))}
+    ids = {
+        (i.path, i.line, norm_title(t)): f"VI-{n}"
+        for n, i in enumerate(issues, 1)
+        for t in (i.titles or (i.title,))
+    }
     at: dict[tuple[str | None, int | None], list[str]] = {}
     for n, i in enumerate(issues, 1):
         at.setdefault((i.path, i.line), []).append(f"VI-{n}")
@@ -231,17 +249,26 @@ def build(state: RunState) -> Report:
         # [] with no --epic-context (seed 8c): a deferral cites an epic the reviewers were given.
         "deferredToEpic": [
             {"issue": d.issue, "item": d.item, "source": d.source}
-            for o in state.outcomes for d in o.deferred
-        ] if state.request.epic_text is not None else [],
+            for o in state.outcomes
+            for d in o.deferred
+        ]
+        if state.request.epic_text is not None
+        else [],
         "triage": {**results.triage(all_outcomes), **_triage_result(state)},
         "skillResults": results.skill_results(all_outcomes),
         "issues": [_issue(n, i) for n, i in enumerate(issues, start=1)],
         "exerciserVerification": _verifications(state, issues),
         "customGates": _gates(state),
         "debugger": [
-            {"failure": d.failure, "preExisting": d.pre_existing, "command": d.command,
-             "evidence": d.evidence, "touchedByDiff": list(d.touched_by_diff)}
-            for o in state.outcomes for d in o.diagnoses
+            {
+                "failure": d.failure,
+                "preExisting": d.pre_existing,
+                "command": d.command,
+                "evidence": d.evidence,
+                "touchedByDiff": list(d.touched_by_diff),
+            }
+            for o in state.outcomes
+            for d in o.diagnoses
         ],
         "run": {
             "id": state.run_id,

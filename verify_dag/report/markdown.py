@@ -17,8 +17,17 @@ _LOUD = ("BLOCKED", "NOT_RUN", "FAILED")
 _FIVE = ("reviewer", "codex-reviewer", "comment-review", "qa", "ux-reviewer")
 _LEGEND = "*Severity: 9-10 Critical | 7-8 High | 5-6 Moderate | 3-4 Low | 1-2 Trivial*"
 # git's C-style quoting of file names (quote.c), so a quoted name reads as git prints it.
-_C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v",
-              "\f": "\\f", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+_C_ESCAPES = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\t": "\\t",
+    "\n": "\\n",
+    "\v": "\\v",
+    "\f": "\\f",
+    "\r": "\\r",
+    '"': '\\"',
+    "\\": "\\\\",
+}
 _SOURCES_NOTE = (
     "*Sources column shows which agents flagged the issue. Multiple sources = higher confidence.*"
 )
@@ -116,13 +125,20 @@ def _banner(report: Report) -> list[str]:
 
 def _scope(scope: dict[str, Any]) -> list[str]:
     out = [
-        "## Scope", "",
-        f"**Depth:** {scope['depth']}", "",
-        f"**Mode:** {scope['mode'] or 'unresolved'}", "",
-        f"**Base ref:** {_code(scope['baseRef'])}", "",
-        f"**Merge base:** {_code(scope['mergeBase'])}", "",
-        f"**HEAD:** {_code(scope['headSha'])}", "",
-        "**Files Verified:**", "",
+        "## Scope",
+        "",
+        f"**Depth:** {scope['depth']}",
+        "",
+        f"**Mode:** {scope['mode'] or 'unresolved'}",
+        "",
+        f"**Base ref:** {_code(scope['baseRef'])}",
+        "",
+        f"**Merge base:** {_code(scope['mergeBase'])}",
+        "",
+        f"**HEAD:** {_code(scope['headSha'])}",
+        "",
+        "**Files Verified:**",
+        "",
     ]
     out += [_file_line(r) for r in scope["includedFiles"]] or ["- none"]
     out += ["", *_excluded(scope["excludedFiles"])]
@@ -179,16 +195,26 @@ def _grouped(entries: list[dict[str, str]]) -> list[tuple[list[str], str]]:
 def _triage(report: Report) -> list[str]:
     t = report["triage"]
     run = ", ".join(t["skills_run"]) or "none"
-    skipped = "; ".join(
-        f"{', '.join(names)} ({_inline(reason)})" for names, reason in _grouped(t["skillsSkipped"])
-    ) or "none"
+    skipped = (
+        "; ".join(
+            f"{', '.join(names)} ({_inline(reason)})"
+            for names, reason in _grouped(t["skillsSkipped"])
+        )
+        or "none"
+    )
     return [
-        "## Triage Summary", "",
-        f"**Skills run:** {run}", "",
-        f"**Skills skipped:** {skipped}", "",
-        f"**Judgement reviewer:** {_judgement_line(report)}", "",
-        f"**Static analysis:** {_static_line(report)}", "",
-        "---", "",
+        "## Triage Summary",
+        "",
+        f"**Skills run:** {run}",
+        "",
+        f"**Skills skipped:** {skipped}",
+        "",
+        f"**Judgement reviewer:** {_judgement_line(report)}",
+        "",
+        f"**Static analysis:** {_static_line(report)}",
+        "",
+        "---",
+        "",
     ]
 
 
@@ -199,8 +225,11 @@ def _skill_results(report: Report) -> list[str]:
         rows.append([r["skill"], status, r["notes"]])
     out = ["## Skill Results Summary", "", *_table(["Skill", "Status", "Notes"], rows)]
     codex = next(
-        (r for r in report["skillResults"]
-         if r["skill"] == "codex-reviewer" and r["status"] == "BLOCKED"),
+        (
+            r
+            for r in report["skillResults"]
+            if r["skill"] == "codex-reviewer" and r["status"] == "BLOCKED"
+        ),
         None,
     )
     if codex is not None:
@@ -226,9 +255,15 @@ def _isolation(report: Report) -> list[str]:
     for r in report["skillResults"]:
         if r.get("isolation"):
             by_mode.setdefault(r["isolation"], []).append(r["skill"])
-    return [line for mode, skills in by_mode.items() for line in (
-        "", f"> **Sandbox:** {', '.join(skills)} ran the repository's code in "
-            f"{sandbox.describe(mode.split('+'))}.")]
+    return [
+        line
+        for mode, skills in by_mode.items()
+        for line in (
+            "",
+            f"> **Sandbox:** {', '.join(skills)} ran the repository's code in "
+            f"{sandbox.describe(mode.split('+'))}.",
+        )
+    ]
 
 
 def location_text(loc: dict[str, Any] | None) -> str:
@@ -246,8 +281,14 @@ def _issues(report: Report) -> list[str]:
     out = ["## Issues Found", ""]
     if issues:
         rows: list[list[object]] = [
-            [i["id"], i["severity"], _title(i), ", ".join(i["sources"]),
-             location_text(i["location"]), i["description"]]
+            [
+                i["id"],
+                i["severity"],
+                _title(i),
+                ", ".join(i["sources"]),
+                location_text(i["location"]),
+                i["description"],
+            ]
             for i in issues
         ]
         out += _table(["ID", "Sev", "Title", "Sources", "Location", "Description"], rows)
@@ -280,9 +321,13 @@ def _debugger(report: Report) -> list[str]:
     if not diagnoses:
         return []
     rows: list[list[object]] = [
-        [d["failure"], d["preExisting"],
-         ", ".join(path_text(p) for p in d["touchedByDiff"]) or "none",
-         _code(d["command"]), d["evidence"][:300]]
+        [
+            d["failure"],
+            d["preExisting"],
+            ", ".join(path_text(p) for p in d["touchedByDiff"]) or "none",
+            _code(d["command"]),
+            d["evidence"][:300],
+        ]
         for d in diagnoses
     ]
     header = ["Failure", "Pre-existing", "Touched by diff", "Command", "Evidence"]
@@ -295,9 +340,14 @@ def _deferred(report: Report) -> list[str]:
         return []  # seed 8b: omitted entirely when nothing was deferred
     rows: list[list[object]] = [[d["issue"], d["item"], d["source"]] for d in deferred]
     return [
-        "## Deferred to Later Epic Issues", "",
-        *_table(["Issue", "Deferred item", "Reported by"], rows), "",
-        "These are not findings and never block.", "", "---", "",
+        "## Deferred to Later Epic Issues",
+        "",
+        *_table(["Issue", "Deferred item", "Reported by"], rows),
+        "",
+        "These are not findings and never block.",
+        "",
+        "---",
+        "",
     ]
 
 
@@ -307,19 +357,29 @@ def _carried(report: Report) -> list[str]:
     known = report["knownFindings"]
     if known is None or not (known["reaffirmed"] or known["reopened"]):
         return []
+
     def mark(row: dict[str, Any]) -> str:
         return row["id"] if row.get("known", True) else f"{row['id']} (**not in KNOWN FINDINGS**)"
+
     rows: list[list[object]] = [
         *[[mark(r), "REAFFIRMED", r["skill"], r["reason"]] for r in known["reaffirmed"]],
-        *[[mark(r), "REOPENED", r["skill"], f"{r['reason']} {r['evidence']}".strip()]
-          for r in known["reopened"]],
+        *[
+            [mark(r), "REOPENED", r["skill"], f"{r['reason']} {r['evidence']}".strip()]
+            for r in known["reopened"]
+        ],
     ]
     return [
-        "## Known Findings", "",
-        f"{known['supplied']} finding(s) supplied by the ledger; the reviewers' decisions:", "",
-        *_table(["Known ID", "Decision", "Reviewer", "Reason / evidence"], rows), "",
+        "## Known Findings",
+        "",
+        f"{known['supplied']} finding(s) supplied by the ledger; the reviewers' decisions:",
+        "",
+        *_table(["Known ID", "Decision", "Reviewer", "Reason / evidence"], rows),
+        "",
         "A REAFFIRMED finding was not reported again: the reviewer judged its code unchanged "
-        "since the delta base.", "", "---", "",
+        "since the delta base.",
+        "",
+        "---",
+        "",
     ]
 
 

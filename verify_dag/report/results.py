@@ -19,7 +19,12 @@ JUDGEMENT = ("reviewer", "codex-reviewer", "comment-review", "qa", "ux-reviewer"
 DETERMINISTIC = ("static-analysis", "tester")
 # The order missing skills are filled in: the pipeline's own phase order.
 PIPELINE = (
-    "static-analysis", "tester", *JUDGEMENT, "plan-completeness", "exerciser", "debugger",
+    "static-analysis",
+    "tester",
+    *JUDGEMENT,
+    "plan-completeness",
+    "exerciser",
+    "debugger",
 )
 LIGHT_EXCLUDED = ("comment-review", "qa", "ux-reviewer", "visual-verify")
 PHASES = ("scope", "engineer", "triage", "static", "review", "exerciser", "debugger", "report")
@@ -90,13 +95,12 @@ def _debugger_needed(state: RunState) -> bool:
     triggers = {"tester", "exerciser"}
     if state.request.depth == "deep":
         triggers.add("ux-reviewer")
-    return any(
-        f.severity >= 7 for o in state.outcomes if o.skill in triggers for f in o.findings
-    )
+    return any(f.severity >= 7 for o in state.outcomes if o.skill in triggers for f in o.findings)
 
 
 def _missing(skill: str, state: RunState) -> SkillOutcome:
     """The outcome of a skill the state holds no result for. Skipped ones are ``ran=False``."""
+
     def skip(status: Literal["SKIPPED", "NOT_RUN"], notes: str) -> SkillOutcome:
         return SkillOutcome(skill=skill, status=status, notes=notes, reason=notes, ran=False)
 
@@ -125,8 +129,15 @@ def outcomes(state: RunState) -> list[SkillOutcome]:
 
 
 def skill_results(all_outcomes: list[SkillOutcome]) -> list[dict[str, Any]]:
-    return [{"skill": o.skill, "status": o.status, "notes": o.notes,
-             **({"isolation": o.isolation} if o.isolation else {})} for o in all_outcomes]
+    return [
+        {
+            "skill": o.skill,
+            "status": o.status,
+            "notes": o.notes,
+            **({"isolation": o.isolation} if o.isolation else {}),
+        }
+        for o in all_outcomes
+    ]
 
 
 def _reason(o: SkillOutcome) -> str:

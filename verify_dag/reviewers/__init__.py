@@ -46,12 +46,20 @@ def comment_review(state: RunState) -> list[SkillOutcome]:
             setting = state.request.comment_density
             env = {**os.environ, comments.DENSITY_ENV: setting} if setting else None
             found = comments.run(state.scope, workdir, env=env)
-        rules = SkillOutcome(skill=skill, status="COMPLETED", reason=REASONS[skill],
-                             notes=f"deterministic rules: {len(found)} finding(s)",
-                             findings=tuple(found))
+        rules = SkillOutcome(
+            skill=skill,
+            status="COMPLETED",
+            reason=REASONS[skill],
+            notes=f"deterministic rules: {len(found)} finding(s)",
+            findings=tuple(found),
+        )
     except VerifyDagError as exc:  # a bad comment-density setting, say
-        rules = SkillOutcome(skill=skill, status="NOT_RUN", reason=REASONS[skill],
-                             notes=f"deterministic rules: {exc.message}")
+        rules = SkillOutcome(
+            skill=skill,
+            status="NOT_RUN",
+            reason=REASONS[skill],
+            notes=f"deterministic rules: {exc.message}",
+        )
     model = runner.model_skill(state, skill, REASONS[skill])
     return [rules.combine(model.model_copy(update={"notes": f"model pass: {model.notes}"}))]
 
@@ -74,8 +82,10 @@ def light_judgement(state: RunState) -> list[SkillOutcome]:
     name would report model diversity that did not happen.
     """
     if backends.codex_on_path():
-        return [runner.codex_reviewer(state, "light judgement reviewer (Codex available)"),
-                light_skip("reviewer")]
+        return [
+            runner.codex_reviewer(state, "light judgement reviewer (Codex available)"),
+            light_skip("reviewer"),
+        ]
     chosen = runner.model_skill(state, "reviewer", "light judgement reviewer (Codex unavailable)")
     note = "Judgement reviewer at light depth (Codex unavailable)"
     chosen = chosen.model_copy(update={"notes": f"{note}. {chosen.notes}"})
@@ -95,8 +105,14 @@ def _gated(skill: str) -> Reviewer:
     def review(state: RunState) -> list[SkillOutcome]:
         gate = state.triage.gating.get(skill) if state.triage is not None else None
         if gate is None:
-            return [SkillOutcome(skill=skill, status="NOT_RUN", reason=REASONS[skill],
-                                 notes="no triage gating decision was recorded")]
+            return [
+                SkillOutcome(
+                    skill=skill,
+                    status="NOT_RUN",
+                    reason=REASONS[skill],
+                    notes="no triage gating decision was recorded",
+                )
+            ]
         if not gate.applies:
             why = gate.reason if gate.reason.startswith("--skip") else f"gated: {gate.reason}"
             return [SkillOutcome(skill=skill, status="SKIPPED", ran=False, notes=why, reason=why)]
@@ -128,10 +144,24 @@ OUTSIDE_LIGHT = ("comment-review", "qa", "ux-reviewer", "visual-verify")
 def composition_skips(state: RunState) -> list[SkillOutcome]:
     out: list[SkillOutcome] = []
     if state.request.depth == "light":
-        out.extend(SkillOutcome(skill=s, status="SKIPPED", ran=False,
-                                notes="not in light composition", reason="not in light composition")
-                   for s in OUTSIDE_LIGHT)
+        out.extend(
+            SkillOutcome(
+                skill=s,
+                status="SKIPPED",
+                ran=False,
+                notes="not in light composition",
+                reason="not in light composition",
+            )
+            for s in OUTSIDE_LIGHT
+        )
     if not state.request.plan_text:
-        out.append(SkillOutcome(skill="plan-completeness", status="SKIPPED", ran=False,
-                                notes="no plan resolved", reason="no plan resolved"))
+        out.append(
+            SkillOutcome(
+                skill="plan-completeness",
+                status="SKIPPED",
+                ran=False,
+                notes="no plan resolved",
+                reason="no plan resolved",
+            )
+        )
     return out

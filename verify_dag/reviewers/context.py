@@ -95,22 +95,39 @@ def bundle(state: RunState) -> str:
         parts.append(_known(state))
         if scope.delta_base_sha:
             delta = [f"- {c.path} {describe(c)}" for c in scope.delta_files] or [
-                "- none (no file changed since that head)"]
-            parts.append(f"DELTA SINCE LAST VERIFIED HEAD: {scope.delta_base_sha}\n"
-                         + "\n".join(delta))
+                "- none (no file changed since that head)"
+            ]
+            parts.append(
+                f"DELTA SINCE LAST VERIFIED HEAD: {scope.delta_base_sha}\n" + "\n".join(delta)
+            )
     if state.request.epic_text is not None:
         epic = state.request.epic_text.strip() or "(the epic context file is empty)"
         parts.append(f"EPIC CONTEXT:\n{epic}\n\n{_EPIC_RULES}")
-    parts += [_engineer(state), _static(state), _toolchain(state), _gates(state),
-              "DIFF STAT:\n" + (scope.diff_stat.rstrip() or "(none: whole-file scope)")]
+    parts += [
+        _engineer(state),
+        _static(state),
+        _toolchain(state),
+        _gates(state),
+        "DIFF STAT:\n" + (scope.diff_stat.rstrip() or "(none: whole-file scope)"),
+    ]
     return "\n\n".join(parts)
 
 
 def _known(state: RunState) -> str:
     ledger = state.request.ledger_data
     known = ledger.known() if ledger is not None else ()
-    rows = [_row(f.id, f.location or "-", f.title, f.root_cause or "-", str(f.severity),
-                 f.disposition, f.reason or "-") for f in known[:KNOWN_ROWS]]
+    rows = [
+        _row(
+            f.id,
+            f.location or "-",
+            f.title,
+            f.root_cause or "-",
+            str(f.severity),
+            f.disposition,
+            f.reason or "-",
+        )
+        for f in known[:KNOWN_ROWS]
+    ]
     if not known:
         rows = ["| - | - | none: every ledger finding is fixed | - | - | - | - |"]
     elif len(known) > KNOWN_ROWS:
@@ -124,21 +141,24 @@ def _engineer(state: RunState) -> str:
     summary = "\n".join(summary.splitlines()[:SUMMARY_LINES])
     text = f"ENGINEER SKILL SUMMARY:\n{summary}"
     if eng is not None and eng.skill_dir:
-        text += (f"\nReference files available at {eng.skill_dir} — read TESTING.md, "
-                 "ARCHITECTURE.md etc. for your domain")
+        text += (
+            f"\nReference files available at {eng.skill_dir} — read TESTING.md, "
+            "ARCHITECTURE.md etc. for your domain"
+        )
     return text
 
 
 def static_table(findings: Sequence[Finding], limit: int = STATIC_ROWS) -> str:
     """| Tool | Rule | Location | Severity | Message | rows for static-analysis findings."""
-    rows = ["| Tool | Rule | Location | Severity | Message |",
-            "|------|------|----------|----------|---------|"]
+    rows = [
+        "| Tool | Rule | Location | Severity | Message |",
+        "|------|------|----------|----------|---------|",
+    ]
     for f in findings[:limit]:
         where = "-"
         if f.location is not None:
             where = f.location.path + (f":{f.location.line}" if f.location.line else "")
-        rows.append(_row(f.tool or f.source, f.rule or "-", where, str(f.severity),
-                         _message(f)))
+        rows.append(_row(f.tool or f.source, f.rule or "-", where, str(f.severity), _message(f)))
     if len(findings) > limit:
         rows.append(f"... {len(findings) - limit} more static findings not shown")
     return "\n".join(rows)
@@ -166,10 +186,12 @@ def _toolchain(state: RunState) -> str:
             return "none discovered"
         return "; ".join(c.display() + ("" if c.exists else " (not found)") for c in cmds)
 
-    return ("TOOLCHAIN:\n"
-            f"- Test: {show(('test',))}\n"
-            f"- Build: {show(('build',))}\n"
-            f"- Lint: {show(('lint', 'typecheck'))}")
+    return (
+        "TOOLCHAIN:\n"
+        f"- Test: {show(('test',))}\n"
+        f"- Build: {show(('build',))}\n"
+        f"- Lint: {show(('lint', 'typecheck'))}"
+    )
 
 
 def review_gates(verification_md: str | None) -> list[str]:
@@ -201,7 +223,7 @@ def _gates(state: RunState) -> str:
 def _message(f: Finding) -> str:
     # Static titles read "ruff F401: message"; the table has Tool and Rule columns already.
     prefix = f"{f.tool} {f.rule}: " if f.rule else f"{f.tool}: "
-    return f.title[len(prefix):] if f.tool and f.title.startswith(prefix) else f.title
+    return f.title[len(prefix) :] if f.tool and f.title.startswith(prefix) else f.title
 
 
 def _row(*cells: str) -> str:

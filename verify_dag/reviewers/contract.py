@@ -29,10 +29,14 @@ def review(state: RunState) -> list[SkillOutcome]:
         return [SkillOutcome(skill=SKILL, status="SKIPPED", ran=False, reason=why, notes=why)]
     shown = req.contract or "CONTRACT"
     with git.worktree(req.repo, sc.new_commit) as workdir:
-        verdict = verify_contract(workdir, workdir / Path(shown).name,
-                                  f"{sc.old_commit}..{sc.new_commit}",
-                                  config=runner._config(state), shown_path=shown,
-                                  text=req.contract_text)
+        verdict = verify_contract(
+            workdir,
+            workdir / Path(shown).name,
+            f"{sc.old_commit}..{sc.new_commit}",
+            config=runner._config(state),
+            shown_path=shown,
+            text=req.contract_text,
+        )
     return [outcome(verdict)]
 
 
@@ -41,32 +45,72 @@ def outcome(verdict: ContractVerdict) -> SkillOutcome:
     line = verdict.line
     if verdict.verdict == "ERROR":
         return SkillOutcome(skill=SKILL, status="NOT_RUN", reason=REASON, notes=line)
-    return SkillOutcome(skill=SKILL, status="COMPLETED", reason=REASON, notes=line,
-                        findings=tuple(findings(verdict)))
+    return SkillOutcome(
+        skill=SKILL,
+        status="COMPLETED",
+        reason=REASON,
+        notes=line,
+        findings=tuple(findings(verdict)),
+    )
 
 
 def findings(verdict: ContractVerdict) -> list[Finding]:
     out: list[Finding] = []
     for c in verdict.criteria:
         if c.status == "NOT-MET":
-            out.append(_finding(f"Contract criterion {c.number} not met: {c.text}", NOT_MET,
-                                "correctness", c.evidence, None))
+            out.append(
+                _finding(
+                    f"Contract criterion {c.number} not met: {c.text}",
+                    NOT_MET,
+                    "correctness",
+                    c.evidence,
+                    None,
+                )
+            )
         elif c.status == "UNVERIFIABLE":
-            out.append(_finding(f"Contract criterion {c.number} unverifiable: {c.text}",
-                                UNVERIFIABLE, "plan-completeness", c.evidence, None))
+            out.append(
+                _finding(
+                    f"Contract criterion {c.number} unverifiable: {c.text}",
+                    UNVERIFIABLE,
+                    "plan-completeness",
+                    c.evidence,
+                    None,
+                )
+            )
     for path in verdict.scope.outOfScope if verdict.scope else ():
-        out.append(_finding(f"File outside the contract's FILE SCOPE: {path}", OUT_OF_SCOPE,
-                            "plan-completeness", "the change touches a file the contract's "
-                            "FILE SCOPE does not list", Location(path=path)))
+        out.append(
+            _finding(
+                f"File outside the contract's FILE SCOPE: {path}",
+                OUT_OF_SCOPE,
+                "plan-completeness",
+                "the change touches a file the contract's FILE SCOPE does not list",
+                Location(path=path),
+            )
+        )
     for row in verdict.floor.rows if verdict.floor else ():
         if not row.waived:
-            out.append(_finding(f"Floor weakened ({row.kind}): {row.snippet}", FLOOR, "coverage",
-                                row.text(), Location(path=row.file, line=row.line)))
+            out.append(
+                _finding(
+                    f"Floor weakened ({row.kind}): {row.snippet}",
+                    FLOOR,
+                    "coverage",
+                    row.text(),
+                    Location(path=row.file, line=row.line),
+                )
+            )
     return out
 
 
-def _finding(title: str, severity: int, issue_class: str, description: str,
-             location: Location | None) -> Finding:
-    return Finding.model_validate({"title": title, "severity": severity,
-                                   "description": description, "source": SKILL,
-                                   "issue_class": issue_class, "location": location})
+def _finding(
+    title: str, severity: int, issue_class: str, description: str, location: Location | None
+) -> Finding:
+    return Finding.model_validate(
+        {
+            "title": title,
+            "severity": severity,
+            "description": description,
+            "source": SKILL,
+            "issue_class": issue_class,
+            "location": location,
+        }
+    )

@@ -118,19 +118,19 @@ DIFF_CAP = 400_000  # characters of BRANCH DIFF in the plan prompt
 
 _CATEGORY = {
     "reviewer": "design, architecture, coherence, hardening or security; add the over-engineering "
-                "tag (delete / stdlib / native / yagni / shrink) where it applies",
+    "tag (delete / stdlib / native / yagni / shrink) where it applies",
     "codex-reviewer": "correctness, design, hardening, security, ...",
     "comment-review": "the comment tag: review-id, narration, stale, appeasement, redundant, "
-                      "verbose or density",
+    "verbose or density",
     "qa": "coverage, test-quality, mocks or test-type",
     "ux-reviewer": "ux",
     "visual-verify": "visual (layout, hierarchy, spacing, typography, color, responsive, ...)",
 }
 _STATUS = {
     "codex-reviewer": "STATUS: COMPLETED | BLOCKED <short factual reason> | "
-                      "SKIPPED_UNSUPPORTED_SCOPE | PATCH_CONSTRUCTION_FAILED <reason>",
+    "SKIPPED_UNSUPPORTED_SCOPE | PATCH_CONSTRUCTION_FAILED <reason>",
     "visual-verify": "STATUS: COMPLETED | SKIPPED <NO_UI_FILES_IN_SCOPE | "
-                     "NO_RUNNING_APP_DISCOVERABLE | NO_SCREENSHOT_MECHANISM> — <one-line reason>",
+    "NO_RUNNING_APP_DISCOVERABLE | NO_SCREENSHOT_MECHANISM> — <one-line reason>",
 }
 
 _PLAN_OUTPUT = """OUTPUT FORMAT:
@@ -168,20 +168,29 @@ def skill_prompt(state: RunState, skill: str) -> str:
     if len(files) > ASSIGNED_ROWS:
         listed.append(f"... {len(files) - ASSIGNED_ROWS} more (see VERIFICATION SCOPE)")
     static = relevant_static(state, skill)
-    parts = [bundle(state), "YOUR ASSIGNED FILES:\n" + "\n".join(listed),
-             "RELEVANT STATIC FINDINGS:\n" + (static_table(static) if static else "None.")]
+    parts = [
+        bundle(state),
+        "YOUR ASSIGNED FILES:\n" + "\n".join(listed),
+        "RELEVANT STATIC FINDINGS:\n" + (static_table(static) if static else "None."),
+    ]
     eng = state.engineer
     if eng is not None and eng.skill_dir:
-        parts.append(f"ENGINEER SKILL REFERENCE:\nReference files are available at "
-                     f"{eng.skill_dir}\nRead files relevant to your domain (e.g., TESTING.md for "
-                     "tester, architecture docs for reviewer).")
+        parts.append(
+            f"ENGINEER SKILL REFERENCE:\nReference files are available at "
+            f"{eng.skill_dir}\nRead files relevant to your domain (e.g., TESTING.md for "
+            "tester, architecture docs for reviewer)."
+        )
     instructions = INSTRUCTIONS[skill]
     if skill == "codex-reviewer":
-        instructions += ("\nSCOPE_METADATA above is authoritative: it must not infer scope mode "
-                         "from filenames or prose when exact metadata is available.")
+        instructions += (
+            "\nSCOPE_METADATA above is authoritative: it must not infer scope mode "
+            "from filenames or prose when exact metadata is available."
+        )
     if skill == "comment-review":
-        instructions += (f"\nCOMMENT DENSITY THRESHOLD: {DENSITY_THRESHOLD} (the default; no "
-                         "project threshold was supplied).")
+        instructions += (
+            f"\nCOMMENT DENSITY THRESHOLD: {DENSITY_THRESHOLD} (the default; no "
+            "project threshold was supplied)."
+        )
     parts.append(instructions)
     if carry_forward(state):
         parts.append(carry_forward_rules())
@@ -193,10 +202,10 @@ def _output_format(state: RunState, skill: str) -> str:
     severity = "integer 1-10, where 1=trivial, 10=critical"
     description = "what the issue is and why it matters"
     # The security class is never suppressible by carry-forward, so it must be recognisable.
-    category = _CATEGORY[skill] + "; use \"security\" for anything in the security class"
+    category = _CATEGORY[skill] + '; use "security" for anything in the security class'
     if skill == "comment-review":
         severity = "integer, floor 5, cap 6 — the floor is deliberate (5 or 6 only)"
-        description += ", including a concrete rewrite (or \"delete\")"
+        description += ', including a concrete rewrite (or "delete")'
         category = _CATEGORY[skill]
     lines = [
         "OUTPUT FORMAT:",
@@ -206,20 +215,25 @@ def _output_format(state: RunState, skill: str) -> str:
         '"category": "...", "description": "..."}]}',
         "- title: short description",
         f"- severity: {severity}",
-        "- location: \"path:line\" of the scoped code, or null when the issue has no single line",
+        '- location: "path:line" of the scoped code, or null when the issue has no single line',
         f"- category: {category}",
         f"- description: {description}",
     ]
     extra: list[str] = []
     if skill == "reviewer":
-        extra.append("NET_LINES: <signed number> — <the net-lines metric of the over-engineering "
-                     "lens, one sentence>")
+        extra.append(
+            "NET_LINES: <signed number> — <the net-lines metric of the over-engineering "
+            "lens, one sentence>"
+        )
     if carry_forward(state):
-        extra += ['REAFFIRMED: <known id> — <one sentence>    (one line per id, or "none")',
-                  'REOPENED:   <known id> — <harm evidence>   (one line per id, or "none")']
+        extra += [
+            'REAFFIRMED: <known id> — <one sentence>    (one line per id, or "none")',
+            'REOPENED:   <known id> — <harm evidence>   (one line per id, or "none")',
+        ]
     if state.request.epic_text is not None:
-        extra.append('DEFERRED_TO_EPIC: <issue> — <one sentence>    (one line per deferral, or '
-                     '"none")')
+        extra.append(
+            'DEFERRED_TO_EPIC: <issue> — <one sentence>    (one line per deferral, or "none")'
+        )
     if skill in _STATUS:
         extra.append(_STATUS[skill])
     if extra:
@@ -236,12 +250,16 @@ def plan_prompt(state: RunState, diff_text: str) -> str:
         raise ValueError("plan completeness needs a resolved scope")
     diff = diff_text
     if len(diff) > DIFF_CAP:
-        diff = (diff[:DIFF_CAP] + f"\n... diff truncated: {len(diff_text) - DIFF_CAP} more "
-                "characters not shown; read the rest with the diff command in SCOPE CONTEXT")
-    return "\n\n".join([
-        f"PLAN FILE:\n{plan.strip() or '(the plan file is empty)'}",
-        f"BRANCH DIFF:\n{diff.rstrip() or '(empty diff)'}",
-        "SCOPE CONTEXT:\n" + scope_context(state.scope),
-        INSTRUCTIONS["plan-completeness"],
-        _PLAN_OUTPUT,
-    ])
+        diff = (
+            diff[:DIFF_CAP] + f"\n... diff truncated: {len(diff_text) - DIFF_CAP} more "
+            "characters not shown; read the rest with the diff command in SCOPE CONTEXT"
+        )
+    return "\n\n".join(
+        [
+            f"PLAN FILE:\n{plan.strip() or '(the plan file is empty)'}",
+            f"BRANCH DIFF:\n{diff.rstrip() or '(empty diff)'}",
+            "SCOPE CONTEXT:\n" + scope_context(state.scope),
+            INSTRUCTIONS["plan-completeness"],
+            _PLAN_OUTPUT,
+        ]
+    )

@@ -46,19 +46,35 @@ def _not_run(skill: str, reason: str, notes: str) -> SkillOutcome:
 
 def _normalise(skill: str, findings: list[Finding]) -> list[Finding]:
     if skill == "comment-review":
-        return [f.model_copy(update={"severity": min(max(f.severity, COMMENT_FLOOR), COMMENT_CAP),
-                                     "issue_class": "comment"}) for f in findings]
+        return [
+            f.model_copy(
+                update={
+                    "severity": min(max(f.severity, COMMENT_FLOOR), COMMENT_CAP),
+                    "issue_class": "comment",
+                }
+            )
+            for f in findings
+        ]
     if skill == "plan-completeness":
         # At most one finding, severity 8, no location (seed Phase 6).
-        return [f.model_copy(update={"severity": PLAN_SEVERITY, "location": None,
-                                     "issue_class": "plan-completeness"}) for f in findings[:1]]
+        return [
+            f.model_copy(
+                update={
+                    "severity": PLAN_SEVERITY,
+                    "location": None,
+                    "issue_class": "plan-completeness",
+                }
+            )
+            for f in findings[:1]
+        ]
     return findings
 
 
 # The statuses a reply may report about itself (codex-reviewer's prompt offers all four), longest
 # first so SKIPPED_UNSUPPORTED_SCOPE is not read as SKIPPED plus a reason "_UNSUPPORTED_SCOPE".
 _SELF_STATUS = re.compile(
-    r"(?i)^(SKIPPED_UNSUPPORTED_SCOPE|PATCH_CONSTRUCTION_FAILED|SKIPPED|BLOCKED)\b[\s:—-]*(.*)$")
+    r"(?i)^(SKIPPED_UNSUPPORTED_SCOPE|PATCH_CONSTRUCTION_FAILED|SKIPPED|BLOCKED)\b[\s:—-]*(.*)$"
+)
 
 
 def _outcome(skill: str, reason: str, parsed: ParsedReply) -> SkillOutcome:
@@ -70,30 +86,46 @@ def _outcome(skill: str, reason: str, parsed: ParsedReply) -> SkillOutcome:
             return SkillOutcome(skill=skill, status="SKIPPED", ran=False, reason=why, notes=why)
         if token == "SKIPPED_UNSUPPORTED_SCOPE":
             notes = f"{token}: {why}" if why else token
-            return SkillOutcome(skill=skill, status="SKIPPED", ran=False, reason=token,
-                                notes=notes)
+            return SkillOutcome(skill=skill, status="SKIPPED", ran=False, reason=token, notes=notes)
         # BLOCKED, or a review that could not rebuild the exact diff: either way no review
         # happened, and the seed's JSON statuses for codex-reviewer leave BLOCKED for that.
-        notes = (why or "the skill reported BLOCKED") if token == "BLOCKED" else (
-            f"{token}: {why}" if why else token)
+        notes = (
+            (why or "the skill reported BLOCKED")
+            if token == "BLOCKED"
+            else (f"{token}: {why}" if why else token)
+        )
         return SkillOutcome(skill=skill, status="BLOCKED", reason=reason, notes=notes)
     findings = _normalise(skill, list(parsed.findings))
     notes = f"Found {len(findings)} item{'s' if len(findings) != 1 else ''}"
-    return SkillOutcome(skill=skill, status="COMPLETED", reason=reason, notes=notes,
-                        findings=tuple(findings), reaffirmed=tuple(parsed.reaffirmed),
-                        reopened=tuple(parsed.reopened), deferred=tuple(parsed.deferred))
+    return SkillOutcome(
+        skill=skill,
+        status="COMPLETED",
+        reason=reason,
+        notes=notes,
+        findings=tuple(findings),
+        reaffirmed=tuple(parsed.reaffirmed),
+        reopened=tuple(parsed.reopened),
+        deferred=tuple(parsed.deferred),
+    )
 
 
-def _ask(skill: str, reason: str, backend: backends.Backend, prompt: str, cwd: Path,
-         blocked_when_unavailable: bool = False) -> SkillOutcome:
+def _ask(
+    skill: str,
+    reason: str,
+    backend: backends.Backend,
+    prompt: str,
+    cwd: Path,
+    blocked_when_unavailable: bool = False,
+) -> SkillOutcome:
     reply = backends.invoke(backend, prompt, cwd=cwd)
     if reply.status != "ok":
         # A missing CLI or missing auth is BLOCKED for codex-reviewer (the seed's statuses);
         # a time-out, quota or empty reply is NOT_RUN for everyone (issue 3).
         unavailable = reply.status in {"missing", "auth"}
         status: Status = "BLOCKED" if blocked_when_unavailable and unavailable else "NOT_RUN"
-        return SkillOutcome(skill=skill, status=status, reason=reason,
-                            notes=f"{reply.status}: {reply.reason}")
+        return SkillOutcome(
+            skill=skill, status=status, reason=reason, notes=f"{reply.status}: {reply.reason}"
+        )
     if _echoes(prompt, reply.text):
         # The prompt holds an example finding; a command that parrots it back did not review.
         return _not_run(skill, reason, "unparseable reply: the backend echoed the prompt back")
@@ -128,9 +160,12 @@ def _backend(state: RunState, skill: str, reason: str) -> backends.Backend | Ski
         ignored = "".join(f" ({note})" for note in config.notes)
         # Settings are read where the review task runs: on a fleet that is the review worker,
         # not the machine the run was submitted from, so say which host looked.
-        return _not_run(skill, reason,
-                        f"no model backend configured{ignored} on {socket.gethostname()} (read "
-                        f"where the review task runs); {backends.how_to_configure()}")
+        return _not_run(
+            skill,
+            reason,
+            f"no model backend configured{ignored} on {socket.gethostname()} (read "
+            f"where the review task runs); {backends.how_to_configure()}",
+        )
     return backend
 
 
@@ -165,28 +200,48 @@ def codex_reviewer(state: RunState, reason: str) -> SkillOutcome:
     sc = state.scope
     assert sc is not None
     if sc.mode == "all":
-        return SkillOutcome(skill=skill, status="SKIPPED", ran=False,
-                            reason="SKIPPED_UNSUPPORTED_SCOPE",
-                            notes="SKIPPED_UNSUPPORTED_SCOPE: Codex does not audit --scope=all")
+        return SkillOutcome(
+            skill=skill,
+            status="SKIPPED",
+            ran=False,
+            reason="SKIPPED_UNSUPPORTED_SCOPE",
+            notes="SKIPPED_UNSUPPORTED_SCOPE: Codex does not audit --scope=all",
+        )
     try:
         backend = backends.resolve(_config(state), skill)
     except VerifyDagError as exc:
-        return SkillOutcome(skill=skill, status="BLOCKED", reason=reason,
-                            notes=f"model backend configuration: {exc.message}")
+        return SkillOutcome(
+            skill=skill,
+            status="BLOCKED",
+            reason=reason,
+            notes=f"model backend configuration: {exc.message}",
+        )
     if backend is None:
-        return SkillOutcome(skill=skill, status="BLOCKED", reason=reason,
-                            notes="Codex CLI not found on PATH")
+        return SkillOutcome(
+            skill=skill, status="BLOCKED", reason=reason, notes="Codex CLI not found on PATH"
+        )
     old_paths = [f.old_path or f.path for f in sc.included if f.status != "added"]
     new_paths = [f.path for f in sc.included if f.status != "deleted"]
     all_paths = sorted({*old_paths, *new_paths})
     want = git.patch(state.request.repo, sc.old_commit, sc.new_commit, all_paths)
-    with git.diff_workspace(state.request.repo, sc.old_commit, sc.new_commit, old_paths,
-                            new_paths) as (ws, got):
+    with git.diff_workspace(
+        state.request.repo, sc.old_commit, sc.new_commit, old_paths, new_paths
+    ) as (ws, got):
         # An empty patch for a non-empty scope means the paths did not survive the trip (a file
         # name that is not valid UTF-8, say): reviewing nothing would be a fake COMPLETED.
         if got != want or not want.strip():
-            return SkillOutcome(skill=skill, status="BLOCKED", reason=reason,
-                                notes="PATCH_CONSTRUCTION_FAILED: the diff-only workspace does "
-                                      "not reproduce the scoped diff exactly")
-        return _ask(skill, reason, backend, prompts.skill_prompt(state, skill), ws,
-                    blocked_when_unavailable=True)
+            return SkillOutcome(
+                skill=skill,
+                status="BLOCKED",
+                reason=reason,
+                notes="PATCH_CONSTRUCTION_FAILED: the diff-only workspace does "
+                "not reproduce the scoped diff exactly",
+            )
+        return _ask(
+            skill,
+            reason,
+            backend,
+            prompts.skill_prompt(state, skill),
+            ws,
+            blocked_when_unavailable=True,
+        )

@@ -74,24 +74,42 @@ def check(claim: Claim, where: Where, budget: Budget) -> Anchor:
         if then is not None:
             return _against_ref(claim, where, ref, then, now)
         if now is None:
-            return _decide(claim, where, "REFUTED",
-                           f"{path} does not exist in {where.label}, nor in the claim's own ref "
-                           f"{short(ref)}: it never existed where the claim was made")
+            return _decide(
+                claim,
+                where,
+                "REFUTED",
+                f"{path} does not exist in {where.label}, nor in the claim's own ref "
+                f"{short(ref)}: it never existed where the claim was made",
+            )
     if now is None:
         changed = git.last_change(where.repo, where.commit, path) if where.history else None
         if changed is not None:
-            return _decide(claim, where, "STALE",
-                           f"{path} does not exist in {where.label}; the last commit to touch it "
-                           f"(deleting or moving it) was {short(changed)}",
-                           corrected=f"{path} no longer exists in {where.label}")
-        return _decide(claim, where, "REFUTED", f"{path} does not exist in {where.label}" + (
-            "; no commit of its history ever had it" if where.history else ""))
+            return _decide(
+                claim,
+                where,
+                "STALE",
+                f"{path} does not exist in {where.label}; the last commit to touch it "
+                f"(deleting or moving it) was {short(changed)}",
+                corrected=f"{path} no longer exists in {where.label}",
+            )
+        return _decide(
+            claim,
+            where,
+            "REFUTED",
+            f"{path} does not exist in {where.label}"
+            + ("; no commit of its history ever had it" if where.history else ""),
+        )
     size = lines_of(now)
     if last is not None and last > size:
         why = f"line {last} is beyond the end of {path} ({size} lines)"
         if where.history and _had_line(where, path, last):
-            return _decide(claim, where, "STALE", f"{why} in {where.label}; the file's previous "
-                           "version had it", corrected=f"{path} now has only {size} lines")
+            return _decide(
+                claim,
+                where,
+                "STALE",
+                f"{why} in {where.label}; the file's previous version had it",
+                corrected=f"{path} now has only {size} lines",
+            )
         return _decide(claim, where, "REFUTED", why)
     return Anchor(None, first, claim.end_line, now)
 
@@ -107,13 +125,21 @@ def _against_ref(claim: Claim, where: Where, ref: str, then: str, now: str | Non
     assert path is not None
     first, last = claim.line, max(claim.end_line or 0, claim.line or 0) or None
     if last is not None and last > lines_of(then):
-        return _decide(claim, where, "REFUTED",
-                       f"line {last} is beyond the end of {path} in the claim's own ref "
-                       f"{short(ref)} ({lines_of(then)} lines): it never existed")
+        return _decide(
+            claim,
+            where,
+            "REFUTED",
+            f"line {last} is beyond the end of {path} in the claim's own ref "
+            f"{short(ref)} ({lines_of(then)} lines): it never existed",
+        )
     if now is None:
-        return _decide(claim, where, "STALE",
-                       f"{path} existed in the claim's ref {short(ref)} but not in {where.label}",
-                       corrected=f"{path} no longer exists in {where.label}")
+        return _decide(
+            claim,
+            where,
+            "STALE",
+            f"{path} existed in the claim's ref {short(ref)} but not in {where.label}",
+            corrected=f"{path} no longer exists in {where.label}",
+        )
     if first is None or last is None:
         return Anchor(None, None, None, now)
     shift = 0
@@ -122,11 +148,15 @@ def _against_ref(claim: Claim, where: Where, ref: str, then: str, now: str | Non
             was = then.splitlines()[first - 1].strip() if first <= len(then.splitlines()) else ""
             new = now.splitlines()[c - 1].strip() if d and c <= len(now.splitlines()) else None
             became = f"now {new!r} at line {c}" if new is not None else "now deleted"
-            return _decide(claim, where, "STALE",
-                           f"line {first} of {path} changed since the claim's ref {short(ref)}: "
-                           f"was {was!r}, {became}",
-                           corrected=f"{path}:{first} as cited is gone in {where.label} "
-                                     f"({became}); re-check the claim there")
+            return _decide(
+                claim,
+                where,
+                "STALE",
+                f"line {first} of {path} changed since the claim's ref {short(ref)}: "
+                f"was {was!r}, {became}",
+                corrected=f"{path}:{first} as cited is gone in {where.label} "
+                f"({became}); re-check the claim there",
+            )
         if (a + b - 1 < first) if b else (a < first):
             shift += d - b
     moved = f"unchanged since {short(ref)}, now at line {first + shift}" if shift else ""
@@ -134,11 +164,20 @@ def _against_ref(claim: Claim, where: Where, ref: str, then: str, now: str | Non
     return Anchor(None, first + shift, end, now, moved)
 
 
-def _decide(claim: Claim, where: Where, verdict: VerifierVerdict, detail: str,
-            corrected: str | None = None) -> Anchor:
+def _decide(
+    claim: Claim, where: Where, verdict: VerifierVerdict, detail: str, corrected: str | None = None
+) -> Anchor:
     path = claim.path or "?"
-    return Anchor(ClaimVerdict(
-        claim_id=claim.id, verdict=verdict,
-        evidence_pointer=pointer(where, path, claim.line if verdict == "STALE" else None),
-        evidence_base="artifact-internal", method="anchor", detail=detail, corrected=corrected,
-        artifact=claim.path, scope_guard=LOCAL))
+    return Anchor(
+        ClaimVerdict(
+            claim_id=claim.id,
+            verdict=verdict,
+            evidence_pointer=pointer(where, path, claim.line if verdict == "STALE" else None),
+            evidence_base="artifact-internal",
+            method="anchor",
+            detail=detail,
+            corrected=corrected,
+            artifact=claim.path,
+            scope_guard=LOCAL,
+        )
+    )

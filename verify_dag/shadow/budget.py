@@ -47,5 +47,4 @@ class Budget:
         """Called when a command given ``timeout`` timed out: the budget's doing (raise), or the
         command's own cap ``cap`` (return, for the caller to report)."""
         if timeout < cap:
-            raise BudgetExhausted(f"{what} was stopped when the {self.seconds:g} s budget ran "
-                                  f"out")
+            raise BudgetExhausted(f"{what} was stopped when the {self.seconds:g} s budget ran out")

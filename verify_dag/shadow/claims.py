@@ -29,36 +29,55 @@ from verify_dag.shadow.models import Claim, Kind
 MAX_CLAIMS = 50  # the seed's scale cap
 EXIT_SCALE = 5  # documented in docs/shadow.md and the subcommand's help
 
-_STATIC_TITLE = re.compile(r"(?P<tool>[A-Za-z][\w.+-]*) (?P<rule>[^\s:]+): (?P<message>.+)",
-                           re.DOTALL)
+_STATIC_TITLE = re.compile(
+    r"(?P<tool>[A-Za-z][\w.+-]*) (?P<rule>[^\s:]+): (?P<message>.+)", re.DOTALL
+)
 _TEST_TITLE = re.compile(r"Test failed: (?P<nodeid>\S.*)")
 _NAME = r"`(?P<q>[^`\s]+)`|(?P<w>[A-Za-z_][\w.]*)(?P<call>\(\))?"
-_UNUSED_WORDS = (r"(?:unused|never used|not used|never called|not called|never referenced|"
-                 r"unreferenced|dead code|assigned to but never used|imported but unused)")
+_UNUSED_WORDS = (
+    r"(?:unused|never used|not used|never called|not called|never referenced|"
+    r"unreferenced|dead code|assigned to but never used|imported but unused)"
+)
 _UNUSED = [
-    re.compile(rf"(?:{_NAME})\s+(?:is\s+|are\s+|looks\s+|seems\s+|appears\s+to\s+be\s+)?"
-               rf"(?:\w+\s+)?{_UNUSED_WORDS}", re.IGNORECASE),
-    re.compile(rf"\b(?:unused|dead)\s+(?:local\s+)?(?:function|variable|import|class|method|"
-               rf"parameter|argument|symbol|constant|helper|code)\s*:?\s+(?:{_NAME})",
-               re.IGNORECASE),
+    re.compile(
+        rf"(?:{_NAME})\s+(?:is\s+|are\s+|looks\s+|seems\s+|appears\s+to\s+be\s+)?"
+        rf"(?:\w+\s+)?{_UNUSED_WORDS}",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        rf"\b(?:unused|dead)\s+(?:local\s+)?(?:function|variable|import|class|method|"
+        rf"parameter|argument|symbol|constant|helper|code)\s*:?\s+(?:{_NAME})",
+        re.IGNORECASE,
+    ),
 ]
 _UNTESTED = [
-    re.compile(rf"\bno\s+tests?\s+(?:\w+\s+)?(?:covers?|for|exercises?|references?|calls?)\s+"
-               rf"(?:{_NAME})", re.IGNORECASE),
-    re.compile(rf"(?:{_NAME})\s+(?:is|are)\s+(?:not\s+tested|untested|not\s+covered\s+by\s+"
-               rf"(?:any\s+)?tests?)", re.IGNORECASE),
+    re.compile(
+        rf"\bno\s+tests?\s+(?:\w+\s+)?(?:covers?|for|exercises?|references?|calls?)\s+"
+        rf"(?:{_NAME})",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        rf"(?:{_NAME})\s+(?:is|are)\s+(?:not\s+tested|untested|not\s+covered\s+by\s+"
+        rf"(?:any\s+)?tests?)",
+        re.IGNORECASE,
+    ),
     re.compile(rf"(?:{_NAME})\s+(?:has|have)\s+no\s+(?:unit\s+)?tests?", re.IGNORECASE),
-    re.compile(rf"\buntested\s+(?:function|method|class|module|code)?\s*:?\s*(?:{_NAME})",
-               re.IGNORECASE),
+    re.compile(
+        rf"\buntested\s+(?:function|method|class|module|code)?\s*:?\s*(?:{_NAME})", re.IGNORECASE
+    ),
 ]
-_SIZE = re.compile(r"(?:exceeds|is\s+over|is\s+longer\s+than|has\s+more\s+than|is\s+more\s+than|"
-                   r"over)\s+(?P<n>\d+)\s+lines", re.IGNORECASE)
+_SIZE = re.compile(
+    r"(?:exceeds|is\s+over|is\s+longer\s+than|has\s+more\s+than|is\s+more\s+than|"
+    r"over)\s+(?P<n>\d+)\s+lines",
+    re.IGNORECASE,
+)
 _LOCAL = re.compile(r"\b(?:local\s+variable|variable|parameter|argument)\b", re.IGNORECASE)
 _CONFIDENCE = re.compile(
     r"\(\s*(?:\d{1,3}\s*%\s*(?:confident|sure|certain)?|confidence:?\s*\w+)\s*\)|"
     r"\b(?:I\s+am|I'm|we\s+are)\s+(?:very\s+)?(?:confident|certain|sure)\s+(?:that\s+)?|"
     r"\b(?:clearly|obviously|certainly|definitely|undoubtedly|surely|absolutely)\b,?\s*",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 class ScaleError(VerifyDagError):
@@ -85,14 +104,17 @@ def normalise(findings: Findings, only: tuple[str, ...] = ()) -> list[Candidate]
         known = {r.id for r in records}
         unknown = [i for i in only if i not in known]
         if unknown:
-            raise UsageError(f"--claims: no claim {unknown[0]!r} in the input (its ids: "
-                             f"{', '.join(sorted(known)[:10]) or 'none'})")
+            raise UsageError(
+                f"--claims: no claim {unknown[0]!r} in the input (its ids: "
+                f"{', '.join(sorted(known)[:10]) or 'none'})"
+            )
         records = [r for r in records if r.id in only]
     if len(records) > MAX_CLAIMS:
-        raise ScaleError(f"{len(records)} claims exceed the limit of {MAX_CLAIMS}: scope the "
-                         "investigation first",
-                         hint="verify fewer files, or name the claims to check with "
-                              "--claims=ID,ID,...")
+        raise ScaleError(
+            f"{len(records)} claims exceed the limit of {MAX_CLAIMS}: scope the "
+            "investigation first",
+            hint="verify fewer files, or name the claims to check with --claims=ID,ID,...",
+        )
     return [candidate(r, findings.ref) for r in records]
 
 
@@ -108,12 +130,26 @@ def candidate(record: Record, ref: str | None = None) -> Candidate:
         path = nodeid.split("::", 1)[0]
     evidence = explicit or _ref_text(path, line, end)
     subject, predicate = _wording(kind, record, fields, path)
-    claim = Claim(id=record.id, subject=subject, predicate=predicate, evidence_ref=evidence,
-                  kind=kind, path=path, line=line, end_line=end, ref=record.ref or ref,
-                  **fields)
-    unanchored = None if evidence else (
-        "no concrete evidence_ref: the finding names no file, line, test, git ref, config key or "
-        "endpoint")
+    claim = Claim(
+        id=record.id,
+        subject=subject,
+        predicate=predicate,
+        evidence_ref=evidence,
+        kind=kind,
+        path=path,
+        line=line,
+        end_line=end,
+        ref=record.ref or ref,
+        **fields,
+    )
+    unanchored = (
+        None
+        if evidence
+        else (
+            "no concrete evidence_ref: the finding names no file, line, test, git ref, config key "
+            "or endpoint"
+        )
+    )
     return Candidate(claim=claim, title=record.title, record=record, unanchored=unanchored)
 
 
@@ -121,11 +157,20 @@ def from_finding(finding: Finding, claim_id: str) -> Claim:
     """A finding of the verify DAG as a claim (the exerciser verifies them at the very commit
     they were made on, so no ref)."""
     loc = finding.location
-    return candidate(Record(
-        id=claim_id, title=finding.title, severity=finding.severity, sources=(finding.source,),
-        path=loc.path if loc else None, line=loc.line if loc else None,
-        end_line=loc.end_line if loc else None, tool=finding.tool, rule=finding.rule,
-        nodeid=finding.nodeid)).claim
+    return candidate(
+        Record(
+            id=claim_id,
+            title=finding.title,
+            severity=finding.severity,
+            sources=(finding.source,),
+            path=loc.path if loc else None,
+            line=loc.line if loc else None,
+            end_line=loc.end_line if loc else None,
+            tool=finding.tool,
+            rule=finding.rule,
+            nodeid=finding.nodeid,
+        )
+    ).claim
 
 
 def _ref_text(path: str | None, line: int | None, end: int | None) -> str:
@@ -170,8 +215,9 @@ def _symbol(patterns: list[re.Pattern[str]], title: str) -> str | None:
                 return m["q"]
             word = m["w"]
             # An unquoted word counts only when it looks like code, not English.
-            if word and (m["call"] or "_" in word or "." in word.strip(".")
-                         or re.search(r"[a-z][A-Z]", word)):
+            if word and (
+                m["call"] or "_" in word or "." in word.strip(".") or re.search(r"[a-z][A-Z]", word)
+            ):
                 return word
     return None
 
@@ -184,14 +230,15 @@ def _last(name: str | None) -> str:
     return text.rsplit(".", 1)[-1] if "." in text else text
 
 
-def _wording(kind: Kind, r: Record, fields: dict[str, object], path: str | None
-             ) -> tuple[str, str]:
+def _wording(kind: Kind, r: Record, fields: dict[str, object], path: str | None) -> tuple[str, str]:
     if kind == "static":
         static = _STATIC_TITLE.fullmatch(" ".join(r.title.split()))
         said = static["message"] if static else ""
-        return (path or "(unanchored)",
-                f"{fields['tool']} reports {fields['rule']} at line {r.line}"
-                + (f": {said}" if said else ""))
+        return (
+            path or "(unanchored)",
+            f"{fields['tool']} reports {fields['rule']} at line {r.line}"
+            + (f": {said}" if said else ""),
+        )
     if kind == "test":
         return str(fields["nodeid"]), "fails when run"
     if kind == "unused":

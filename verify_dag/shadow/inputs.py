@@ -68,8 +68,9 @@ def load(path: str) -> Findings:
     except UnicodeDecodeError:
         raise UsageError(f"{path}: not UTF-8 text") from None
     except json.JSONDecodeError as exc:
-        raise UsageError(f"{path}: not JSON: {exc.msg} at line {exc.lineno} column "
-                         f"{exc.colno}") from None
+        raise UsageError(
+            f"{path}: not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
     return parse(doc, path)
@@ -82,15 +83,19 @@ def parse(doc: Any, name: str = "input") -> Findings:
     if isinstance(doc, dict) and "findings" in doc:
         _check(doc, FINDINGS_SCHEMA, name, "a findings document")
         return _from_findings(doc, name)
-    raise UsageError(f"{name}: neither a verify JSON v1 report (schemaVersion 1 with issues) nor "
-                     "a findings document (an object with a findings array); see docs/shadow.md")
+    raise UsageError(
+        f"{name}: neither a verify JSON v1 report (schemaVersion 1 with issues) nor "
+        "a findings document (an object with a findings array); see docs/shadow.md"
+    )
 
 
 def _check(doc: dict[str, Any], schema: str, name: str, what: str) -> None:
     error = best_match(jsonschemas.validator(schema).iter_errors(doc))
     if error is not None:
-        raise UsageError(f"{name}: not {what} ({schema}) at {error.json_path}: "
-                         f"{' '.join(error.message.split())[:200]}")
+        raise UsageError(
+            f"{name}: not {what} ({schema}) at {error.json_path}: "
+            f"{' '.join(error.message.split())[:200]}"
+        )
 
 
 def _from_report(doc: dict[str, Any]) -> Findings:
@@ -98,12 +103,21 @@ def _from_report(doc: dict[str, Any]) -> Findings:
     records = []
     for issue in doc["issues"]:
         loc = issue.get("location") or {}
-        records.append(Record(
-            id=issue["id"], title=issue["title"], reasoning=issue.get("description", ""),
-            severity=issue["severity"], sources=tuple(issue["sources"]), path=loc.get("path"),
-            line=loc.get("line"), end_line=loc.get("endLine")))
-    files = [p for f in scope.get("includedFiles", []) for p in (f.get("path"), f.get("oldPath"))
-             if p]
+        records.append(
+            Record(
+                id=issue["id"],
+                title=issue["title"],
+                reasoning=issue.get("description", ""),
+                severity=issue["severity"],
+                sources=tuple(issue["sources"]),
+                path=loc.get("path"),
+                line=loc.get("line"),
+                end_line=loc.get("endLine"),
+            )
+        )
+    files = [
+        p for f in scope.get("includedFiles", []) for p in (f.get("path"), f.get("oldPath")) if p
+    ]
     mode = scope.get("mode") or "auto"
     base = f", base {scope['baseRef']}" if scope.get("baseRef") else ""
     notes: list[str] = []
@@ -111,14 +125,19 @@ def _from_report(doc: dict[str, Any]) -> Findings:
     # or the work tree, which the report does not name: staleness is then judged from history.
     ref = scope.get("headSha") if mode == "branch" else None
     if mode != "branch" and scope.get("headSha"):
-        notes.append(f"the report verified a snapshot (--scope={mode}), not a commit: the "
-                     "claims' own ref is unknown, so staleness is judged from the history of "
-                     "the cited files")
-    return Findings(shape="verify-report-v1",
-                    goal=f"decide whether the change this report verified ({mode} scope{base}) "
-                         "is done",
-                    ref=ref, records=tuple(records), surface=_surface(files, records),
-                    notes=tuple(notes))
+        notes.append(
+            f"the report verified a snapshot (--scope={mode}), not a commit: the "
+            "claims' own ref is unknown, so staleness is judged from the history of "
+            "the cited files"
+        )
+    return Findings(
+        shape="verify-report-v1",
+        goal=f"decide whether the change this report verified ({mode} scope{base}) is done",
+        ref=ref,
+        records=tuple(records),
+        surface=_surface(files, records),
+        notes=tuple(notes),
+    )
 
 
 def _from_findings(doc: dict[str, Any], name: str) -> Findings:
@@ -130,17 +149,34 @@ def _from_findings(doc: dict[str, Any], name: str) -> Findings:
             raise UsageError(f"{name}: finding id {rid!r} is used twice")
         seen.add(rid)
         path, line, end = _location(f.get("location"))
-        records.append(Record(
-            id=rid, title=f.get("title") or f["claim"], reasoning=f.get("description", ""),
-            severity=f.get("severity"), confidence=_confidence(f.get("confidence")),
-            decision=bool(f.get("decision", False)), sources=tuple(f.get("sources", ())),
-            path=path, line=line, end_line=end, evidence_ref=f.get("evidence_ref"),
-            tool=f.get("tool"), rule=f.get("rule"), nodeid=f.get("nodeid"), kind=f.get("kind"),
-            symbol=f.get("symbol"), ref=f.get("ref")))
-    return Findings(shape="findings",
-                    goal=doc.get("goal") or "decide whether these findings hold",
-                    ref=doc.get("ref"), records=tuple(records),
-                    surface=_surface(list(doc.get("surface", [])), records))
+        records.append(
+            Record(
+                id=rid,
+                title=f.get("title") or f["claim"],
+                reasoning=f.get("description", ""),
+                severity=f.get("severity"),
+                confidence=_confidence(f.get("confidence")),
+                decision=bool(f.get("decision", False)),
+                sources=tuple(f.get("sources", ())),
+                path=path,
+                line=line,
+                end_line=end,
+                evidence_ref=f.get("evidence_ref"),
+                tool=f.get("tool"),
+                rule=f.get("rule"),
+                nodeid=f.get("nodeid"),
+                kind=f.get("kind"),
+                symbol=f.get("symbol"),
+                ref=f.get("ref"),
+            )
+        )
+    return Findings(
+        shape="findings",
+        goal=doc.get("goal") or "decide whether these findings hold",
+        ref=doc.get("ref"),
+        records=tuple(records),
+        surface=_surface(list(doc.get("surface", [])), records),
+    )
 
 
 def _location(loc: Any) -> tuple[str | None, int | None, int | None]:
@@ -152,8 +188,10 @@ def _location(loc: Any) -> tuple[str | None, int | None, int | None]:
     return None, None, None
 
 
-_FILE_REF = re.compile(r"(?P<path>[^\s:#]+?)(?::(?P<line>\d+)(?:-(?P<end>\d+))?(?::\d+)?)?"
-                       r"(?:#L(?P<hline>\d+)(?:-L?(?P<hend>\d+))?|#(?P<key>\S+))?")
+_FILE_REF = re.compile(
+    r"(?P<path>[^\s:#]+?)(?::(?P<line>\d+)(?:-(?P<end>\d+))?(?::\d+)?)?"
+    r"(?:#L(?P<hline>\d+)(?:-L?(?P<hend>\d+))?|#(?P<key>\S+))?"
+)
 _GIT_REF = re.compile(r"[0-9a-f]{7,64}|HEAD|refs/\S+")
 
 
@@ -180,6 +218,7 @@ def _confidence(value: Any) -> float | None:
 
 
 def _surface(paths: list[str], records: list[Record]) -> tuple[str, ...]:
-    cited = [r.path for r in records if r.path] + [r.nodeid.split("::")[0] for r in records
-                                                    if r.nodeid]
+    cited = [r.path for r in records if r.path] + [
+        r.nodeid.split("::")[0] for r in records if r.nodeid
+    ]
     return tuple(dict.fromkeys(p for p in [*paths, *cited] if p))[:SURFACE_MAX]

@@ -51,38 +51,67 @@ def _guarded(v: ClaimVerdict) -> bool:
 def settle_one(v: ClaimVerdict, last_round: bool) -> tuple[Settled, Redispatch | None]:
     if v.stop_reason == "budget-exhausted":
         if last_round:
-            return Settled(claim_id=v.claim_id, verdict="UNVERIFIABLE",
-                           tags=(BUDGET, REVIEW, CAP), escalated=True,
-                           note="the verifier ran out of budget in every round: escalated to "
-                                "the operator"), None
-        return (Settled(claim_id=v.claim_id, verdict="UNVERIFIABLE", tags=(BUDGET,),
-                        note="not a verdict: re-dispatched with a narrower surface"),
-                Redispatch(claim_id=v.claim_id, narrow=True, reason="budget exhausted"))
+            return Settled(
+                claim_id=v.claim_id,
+                verdict="UNVERIFIABLE",
+                tags=(BUDGET, REVIEW, CAP),
+                escalated=True,
+                note="the verifier ran out of budget in every round: escalated to the operator",
+            ), None
+        return (
+            Settled(
+                claim_id=v.claim_id,
+                verdict="UNVERIFIABLE",
+                tags=(BUDGET,),
+                note="not a verdict: re-dispatched with a narrower surface",
+            ),
+            Redispatch(claim_id=v.claim_id, narrow=True, reason="budget exhausted"),
+        )
     if v.verdict == "CONFIRMED" and _guarded(v):
         if v.boundary_checked and not v.boundary:
-            return Settled(claim_id=v.claim_id, verdict="CONFIRMED",
-                           note="validated (no composition surface outside the artifact)"), None
-        seen = (f"missed boundary: {', '.join(v.boundary[:3])}" if v.boundary
-                else "no boundary read could be made")
-        return Settled(claim_id=v.claim_id, verdict="UNVERIFIED-COMPOSITION",
-                       tags=(COMPOSITION,), note=f"do not act until a boundary read confirms "
-                                                 f"or refutes it ({seen})"), None
+            return Settled(
+                claim_id=v.claim_id,
+                verdict="CONFIRMED",
+                note="validated (no composition surface outside the artifact)",
+            ), None
+        seen = (
+            f"missed boundary: {', '.join(v.boundary[:3])}"
+            if v.boundary
+            else "no boundary read could be made"
+        )
+        return Settled(
+            claim_id=v.claim_id,
+            verdict="UNVERIFIED-COMPOSITION",
+            tags=(COMPOSITION,),
+            note=f"do not act until a boundary read confirms or refutes it ({seen})",
+        ), None
     if v.verdict == "CONFIRMED":
         return Settled(claim_id=v.claim_id, verdict="CONFIRMED", note="validated"), None
     if v.verdict == "REFUTED":
-        return Settled(claim_id=v.claim_id, verdict="REFUTED", tags=(REFUTED_TAG,),
-                       note="replaced by the corrected finding; do not act until the conflict "
-                            "is resolved"), None
+        return Settled(
+            claim_id=v.claim_id,
+            verdict="REFUTED",
+            tags=(REFUTED_TAG,),
+            note="replaced by the corrected finding; do not act until the conflict is resolved",
+        ), None
     if v.verdict == "STALE":
-        return Settled(claim_id=v.claim_id, verdict="STALE", tags=(STALE_TAG,),
-                       note="do not forward the original claim; re-investigate if currency "
-                            "matters"), None
-    return Settled(claim_id=v.claim_id, verdict="UNVERIFIABLE", tags=(REVIEW,),
-                   note="surfaced for human review"), None
+        return Settled(
+            claim_id=v.claim_id,
+            verdict="STALE",
+            tags=(STALE_TAG,),
+            note="do not forward the original claim; re-investigate if currency matters",
+        ), None
+    return Settled(
+        claim_id=v.claim_id,
+        verdict="UNVERIFIABLE",
+        tags=(REVIEW,),
+        note="surfaced for human review",
+    ), None
 
 
-def settle(verdicts: Mapping[str, ClaimVerdict], round_no: int,
-           max_rounds: int = MAX_ROUNDS) -> RoundResult:
+def settle(
+    verdicts: Mapping[str, ClaimVerdict], round_no: int, max_rounds: int = MAX_ROUNDS
+) -> RoundResult:
     """Every verdict so far (the latest per claim), merged and guarded, and what round
     ``round_no + 1`` re-dispatches (nothing after ``max_rounds``)."""
     last = round_no >= max_rounds
@@ -99,25 +128,40 @@ def settle(verdicts: Mapping[str, ClaimVerdict], round_no: int,
             old = settled[cid]
             tags = (ECHO, CAP) if last else (ECHO,)
             settled[cid] = Settled(
-                claim_id=cid, verdict="UNVERIFIED-ECHO-CHAMBER",
-                tags=tuple(dict.fromkeys((*tags, *old.tags))), escalated=last,
-                note=(f"{len(group)} verifiers re-read only {artifact}: "
-                      + ("loop cap reached, escalated to the operator" if last else
-                         "one is re-dispatched to read outside it")))
+                claim_id=cid,
+                verdict="UNVERIFIED-ECHO-CHAMBER",
+                tags=tuple(dict.fromkeys((*tags, *old.tags))),
+                escalated=last,
+                note=(
+                    f"{len(group)} verifiers re-read only {artifact}: "
+                    + (
+                        "loop cap reached, escalated to the operator"
+                        if last
+                        else "one is re-dispatched to read outside it"
+                    )
+                ),
+            )
         if not last:
-            again.append(Redispatch(claim_id=first, outside=artifact,
-                                    reason=f"echo chamber on {artifact}"))
-    return RoundResult(round=round_no, verdicts=tuple(verdicts[c] for c in sorted(verdicts,
-                                                                                  key=_order)),
-                       settled=tuple(settled[c] for c in sorted(settled, key=_order)),
-                       redispatch=tuple(again))
+            again.append(
+                Redispatch(claim_id=first, outside=artifact, reason=f"echo chamber on {artifact}")
+            )
+    return RoundResult(
+        round=round_no,
+        verdicts=tuple(verdicts[c] for c in sorted(verdicts, key=_order)),
+        settled=tuple(settled[c] for c in sorted(settled, key=_order)),
+        redispatch=tuple(again),
+    )
 
 
 def _echo_groups(verdicts: Iterable[ClaimVerdict]) -> dict[str, list[str]]:
     groups: dict[str, list[str]] = defaultdict(list)
     for v in verdicts:
-        if (_guarded(v) and v.artifact and v.stop_reason == "completed"
-                and v.verdict in ("CONFIRMED", "REFUTED", "STALE")):
+        if (
+            _guarded(v)
+            and v.artifact
+            and v.stop_reason == "completed"
+            and v.verdict in ("CONFIRMED", "REFUTED", "STALE")
+        ):
             groups[v.artifact].append(v.claim_id)
     return {a: ids for a, ids in sorted(groups.items()) if len(ids) >= 2}
 
@@ -125,7 +169,7 @@ def _echo_groups(verdicts: Iterable[ClaimVerdict]) -> dict[str, list[str]]:
 def _order(claim_id: str) -> tuple[str, int, str]:
     """VI-2 before VI-10: ids sort by their prefix, then numerically."""
     head = claim_id.rstrip("0123456789")
-    tail = claim_id[len(head):]
+    tail = claim_id[len(head) :]
     return head, int(tail) if tail else -1, claim_id
 
 

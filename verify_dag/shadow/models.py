@@ -16,8 +16,14 @@ from verify_dag.models.base import Frozen
 Kind = Literal["static", "test", "unused", "untested", "size", "judgement"]
 VerifierVerdict = Literal["CONFIRMED", "REFUTED", "STALE", "UNVERIFIABLE"]
 # What the merge can make of a verdict: the guards add the two UNVERIFIED-* verdicts.
-MergedVerdict = Literal["CONFIRMED", "REFUTED", "STALE", "UNVERIFIABLE",
-                        "UNVERIFIED-COMPOSITION", "UNVERIFIED-ECHO-CHAMBER"]
+MergedVerdict = Literal[
+    "CONFIRMED",
+    "REFUTED",
+    "STALE",
+    "UNVERIFIABLE",
+    "UNVERIFIED-COMPOSITION",
+    "UNVERIFIED-ECHO-CHAMBER",
+]
 EvidenceBase = Literal["independent-rederivation", "artifact-internal"]
 Method = Literal["anchor", "static", "test", "search", "size", "model", "none"]
 StopReason = Literal["completed", "budget-exhausted"]
@@ -42,8 +48,10 @@ class Claim(Frozen):
     local: bool = False  # unused: a local variable or parameter (searched in its file only)
 
     def text(self) -> str:
-        return (f"[{self.id}] {self.subject} :: {self.predicate} :: "
-                f"{self.evidence_ref or '(no evidence_ref)'}")
+        return (
+            f"[{self.id}] {self.subject} :: {self.predicate} :: "
+            f"{self.evidence_ref or '(no evidence_ref)'}"
+        )
 
     def route(self) -> Route:
         """Which verifier re-derives it: a deterministic one when the fields it needs are
@@ -53,7 +61,8 @@ class Claim(Frozen):
         if self.kind == "test" and self.nodeid:
             return "test"
         if (self.kind in ("unused", "untested") and self.symbol) or (
-                self.kind == "size" and self.path and self.limit is not None):
+            self.kind == "size" and self.path and self.limit is not None
+        ):
             return "search"
         return "judge"
 

@@ -34,12 +34,14 @@ def pin(job: ShadowJob) -> ShadowJob:
 def repository(job: ShadowJob) -> Path:
     """This worker's repository for the job."""
     if job.bundle is not None:
-        return repos.run_copy(job.run_id, VerifyRequest(repo=job.repo, store=job.store,
-                                                        bundle=job.bundle))
+        return repos.run_copy(
+            job.run_id, VerifyRequest(repo=job.repo, store=job.store, bundle=job.bundle)
+        )
     if not Path(job.repo).is_dir():
-        raise FatalError(f"repository {job.repo} does not exist on this worker",
-                         hint="submit with --broker from a host whose report store the workers "
-                              "share")
+        raise FatalError(
+            f"repository {job.repo} does not exist on this worker",
+            hint="submit with --broker from a host whose report store the workers share",
+        )
     return Path(job.repo)
 
 
@@ -57,9 +59,13 @@ def verify(job: ShadowJob, dispatch: Dispatch) -> ClaimVerdict:
     budget = Budget(job.budget)
     claim = dispatch.claim
     surface = verifiers.Surface(
-        repo=repository(job), commit=job.commit, label=job.label, goal=job.goal,
+        repo=repository(job),
+        commit=job.commit,
+        label=job.label,
+        goal=job.goal,
         paths=claim.artifacts() if dispatch.narrow else job.surface,
-        env=util.scrubbed_env({"PYTHONDONTWRITEBYTECODE": "1"}))
+        env=util.scrubbed_env({"PYTHONDONTWRITEBYTECODE": "1"}),
+    )
     route = claim.route()
     with _checkout(surface.repo, job.commit, route != "search") as wt:
         surface = dataclasses.replace(surface, workdir=wt)
@@ -69,15 +75,21 @@ def verify(job: ShadowJob, dispatch: Dispatch) -> ClaimVerdict:
         if wt is not None and route == "static" and claim.tool not in tools.REGISTRY:
             surface = dataclasses.replace(surface, toolchain=triage.discover(wt))
         if wt is None or route != "test":
-            return verifiers.verify(claim, surface, budget, outside=dispatch.outside,
-                                    round=dispatch.round)
+            return verifiers.verify(
+                claim, surface, budget, outside=dispatch.outside, round=dispatch.round
+            )
         with testenv.runtime(wt, triage.discover(wt)) as tenv:
             if tenv.error is not None:
                 return verifiers.unverifiable(
-                    claim, surface, f"the test environment could not be built: {tenv.error}",
-                    method="test").model_copy(update={"round": dispatch.round})
+                    claim,
+                    surface,
+                    f"the test environment could not be built: {tenv.error}",
+                    method="test",
+                ).model_copy(update={"round": dispatch.round})
             if tenv.python is not None:
                 surface = dataclasses.replace(
-                    surface, python=str(tenv.python),
-                    env=testenv.suite_env(tenv, {"PYTHONDONTWRITEBYTECODE": "1"}))
+                    surface,
+                    python=str(tenv.python),
+                    env=testenv.suite_env(tenv, {"PYTHONDONTWRITEBYTECODE": "1"}),
+                )
             return verifiers.verify(claim, surface, budget, round=dispatch.round)

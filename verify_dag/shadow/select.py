@@ -26,14 +26,17 @@ WAVE = 3
 STAKES_FLOOR = 3
 _CONFIDENT = re.compile(
     r"\b(?:confident|confidently|certain|certainly|clearly|obvious|obviously|must\s+be|"
-    r"definitely|undoubtedly)\b|\b(?:[89]\d(?:\.\d+)?|100)\s*%", re.IGNORECASE)
+    r"definitely|undoubtedly)\b|\b(?:[89]\d(?:\.\d+)?|100)\s*%",
+    re.IGNORECASE,
+)
 _HARD = {"judgement": 2, "unused": 2, "untested": 2, "test": 1, "static": 0, "size": 0}
 
 
 def confident(c: Candidate) -> bool:
     r = c.record
     return bool(_CONFIDENT.search(f"{r.title}\n{r.reasoning}")) or (
-        r.confidence is not None and r.confidence >= 0.8)
+        r.confidence is not None and r.confidence >= 0.8
+    )
 
 
 def decision(c: Candidate) -> int:
@@ -52,8 +55,9 @@ def select(candidates: list[Candidate], everything: bool = False) -> list[str]:
     anchored = [c for c in candidates if c.unanchored is None]
     if everything:
         return [c.claim.id for c in anchored]
-    ranked = sorted(enumerate(anchored),
-                    key=lambda p: (-score(p[1]), -(p[1].record.severity or 0), p[0]))
+    ranked = sorted(
+        enumerate(anchored), key=lambda p: (-score(p[1]), -(p[1].record.severity or 0), p[0])
+    )
     chosen = [c for _, c in ranked[:WAVE]]
     if len(chosen) == WAVE and score(chosen[-1]) < STAKES_FLOOR:
         chosen.pop()

@@ -53,8 +53,9 @@ class Surface(Where):
     memo: dict[tuple[str, ...], object] = field(default_factory=dict)
 
 
-def verify(claim: Claim, s: Surface, budget: Budget, *, outside: str | None = None,
-           round: int = 1) -> ClaimVerdict:
+def verify(
+    claim: Claim, s: Surface, budget: Budget, *, outside: str | None = None, round: int = 1
+) -> ClaimVerdict:
     try:
         verdict = _verify(claim, s, budget, outside)
     except BudgetExhausted as exc:
@@ -64,8 +65,11 @@ def verify(claim: Claim, s: Surface, budget: Budget, *, outside: str | None = No
         if budget.spent():
             verdict = exhausted(claim, s, f"{type(exc).__name__} after the budget ran out")
         else:
-            verdict = unverifiable(claim, s, f"the verifier failed: {type(exc).__name__}: "
-                                             f"{util.redact(str(exc))[:300]}")
+            verdict = unverifiable(
+                claim,
+                s,
+                f"the verifier failed: {type(exc).__name__}: {util.redact(str(exc))[:300]}",
+            )
     return verdict.model_copy(update={"round": round, "seconds": round_s(budget.used())})
 
 
@@ -77,13 +81,22 @@ def exhausted(claim: Claim, s: Where, why: str) -> ClaimVerdict:
     return unverifiable(claim, s, f"budget exhausted: {why}", stop="budget-exhausted")
 
 
-def unverifiable(claim: Claim, s: Where, detail: str, *, method: str = "none",
-                 stop: str = "completed") -> ClaimVerdict:
+def unverifiable(
+    claim: Claim, s: Where, detail: str, *, method: str = "none", stop: str = "completed"
+) -> ClaimVerdict:
     where = pointer(s, claim.path, claim.line) if claim.path else f"{claim.evidence_ref}"
-    return ClaimVerdict.model_validate({
-        "claim_id": claim.id, "verdict": "UNVERIFIABLE", "evidence_pointer": where,
-        "evidence_base": "artifact-internal", "method": method, "detail": detail,
-        "artifact": claim.path, "stop_reason": stop})
+    return ClaimVerdict.model_validate(
+        {
+            "claim_id": claim.id,
+            "verdict": "UNVERIFIABLE",
+            "evidence_pointer": where,
+            "evidence_base": "artifact-internal",
+            "method": method,
+            "detail": detail,
+            "artifact": claim.path,
+            "stop_reason": stop,
+        }
+    )
 
 
 def _verify(claim: Claim, s: Surface, budget: Budget, outside: str | None) -> ClaimVerdict:
@@ -106,17 +119,22 @@ def _verify(claim: Claim, s: Surface, budget: Budget, outside: str | None) -> Cl
     else:
         return unverifiable(claim, s, f"needs judgement: {s.no_judge}")
     if anchor.note:
-        verdict = verdict.model_copy(update={"detail": f"{verdict.detail} (cited lines "
-                                                       f"{anchor.note})"})
+        verdict = verdict.model_copy(
+            update={"detail": f"{verdict.detail} (cited lines {anchor.note})"}
+        )
     return verdict
 
 
-def _judged(claim: Claim, anchor: Anchor, s: Surface, budget: Budget,
-            outside: str | None) -> ClaimVerdict:
+def _judged(
+    claim: Claim, anchor: Anchor, s: Surface, budget: Budget, outside: str | None
+) -> ClaimVerdict:
     assert s.judge is not None
     verdict = s.judge(claim, anchor, s, budget, outside)
-    if (verdict.verdict == "CONFIRMED" and verdict.evidence_base == "artifact-internal"
-            and verdict.scope_guard is None):
+    if (
+        verdict.verdict == "CONFIRMED"
+        and verdict.evidence_base == "artifact-internal"
+        and verdict.scope_guard is None
+    ):
         read, refs = search.boundary(claim, anchor, s, budget)
         verdict = verdict.model_copy(update={"boundary_checked": read, "boundary": refs})
     return verdict
@@ -125,8 +143,10 @@ def _judged(claim: Claim, anchor: Anchor, s: Surface, budget: Budget,
 def spec_for(tool: str, s: Surface) -> ToolSpec | None:
     if tool in tools.REGISTRY:
         return tools.REGISTRY[tool]
-    for command in (*(s.toolchain or Toolchain()).of("lint"),
-                    *(s.toolchain or Toolchain()).of("typecheck")):
+    for command in (
+        *(s.toolchain or Toolchain()).of("lint"),
+        *(s.toolchain or Toolchain()).of("typecheck"),
+    ):
         spec = tools.spec_for(command)
         if spec.name == tool:
             return spec
@@ -137,8 +157,9 @@ def _static(claim: Claim, anchor: Anchor, s: Surface, budget: Budget) -> ClaimVe
     tool, rule, path, line = claim.tool or "", claim.rule or "", claim.path or "", anchor.line
     spec = spec_for(tool, s)
     if spec is None or s.workdir is None:
-        return unverifiable(claim, s, f"{tool} is not an analyser verify-dag can re-run here",
-                            method="static")
+        return unverifiable(
+            claim, s, f"{tool} is not an analyser verify-dag can re-run here", method="static"
+        )
     key = ("static", spec.name, path)
     cached = s.memo.get(key)
     if not isinstance(cached, static.ToolRun):
@@ -149,24 +170,43 @@ def _static(claim: Claim, anchor: Anchor, s: Surface, budget: Budget) -> ClaimVe
         s.memo[key] = cached
     ran = cached
     if ran.failure is not None:
-        return unverifiable(claim, s, f"could not re-run {tool} on {path}: {ran.failure}",
-                            method="static")
+        return unverifiable(
+            claim, s, f"could not re-run {tool} on {path}: {ran.failure}", method="static"
+        )
     mine = [r for r in ran.raw if r.path == path and r.code == rule]
     hit = next((r for r in mine if r.line == line), None)
-    common = {"claim_id": claim.id, "evidence_base": "artifact-internal", "method": "static",
-              "artifact": path, "scope_guard": f"external referent: {tool} rule {rule}"}
+    common = {
+        "claim_id": claim.id,
+        "evidence_base": "artifact-internal",
+        "method": "static",
+        "artifact": path,
+        "scope_guard": f"external referent: {tool} rule {rule}",
+    }
     if hit is not None:
-        return ClaimVerdict.model_validate({
-            **common, "verdict": "CONFIRMED", "evidence_pointer": pointer(s, path, line),
-            "detail": f"re-ran {tool} on {path}: {rule} at line {line}: {hit.message}"})
+        return ClaimVerdict.model_validate(
+            {
+                **common,
+                "verdict": "CONFIRMED",
+                "evidence_pointer": pointer(s, path, line),
+                "detail": f"re-ran {tool} on {path}: {rule} at line {line}: {hit.message}",
+            }
+        )
     lines = ", ".join(str(r.line) for r in mine[:5])
     elsewhere = f"; {rule} at line(s) {lines}" if mine else ""
-    return ClaimVerdict.model_validate({
-        **common, "verdict": "REFUTED", "evidence_pointer": pointer(s, path, line),
-        "detail": f"re-ran {tool} on {path}: no {rule} at line {line} ({len(ran.raw)} "
-                  f"finding(s) in the file{elsewhere})",
-        "corrected": (f"{tool} reports {rule} at line(s) {lines} of {path}, not at line {line}"
-                      if mine else f"{tool} reports no {rule} in {path} in {s.label}")})
+    return ClaimVerdict.model_validate(
+        {
+            **common,
+            "verdict": "REFUTED",
+            "evidence_pointer": pointer(s, path, line),
+            "detail": f"re-ran {tool} on {path}: no {rule} at line {line} ({len(ran.raw)} "
+            f"finding(s) in the file{elsewhere})",
+            "corrected": (
+                f"{tool} reports {rule} at line(s) {lines} of {path}, not at line {line}"
+                if mine
+                else f"{tool} reports no {rule} in {path} in {s.label}"
+            ),
+        }
+    )
 
 
 def _test(claim: Claim, s: Surface, budget: Budget) -> ClaimVerdict:
@@ -176,8 +216,16 @@ def _test(claim: Claim, s: Surface, budget: Budget) -> ClaimVerdict:
         return cached.model_copy(update={"claim_id": claim.id})
     if s.workdir is None:
         return unverifiable(claim, s, "no checkout to run the test in", method="test")
-    argv = [s.python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-            f"--rootdir={s.workdir.resolve()}", nodeid]
+    argv = [
+        s.python,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        f"--rootdir={s.workdir.resolve()}",
+        nodeid,
+    ]
     timeout = budget.limit(s.test_cap)
     res = util.run(argv, cwd=s.workdir, timeout=timeout, env=s.env, sandbox=Policy())
     shown = f"`python -m pytest -q -p no:cacheprovider {nodeid}`"
@@ -188,27 +236,47 @@ def _test(claim: Claim, s: Surface, budget: Budget) -> ClaimVerdict:
     summary = lines[-1].strip() if lines else gates.excerpt(res.stderr, 160)
     error = next((ln.strip() for ln in lines if ln.startswith("E ")), "")
     path = nodeid.split("::", 1)[0]
-    common = {"claim_id": claim.id, "evidence_pointer": f"pytest {nodeid}@{short(s.commit)}",
-              "evidence_base": "independent-rederivation", "method": "test", "artifact": path,
-              "scope_guard": f"external referent: a run of {nodeid}"}
+    common = {
+        "claim_id": claim.id,
+        "evidence_pointer": f"pytest {nodeid}@{short(s.commit)}",
+        "evidence_base": "independent-rederivation",
+        "method": "test",
+        "artifact": path,
+        "scope_guard": f"external referent: a run of {nodeid}",
+    }
     if res.returncode == 0:
-        verdict = ClaimVerdict.model_validate({
-            **common, "verdict": "REFUTED", "detail": f"{shown} passes on re-run: {summary}",
-            "corrected": f"{nodeid} passes in {s.label}"})
+        verdict = ClaimVerdict.model_validate(
+            {
+                **common,
+                "verdict": "REFUTED",
+                "detail": f"{shown} passes on re-run: {summary}",
+                "corrected": f"{nodeid} passes in {s.label}",
+            }
+        )
     elif res.returncode == 1:
-        verdict = ClaimVerdict.model_validate({
-            **common, "verdict": "CONFIRMED",
-            "detail": f"{shown} fails on re-run: {summary}" + (f"; {error}" if error else "")})
+        verdict = ClaimVerdict.model_validate(
+            {
+                **common,
+                "verdict": "CONFIRMED",
+                "detail": f"{shown} fails on re-run: {summary}" + (f"; {error}" if error else ""),
+            }
+        )
     elif res.returncode in (4, 5) and "not found" in (res.stdout + res.stderr):
         moved = claim.ref is not None and claim.ref != s.commit
-        verdict = ClaimVerdict.model_validate({
-            **common, "verdict": "STALE" if moved else "REFUTED", "method": "anchor",
-            "scope_guard": "purely local: whether the cited test exists",
-            "detail": f"{shown}: the test no longer exists ({summary})",
-            "corrected": f"{nodeid} does not exist in {s.label}"})
+        verdict = ClaimVerdict.model_validate(
+            {
+                **common,
+                "verdict": "STALE" if moved else "REFUTED",
+                "method": "anchor",
+                "scope_guard": "purely local: whether the cited test exists",
+                "detail": f"{shown}: the test no longer exists ({summary})",
+                "corrected": f"{nodeid} does not exist in {s.label}",
+            }
+        )
     else:
-        verdict = unverifiable(claim, s, f"{shown} exited {res.returncode}: {summary}",
-                               method="test")
+        verdict = unverifiable(
+            claim, s, f"{shown} exited {res.returncode}: {summary}", method="test"
+        )
     s.memo[("test", nodeid)] = verdict
     return verdict
 
@@ -217,10 +285,16 @@ def _size(claim: Claim, anchor: Anchor, s: Surface) -> ClaimVerdict:
     count = lines_of(anchor.text or "")
     limit, path = claim.limit or 0, claim.path or "?"
     held = count > limit
-    return ClaimVerdict.model_validate({
-        "claim_id": claim.id, "verdict": "CONFIRMED" if held else "REFUTED",
-        "evidence_pointer": pointer(s, path), "evidence_base": "artifact-internal",
-        "method": "size", "artifact": path,
-        "scope_guard": "purely local: the line count of the file itself",
-        "detail": f"{path} has {count} lines in {s.label} (the claim: more than {limit})",
-        "corrected": None if held else f"{path} has {count} lines, not more than {limit}"})
+    return ClaimVerdict.model_validate(
+        {
+            "claim_id": claim.id,
+            "verdict": "CONFIRMED" if held else "REFUTED",
+            "evidence_pointer": pointer(s, path),
+            "evidence_base": "artifact-internal",
+            "method": "size",
+            "artifact": path,
+            "scope_guard": "purely local: the line count of the file itself",
+            "detail": f"{path} has {count} lines in {s.label} (the claim: more than {limit})",
+            "corrected": None if held else f"{path} has {count} lines, not more than {limit}",
+        }
+    )

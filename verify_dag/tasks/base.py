@@ -69,19 +69,32 @@ def state_phase(phase: str) -> Callable[[StatePhase], Callable[..., dict[str, An
                     out = fn(repos.localize(st))
                 # The localized request names this host's copy of the repository; the next
                 # task, maybe on another host, localizes the run's own name again.
-                added = tuple(isolated(o, used) for o in out.outcomes[len(st.outcomes):])
-                static = out.static if out.static == st.static or out.static is None else (
-                    isolated(out.static, used))
-                out = out.model_copy(update={"request": st.request, "static": static,
-                                             "outcomes": out.outcomes[:len(st.outcomes)] + added})
+                added = tuple(isolated(o, used) for o in out.outcomes[len(st.outcomes) :])
+                static = (
+                    out.static
+                    if out.static == st.static or out.static is None
+                    else (isolated(out.static, used))
+                )
+                out = out.model_copy(
+                    update={
+                        "request": st.request,
+                        "static": static,
+                        "outcomes": out.outcomes[: len(st.outcomes)] + added,
+                    }
+                )
             except VerifyDagError as exc:
-                out = st.model_copy(update={"error_code": "PHASE_FAILED",
-                                            "error_message": f"{phase}: {exc.message}"})
+                out = st.model_copy(
+                    update={
+                        "error_code": "PHASE_FAILED",
+                        "error_message": f"{phase}: {exc.message}",
+                    }
+                )
             except Exception as exc:
                 log.exception("phase %s crashed", phase)
                 message = f"{phase}: {type(exc).__name__}: {exc}"
-                out = st.model_copy(update={"error_code": "INTERNAL_ERROR",
-                                            "error_message": message})
+                out = st.model_copy(
+                    update={"error_code": "INTERNAL_ERROR", "error_message": message}
+                )
             return out.model_dump(mode="json")
 
         return body
@@ -107,12 +120,21 @@ def header_phase(skill: str) -> Callable[[HeaderPhase], Callable[..., list[dict[
                 with sandbox.tracking(required=st.request.require_sandbox) as used:
                     outcomes = [isolated(o, used) for o in fn(repos.localize(st))]
             except sandbox.SandboxRequired as exc:
-                outcomes = [SkillOutcome(skill=skill, status="BLOCKED", reason=exc.message,
-                                         notes=f"BLOCKED: {exc.message}")]
+                outcomes = [
+                    SkillOutcome(
+                        skill=skill,
+                        status="BLOCKED",
+                        reason=exc.message,
+                        notes=f"BLOCKED: {exc.message}",
+                    )
+                ]
             except Exception as exc:
                 log.exception("skill %s crashed", skill)
-                outcomes = [SkillOutcome(skill=skill, status="NOT_RUN",
-                                         notes=f"crashed: {type(exc).__name__}: {exc}")]
+                outcomes = [
+                    SkillOutcome(
+                        skill=skill, status="NOT_RUN", notes=f"crashed: {type(exc).__name__}: {exc}"
+                    )
+                ]
             return [o.model_dump(mode="json") for o in outcomes]
 
         return body

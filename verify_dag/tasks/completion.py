@@ -20,8 +20,9 @@ from verify_dag.errors import VerifyDagError
 from verify_dag.tasks.base import previous_result, progress
 
 
-def _run(task: Any, job: dict[str, Any], step: str,
-         fn: Callable[[CompletionJob], str | Outcome]) -> dict[str, Any]:
+def _run(
+    task: Any, job: dict[str, Any], step: str, fn: Callable[[CompletionJob], str | Outcome]
+) -> dict[str, Any]:
     """Run one step; a step passes the job on, the last one returns the Outcome."""
     done = previous_result(task)
     if done is not None:

@@ -65,21 +65,29 @@ def _tester(st: RunState) -> list[SkillOutcome]:
     same run here (collect merges it with qa's judgement pass from the review queue)."""
     assert st.scope is not None and st.toolchain is not None
     deep = st.request.depth == "deep"
-    with git.worktree(st.request.repo, st.scope.new_commit) as workdir, \
-            tempfile.TemporaryDirectory(prefix="verify-dag-cov-") as scratch:
+    with (
+        git.worktree(st.request.repo, st.scope.new_commit) as workdir,
+        tempfile.TemporaryDirectory(prefix="verify-dag-cov-") as scratch,
+    ):
         xml_file = Path(scratch) / "coverage.xml" if deep else None
-        outcome, data = tester.run_with_coverage(st.scope, st.toolchain, workdir,
-                                                 st.request.test_timeout, xml_file=xml_file)
+        outcome, data = tester.run_with_coverage(
+            st.scope, st.toolchain, workdir, st.request.test_timeout, xml_file=xml_file
+        )
         xml = _small_text(xml_file)
     if not deep:
         return [outcome]
     if data is None:
-        qa = SkillOutcome(skill="qa", status="NOT_RUN", reason="changed-line coverage",
-                          notes=f"changed-line coverage: no coverage data ({outcome.notes})")
+        qa = SkillOutcome(
+            skill="qa",
+            status="NOT_RUN",
+            reason="changed-line coverage",
+            notes=f"changed-line coverage: no coverage data ({outcome.notes})",
+        )
     else:
         qa = coverage.qa_outcome(coverage.diff_coverage(st.scope, data))
-        qa = qa.model_copy(update={"notes": f"changed-line coverage: {qa.notes}",
-                                   "coverage_xml": xml})
+        qa = qa.model_copy(
+            update={"notes": f"changed-line coverage: {qa.notes}", "coverage_xml": xml}
+        )
     return [outcome, qa]
 
 
@@ -192,5 +200,9 @@ def report_task(self: Any, state: dict[str, Any]) -> dict[str, Any]:
     if "storeError" in kept and "storeError" in bundle:
         kept["storeError"] = f"{bundle['storeError']}; {kept['storeError']}"
     bundle = {**bundle, **kept}
-    return {"report": doc, "markdown": markdown,
-            **bundle, **store.record(st.run_id, st.request, doc, markdown)}
+    return {
+        "report": doc,
+        "markdown": markdown,
+        **bundle,
+        **store.record(st.run_id, st.request, doc, markdown),
+    }

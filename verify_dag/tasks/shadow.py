@@ -45,8 +45,9 @@ def _claim(task: Any, job: dict[str, Any], dispatch: dict[str, Any]) -> dict[str
     except Exception as exc:
         log.exception("shadow verifier of %s crashed", d.claim.id)
         where = Where(repo=Path(j.repo), commit=j.commit, label=j.label)
-        verdict = unverifiable(d.claim, where, f"the verifier crashed: {type(exc).__name__}: "
-                                               f"{exc}").model_copy(update={"round": d.round})
+        verdict = unverifiable(
+            d.claim, where, f"the verifier crashed: {type(exc).__name__}: {exc}"
+        ).model_copy(update={"round": d.round})
     return verdict.model_dump(mode="json")
 
 
@@ -71,8 +72,13 @@ def judge_task(self: Any, job: dict[str, Any], dispatch: dict[str, Any]) -> dict
 
 
 @app.task(name="verify_dag.shadow.merge", bind=True)
-def merge_task(self: Any, results: list[dict[str, Any]], job: dict[str, Any],
-               previous: list[dict[str, Any]], round_no: int) -> dict[str, Any]:
+def merge_task(
+    self: Any,
+    results: list[dict[str, Any]],
+    job: dict[str, Any],
+    previous: list[dict[str, Any]],
+    round_no: int,
+) -> dict[str, Any]:
     """Chord body: this round's verdicts over the earlier rounds', merged and guarded."""
     done = previous_result(self)
     if done is not None:

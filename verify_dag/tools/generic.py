@@ -31,24 +31,40 @@ _COLON = re.compile(
     r"^(?P<path>[^\s:()][^:()]*?):(?P<line>\d+)(?::(?P<col>\d+))?:\s*(?P<msg>\S.*)$"
 )
 _PAREN = re.compile(r"^(?P<path>[^\s:()][^()]*?)\((?P<line>\d+),(?P<col>\d+)\):\s*(?P<msg>\S.*)$")
-_SEVERITY = re.compile(r"^(?P<sev>error|warning|note|info|fatal error)(?:\[(?P<code>[^\]]+)\])?"
-                       r"(?:\s+(?P<code2>[A-Z]+\d+))?\s*:\s*(?P<rest>.*)$", re.IGNORECASE)
+_SEVERITY = re.compile(
+    r"^(?P<sev>error|warning|note|info|fatal error)(?:\[(?P<code>[^\]]+)\])?"
+    r"(?:\s+(?P<code2>[A-Z]+\d+))?\s*:\s*(?P<rest>.*)$",
+    re.IGNORECASE,
+)
 # ESLint "stylish":   12:5  error  'x' is assigned a value but never used  no-unused-vars
-_STYLISH = re.compile(r"^\s+(?P<line>\d+):(?P<col>\d+)\s+(?P<sev>error|warning)\s+(?P<msg>.+?)"
-                      r"(?:\s{2,}(?P<code>[\w@/-]+))?\s*$", re.IGNORECASE)
+_STYLISH = re.compile(
+    r"^\s+(?P<line>\d+):(?P<col>\d+)\s+(?P<sev>error|warning)\s+(?P<msg>.+?)"
+    r"(?:\s{2,}(?P<code>[\w@/-]+))?\s*$",
+    re.IGNORECASE,
+)
 _CODE = re.compile(r"^(?P<code>[A-Z]{1,4}\d{2,5})[:\s]\s*(?P<rest>.*)$")
 _PREFIX = re.compile(r"^(?:go )?vet:\s+")  # go vet's type errors: "vet: ./a.go:3:2: undefined: x"
 # `go vet` and compilers prefix their lines with a tool name; these look like paths but are not.
 _NOT_PATHS = frozenset({"make", "npm", "error", "warning", "note", "vet", "go", "cargo"})
 
-_JS = frozenset({".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts", ".vue", ".svelte",
-                 ".astro"})
+_JS = frozenset(
+    {".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts", ".vue", ".svelte", ".astro"}
+)
 # Which files a well-known runner can possibly report on; others (make, CI scripts) may run
 # anything, so they apply to every scoped file.
 _SUFFIXES_BY_RUNNER: dict[str, frozenset[str]] = {
-    "cargo": frozenset({".rs"}), "go": frozenset({".go"}), "golangci-lint": frozenset({".go"}),
-    "npm": _JS, "npx": _JS, "yarn": _JS, "pnpm": _JS, "eslint": _JS, "tsc": _JS,
-    "flake8": PY_SUFFIXES, "pylint": PY_SUFFIXES, "pyright": PY_SUFFIXES,
+    "cargo": frozenset({".rs"}),
+    "go": frozenset({".go"}),
+    "golangci-lint": frozenset({".go"}),
+    "npm": _JS,
+    "npx": _JS,
+    "yarn": _JS,
+    "pnpm": _JS,
+    "eslint": _JS,
+    "tsc": _JS,
+    "flake8": PY_SUFFIXES,
+    "pylint": PY_SUFFIXES,
+    "pyright": PY_SUFFIXES,
 }
 
 
@@ -86,9 +102,16 @@ def parse(stdout: str, stderr: str, workdir: Path) -> list[RawFinding]:
             continue
         block = _STYLISH.match(text)
         if block is not None and current is not None:
-            out.append(RawFinding(path=current, line=int(block["line"]), col=int(block["col"]),
-                                  code=block["code"], message=block["msg"].strip(),
-                                  severity=block["sev"].lower()))
+            out.append(
+                RawFinding(
+                    path=current,
+                    line=int(block["line"]),
+                    col=int(block["col"]),
+                    code=block["code"],
+                    message=block["msg"].strip(),
+                    severity=block["sev"].lower(),
+                )
+            )
         elif text.strip() and not text[0].isspace():
             # ESLint's default formatter prints each file on its own line before its problems.
             heading = text.strip()
@@ -101,6 +124,7 @@ def rater(kind: str) -> Rater:
         """Without a rule catalogue: errors 5, anything else 3; a type checker's are correctness."""
         severity = 5 if f.severity in ("error", "fatal error") else 3
         return severity, "correctness" if kind == "typecheck" else "style"
+
     return rate
 
 

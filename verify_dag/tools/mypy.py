@@ -27,11 +27,20 @@ def argv(files: Sequence[str]) -> list[str] | None:
     if base is None:
         return None
     # Flags override anything the project's config says about the output shape.
-    return [*base, "--show-column-numbers", "--show-error-codes", "--no-error-summary",
-            "--no-color-output", "--no-pretty", "--hide-error-context",
-            # mypy's documented way to write no cache: the checkout stays untouched, and no cache
-            # shared between runs (or users) can feed one project's results to another.
-            f"--cache-dir={os.devnull}", "--", *files]
+    return [
+        *base,
+        "--show-column-numbers",
+        "--show-error-codes",
+        "--no-error-summary",
+        "--no-color-output",
+        "--no-pretty",
+        "--hide-error-context",
+        # mypy's documented way to write no cache: the checkout stays untouched, and no cache
+        # shared between runs (or users) can feed one project's results to another.
+        f"--cache-dir={os.devnull}",
+        "--",
+        *files,
+    ]
 
 
 def parse(stdout: str, stderr: str, workdir: Path) -> list[RawFinding]:
@@ -41,14 +50,16 @@ def parse(stdout: str, stderr: str, workdir: Path) -> list[RawFinding]:
         # Notes explain the error before them; they are not findings of their own.
         if m is None or m["sev"] == "note":
             continue
-        out.append(RawFinding(
-            path=relative(m["path"], workdir),
-            line=int(m["line"]),
-            col=int(m["col"]) if m["col"] else None,
-            code=m["code"],
-            message=m["msg"],
-            severity=m["sev"],
-        ))
+        out.append(
+            RawFinding(
+                path=relative(m["path"], workdir),
+                line=int(m["line"]),
+                col=int(m["col"]) if m["col"] else None,
+                code=m["code"],
+                message=m["msg"],
+                severity=m["sev"],
+            )
+        )
     return out
 
 

@@ -22,8 +22,16 @@ def argv(files: Sequence[str]) -> list[str] | None:
         return None
     # --no-fix: a project may set `fix = true`, and verification must never edit the checkout.
     # --force-exclude: files we name explicitly still honour the project's exclude settings.
-    return [*base, "check", "--output-format=json", "--no-cache", "--no-fix", "--force-exclude",
-            "--", *files]
+    return [
+        *base,
+        "check",
+        "--output-format=json",
+        "--no-cache",
+        "--no-fix",
+        "--force-exclude",
+        "--",
+        *files,
+    ]
 
 
 def parse(stdout: str, stderr: str, workdir: Path) -> list[RawFinding]:
@@ -42,15 +50,18 @@ def parse(stdout: str, stderr: str, workdir: Path) -> list[RawFinding]:
             continue
         loc = item.get("location")
         loc = loc if isinstance(loc, dict) else {}
-        out.append(RawFinding(
-            path=relative(item["filename"], workdir),
-            line=loc.get("row") if isinstance(loc.get("row"), int) else None,
-            col=loc.get("column") if isinstance(loc.get("column"), int) else None,
-            # ruff 0.5+ reports syntax errors with code null (older) or "invalid-syntax" (newer).
-            code=item.get("code") or "invalid-syntax",
-            message=str(item.get("message", "")),
-            severity=str(item.get("severity") or "error"),
-        ))
+        out.append(
+            RawFinding(
+                path=relative(item["filename"], workdir),
+                line=loc.get("row") if isinstance(loc.get("row"), int) else None,
+                col=loc.get("column") if isinstance(loc.get("column"), int) else None,
+                # ruff 0.5+ reports syntax errors with code null (older) or "invalid-syntax"
+                # (newer).
+                code=item.get("code") or "invalid-syntax",
+                message=str(item.get("message", "")),
+                severity=str(item.get("severity") or "error"),
+            )
+        )
     return out
 
 
