@@ -50,7 +50,7 @@ WORKDIR /home/verifydag
 
 # The worker answers a ping on the broker under its own node name (celery@<container hostname>).
 HEALTHCHECK --interval=60s --timeout=20s --start-period=60s --retries=3 \
-    CMD ["sh", "-c", "celery -A verify_dag.celery_app inspect ping --timeout 10 --destination \"celery@$HOSTNAME\" || exit 1"]
+    CMD ["sh", "-c", "celery -A verify_dag.tasks.app inspect ping --timeout 10 --destination \"celery@$HOSTNAME\" || exit 1"]
 
 # Queues, concurrency, pool and log level come from VERIFY_DAG_QUEUES, VERIFY_DAG_CONCURRENCY,
 # VERIFY_DAG_POOL and VERIFY_DAG_LOGLEVEL; the broker from VERIFY_DAG_BROKER_URL.

@@ -129,7 +129,7 @@ def scenario(tmp_path: Path) -> Repo:
 @pytest.fixture(scope="session", autouse=True)
 def _embedded_worker_shutdown() -> Iterator[None]:
     yield
-    from verify_dag import embedded
+    from verify_dag.tasks import embedded
 
     embedded.shutdown()
 

@@ -9,8 +9,9 @@ from verify_dag.models.findings import Finding
 from verify_dag.models.request import VerifyRequest
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Command, Toolchain
-from verify_dag.phases import baseline, static
 from verify_dag.phases import scope as scope_phase
+from verify_dag.phases import static
+from verify_dag.phases.static import baseline
 
 RUFF = Toolchain(
     commands=(

@@ -12,7 +12,7 @@ from verify_dag.backends.sources import file_layer
 from verify_dag.errors import UsageError
 from verify_dag.models.findings import Finding
 from verify_dag.models.scope import FileChange, LineRange, Scope
-from verify_dag.phases import comments
+from verify_dag.reviewers import comments
 
 BASE = (
     "# Copyright 2024 Example Corp. Licensed under the MIT license.\n"

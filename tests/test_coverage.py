@@ -13,8 +13,9 @@ from conftest import Repo, make_repo
 from verify_dag.models.request import VerifyRequest
 from verify_dag.models.scope import FileChange, LineRange, Scope
 from verify_dag.models.toolchain import Command, Toolchain
-from verify_dag.phases import coverage, scope, tester
-from verify_dag.phases.coverage import AddedFunction, CoverageData, FileCoverage
+from verify_dag.phases import scope, tester
+from verify_dag.reviewers import coverage
+from verify_dag.reviewers.coverage import AddedFunction, CoverageData, FileCoverage
 
 PYTEST = Toolchain(
     commands=(

@@ -136,7 +136,7 @@ def test_plain_urls_and_local_paths_pass() -> None:
 # The CLI with celery's worker_main replaced by a print of what it would have run, on what broker.
 SHOW_WORKER = """
 import json, sys
-from verify_dag.celery_app import app
+from verify_dag.tasks.app import app
 app.worker_main = lambda argv: print(json.dumps([str(app.conf.broker_url), argv]))
 from verify_dag.cli import main
 sys.exit(main(sys.argv[1:]))

@@ -18,7 +18,8 @@ from verify_dag.models import (
     SkillOutcome,
     VerifyRequest,
 )
-from verify_dag.phases import engineer, exerciser, reproduce, static, tester, triage
+from verify_dag.phases import engineer, exerciser, static, tester, triage
+from verify_dag.phases.exerciser import reproduce
 
 PY = sys.executable
 SKILL_DIR = ".claude/skills/shop-engineer"

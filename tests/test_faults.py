@@ -32,8 +32,9 @@ import redis
 from conftest import Repo, calc_base, make_repo
 from redis_workers import RedisServer, fresh_db, logs, stop, workers
 
-from verify_dag import reliability, report, sandbox, store
+from verify_dag import report, sandbox, store
 from verify_dag.errors import FatalError, UsageError
+from verify_dag.tasks import reliability
 
 # Seconds. Short so a lost task comes back quickly; still six heartbeats long (reliability.py).
 VISIBILITY = 4.0

@@ -19,8 +19,9 @@ import pytest
 from conftest import Repo, make_repo, make_scenario
 from redis_workers import fresh_db, logs, workers
 
-from verify_dag import fleet, fleet_summary, store
+from verify_dag import fleet, store
 from verify_dag.cli import main
+from verify_dag.fleet import summary as fleet_summary
 
 SCHEMA = Path(__file__).resolve().parent.parent / "schemas" / "fleet-summary.v1.schema.json"
 UNREADABLE = "cannot read"

@@ -25,8 +25,7 @@ import pytest
 import redis_workers
 import yaml
 from celery import Celery
-
-from verify_dag.celery_app import QUEUES
+from verify_dag.tasks.app import QUEUES
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "worker.Dockerfile"
@@ -137,7 +136,7 @@ def test_worker_image_shape() -> None:
     assert any(word == "WORKDIR" for word, _ in steps)
     (entrypoint,) = [rest for word, rest in steps if word == "ENTRYPOINT"]
     assert json.loads(entrypoint) == ["verify-dag", "worker"]
-    assert "celery -A verify_dag.celery_app inspect ping" in " ".join(healthcheck_argv())
+    assert "celery -A verify_dag.tasks.app inspect ping" in " ".join(healthcheck_argv())
 
 
 def test_dockerignore_lets_in_exactly_what_the_image_copies() -> None:
@@ -356,7 +355,7 @@ DEAD_BROKER = "redis://127.0.0.1:9/0"
 # Runs the CLI with celery's worker_main replaced by a print of the argv it would have run.
 SHOW_WORKER_ARGV = """
 import json, sys
-from verify_dag.celery_app import app
+from verify_dag.tasks.app import app
 app.worker_main = lambda argv: print(json.dumps(argv))
 from verify_dag.cli import main
 sys.exit(main(sys.argv[1:]))

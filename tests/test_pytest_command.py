@@ -10,7 +10,7 @@ import pytest
 from conftest import write
 
 from verify_dag.models.toolchain import EngineerContext
-from verify_dag.phases import pytest_command
+from verify_dag.phases.tester import pytest_command
 from verify_dag.phases.triage import discover
 
 

@@ -99,7 +99,7 @@ def test_the_broker_password_alone_is_redacted(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_the_celery_apps_backend_credentials_are_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
-    from verify_dag import celery_app
+    from verify_dag.tasks import app as celery_app
 
     monkeypatch.setitem(
         celery_app.app.conf, "result_backend", "redis://worker:backend-canary-33@results.internal/1"

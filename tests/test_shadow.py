@@ -21,7 +21,7 @@ from jsonschema import Draft202012Validator
 from verify_dag import git
 from verify_dag.cli import main
 from verify_dag.models import Finding, Location, RunState, Scope, SkillOutcome, VerifyRequest
-from verify_dag.phases import reproduce
+from verify_dag.phases.exerciser import reproduce
 from verify_dag.shadow import claims, inputs, merge, run, select
 from verify_dag.shadow.models import ClaimVerdict, ShadowJob
 

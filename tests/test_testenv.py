@@ -15,7 +15,10 @@ from conftest import make_repo, write
 
 from verify_dag.models.scope import FileChange, Scope
 from verify_dag.models.toolchain import Command, Toolchain
-from verify_dag.phases import testenv, testenv_base, testenv_plan, tester, triage
+from verify_dag.phases import tester, triage
+from verify_dag.phases.tester import env as testenv
+from verify_dag.phases.tester.env import base as testenv_base
+from verify_dag.phases.tester.env import plan as testenv_plan
 
 PYTEST = Toolchain(
     commands=(

@@ -14,7 +14,8 @@ from conftest import make_repo
 from verify_dag.models.findings import SkillOutcome
 from verify_dag.models.scope import FileChange, LineRange, Scope
 from verify_dag.models.toolchain import Command, EngineerContext, Toolchain
-from verify_dag.phases import coverage, tester, triage
+from verify_dag.phases import tester, triage
+from verify_dag.reviewers import coverage
 
 PYTEST = Toolchain(
     commands=(

@@ -279,7 +279,7 @@ def _repo_arg(value: str) -> str:
 def _comment_density() -> str | None:
     """$VERIFY_DAG_COMMENT_DENSITY, checked here so a bad value is a usage error, not a
     comment-review that did not run on some worker."""
-    from verify_dag.phases import comments
+    from verify_dag.reviewers import comments
 
     text = os.environ.get(comments.DENSITY_ENV, "").strip()
     if not text:
@@ -348,7 +348,7 @@ def _request(args: argparse.Namespace) -> Any:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from verify_dag import client, report
-    from verify_dag.celery_app import configure
+    from verify_dag.tasks.app import configure
 
     app = configure(args.broker)
     embedded_run = str(app.conf.broker_url).startswith("memory://")
@@ -360,7 +360,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     request = _request(args)
     progress = client.Progress(client.progress_stream(request.format == "json"))
     if embedded_run:
-        from verify_dag import embedded, sandbox
+        from verify_dag import sandbox
+        from verify_dag.tasks import embedded
 
         # This host runs the repository's code: refuse now rather than half-way through.
         sandbox.check_required(request.require_sandbox)
@@ -445,7 +446,7 @@ def _worker_setting(flag_value: str | None, flag: str, env: str, default: str) -
 
 def cmd_worker(args: argparse.Namespace) -> int:
     from verify_dag import repos
-    from verify_dag.celery_app import BROKER_ENV, BROKER_FILE_ENV, QUEUES, broker_url, configure
+    from verify_dag.tasks.app import BROKER_ENV, BROKER_FILE_ENV, QUEUES, broker_url, configure
 
     secret = repos.credentials(args.broker) if args.broker else None
     if secret is not None:

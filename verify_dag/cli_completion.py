@@ -73,10 +73,11 @@ def verify(
 ) -> Outcome:
     """Run one iteration on ``DIR/RUN_ID`` and return its outcome. ``timeout`` is the
     criterion's budget (default: the seed's 30 s; tests lower it)."""
-    from verify_dag import cli_runs, client, workflow
-    from verify_dag.celery_app import configure
+    from verify_dag import cli_runs, client
     from verify_dag.completion import artifacts, flow, steps
     from verify_dag.completion.models import CompletionJob, Outcome
+    from verify_dag.tasks import workflow
+    from verify_dag.tasks.app import configure
 
     directory = artifacts.run_dir(runs_dir, run_id)
     if not directory.is_dir():
@@ -102,7 +103,7 @@ def verify(
         )
         built = workflow.completion_plan(job, extract=extract)
         if embedded_run:
-            from verify_dag import embedded
+            from verify_dag.tasks import embedded
 
             embedded.ensure_worker()
         progress = client.Progress(client.progress_stream(False))
@@ -124,7 +125,7 @@ def verify(
 def _first_failure(built: Any) -> str | None:
     from celery import states
 
-    from verify_dag.celery_app import app
+    from verify_dag.tasks.app import app
 
     for ref in built.phases:
         meta = app.backend.get_task_meta(ref.task_id)

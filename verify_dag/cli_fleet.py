@@ -19,7 +19,7 @@ from verify_dag.errors import EXIT_ERROR, UsageError, VerifyDagError
 
 if TYPE_CHECKING:  # the parser is built on every call, before Celery is needed
     from verify_dag.fleet import Entry
-    from verify_dag.fleet_summary import Outcome
+    from verify_dag.fleet.summary import Outcome
     from verify_dag.models import VerifyRequest
 
 DEFAULT_CRON = "0 2 * * *"
@@ -131,12 +131,13 @@ class _Pending:
     entry: Entry
     head: str
     request: VerifyRequest
-    plan: Any  # verify_dag.workflow.Plan
+    plan: Any  # verify_dag.tasks.workflow.Plan
 
 
 def _run(args: argparse.Namespace, print_summary: bool) -> int:
-    from verify_dag import fleet, fleet_summary, store
-    from verify_dag.celery_app import configure
+    from verify_dag import fleet, store
+    from verify_dag.fleet import summary as fleet_summary
+    from verify_dag.tasks.app import configure
 
     entries = fleet.load(args.fleet_file)
     output = cli_runs.new_output(args.output) if getattr(args, "output", None) else None
@@ -211,7 +212,7 @@ def _audit(
 ) -> list[Outcome]:
     """Every run is submitted before any is waited for, so the fleet's workers take them all."""
     from verify_dag import client, fleet, store
-    from verify_dag.fleet_summary import Outcome
+    from verify_dag.fleet.summary import Outcome
 
     with ThreadPoolExecutor(max_workers=HEAD_READERS) as pool:
         heads = list(pool.map(_head, entries))
@@ -237,7 +238,7 @@ def _audit(
         try:
             request = _request(entry, store_dir, fail_on)
             if embedded:
-                from verify_dag import embedded as worker
+                from verify_dag.tasks import embedded as worker
 
                 worker.ensure_worker()  # once per process; not at all when everything is reused
             plan = client.submit(request) if embedded else cli_runs.submit(request)
@@ -261,7 +262,7 @@ def _audit(
 
 def _collect(p: _Pending, store_dir: Path, embedded: bool, deadline: float) -> Outcome:
     from verify_dag import client, store
-    from verify_dag.fleet_summary import Outcome
+    from verify_dag.fleet.summary import Outcome
 
     run_id = p.plan.run_id
     try:

@@ -87,8 +87,8 @@ def submit(request: Any) -> Any:
     from celery import states, uuid
 
     from verify_dag import client, repos
-    from verify_dag.celery_app import app
-    from verify_dag.workflow import plan
+    from verify_dag.tasks.app import app
+    from verify_dag.tasks.workflow import plan
 
     run_id = uuid()
     built = plan(repos.prepare(request, run_id), run_id)
@@ -107,8 +107,8 @@ def unreachable_broker_is_fatal() -> Iterator[None]:
     from kombu.exceptions import OperationalError
 
     from verify_dag import client, git
-    from verify_dag.celery_app import app
     from verify_dag.errors import FatalError
+    from verify_dag.tasks.app import app
 
     unreachable: tuple[type[BaseException], ...] = (OperationalError, *client.outage_errors())
     try:
@@ -125,8 +125,8 @@ def status(run_id: str, store_dir: str | None, broker: str | None) -> str:
     """One line: a stored run is SUCCESS; any other run is asked of the result backend, when a
     broker is configured."""
     from verify_dag import store
-    from verify_dag.celery_app import broker_url, configure
     from verify_dag.errors import UsageError
+    from verify_dag.tasks.app import broker_url, configure
 
     store.check_run_id(run_id)
     try:

@@ -140,9 +140,9 @@ def cmd_shadow(args: argparse.Namespace) -> int:
     from celery import uuid
 
     from verify_dag import git
-    from verify_dag.celery_app import configure
     from verify_dag.shadow import claims, inputs, render, select
     from verify_dag.shadow.models import ShadowJob
+    from verify_dag.tasks.app import configure
 
     findings = inputs.load(args.report)
     repo = str(git.toplevel(args.repo))
@@ -188,12 +188,13 @@ def cmd_shadow(args: argparse.Namespace) -> int:
 
 def _rounds(job: ShadowJob, chosen: list[Any], embedded: bool, json_output: bool) -> RoundResult:
     """Round 1 dispatches the selected claims; each later round what the merge sends back."""
-    from verify_dag import client, workflow
+    from verify_dag import client
     from verify_dag.shadow import merge, run
     from verify_dag.shadow.models import Dispatch, RoundResult
+    from verify_dag.tasks import workflow
 
     if embedded:
-        from verify_dag import embedded as worker
+        from verify_dag.tasks import embedded as worker
 
         worker.ensure_worker()
     else:

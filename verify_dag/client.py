@@ -12,10 +12,10 @@ from typing import Any, TextIO
 from celery import states
 from celery.exceptions import BackendError
 
-from verify_dag.celery_app import app
 from verify_dag.errors import FatalError, UsageError, VerifyDagError
 from verify_dag.models import VerifyRequest
-from verify_dag.workflow import Expected, Plan, plan
+from verify_dag.tasks.app import app
+from verify_dag.tasks.workflow import Expected, Plan, plan
 
 OUTAGE_ENV = "VERIFY_DAG_OUTAGE_LIMIT"
 # Seconds the result store (Redis) may stay unreachable while a client waits for a run; then the

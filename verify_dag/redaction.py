@@ -156,9 +156,9 @@ def _read(path: Path) -> str | None:
 
 def _celery_urls() -> list[str]:
     # Only an app this process imported can hold credentials; importing it here would build one.
-    if "verify_dag.celery_app" not in sys.modules:
+    if "verify_dag.tasks.app" not in sys.modules:
         return []
-    from verify_dag import celery_app
+    from verify_dag.tasks import app as celery_app
 
     conf = celery_app.app.conf
     urls = [conf.broker_url, conf.result_backend]

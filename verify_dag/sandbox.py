@@ -281,7 +281,7 @@ def _exposed(policy: Policy, writable: list[Path], hidden: list[Path], path_var:
     """What the step needs from inside a hidden directory, read-only: the interpreter and
     verify-dag's installation, the venvs on PATH, verify-dag's cache of environments, the
     objects a shared checkout borrows."""
-    from verify_dag.phases import testenv  # the cache root; imported late (phases import util)
+    from verify_dag.phases.tester import env as testenv
 
     # verify-dag itself too: an editable install's finder points at a source tree that may
     # well live under a hidden directory (a checkout in /tmp or in a home).

@@ -10,7 +10,7 @@ Sources, highest precedence first:
    else ``~/.config/verify-dag/config.toml`` (top-level keys backend, command, model, effort,
    timeout and ``[skills.<skill>]`` tables);
 3. the verified repository's ``pyproject.toml`` ``[tool.verify-dag]``: ``timeout`` only (and
-   ``comment-density``, read by phases/comments.py). That repository is what we are verifying:
+   ``comment-density``, read by reviewers/comments.py). That repository is what we are verifying:
    a backend, model, effort or command template from it would choose what runs on the user's
    machine and what the user pays for, so each is dropped with a note (``sources.REPO_KEYS``).
 

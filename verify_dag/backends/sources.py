@@ -33,7 +33,7 @@ JUDGEMENT_SKILLS = (
     "shadow-verifier",
 )
 PLACEHOLDERS = ("{model}", "{effort}", "{skill}")
-# comment-density is read by phases/comments.py (the deterministic comment-review rules); it is
+# comment-density is read by reviewers/comments.py (the deterministic comment-review rules); it is
 # listed here only so that a [tool.verify-dag] table carrying it is not refused.
 _KEYS = ("backend", "command", "model", "effort", "timeout", "skills", "comment-density")
 # What the repository under verification may set in its own table (issue 11): nothing that picks

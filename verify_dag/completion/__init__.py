@@ -7,6 +7,6 @@ deterministic pass/fail.
 - :mod:`~verify_dag.completion.report`: VERIFY_REPORT.md from the shipped template.
 - :mod:`~verify_dag.completion.artifacts`: the run directory, its files, dispatches.jsonl.
 
-The Celery chain is built in :func:`verify_dag.workflow.completion_plan`; the tasks are in
+The Celery chain is built in :func:`verify_dag.tasks.workflow.completion_plan`; the tasks are in
 :mod:`verify_dag.tasks.completion`; ``verify-dag completion`` is :mod:`verify_dag.cli_completion`.
 """

@@ -14,8 +14,7 @@ from collections.abc import Callable
 from verify_dag import backends, git
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import RunState, SkillOutcome
-from verify_dag.phases import comments
-from verify_dag.reviewers import contract, runner
+from verify_dag.reviewers import comments, contract, runner
 
 Reviewer = Callable[[RunState], list[SkillOutcome]]
 

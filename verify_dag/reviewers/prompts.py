@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from verify_dag.models.findings import Finding
 from verify_dag.models.state import RunState
-from verify_dag.phases.jobb import scoped_files
 from verify_dag.phases.scope import scope_context
+from verify_dag.phases.triage.gating import scoped_files
 from verify_dag.reviewers.context import bundle, carry_forward, carry_forward_rules, static_table
 
 _REVIEWER = """Comprehensive review across all five dimensions:

@@ -15,7 +15,8 @@ from pathlib import Path
 from verify_dag import git, repos, store, tools, util
 from verify_dag.errors import FatalError
 from verify_dag.models import VerifyRequest
-from verify_dag.phases import testenv, triage
+from verify_dag.phases import triage
+from verify_dag.phases.tester import env as testenv
 from verify_dag.shadow import model_arm, verifiers
 from verify_dag.shadow.budget import Budget
 from verify_dag.shadow.models import ClaimVerdict, Dispatch, ShadowJob

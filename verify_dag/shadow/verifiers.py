@@ -1,9 +1,9 @@
 """The claim verifiers: one claim re-derived at one commit, deterministically where possible.
 
 Shared by ``verify-dag shadow`` (one Celery task per claim) and the verify DAG's exerciser
-(phases/reproduce.py), so there is one implementation of "does this finding hold". Each returns a
-:class:`ClaimVerdict` and never raises: a verifier that ran out of budget is UNVERIFIABLE with
-stop reason ``budget-exhausted``.
+(phases/exerciser/reproduce.py), so there is one implementation of "does this finding hold".
+Each returns a :class:`ClaimVerdict` and never raises: a verifier that ran out of budget is
+UNVERIFIABLE with stop reason ``budget-exhausted``.
 
 Order: the anchor first (anchors.py), then by kind: ``static`` re-runs the finding's analyser on
 the file through the static phase's runner; ``test`` re-runs the one test with pytest (in the

@@ -1,4 +1,4 @@
-"""What the Python and node builders of :mod:`verify_dag.phases.testenv` share: the environment
+"""What the Python and node builders of :mod:`verify_dag.phases.tester.env` share: the environment
 they hand back, the lock and marker of a cache entry, and the environment their children run in.
 """
 

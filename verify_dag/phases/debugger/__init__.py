@@ -14,7 +14,7 @@ between commits). When the branch's failure records no class (a repository that 
 ``--tb=short``), the first line of the failure message is compared instead.
 
 Exerciser failures (a gate, an EXERCISE command, the completion criterion) are checked by
-re-running the whole exercise at the base: see :mod:`~verify_dag.phases.debugger_exercise`.
+re-running the whole exercise at the base: see :mod:`~verify_dag.phases.debugger.exercise`.
 
 Either way, a failure with a different or unreadable signature at the base is "undetermined",
 never "yes": the change may have turned one failure into another. So is anything that could not
@@ -34,15 +34,18 @@ from verify_dag.errors import VerifyDagError
 from verify_dag.models import Diagnosis, Finding, RunState, SkillOutcome
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Toolchain
-from verify_dag.phases import debugger_exercise, exerciser, pytest_command, testenv
-from verify_dag.phases.debugger_common import EVIDENCE_CAP as EVIDENCE_CAP  # tests read it here
-from verify_dag.phases.debugger_common import (
+from verify_dag.phases import exerciser
+from verify_dag.phases.debugger import exercise as debugger_exercise
+from verify_dag.phases.debugger.common import EVIDENCE_CAP as EVIDENCE_CAP  # tests read it here
+from verify_dag.phases.debugger.common import (
     PreExisting,
     Signature,
     excerpt,
     touched,
     undetermined,
 )
+from verify_dag.phases.tester import env as testenv
+from verify_dag.phases.tester import pytest_command
 from verify_dag.sandbox import Policy
 from verify_dag.tools.base import python_tool_argv
 

@@ -7,23 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from celery.result import AsyncResult
+from verify_dag.tasks.app import app
+from verify_dag.tasks.base import header_phase, previous_result, progress, state_phase
 
 from verify_dag import evidence, git, report, store
-from verify_dag.celery_app import app
 from verify_dag.models import RunState, SkillOutcome
-from verify_dag.phases import (
-    coverage,
-    debugger,
-    engineer,
-    exerciser,
-    jobb,
-    scope,
-    static,
-    tester,
-    triage,
-)
-from verify_dag.reviewers import composition_skips
-from verify_dag.tasks.base import header_phase, previous_result, progress, state_phase
+from verify_dag.phases import debugger, engineer, exerciser, scope, static, tester, triage
+from verify_dag.phases.triage import gating as jobb
+from verify_dag.reviewers import composition_skips, coverage
 
 
 @state_phase("scope")

@@ -27,7 +27,7 @@ from pathlib import Path
 from verify_dag.errors import UsageError
 from verify_dag.models.findings import Finding, Location
 from verify_dag.models.scope import Scope
-from verify_dag.phases.comment_syntax import Comment, extract
+from verify_dag.reviewers.comment_syntax import Comment, extract
 
 SKILL = "comment-review"
 DEFAULT_DENSITY = 0.10

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from verify_dag.phases.testenv_base import RECIPE
+from verify_dag.phases.tester.env.base import RECIPE
 
 # Test requirements first (the first pattern that matches wins), then the runtime ones.
 _TEST_REQUIREMENTS = (

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from celery import chain, chord, signature, uuid
+from verify_dag.tasks.app import app
 
-from verify_dag.celery_app import app
 from verify_dag.completion.models import CompletionJob
 from verify_dag.git import display_source
 from verify_dag.models import RunState, VerifyRequest

@@ -13,9 +13,9 @@ from celery import Celery
 from kombu.entity import Queue
 from kombu.transport import TRANSPORT_ALIASES
 
-from verify_dag import reliability
 from verify_dag.errors import UsageError
 from verify_dag.git import display_source
+from verify_dag.tasks import reliability
 
 BROKER_ENV = "VERIFY_DAG_BROKER_URL"
 # A file holding the broker URL: a password in it stays out of every process's environment.
@@ -147,7 +147,10 @@ def _task_annotations() -> dict[str, dict[str, int]]:
     }
 
 
-app = Celery("verify_dag", include=["verify_dag.tasks"])
+# The task modules a worker imports when it starts; a client that only submits imports none.
+TASK_MODULES = [f"verify_dag.tasks.{m}" for m in ("pipeline", "review", "shadow", "completion")]
+
+app = Celery("verify_dag", include=TASK_MODULES)
 
 
 def configure(broker: str | None = None) -> Celery:

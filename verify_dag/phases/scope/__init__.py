@@ -26,10 +26,10 @@ from verify_dag.models.scope import (
     Scope,
     ScopeError,
 )
-from verify_dag.phases.scope_text import describe as describe
-from verify_dag.phases.scope_text import scope_context as scope_context
-from verify_dag.phases.scope_text import scope_metadata as scope_metadata
-from verify_dag.phases.scope_text import shell_command
+from verify_dag.phases.scope.text import describe as describe
+from verify_dag.phases.scope.text import scope_context as scope_context
+from verify_dag.phases.scope.text import scope_metadata as scope_metadata
+from verify_dag.phases.scope.text import shell_command
 from verify_dag.repos import check_url_scope
 
 _STATUS: dict[str, FileStatus] = {

@@ -13,8 +13,8 @@ the build, and :func:`layer` installs it editable from the throwaway worktree in
 that sees the cached one. Editable keeps tracebacks and coverage on checkout paths; the per-run
 venv keeps concurrent runs of different commits from sharing one install.
 
-What the repository declares is read by :mod:`~verify_dag.phases.testenv_plan`; node suites get
-their dependencies from :mod:`~verify_dag.phases.testenv_npm`.
+What the repository declares is read by :mod:`~verify_dag.phases.tester.env.plan`; node suites get
+their dependencies from :mod:`~verify_dag.phases.tester.env.npm`.
 """
 
 from __future__ import annotations
@@ -39,11 +39,12 @@ from pathlib import Path
 from verify_dag import util
 from verify_dag.files import file_lock, write_atomic
 from verify_dag.models.toolchain import Toolchain
-from verify_dag.phases import testenv_npm, testenv_plan
-from verify_dag.phases.testenv_base import MARKER, PY_LEAKS, pip_env, tail
-from verify_dag.phases.testenv_base import Env as Env  # re-exported: callers name testenv.Env
-from verify_dag.phases.testenv_base import clean as clean  # re-exported: the tester uses it
-from verify_dag.phases.testenv_plan import SKIP, Plan
+from verify_dag.phases.tester.env import npm as testenv_npm
+from verify_dag.phases.tester.env import plan as testenv_plan
+from verify_dag.phases.tester.env.base import MARKER, PY_LEAKS, pip_env, tail
+from verify_dag.phases.tester.env.base import Env as Env  # re-exported: callers name testenv.Env
+from verify_dag.phases.tester.env.base import clean as clean  # re-exported: the tester uses it
+from verify_dag.phases.tester.env.plan import SKIP, Plan
 from verify_dag.sandbox import Policy
 
 CACHE_VAR = "VERIFY_DAG_CACHE"

@@ -7,8 +7,8 @@ from pathlib import Path
 from tests.conftest import Repo
 from verify_dag.models import RunState, TriageResult, VerifyRequest
 from verify_dag.models.request import Depth
-from verify_dag.phases import jobb
 from verify_dag.phases import scope as scope_phase
+from verify_dag.phases.triage import gating as jobb
 
 CLI_BASE = (
     "import argparse\n\n\n"

@@ -1,7 +1,7 @@
 """What both halves of the debugger share: a failure signature and how a verdict is written.
 
 Tests are re-run in :mod:`~verify_dag.phases.debugger`, exerciser failures in
-:mod:`~verify_dag.phases.debugger_exercise`; both report the same Diagnosis shape from these.
+:mod:`~verify_dag.phases.debugger.exercise`; both report the same Diagnosis shape from these.
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ BEATS_PER_TIMEOUT = 6
 
 REDIS_SCHEMES = ("redis://", "rediss://", "redis+socket://", "sentinel://")
 # The broker transport for redis:// and rediss:// URLs (kombu resolves "module:attribute").
-TRANSPORT = "verify_dag.reliability:RedisTransport"
+TRANSPORT = "verify_dag.tasks.reliability:RedisTransport"
 
 
 def is_redis(url: str) -> bool:

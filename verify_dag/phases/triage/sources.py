@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from verify_dag.models.toolchain import CommandKind
-from verify_dag.phases import pytest_command
+from verify_dag.phases.tester import pytest_command
 from verify_dag.tools.base import module_available
 
 STRUCTURED = re.compile(r"\b(pytest|ruff|mypy)\b")

@@ -22,12 +22,13 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from verify_dag.celery_app import app
+from verify_dag.tasks.app import app
+from verify_dag.tasks.base import previous_result, progress
+
 from verify_dag.shadow import merge, run
 from verify_dag.shadow.anchors import Where
 from verify_dag.shadow.models import ClaimVerdict, Dispatch, ShadowJob
 from verify_dag.shadow.verifiers import unverifiable
-from verify_dag.tasks.base import previous_result, progress
 
 log = logging.getLogger(__name__)
 

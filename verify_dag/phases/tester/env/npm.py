@@ -10,7 +10,7 @@ from pathlib import Path
 
 from verify_dag import util
 from verify_dag.files import file_lock
-from verify_dag.phases.testenv_base import MARKER, RECIPE, Env, clean, pip_env, tail
+from verify_dag.phases.tester.env.base import MARKER, RECIPE, Env, clean, pip_env, tail
 from verify_dag.sandbox import Policy
 
 RUNNERS = frozenset({"npm", "npx", "yarn", "pnpm", "node"})

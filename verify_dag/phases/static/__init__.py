@@ -17,7 +17,7 @@ from verify_dag import tools, util
 from verify_dag.models.findings import Finding, Location, SkillOutcome
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Command, Toolchain
-from verify_dag.phases import baseline
+from verify_dag.phases.static import baseline
 from verify_dag.sandbox import Policy
 from verify_dag.tools.base import RawFinding, ToolSpec
 

@@ -15,7 +15,7 @@ import shlex
 from pathlib import Path
 
 from verify_dag.models.toolchain import Command, CommandKind, EngineerContext, Toolchain
-from verify_dag.phases.triage_sources import (
+from verify_dag.phases.triage.sources import (
     STRUCTURED,
     Candidate,
     Found,

@@ -15,8 +15,9 @@ import re
 from verify_dag import git, util
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import Diagnosis, EngineerContext, RunState
-from verify_dag.phases import exercise_sandbox, exerciser, gates
-from verify_dag.phases.debugger_common import PreExisting, Signature, excerpt, touched, undetermined
+from verify_dag.phases import exerciser, gates
+from verify_dag.phases.debugger.common import PreExisting, Signature, excerpt, touched, undetermined
+from verify_dag.phases.exerciser import sandboxed as exercise_sandbox
 
 # Exerciser evidence: the exit codes it names, a timeout, and what the rest is compared without.
 _EXIT = re.compile(r"\bexit(?:ed)? -?\d+(?: \(expected -?\d+\))?")

@@ -6,7 +6,7 @@ time limits. Statuses are PASSED / FAILED / BLOCKED only (seed 8c); an exercise 
 happen is BLOCKED with its reason, never PASSED.
 
 Two parts live here (exercise, the background app); issue reproduction is in
-:mod:`~verify_dag.phases.reproduce`.
+:mod:`~verify_dag.phases.exerciser.reproduce`.
 """
 
 from __future__ import annotations
@@ -32,11 +32,12 @@ from verify_dag.models import (
     Toolchain,
     VerifyRequest,
 )
-from verify_dag.phases import gates, testenv
+from verify_dag.phases import gates
 
 # Re-exported: both are the exerciser's, and callers and tests name them from here.
-from verify_dag.phases.reproduce import SKILL as SKILL
-from verify_dag.phases.reproduce import verify_issues as verify_issues
+from verify_dag.phases.exerciser.reproduce import SKILL as SKILL
+from verify_dag.phases.exerciser.reproduce import verify_issues as verify_issues
+from verify_dag.phases.tester import env as testenv
 
 REASON = "exercises the change end to end"
 DEFAULT_START_TIMEOUT = 30.0
@@ -89,7 +90,7 @@ class Exercise:
 
 def _run(state: RunState) -> SkillOutcome:
     # The driver that runs this module's exercise() inside one sandbox imports this module.
-    from verify_dag.phases import exercise_sandbox
+    from verify_dag.phases.exerciser import sandboxed as exercise_sandbox
 
     scope = state.scope
     if scope is None or not scope.new_commit:

@@ -9,7 +9,8 @@ environment finding: a suite that did not run is never a pass.
 
 A pytest suite runs once, under coverage.py, so qa's changed-line coverage needs no second run,
 with the selection the repository declares for it (its pytest arguments, see
-:mod:`~verify_dag.phases.pytest_command`), so the counts are those of the repository's own run.
+:mod:`~verify_dag.phases.tester.pytest_command`), so the counts are those of the repository's own
+run.
 Its junit report also gives the per-test results of the evidence bundle (verify_dag.evidence).
 """
 
@@ -30,8 +31,10 @@ from verify_dag.models.evidence import SuiteEvidence
 from verify_dag.models.findings import Finding, Location, SkillOutcome
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Command, Toolchain
-from verify_dag.phases import coverage, junit, pytest_command, testenv
-from verify_dag.phases.coverage import CoverageData
+from verify_dag.phases.tester import env as testenv
+from verify_dag.phases.tester import junit, pytest_command
+from verify_dag.reviewers import coverage
+from verify_dag.reviewers.coverage import CoverageData
 from verify_dag.sandbox import Policy
 from verify_dag.tools.base import PYTHON_NAMES, module_available, python_tool_argv, resolve_argv
 

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from celery import states
+from verify_dag.tasks.app import app
 
 from verify_dag import repos, sandbox
-from verify_dag.celery_app import app
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import RunState, SkillOutcome
 

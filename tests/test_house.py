@@ -1,0 +1,193 @@
+"""The structure the README's layout section promises, checked with the project's own tools.
+
+ruff (format and lint) and mypy run here, so the README's one test command covers them. mypy reads
+the package as it is installed, because verify_dag.tasks lives in the top-level tasks/ directory
+(a setuptools package-dir mapping) and mypy does not follow that mapping in a source tree.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = {"verify_dag": ROOT / "verify_dag", "verify_dag.tasks": ROOT / "tasks"}
+# The verification tools may use the pipeline; the pipeline never imports them.
+TOOLS = ("arbiter", "completion", "contract", "shadow", "fleet")
+# The only modules of verify_dag/ that reach the Celery side: the commands and their one client.
+CELERY_CLIENTS = ("verify_dag.cli", "verify_dag.client")
+LONG = 400
+
+
+def _run(*argv: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
+
+
+def _modules() -> Iterator[tuple[str, Path]]:
+    for package, root in SOURCES.items():
+        for path in sorted(root.rglob("*.py")):
+            rel = path.relative_to(root).with_suffix("")
+            parts = [p for p in rel.parts if p != "__init__"]
+            name = ".".join([package, *parts])
+            if package == "verify_dag" and name.startswith("verify_dag.tasks"):
+                continue
+            yield name, path
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """Every module of ours that ``name`` imports, at the top, in a function or for typing."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    is_package = path.name == "__init__.py"
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = name.split(".") if is_package else name.split(".")[:-1]
+                anchor = anchor[: len(anchor) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            targets = [f"{base}.{a.name}" for a in node.names] + [base]
+        else:
+            continue
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                out.add(target)
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    mods = dict(_modules())
+    known = set(mods)
+    graph = {name: _imports(name, path, known) for name, path in mods.items()}
+    # A submodule import runs its package's __init__ first; that edge is the interpreter's, not
+    # a design choice, so a package importing its own submodules is not a cycle.
+    return {
+        n: {t for t in deps if not n.startswith(t + ".") and not t.startswith(n + ".")}
+        for n, deps in graph.items()
+    }
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+    sys.setrecursionlimit(10_000)
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle() -> None:
+    assert _cycles(_graph()) == []
+
+
+def test_the_pipeline_never_imports_the_verification_tools() -> None:
+    tools = tuple(f"verify_dag.{t}" for t in TOOLS)
+    allowed = (*tools, "verify_dag.cli", "verify_dag.tasks")
+    wrong = {
+        (name, dep)
+        for name, deps in _graph().items()
+        if not name.startswith(allowed)
+        for dep in deps
+        if dep.startswith(tools)
+    }
+    assert wrong == set()
+
+
+def test_only_the_commands_and_the_client_reach_the_celery_side() -> None:
+    wrong = {
+        (name, dep)
+        for name, deps in _graph().items()
+        if not name.startswith(("verify_dag.tasks", *CELERY_CLIENTS))
+        for dep in deps
+        if dep.startswith("verify_dag.tasks")
+    }
+    assert wrong == set()
+
+
+def test_long_modules_say_why() -> None:
+    silent = []
+    for name, path in _modules():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        if len(lines) > LONG and not any(line.startswith("# Long module: ") for line in lines):
+            silent.append(f"{name} ({len(lines)} lines)")
+    assert silent == []
+
+
+def test_every_package_directory_is_installed() -> None:
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    on_disk = {n for n, p in _modules() if p.name == "__init__.py"}
+    assert on_disk == listed
+
+
+def _need(tool: str) -> None:
+    if _run(sys.executable, "-m", tool, "--version").returncode != 0:
+        if os.environ.get("CI"):
+            pytest.fail(f"{tool} is not installed")
+        pytest.skip(f"{tool} is not installed")
+
+
+def test_ruff_format_and_lint_are_clean() -> None:
+    _need("ruff")
+    fmt = _run(sys.executable, "-m", "ruff", "format", "--check", ".")
+    assert fmt.returncode == 0, fmt.stdout + fmt.stderr
+    lint = _run(sys.executable, "-m", "ruff", "check", "--output-format", "concise", ".")
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+def test_mypy_is_clean_on_the_installed_package_and_the_tests(tmp_path: Path) -> None:
+    _need("mypy")
+    staged = tmp_path / "site"
+    install = _run(
+        sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+        "--no-compile", "--target", str(staged), str(ROOT),
+    )  # fmt: skip
+    assert install.returncode == 0, install.stdout + install.stderr
+    config = str(ROOT / "pyproject.toml")
+    cache = str(ROOT / ".mypy_cache" / "installed")
+    typed = _run(
+        sys.executable, "-m", "mypy", "--config-file", config, "--cache-dir", cache,
+        "-p", "verify_dag", cwd=staged,
+    )  # fmt: skip
+    # Name the checkout's files, not the staged copies, in what a failure says.
+    said = typed.stdout.replace("verify_dag/tasks/", "tasks/")
+    assert typed.returncode == 0, said + typed.stderr
