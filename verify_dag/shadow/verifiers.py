@@ -6,7 +6,7 @@ Each returns a :class:`ClaimVerdict` and never raises: a verifier that ran out o
 UNVERIFIABLE with stop reason ``budget-exhausted``.
 
 Order: the anchor first (anchors.py), then by kind: ``static`` re-runs the finding's analyser on
-the file through the static phase's runner; ``test`` re-runs the one test with pytest (in the
+the file through the tool runner; ``test`` re-runs the one test with pytest (in the
 environment the caller provisioned); ``unused``/``untested`` search the repository (search.py);
 ``size`` counts lines; ``judgement`` goes to the model arm when one is configured, else it is
 UNVERIFIABLE. An artifact-internal CONFIRMED from the model gets the composition-boundary read
@@ -23,12 +23,13 @@ from pathlib import Path
 
 from verify_dag import tools, util
 from verify_dag.models.toolchain import Toolchain
-from verify_dag.phases import gates, static
+from verify_dag.phases import gates
 from verify_dag.sandbox import Policy
 from verify_dag.shadow import search
 from verify_dag.shadow.anchors import Anchor, Where, check, lines_of, pointer, short
 from verify_dag.shadow.budget import Budget, BudgetExhausted
 from verify_dag.shadow.models import Claim, ClaimVerdict
+from verify_dag.tools import runner
 from verify_dag.tools.base import ToolSpec
 
 Judge = Callable[[Claim, Anchor, "Surface", Budget, "str | None"], ClaimVerdict]
@@ -162,9 +163,9 @@ def _static(claim: Claim, anchor: Anchor, s: Surface, budget: Budget) -> ClaimVe
         )
     key = ("static", spec.name, path)
     cached = s.memo.get(key)
-    if not isinstance(cached, static.ToolRun):
+    if not isinstance(cached, runner.ToolRun):
         timeout = budget.limit(s.tool_cap)
-        cached = static.run_tool(spec, [path], s.workdir, timeout)
+        cached = runner.run(spec, [path], s.workdir, timeout)
         if cached.failure is not None and cached.failure.startswith("timed out"):
             budget.cut(timeout, s.tool_cap, f"{tool} on {path}")
         s.memo[key] = cached

@@ -2,8 +2,8 @@
 
 For each tool with findings on changed files, the same tool runs once on the old versions of the
 files the change touched (modified, deleted, renamed or copied from: the code that could have
-moved) in a throwaway worktree of ``scope.old_commit``, through the static phase's own runner;
-files the change does not touch are not linted. A finding is "pre-existing" when the old run
+moved) in a throwaway worktree of ``scope.old_commit``, through the tool runner the static phase
+uses; files the change does not touch are not linted. A finding is "pre-existing" when the old run
 reported the same rule on a line with the same text (whitespace removed, so a line that moved or
 was re-indented still matches) and that old line does not survive unchanged into what its file
 became: an unchanged old line is still there outside the scoped lines, so it cannot be the
@@ -29,10 +29,7 @@ from verify_dag.errors import FatalError
 from verify_dag.models.findings import Finding
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Command, Toolchain
-
-# static imports this module too; importing the module object (not names from it) keeps the
-# cycle harmless, since its functions are only looked up when classify runs.
-from verify_dag.phases import static
+from verify_dag.tools import runner
 
 _Key = tuple[str, str]  # (rule, or title when the tool gives none; normalised line text)
 
@@ -116,7 +113,7 @@ def _classify_tool(
             targets = [p for p in old_files if spec.applies_to(p)]
             if not targets:
                 continue
-            result = static.run_tool(spec, targets, old_dir, timeout)
+            result = runner.run(spec, targets, old_dir, timeout)
             if result.failure is not None:
                 # Part of the old findings may be missing: "introduced" would be a guess.
                 notes.append(
@@ -186,7 +183,7 @@ def _old_keys(
         if r.line is None or r.line not in gone[r.path]:
             continue
         # Tools that give no rule code are matched on the title static would give the finding.
-        rule = r.code or static._finding(tools.spec_for(command), command, r).title
+        rule = r.code or runner.title(tools.spec_for(command), r)
         keys[(r.path, (rule, _norm(old_text[r.path][r.line - 1])))] += 1
     return keys
 
