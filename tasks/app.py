@@ -12,10 +12,11 @@ from pathlib import Path
 from celery import Celery
 from kombu.entity import Queue
 from kombu.transport import TRANSPORT_ALIASES
+from verify_dag.tasks import reliability
 
+from verify_dag import credentials
 from verify_dag.errors import UsageError
 from verify_dag.git import display_source
-from verify_dag.tasks import reliability
 
 BROKER_ENV = "VERIFY_DAG_BROKER_URL"
 # A file holding the broker URL: a password in it stays out of every process's environment.
@@ -151,6 +152,8 @@ def _task_annotations() -> dict[str, dict[str, int]]:
 TASK_MODULES = [f"verify_dag.tasks.{m}" for m in ("pipeline", "review", "shadow", "completion")]
 
 app = Celery("verify_dag", include=TASK_MODULES)
+# Reports redact this app's broker and backend credentials, whatever configured them.
+credentials.add_url_source(lambda: (app.conf.broker_url, app.conf.result_backend))
 
 
 def configure(broker: str | None = None) -> Celery:

@@ -55,7 +55,10 @@ def _imports(name: str, path: Path, known: set[str]) -> set[str]:
                 anchor = name.split(".") if is_package else name.split(".")[:-1]
                 anchor = anchor[: len(anchor) - node.level + 1]
                 base = ".".join([*anchor, *([base] if base else [])])
-            targets = [f"{base}.{a.name}" for a in node.names] + [base]
+            # A submodule named in the import list is the dependency, not its package.
+            targets = [
+                f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names
+            ]
         else:
             continue
         for target in targets:
@@ -69,13 +72,7 @@ def _imports(name: str, path: Path, known: set[str]) -> set[str]:
 def _graph() -> dict[str, set[str]]:
     mods = dict(_modules())
     known = set(mods)
-    graph = {name: _imports(name, path, known) for name, path in mods.items()}
-    # A submodule import runs its package's __init__ first; that edge is the interpreter's, not
-    # a design choice, so a package importing its own submodules is not a cycle.
-    return {
-        n: {t for t in deps if not n.startswith(t + ".") and not t.startswith(n + ".")}
-        for n, deps in graph.items()
-    }
+    return {name: _imports(name, path, known) for name, path in mods.items()}
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:

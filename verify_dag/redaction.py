@@ -16,18 +16,11 @@ evidence they exist for.
 from __future__ import annotations
 
 import base64
-import binascii
-import itertools
-import json
-import os
 import re
-import sys
 import threading
-import tomllib
-from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
+from collections.abc import Iterable, Iterator
 from typing import Any
-from urllib.parse import quote, quote_plus, unquote
+from urllib.parse import quote, quote_plus
 
 from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 from detect_secrets.plugins.base import RegexBasedDetector
@@ -38,11 +31,10 @@ from detect_secrets.plugins.ip_public import IPPublicDetector
 from detect_secrets.plugins.private_key import PrivateKeyDetector
 from detect_secrets.plugins.softlayer import SoftlayerDetector
 
-from verify_dag import util
+from verify_dag import credentials
+from verify_dag.credentials import MIN_LEN
 
 MASK = "[REDACTED]"
-MIN_LEN = 8  # shorter values are too likely to occur by chance ("true", a port, a short word)
-_MAX_FILE = 1 << 20  # a credential file larger than this is not one
 
 # The whole block: one header, the key, the footer. Output cut short may have no footer; the
 # base64 run after the header goes then (also when printed as a repr, with literal "\n").
@@ -51,12 +43,7 @@ _PEM = re.compile(
     r"(?:.{0,20000}?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|(?:[A-Za-z0-9+/=\s]|\\n)*)",
     re.DOTALL,
 )
-# Anchored on "://" rather than the scheme, so re skips ahead to each "://" instead of trying
-# at every letter; the scheme does not matter for what is masked.
-_URL_USERINFO = re.compile(r"://([^/\s@'\"]*)@")
 _URL_PASSWORD = re.compile(r"(://[^/\s:@]*:)[^/\s@]+@")
-# Keys of the user's config whose values are credentials (api_key, token, github-secret...).
-_CONFIG_KEY = re.compile(r"key|token|secret|passw|auth|credential", re.IGNORECASE)
 _TOKEN_CHARS = re.compile(r"[\w\-]*")
 
 
@@ -82,228 +69,12 @@ def _known() -> re.Pattern[str] | None:
     """One regex for every known secret, rebuilt only when its sources change: redact runs on
     every finding and every captured stream, so reading files each time would not do."""
     global _cache
-    stamp = _stamp()
+    stamp = credentials.stamp()
     with _lock:
         if _cache is None or _cache[0] != stamp:
-            values = {v for v in _variants(known_values()) if len(v) >= MIN_LEN}
+            values = {v for v in _variants(credentials.known_values()) if len(v) >= MIN_LEN}
             _cache = (stamp, _trie(values) if values else None)
         return _cache[1]
-
-
-def known_values() -> set[str]:
-    """The secrets this process holds, as they are (encodings are added by the caller)."""
-    found: set[str] = set()
-    for key, value in os.environ.items():
-        # A credential's name says so (TOKEN, API_KEY, PASSWORD, ...). The broader rule that
-        # keeps VERIFY_DAG_*, GITHUB_*, ... from repository code is not one for output:
-        # GITHUB_WORKSPACE or VERIFY_DAG_STORE are paths every report names.
-        if util._SECRET_NAME.search(key):
-            found.add(value)
-        found.update(_url_credentials(value))
-    for url in _celery_urls():
-        found.update(_url_credentials(url))
-    config = _config_file()
-    if config is not None:
-        found.update(_config_values(config))
-    home = _home()
-    for path, reader in _CREDENTIAL_FILES.items():
-        text = _read(home / path)
-        if text is not None:
-            found.update(reader(text))
-    for key_file in _ssh_files(home):
-        text = _read(key_file)
-        if text is not None:
-            found.update(_private_key_lines(text))
-    return {v for v in found if len(v) >= MIN_LEN}
-
-
-def _stamp() -> object:
-    """What the known set depends on, cheap to compute: the environment, the Celery app's URLs
-    and the identity (inode, size, mtime) of every file read."""
-    home = _home()
-    paths = [home / p for p in _CREDENTIAL_FILES] + list(_ssh_files(home))
-    config = _config_file()
-    if config is not None:
-        paths.append(config)
-    return (
-        hash(frozenset(os.environ.items())),
-        tuple(_celery_urls()),
-        tuple((str(p), _file_id(p)) for p in paths),
-    )
-
-
-def _file_id(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-def _home() -> Path:
-    # The worker's own HOME, where its credential files are; repository code gets another one.
-    return Path(os.environ.get("HOME") or Path.home())
-
-
-def _read(path: Path) -> str | None:
-    try:
-        if not path.is_file() or path.stat().st_size > _MAX_FILE:
-            return None
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-
-
-def _celery_urls() -> list[str]:
-    # Only an app this process imported can hold credentials; importing it here would build one.
-    if "verify_dag.tasks.app" not in sys.modules:
-        return []
-    from verify_dag.tasks import app as celery_app
-
-    conf = celery_app.app.conf
-    urls = [conf.broker_url, conf.result_backend]
-    return [u for url in urls if isinstance(url, str) for u in url.split(";")]
-
-
-def _url_credentials(text: str) -> Iterator[str]:
-    """The password, and a user part that is a token (``https://<token>@host``), of each URL."""
-    for m in _URL_USERINFO.finditer(text):
-        user, _, password = m.group(1).partition(":")
-        for part in (password, user if _token_like(user) else ""):
-            if part:
-                yield part
-                yield unquote(part)
-
-
-def _token_like(user: str) -> bool:
-    return len(user) >= 16 and any(c.isdigit() for c in user)
-
-
-def _config_file() -> Path | None:
-    from verify_dag.backends.sources import user_file
-    from verify_dag.errors import UsageError
-
-    try:
-        return user_file(os.environ)
-    except UsageError:  # a missing VERIFY_DAG_CONFIG is reported where the config is loaded
-        return None
-
-
-def _config_values(path: Path) -> Iterator[str]:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return
-    yield from _toml_secrets(data, "")
-
-
-def _toml_secrets(value: Any, key: str) -> Iterator[str]:
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield from _toml_secrets(v, str(k))
-    elif isinstance(value, list):
-        words = [v for v in value if isinstance(v, str)]
-        yield from _argv_secrets(words)
-        for v in value:
-            yield from _toml_secrets(v, key)
-    elif isinstance(value, str):
-        if util._secret(key, value) or _CONFIG_KEY.search(key):
-            yield value
-        yield from _argv_secrets(value.split())
-        yield from _url_credentials(value)
-
-
-def _argv_secrets(words: list[str]) -> Iterator[str]:
-    """Credentials in a command template (``command = ["llm", "--api-key", "..."]``, or
-    ``"env OPENAI_API_KEY=... llm"``), the one place config.toml has for them."""
-    for word, following in itertools.pairwise(["", *words]):
-        name, sep, value = following.partition("=")
-        if sep and _CONFIG_KEY.search(name):
-            yield value
-        elif word.startswith("-") and _CONFIG_KEY.search(word):
-            yield following
-
-
-def _netrc(text: str) -> Iterator[str]:
-    words = text.split()
-    for word, following in itertools.pairwise(words):
-        if word in ("password", "passwd"):
-            yield following
-
-
-def _git_credentials(text: str) -> Iterator[str]:
-    for line in text.splitlines():
-        yield from _url_credentials(line.strip())
-
-
-def _assignments(text: str, key: re.Pattern[str]) -> Iterator[str]:
-    """Values of ``name = value`` lines (ini files, .npmrc) whose name matches ``key``."""
-    for line in text.splitlines():
-        name, sep, value = line.partition("=")
-        if not sep and ":" in line:  # configparser also takes "name: value"
-            name, sep, value = line.partition(":")
-        value = value.strip().strip("\"'")
-        if sep and key.search(name):
-            yield value
-            if name.strip().endswith("_password"):  # .npmrc keeps it base64-encoded
-                yield from _b64decoded(value)
-
-
-def _b64decoded(value: str) -> Iterator[str]:
-    try:
-        plain = base64.b64decode(value, validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
-        return
-    yield plain
-    yield plain.partition(":")[2]  # docker's "auth" is base64 of user:password
-
-
-def _docker(text: str) -> Iterator[str]:
-    try:
-        auths = json.loads(text).get("auths", {})
-    except (ValueError, AttributeError):
-        return
-    for entry in auths.values() if isinstance(auths, dict) else ():
-        for name, value in entry.items() if isinstance(entry, dict) else ():
-            if isinstance(value, str) and name != "email":
-                yield value
-                if name == "auth":
-                    yield from _b64decoded(value)
-
-
-_PASSWORD = re.compile(r"passw", re.IGNORECASE)
-_AWS = re.compile(r"secret|token|key", re.IGNORECASE)
-_NPM = re.compile(r"_auth|token|passw", re.IGNORECASE)
-_CREDENTIAL_FILES: dict[Path, Callable[[str], Iterable[str]]] = {
-    Path(".netrc"): _netrc,
-    Path(".git-credentials"): _git_credentials,
-    Path(".config/git/credentials"): _git_credentials,
-    Path(".pypirc"): lambda text: _assignments(text, _PASSWORD),
-    Path(".aws/credentials"): lambda text: _assignments(text, _AWS),
-    Path(".docker/config.json"): _docker,
-    Path(".npmrc"): lambda text: _assignments(text, _NPM),
-}
-
-
-def _ssh_files(home: Path) -> list[Path]:
-    try:
-        return sorted(p for p in (home / ".ssh").iterdir() if not p.name.endswith(".pub"))
-    except OSError:
-        return []
-
-
-def _private_key_lines(text: str) -> Iterator[str]:
-    """The base64 body of every private key in ``text``: printed whole, line by line or as a
-    repr, each body line is in the output verbatim."""
-    inside = False
-    for raw in text.splitlines():
-        line = raw.strip()
-        if line.startswith("-----BEGIN") and "PRIVATE KEY" in line:
-            inside = True
-        elif line.startswith("-----END"):
-            inside = False
-        elif inside and ":" not in line:  # not a "Proc-Type: 4,ENCRYPTED" header
-            yield line
 
 
 def _variants(values: Iterable[str]) -> Iterator[str]:

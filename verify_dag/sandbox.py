@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from verify_dag.cache import cache_root
 from verify_dag.errors import FatalError
 
 log = logging.getLogger(__name__)
@@ -281,8 +282,6 @@ def _exposed(policy: Policy, writable: list[Path], hidden: list[Path], path_var:
     """What the step needs from inside a hidden directory, read-only: the interpreter and
     verify-dag's installation, the venvs on PATH, verify-dag's cache of environments, the
     objects a shared checkout borrows."""
-    from verify_dag.phases.tester import env as testenv
-
     # verify-dag itself too: an editable install's finder points at a source tree that may
     # well live under a hidden directory (a checkout in /tmp or in a home).
     package = Path(__file__).resolve().parent.parent  # the package and its schemas link
@@ -292,7 +291,7 @@ def _exposed(policy: Policy, writable: list[Path], hidden: list[Path], path_var:
         Path(sys.exec_prefix),
         Path(os.path.realpath(sys.executable)).parent.parent,
         package,
-        testenv.cache_root(),
+        cache_root(),
     ]
     wanted += [Path(p) for p in sys.path if p and Path(p).is_dir()]
     for entry in path_var.split(os.pathsep):

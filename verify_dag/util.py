@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import resource
 import shutil
 import signal
@@ -22,40 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from verify_dag import credentials
 from verify_dag import sandbox as _sandbox
 from verify_dag.errors import CalledProcessError
 from verify_dag.sandbox import Policy
 
 DEFAULT_CAP = 1_000_000  # bytes kept per stream; the rest is drained and counted
 
-# Names that look like credentials or point at our own infrastructure. Repository code has no
-# business seeing them, and a finding must never echo one.
-_SECRET_NAME = re.compile(
-    r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|SESSION|AUTH|COOKIE)",
-    re.IGNORECASE,
-)
-_SECRET_PREFIXES = (
-    "VERIFY_DAG_",
-    "CELERY_",
-    "AWS_",
-    "AZURE_",
-    "GOOGLE_",
-    "GCP_",
-    "OPENAI_",
-    "ANTHROPIC_",
-    "CLAUDE_",
-    "CODEX_",
-    "GITHUB_",
-    "GITLAB_",
-    "NPM_",
-    "PYPI_",
-    "TWINE_",
-    "DOCKER_",
-    "REDIS_",
-    "AMQP_",
-    "BROKER_",
-    "SSH_AUTH_SOCK",
-)
 # Git variables set by a hook or an outer git process would redirect commands in a scratch
 # worktree to the user's repository.
 _GIT_LEAKS = (
@@ -69,22 +41,13 @@ _GIT_LEAKS = (
 )
 
 
-# A URL with a password in it (DATABASE_URL=postgres://user:pw@host/db) is a credential whatever
-# the variable is called.
-_URL_WITH_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@", re.IGNORECASE)
-
-
-def _secret(key: str, value: str) -> bool:
-    return bool(
-        _SECRET_NAME.search(key)
-        or key.startswith(_SECRET_PREFIXES)
-        or _URL_WITH_PASSWORD.search(value)
-    )
-
-
 def scrubbed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment repository code runs in: ours, minus anything secret-looking."""
-    env = {k: v for k, v in os.environ.items() if not _secret(k, v) and k not in _GIT_LEAKS}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not credentials.is_secret(k, v) and k not in _GIT_LEAKS
+    }
     if extra:
         env.update(extra)
     return env
@@ -102,7 +65,7 @@ def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 def redact(text: str) -> str:
     """``text`` with every secret the worker knows and every secret shape replaced by
     ``[REDACTED]`` (see :mod:`verify_dag.redaction`)."""
-    # Imported here, not at the top: redaction uses this module's secret rules.
+    # Imported on first use: detect-secrets takes about 0.2 s to import.
     from verify_dag import redaction
 
     return redaction.redact(text)
@@ -281,3 +244,92 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+
+
+@dataclass
+class Background:
+    """A child :func:`start_background` left running, and the tail of what it printed."""
+
+    proc: subprocess.Popen[bytes]
+    step: str
+    sandboxed: bool
+    log: bytearray
+    reader: threading.Thread
+    deadline: threading.Timer
+
+    def output(self) -> str:
+        return bytes(self.log).decode("utf-8", "replace")
+
+    def stop(self, grace: float = 5.0) -> None:
+        """TERM the whole group, then KILL it: children that ignored TERM or outlived the
+        leader go too (the group id stays valid while any member lives)."""
+        self.deadline.cancel()
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, sig)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=grace)
+        if self.sandboxed and _sandbox.mode() == "none":
+            _sandbox.kill_step(self.step)  # as run() does: a daemon that left the group
+        self.reader.join(timeout=2)
+        if not self.reader.is_alive() and self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+def start_background(
+    argv: Sequence[str],
+    *,
+    cwd: str | Path | None = None,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+    cap: int = DEFAULT_CAP,
+    sandbox: Policy | None = None,
+) -> Background:
+    """Start ``argv`` and return while it runs (an app under test must stay up while it is
+    exercised), under :func:`run`'s rules otherwise: the same sandbox wrapping, scrubbed
+    environment and resource limits, its own process group, killed whole after ``timeout``
+    seconds if :meth:`Background.stop` has not been called by then. stdout and stderr are
+    merged and only the last ``cap`` bytes are kept: a crash is reported at the end.
+
+    A missing executable raises FileNotFoundError, as Popen does.
+    """
+    argv = [str(a) for a in argv]
+    step = uuid.uuid4().hex[:12]
+    child_env = dict(env) if env is not None else scrubbed_env()
+    if sandbox is not None:
+        missing = _missing(argv[0], child_env, cwd)
+        if missing is not None:
+            raise FileNotFoundError(missing)
+        argv, child_env = _sandbox.wrap(argv, sandbox, cwd=cwd, env=child_env, step=step)
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=child_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=_limiter(resource_limits()),
+    )
+    log = bytearray()
+
+    def drain() -> None:
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        # os.read returns what is there: the tail is current when the child dies or hangs.
+        with contextlib.suppress(OSError, ValueError):
+            while chunk := os.read(fd, 65536):
+                log.extend(chunk)
+                if len(log) > cap:
+                    del log[: len(log) - cap]
+
+    def expire() -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    deadline = threading.Timer(timeout, expire)
+    deadline.daemon = True
+    deadline.start()
+    return Background(proc, step, sandbox is not None, log, reader, deadline)

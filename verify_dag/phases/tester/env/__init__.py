@@ -37,6 +37,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from verify_dag import util
+from verify_dag.cache import cache_root
 from verify_dag.files import file_lock, write_atomic
 from verify_dag.models.toolchain import Toolchain
 from verify_dag.phases.tester.env import npm as testenv_npm
@@ -47,12 +48,7 @@ from verify_dag.phases.tester.env.base import clean as clean  # re-exported: the
 from verify_dag.phases.tester.env.plan import SKIP, Plan
 from verify_dag.sandbox import Policy
 
-CACHE_VAR = "VERIFY_DAG_CACHE"
 _TOX_DEPS = ".verify-dag-tox-deps.txt"
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get(CACHE_VAR) or Path.home() / ".cache" / "verify-dag")
 
 
 def provision(
