@@ -7,6 +7,10 @@ work tree are never written. No call runs a program that a configuration names (
 filters, diff and merge drivers, pager, editor, signing): see :func:`_no_programs`.
 """
 
+# Long module: every git call of the product lives here, so that the overrides which keep git from
+# running configured programs (_no_programs) cover all of them and a reader finds git in one place;
+# the pure parsing of git's output is in gitparse.py.
+
 from __future__ import annotations
 
 import os

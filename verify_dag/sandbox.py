@@ -16,6 +16,9 @@ runs inside Linux namespaces, built from what Linux offers without root:
 Which one applied is recorded per step (:func:`tracking`) and reported in the skill's notes.
 """
 
+# Long module: the two launchers (bubblewrap, unshare), what each hides and exposes, and the
+# per-task record of which one ran belong together: a change to one must be read beside the others.
+
 from __future__ import annotations
 
 import contextlib
