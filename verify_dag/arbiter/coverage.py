@@ -18,12 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from verify_dag.arbiter.concerns import Concerns
 from verify_dag.arbiter.matching import index
-
-if TYPE_CHECKING:
-    from verify_dag.arbiter.rubric import Concerns
 
 
 @dataclass(frozen=True)

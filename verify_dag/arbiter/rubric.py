@@ -20,33 +20,15 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
 from jsonschema.exceptions import best_match
 
 from verify_dag import evidence, jsonschemas
 from verify_dag.arbiter import PLAN_SCHEMA, citations, coverage, security
+from verify_dag.arbiter.concerns import Concerns
 from verify_dag.arbiter.inputs import Request
-
-Severity = Literal["blocker", "high", "medium", "warning"]
-
-
-@dataclass
-class Concerns:
-    items: list[dict[str, Any]] = field(default_factory=list)
-
-    def add(
-        self,
-        severity: Severity,
-        detail: str,
-        requirement_id: str | None = None,
-        source: str = "rubric",
-    ) -> None:
-        item: dict[str, Any] = {"severity": severity, "detail": detail, "source": source}
-        if requirement_id is not None:
-            item["requirement_id"] = requirement_id
-        self.items.append(item)
 
 
 @dataclass(frozen=True)

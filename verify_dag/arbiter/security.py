@@ -19,10 +19,9 @@ gets ``not_applicable`` when nothing ran, never a pass.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from verify_dag.arbiter.rubric import Concerns
+from verify_dag.arbiter.concerns import Concerns
 
 
 def arm(
