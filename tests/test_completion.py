@@ -15,14 +15,17 @@ from typing import Any
 import pytest
 from conftest import Repo, calc_base
 
-from verify_dag import cli_completion, report
+from verify_dag import report
+from verify_dag.cli import completion as cli_completion
 from verify_dag.cli import main
-from verify_dag.completion import artifacts, flow, steps
+from verify_dag.completion import artifacts, flow
 from verify_dag.completion import report as vreport
-from verify_dag.completion.models import CompletionJob, Dispatch, Execution
+from verify_dag.completion.models import CompletionJob, Dispatch
 from verify_dag.errors import FatalError, UsageError
 from verify_dag.models import RunState, VerifyRequest
 from verify_dag.phases import exerciser
+from verify_dag.phases.exerciser import criterion as steps
+from verify_dag.phases.exerciser.criterion import Execution
 
 ARTIFACTS = (
     "extracted_completion.json",

@@ -3,6 +3,7 @@ re-run with the real tools."""
 
 from __future__ import annotations
 
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import Repo, running
 
+from verify_dag import util
 from verify_dag.models import (
     Finding,
     Location,
@@ -20,6 +22,7 @@ from verify_dag.models import (
 )
 from verify_dag.phases import engineer, exerciser, static, tester, triage
 from verify_dag.phases.exerciser import reproduce
+from verify_dag.sandbox import Policy
 
 PY = sys.executable
 SKILL_DIR = ".claude/skills/shop-engineer"
@@ -188,6 +191,42 @@ def test_app_that_exits_is_service_unavailable(repo: Repo) -> None:
     out = exerciser.run(state_for(repo, sha))
     assert out.status == "BLOCKED" and "exited 1 before it was healthy" in out.notes
     assert "no database" in out.notes
+
+
+def test_the_app_runs_under_the_limits_of_every_repository_command(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The app under test is repository code like any other: util's resource limits, a scrubbed
+    environment and the sandbox's mark on its processes."""
+    monkeypatch.setenv(util.MEMORY_ENV, "777")
+    monkeypatch.setenv(util.FILE_SIZE_ENV, "5")
+    monkeypatch.setenv("SHOP_API_TOKEN", "not-for-the-app")
+    said = (
+        "core=$(ulimit -c) data=$(ulimit -d) file=$(ulimit -f) "
+        "token=${SHOP_API_TOKEN:-none} marked=${VERIFY_DAG_SANDBOX_OWNER:+yes}"
+    )
+    sha = app_repo(repo, f'START: echo "{said}"; exit 3\nHEALTH: false\n')
+    out = exerciser.run(state_for(repo, sha))
+    assert out.status == "BLOCKED" and "exited 3 before it was healthy" in out.notes
+    assert f"core=0 data={777 * 1024} file={5 * 1024} token=none marked=yes" in out.notes
+
+
+def test_a_background_command_is_killed_at_its_time_limit_and_keeps_its_tail(
+    tmp_path: Path,
+) -> None:
+    app = util.start_background(
+        ["bash", "-c", "echo hello; exec sleep 60.4343"],
+        cwd=tmp_path,
+        timeout=0.5,
+        cap=3,
+        sandbox=Policy(),
+    )
+    try:
+        assert app.proc.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        app.stop()
+    assert app.output() == "lo\n"
+    assert running("sleep 60.4343") == []
 
 
 def test_nothing_declared_is_no_exercise_strategy(repo: Repo) -> None:

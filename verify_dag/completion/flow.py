@@ -13,15 +13,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from verify_dag.completion import artifacts as files
-from verify_dag.completion import report, steps
-from verify_dag.completion.models import (
-    CompletionJob,
-    Dispatch,
-    Execution,
-    Extracted,
-    Outcome,
-    VerifyResult,
-)
+from verify_dag.completion import report
+from verify_dag.completion.models import CompletionJob, Dispatch, Outcome
+from verify_dag.phases.exerciser import criterion
+from verify_dag.phases.exerciser.criterion import Execution, Extracted, VerifyResult
 
 STEPS = ("extract", "execute", "classify", "report")
 QUICK_STEP = "verifier.quick"
@@ -60,7 +55,7 @@ def extract(job: CompletionJob) -> str:
     directory = Path(job.run_dir)
     raw = files.read_bytes(directory / files.PARSED_SCOPE)
     digest = None if raw is None else hashlib.sha256(raw).hexdigest()
-    extracted = steps.extract(raw, source_sha256=digest, iteration=job.iteration)
+    extracted = criterion.extract(raw, source_sha256=digest, iteration=job.iteration)
     files.write_model(directory / files.EXTRACTED, extracted)
     if extracted.errors:
         return "errors: " + ", ".join(e.code for e in extracted.errors)
@@ -71,7 +66,7 @@ def execute(job: CompletionJob) -> str:
     directory = Path(job.run_dir)
     extracted = files.read_model(directory / files.EXTRACTED, Extracted)
     # The run directory is the documented working directory: the criterion may cd elsewhere.
-    execution = steps.execute(extracted, cwd=directory, timeout=job.timeout, cap=job.cap)
+    execution = criterion.execute(extracted, cwd=directory, timeout=job.timeout, cap=job.cap)
     files.write_model(directory / files.EXECUTION, execution)
     if execution.skipped:
         return "skipped"
@@ -82,7 +77,7 @@ def execute(job: CompletionJob) -> str:
 
 def classify(job: CompletionJob) -> str:
     directory = Path(job.run_dir)
-    result = steps.classify(files.read_model(directory / files.EXECUTION, Execution))
+    result = criterion.classify(files.read_model(directory / files.EXECUTION, Execution))
     files.write_model(directory / files.VERIFY_RESULT, result)
     return result.verdict
 

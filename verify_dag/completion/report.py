@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from importlib import resources
 from string import Template
 
-from verify_dag.completion.models import Execution, Extracted, Mode, VerifyResult
+from verify_dag.completion.models import Mode
+from verify_dag.phases.exerciser.criterion import Execution, Extracted, VerifyResult
 
 SECTIONS = (
     "Summary",

@@ -34,7 +34,6 @@ from verify_dag.errors import VerifyDagError
 from verify_dag.models import Diagnosis, Finding, RunState, SkillOutcome
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Toolchain
-from verify_dag.phases import exerciser
 from verify_dag.phases.debugger import exercise as debugger_exercise
 from verify_dag.phases.debugger.common import EVIDENCE_CAP as EVIDENCE_CAP  # tests read it here
 from verify_dag.phases.debugger.common import (
@@ -44,6 +43,7 @@ from verify_dag.phases.debugger.common import (
     touched,
     undetermined,
 )
+from verify_dag.phases.exerciser import exercise
 from verify_dag.phases.tester import env as testenv
 from verify_dag.phases.tester import pytest_command
 from verify_dag.sandbox import Policy
@@ -103,7 +103,7 @@ def signatures(found: list[Finding]) -> list[Signature]:
     out: dict[str, Signature] = {}
     for f in found:
         nodeid = _nodeid(f)
-        if f.source == exerciser.SKILL:
+        if f.source == exercise.SKILL:
             sig = out.setdefault(f.title, Signature(f.title, None, exercised=True))
         elif nodeid is not None:
             sig = out.setdefault(nodeid, Signature(nodeid, nodeid))

@@ -15,9 +15,10 @@ import re
 from verify_dag import git, util
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import Diagnosis, EngineerContext, RunState
-from verify_dag.phases import exerciser, gates
+from verify_dag.phases import gates
 from verify_dag.phases.debugger.common import PreExisting, Signature, excerpt, touched, undetermined
-from verify_dag.phases.exerciser import sandboxed as exercise_sandbox
+from verify_dag.phases.exerciser import sandboxed
+from verify_dag.phases.exerciser.exercise import COMPLETION_CHECKER, Exercise, failure_finding
 
 # Exerciser evidence: the exit codes it names, a timeout, and what the rest is compared without.
 _EXIT = re.compile(r"\bexit(?:ed)? -?\d+(?: \(expected -?\d+\))?")
@@ -39,9 +40,9 @@ def diagnose(
     env = util.scrubbed_env({"PYTHONDONTWRITEBYTECODE": "1"})  # as the exerciser's
     try:
         with git.worktree(state.request.repo, base) as wt:
-            # The one implementation of "the exercise" (exerciser.py), with the verified
+            # The one implementation of "the exercise" (exerciser/exercise.py), with the verified
             # commit's declarations: the same commands, against the base's code.
-            ex = exercise_sandbox.exercise(eng, wt, env, criterion)
+            ex = sandboxed.exercise(eng, wt, env, criterion)
             where = f"cwd: {wt}, a scratch worktree of {base}" + (
                 f", the app started with `{eng.start}`" if eng.start else ""
             )
@@ -58,21 +59,19 @@ def diagnose(
 _Check = tuple[str, str, str]  # (PASS | FAIL | BLOCKED | NOT_CHECKED, command, evidence)
 
 
-def _checked(
-    ex: exerciser.Exercise, eng: EngineerContext, criterion: str | None
-) -> dict[str, _Check]:
+def _checked(ex: Exercise, eng: EngineerContext, criterion: str | None) -> dict[str, _Check]:
     """Each check of the base's exercise under the title its failure has
-    (exerciser.failure_finding)."""
+    (failure_finding)."""
 
     def title(text: str) -> str:
-        return exerciser.failure_finding(text, "").title
+        return failure_finding(text, "").title
 
     declared = gates.parse(eng.verification_md or "")
     commands = {(g.kind, g.rule): g.check for g in (*declared.exerciser, *declared.review)}
     failed = {f.title: f.description for f in ex.findings}
     out: dict[str, _Check] = {}
     for g in ex.gates:
-        if g.checker == exerciser.COMPLETION_CHECKER and criterion is not None:
+        if g.checker == COMPLETION_CHECKER and criterion is not None:
             key, command = title(f"Completion criterion failed: {criterion}"), criterion
         else:
             key = title(f"{g.kind.capitalize()} gate failed: {g.rule}")

@@ -20,11 +20,11 @@ from typing import Literal
 from verify_dag import util
 from verify_dag.models import Finding, RunState, Verification
 from verify_dag.phases import gates
+from verify_dag.phases.exerciser.exercise import SKILL
 from verify_dag.shadow import claims, verifiers
 from verify_dag.shadow.budget import Budget
 from verify_dag.shadow.models import ClaimVerdict
 
-SKILL = "exerciser"  # reproduction is part of the exerciser: its own findings are not re-tried
 MAX_ATTEMPTS = 30  # reported issues tried per run; the rest are named in the notes
 VERIFY_BUDGET = 900.0  # seconds for all reproduction attempts together
 TOOL_CAP = 120.0  # seconds per analyser re-run (and at most the run's --tool-timeout)
@@ -41,6 +41,7 @@ def verify_issues(
     seen: dict[tuple[str | None, int | None, str], Finding] = {}
     earlier = [
         *(state.static.findings if state.static else ()),
+        # Reproduction is part of the exerciser: its own findings are not re-tried.
         *(f for o in state.outcomes if o.skill != SKILL for f in o.findings),
     ]
     for f in earlier:

@@ -3,9 +3,9 @@
 An exercise is several processes that talk over loopback: the app START starts, its HEALTH
 checks, the EXERCISE commands and the gates that query it. Each in a namespace of its own could not
 reach the app, so the whole exercise runs in one: this module is started inside the sandbox with
-the exercise's inputs as JSON, runs :func:`verify_dag.phases.exerciser.exercise` there (its own
-commands then run unwrapped: they are inside already) and writes the outcome as JSON. The worker
-reads it back through the same models, so nothing but data crosses.
+the exercise's inputs as JSON, runs :func:`verify_dag.phases.exerciser.exercise.exercise` there
+(its own commands then run unwrapped: they are inside already) and writes the outcome as JSON.
+The worker reads it back through the same models, so nothing but data crosses.
 
 The outcome is the repository's own to forge, like its tests' results; what the sandbox keeps
 from it is everything else: other runs, the broker, the worker's secrets.
@@ -23,22 +23,23 @@ from pydantic import TypeAdapter
 
 from verify_dag import sandbox, util
 from verify_dag.models import EngineerContext
-from verify_dag.phases import exerciser, gates
+from verify_dag.phases import gates
+from verify_dag.phases.exerciser import exercise as direct
 from verify_dag.sandbox import Policy
 
 # The exercise's own limits (start, health, each command) are inside; this one bounds the lot.
 TIMEOUT = 3600.0
-_OUTCOME: TypeAdapter[exerciser.Exercise] = TypeAdapter(exerciser.Exercise)
+_OUTCOME: TypeAdapter[direct.Exercise] = TypeAdapter(direct.Exercise)
 
 
 def exercise(
     eng: EngineerContext, wt: Path, env: dict[str, str], criterion: str | None = None
-) -> exerciser.Exercise:
-    """:func:`exerciser.exercise` in one sandbox of this host's (or directly without one, or
-    when the exercise would run no command of the repository's: then there is nothing to
-    isolate, and a Python started for nothing costs about half a second)."""
+) -> direct.Exercise:
+    """The exercise in one sandbox of this host's (or directly without one, or when the
+    exercise would run no command of the repository's: then there is nothing to isolate, and a
+    Python started for nothing costs about half a second)."""
     if sandbox.mode() == "none" or not runs_commands(eng, criterion):
-        return exerciser.exercise(eng, wt, env, criterion)
+        return direct.exercise(eng, wt, env, criterion)
     with tempfile.TemporaryDirectory(prefix="verify-dag-exercise-") as tmp:
         io = Path(tmp)
         (io / "in.json").write_text(
@@ -86,7 +87,7 @@ def runs_commands(eng: EngineerContext, criterion: str | None) -> bool:
 def _main(io: Path) -> int:  # pragma: no cover - runs inside the sandbox, tested through it
     spec = json.loads((io / "in.json").read_text(encoding="utf-8"))
     eng = EngineerContext.model_validate(spec["engineer"])
-    ex = exerciser.exercise(eng, Path(spec["workdir"]), dict(os.environ), spec["criterion"])
+    ex = direct.exercise(eng, Path(spec["workdir"]), dict(os.environ), spec["criterion"])
     (io / "out.json").write_bytes(_OUTCOME.dump_json(ex))
     return 0
 

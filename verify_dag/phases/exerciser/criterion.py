@@ -1,9 +1,11 @@
-"""The completion verifier's four steps as functions, with no Celery and no run directory.
+"""A completion criterion: one bash line, validated, run with limits, judged pass or fail.
 
-``extract`` turns the bytes of parsed_scope.json into an :class:`Extracted`; ``execute`` runs the
-criterion (the only step that starts a process, through :func:`verify_dag.util.run`);
-``classify`` applies the seed's deterministic verdict rule. The verify DAG's exerciser runs a
-``--completion`` criterion through :func:`criterion`, the same functions without files.
+``validate`` says why a criterion cannot run; ``extract`` reads one from the bytes of a
+parsed_scope.json; ``execute`` runs it (through :func:`verify_dag.util.run`); ``classify`` gives
+the verdict: pass only on exit 0, not skipped, not timed out. The exerciser checks
+``verify --completion`` with :func:`criterion`; the completion verifier (verify_dag/completion/,
+docs/completion.md) runs the same steps over a run directory, one artifact per step, and its
+artifacts are these models.
 """
 
 from __future__ import annotations
@@ -11,21 +13,75 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 
 from verify_dag import util
-from verify_dag.completion.models import (
-    ErrorCode,
-    Execution,
-    Extracted,
-    ExtractError,
-    VerifyResult,
-)
+from verify_dag.models.base import Frozen
 from verify_dag.sandbox import Policy
 
 MAX_LENGTH = 500  # characters, after stripping
 DEFAULT_TIMEOUT = 30.0  # seconds
 OUTPUT_CAP = 100_000  # bytes kept per stream
 FIELD = "completion"
+
+
+Verdict = Literal["pass", "fail"]
+ErrorCode = Literal[
+    "missing_file",
+    "malformed_json",
+    "missing_field",
+    "not_a_string",
+    "empty",
+    "too_long",
+    "multi_line",
+    "nul_byte",
+]
+
+
+class ExtractError(Frozen):
+    code: ErrorCode
+    message: str
+
+
+class Extracted(Frozen):
+    """extracted_completion.json: the criterion and why it cannot run, if it cannot."""
+
+    completion: str | None  # stripped; None when there is no string to show
+    errors: tuple[ExtractError, ...] = ()
+    source: str = "parsed_scope.json"
+    # Step 1 re-runs on a later iteration only when parsed_scope.json no longer has this hash.
+    source_sha256: str | None = None
+    iteration: int = 1  # the iteration that extracted it
+
+
+class Execution(Frozen):
+    """execution_result.json."""
+
+    skipped: bool
+    skip_reasons: tuple[str, ...] = ()
+    skip_reason: str | None = None
+    command: str | None = None  # what ran; None when skipped
+    cwd: str | None = None
+    exit_code: int | None = None  # None when skipped or timed out
+    stdout: str = ""
+    stderr: str = ""
+    duration_ms: int = 0
+    timed_out: bool = False
+    truncated: bool = False  # metadata for the report, never a verdict input
+    timeout_s: float = 30.0
+    cap_bytes: int = 100_000
+
+
+class VerifyResult(Frozen):
+    """verify_result.json: the deterministic verdict."""
+
+    verdict: Verdict
+    reason: str
+    exit_code: int | None
+    duration_ms: int
+    truncated: bool
+    timed_out: bool
+    skipped: bool
 
 
 def validate(value: object) -> list[ExtractError]:
@@ -159,7 +215,7 @@ def execute(
 
 
 def classify(execution: Execution) -> VerifyResult:
-    """Step 3, the seed's rule: pass only on exit 0, not skipped, not timed out. Truncated
+    """Step 3: pass only on exit 0, not skipped, not timed out. Truncated
     output is metadata for the report, never a verdict input."""
     ex = execution
     passed = ex.exit_code == 0 and not ex.skipped and not ex.timed_out
