@@ -18,6 +18,7 @@ from verify_dag.tasks.app import app
 from verify_dag import repos, sandbox
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import RunState, SkillOutcome
+from verify_dag.models.state import Phase
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,14 @@ def progress(task: Any, run_id: str, phase: str) -> None:
         task.send_event("task-progress", run_id=run_id, phase=phase)
 
 
-def state_phase(phase: str) -> Callable[[StatePhase], Callable[..., dict[str, Any]]]:
+def failed(st: RunState, phase: Phase, code: str, message: str) -> RunState:
+    """``st`` stopped at ``phase``: the report names the phase, the code and the message."""
+    return st.model_copy(
+        update={"failed_phase": phase, "error_code": code, "error_message": message}
+    )
+
+
+def state_phase(phase: Phase) -> Callable[[StatePhase], Callable[..., dict[str, Any]]]:
     """Wrap a linear phase ``RunState -> RunState`` as a bound task body."""
 
     def wrap(fn: StatePhase) -> Callable[..., dict[str, Any]]:
@@ -83,18 +91,10 @@ def state_phase(phase: str) -> Callable[[StatePhase], Callable[..., dict[str, An
                     }
                 )
             except VerifyDagError as exc:
-                out = st.model_copy(
-                    update={
-                        "error_code": "PHASE_FAILED",
-                        "error_message": f"{phase}: {exc.message}",
-                    }
-                )
+                out = failed(st, phase, "PHASE_FAILED", exc.message)
             except Exception as exc:
                 log.exception("phase %s crashed", phase)
-                message = f"{phase}: {type(exc).__name__}: {exc}"
-                out = st.model_copy(
-                    update={"error_code": "INTERNAL_ERROR", "error_message": message}
-                )
+                out = failed(st, phase, "INTERNAL_ERROR", f"{type(exc).__name__}: {exc}")
             return out.model_dump(mode="json")
 
         return body

@@ -8,22 +8,22 @@ from typing import Any
 
 from celery.result import AsyncResult
 from verify_dag.tasks.app import app
-from verify_dag.tasks.base import header_phase, previous_result, progress, state_phase
+from verify_dag.tasks.base import failed, header_phase, previous_result, progress, state_phase
 
 from verify_dag import evidence, git, report, store
 from verify_dag.models import RunState, SkillOutcome
 from verify_dag.phases import debugger, engineer, exerciser, scope, static, tester, triage
-from verify_dag.phases.triage import gating as jobb
+from verify_dag.phases.triage import gating
 from verify_dag.reviewers import composition_skips, coverage
 
 
 @state_phase("scope")
 def _scope(st: RunState) -> RunState:
     sc = scope.run(st.request)
-    update: dict[str, Any] = {"scope": sc}
+    st = st.model_copy(update={"scope": sc})
     if sc.error is not None:
-        update.update(error_code=sc.error.code, error_message=sc.error.message)
-    return st.model_copy(update=update)
+        return failed(st, "scope", sc.error.code, sc.error.message)
+    return st
 
 
 @state_phase("engineer")
@@ -39,7 +39,7 @@ def _triage(st: RunState) -> RunState:
     assert st.scope is not None
     with git.worktree(st.request.repo, st.scope.new_commit) as workdir:
         st = st.model_copy(update={"toolchain": triage.discover(workdir, st.engineer)})
-        return st.model_copy(update={"triage": jobb.run(st, workdir)})
+        return st.model_copy(update={"triage": gating.run(st, workdir)})
 
 
 @state_phase("static")

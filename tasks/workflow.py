@@ -1,12 +1,12 @@
 """All chain and chord building, and nowhere else.
 
-The DAG (DESIGN §4)::
+The DAG (docs/verify.md, "Phase order")::
 
     scope -> engineer -> triage -> static
       -> chord([test, review.<skill> ...], collect) -> exerciser -> debugger -> report
 
-The debugger comes after the exerciser (DESIGN §4 lists it before): seed 7b fires it on tester
-and exerciser failures alike, and the exerciser does not read the debugger's diagnoses.
+The debugger comes after the exerciser: it fires on tester and exerciser failures alike, and the
+exerciser does not read the debugger's diagnoses.
 
 Every signature gets an explicit task id up front so a client can follow the run phase by phase
 (and a redelivered task keeps its id, which is what idempotency is keyed on). The run id is the
@@ -22,20 +22,11 @@ from typing import Any
 from celery import chain, chord, signature, uuid
 from verify_dag.tasks.app import app
 
+from verify_dag import skills
 from verify_dag.completion.models import CompletionJob
 from verify_dag.git import display_source
 from verify_dag.models import RunState, VerifyRequest
 from verify_dag.shadow.models import ClaimVerdict, Dispatch, ShadowJob
-
-# Judgement reviewers of the deep composition, in the seed's invocation order.
-DEEP_REVIEWERS = (
-    "reviewer",
-    "codex-reviewer",
-    "comment-review",
-    "qa",
-    "ux-reviewer",
-    "visual-verify",
-)
 
 
 @dataclass(frozen=True)
@@ -65,19 +56,28 @@ class Plan:
     sentinel: str | None = None
 
 
+def _due(gate: skills.Gate, request: VerifyRequest) -> bool:
+    if gate == "needs-plan":
+        return bool(request.plan_text)
+    if gate == "needs-contract":
+        return request.contract_text is not None
+    return True
+
+
 def header_tasks(request: VerifyRequest) -> list[str]:
-    """The chord header: the tester plus the judgement reviewers of the depth's composition."""
+    """The chord header: the tester, then one task per review-queue skill of the depth's
+    composition that the request makes due, in the registry's order (verify_dag/skills.py).
+    Triage-gated skills get their task too: it reads triage's decision when it runs."""
     names = ["verify_dag.test"]
-    if request.depth == "light":
-        # One task picks codex-reviewer or reviewer on the worker that runs it, where the
-        # Codex CLI either is or is not on PATH.
-        names.append("verify_dag.review.judgement")
-    else:
-        names.extend(f"verify_dag.review.{skill}" for skill in DEEP_REVIEWERS)
-    if request.plan_text:
-        names.append("verify_dag.review.plan-completeness")
-    if request.contract_text is not None:
-        names.append("verify_dag.review.contract")
+    for skill in skills.SKILLS.values():
+        gate = skill.gates.get(request.depth)
+        if skill.queue != "review" or gate is None or not _due(gate, request):
+            continue
+        # One task fills the light slot, on the worker where Codex either is or is not on PATH.
+        slot = gate in ("if-codex", "if-no-codex")
+        task = f"verify_dag.review.{skills.LIGHT_SLOT if slot else skill.name}"
+        if task not in names:
+            names.append(task)
     return names
 
 
@@ -124,7 +124,8 @@ def plan(request: VerifyRequest, run_id: str | None = None) -> Plan:
     )
 
 
-# verify-dag completion (seed 001): four steps, each its own task; only execute runs a process.
+# verify-dag completion (docs/completion.md): four steps, each its own task; only execute runs a
+# process.
 COMPLETION_STEPS = ("extract", "execute", "classify", "report")
 
 
@@ -150,9 +151,9 @@ def completion_plan(job: CompletionJob, *, extract: bool = True) -> Plan:
     return Plan(run_id=job.run_id, canvas=chain(*sigs), phases=phases, final_id=phases[-1].task_id)
 
 
-# verify-dag shadow (seed 003): one round is a chord of one verifier task per dispatched claim,
-# merged by verify_dag.shadow.merge; the client runs at most three rounds. The claim task's name
-# is its route (Claim.route), so each can be routed to the queue of its resource class.
+# verify-dag shadow (docs/shadow.md): one round is a chord of one verifier task per dispatched
+# claim, merged by verify_dag.shadow.merge; the client runs at most three rounds. The claim task's
+# name is its route (Claim.route), so each can be routed to the queue of its resource class.
 
 
 def shadow_round(

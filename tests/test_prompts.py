@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from verify_dag import skills
 from verify_dag.models import (
     Command,
     EngineerContext,
@@ -25,6 +26,8 @@ from verify_dag.models import (
 )
 from verify_dag.reviewers import context, prompts
 
+# Each skill's instruction block, from its registry entry.
+INSTRUCTIONS = {n: s.prompt.instructions for n, s in skills.SKILLS.items() if s.prompt is not None}
 SCOPE = Scope(
     mode="branch",
     base_ref="origin/main",
@@ -180,7 +183,7 @@ def test_no_carry_forward_removes_known_findings_and_rules() -> None:
 
 def test_carry_forward_rules_go_only_to_judgement_reviewers() -> None:
     state = _state(ledger_data=LEDGER)
-    for skill in prompts.JUDGEMENT:
+    for skill in skills.reviewers():
         prompt = prompts.skill_prompt(state, skill)
         assert context.carry_forward_rules() in prompt
         assert "\nREAFFIRMED: <known id>" in prompt and "\nREOPENED:   <known id>" in prompt
@@ -275,11 +278,11 @@ def test_output_format_is_json_then_status_lines() -> None:
 
 
 def test_instruction_blocks_are_the_seeds() -> None:
-    assert set(prompts.INSTRUCTIONS) == {*prompts.JUDGEMENT, "plan-completeness"}
-    assert prompts.INSTRUCTIONS["qa"].startswith(
+    assert set(INSTRUCTIONS) == {*skills.reviewers(), "plan-completeness"}
+    assert INSTRUCTIONS["qa"].startswith(
         "Evaluate whether the scoped changes are adequately tested."
     )
-    assert prompts.INSTRUCTIONS["reviewer"].endswith("close the report with the net-lines metric.")
+    assert INSTRUCTIONS["reviewer"].endswith("close the report with the net-lines metric.")
 
 
 def test_plan_prompt() -> None:

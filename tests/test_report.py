@@ -28,7 +28,7 @@ from verify_dag.models import (
     VerifyRequest,
 )
 from verify_dag.report.dedup import dedup, same_problem
-from verify_dag.report.markdown import path_text
+from verify_dag.report.markdown_text import path_text
 
 GOLDEN = Path(__file__).parent / "golden"
 HEAD = "89abcdef0123456789abcdef0123456789abcdef"
@@ -49,10 +49,13 @@ PIPELINE = [
 
 
 @pytest.fixture(autouse=True)
-def _no_codex(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Which light reviewer an unfinished run would have chosen depends on `codex` being on PATH;
-    # these reports are built for a machine without it, wherever the tests run.
-    monkeypatch.setenv("PATH", str(tmp_path))
+def _codex_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The report never looks for Codex on the host that builds it (the light choice is the review
+    # worker's, recorded in the state): a `codex` on this PATH must change nothing.
+    codex = tmp_path / "codex"
+    codex.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+    codex.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
 
 
 def built(state: RunState) -> dict[str, Any]:
@@ -315,6 +318,7 @@ def invalid_base_state() -> RunState:
         run_id="run-error-1",
         request=request(scope="branch", base="origin/nope"),
         scope=scope,
+        failed_phase="scope",
         error_code="INVALID_BASE",
         error_message=message,
     )
@@ -565,8 +569,9 @@ def test_error_before_scope_preserves_requested_base() -> None:
     state = RunState(
         run_id="r",
         request=request(scope="branch", base="origin/x"),
+        failed_phase="scope",
         error_code="INTERNAL_ERROR",
-        error_message="scope: OSError: disk full",
+        error_message="OSError: disk full",
     )
     doc = built(state)
     sc = doc["scope"]
@@ -583,7 +588,10 @@ def test_error_before_scope_preserves_requested_base() -> None:
 
 def test_error_mid_pipeline_keeps_what_ran() -> None:
     state = light_branch_state(
-        outcomes=(), error_code="INTERNAL_ERROR", error_message="review: RuntimeError: broker gone"
+        outcomes=(),
+        failed_phase="review",
+        error_code="INTERNAL_ERROR",
+        error_message="RuntimeError: broker gone",
     )
     doc = built(state)
     assert doc["status"] == "error" and doc["overall"]["result"] == "error"
@@ -598,9 +606,13 @@ def test_error_mid_pipeline_keeps_what_ran() -> None:
     assert len(doc["issues"]) == 2  # findings made before the error are still reported
 
 
-def test_stopped_phase_inferred_without_prefix() -> None:
+def test_stopped_phase_is_the_one_that_failed() -> None:
     state = light_branch_state(
-        static=None, outcomes=(), error_code="TOOL_FAILED", error_message="ruff crashed"
+        static=None,
+        outcomes=(),
+        failed_phase="static",
+        error_code="TOOL_FAILED",
+        error_message="ruff crashed",
     )
     notes = built(state)["skillResults"][0]["notes"]
     assert notes == "not run: verification stopped at static: ruff crashed"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from verify_dag.backends.config import (
     DEFAULT_TIMEOUT,
-    JUDGEMENT_SKILLS,
+    MODEL_SKILLS,
     Backend,
     BackendsConfig,
     Kind,
@@ -23,7 +23,7 @@ from verify_dag.backends.parse import ParsedReply, Unparseable, parse_reply
 
 __all__ = [
     "DEFAULT_TIMEOUT",
-    "JUDGEMENT_SKILLS",
+    "MODEL_SKILLS",
     "Backend",
     "BackendsConfig",
     "Kind",

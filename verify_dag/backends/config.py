@@ -21,8 +21,8 @@ codex-reviewer always runs Codex, so its own skill table applies whatever backen
 
 Reading and validating each source lives in ``sources.py``; this module owns precedence.
 
-Defaults follow the seed's cost tiers (Phase 6): reviewer gets the most capable model, the other
-judgement skills a general-purpose one. Per kind that is:
+Defaults follow each skill's cost tier (``tier`` in verify_dag/skills.py): reviewer gets the most
+capable model, the other skills that call a model a general-purpose one. Per kind that is:
 
 ============  =====================  =====================
 kind          capable (reviewer)     general (the others)
@@ -45,13 +45,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from verify_dag.backends.sources import JUDGEMENT_SKILLS, Kind, Layer, read_layers
+from verify_dag import skills
+from verify_dag.backends.sources import MODEL_SKILLS, Kind, Layer, read_layers
 from verify_dag.errors import UsageError
 from verify_dag.models.base import Frozen
 
 __all__ = [
     "DEFAULT_TIMEOUT",
-    "JUDGEMENT_SKILLS",
+    "MODEL_SKILLS",
     "Backend",
     "BackendsConfig",
     "Kind",
@@ -61,10 +62,8 @@ __all__ = [
     "resolve",
 ]
 
-Tier = Literal["capable", "general"]
 DEFAULT_TIMEOUT = 600.0
-TIERS: dict[str, Tier] = {"reviewer": "capable"}  # every other skill: general
-DEFAULTS: dict[Kind, dict[Tier, tuple[str | None, str | None]]] = {  # (model, effort)
+DEFAULTS: dict[Kind, dict[skills.Tier, tuple[str | None, str | None]]] = {  # (model, effort)
     "claude": {"capable": ("opus", None), "general": ("sonnet", None)},
     "codex": {"capable": (None, "high"), "general": (None, "medium")},
     "command": {"capable": (None, None), "general": (None, None)},
@@ -121,7 +120,7 @@ def how_to_configure() -> str:
 
 
 def codex_on_path() -> bool:
-    """The seed's `which codex`, on the host that asks (the worker that would run Codex)."""
+    """`which codex`, on the host that asks: the review worker that would run Codex."""
     return shutil.which("codex") is not None
 
 
@@ -137,7 +136,8 @@ def resolve(config: BackendsConfig, skill: str) -> Backend | None:
         kind = config.backend
     if kind is None:
         return None
-    tier = TIERS.get(skill, "general")
+    # The verification tools' model arms (shadow-verifier) are not skills of the pipeline.
+    tier: skills.Tier = skills.SKILLS[skill].tier if skill in skills.SKILLS else "general"
     default_model, default_effort = DEFAULTS[kind][tier]
     model = _pick(config, skill, kind, "model")
     effort = _pick(config, skill, kind, "effort")

@@ -2,7 +2,7 @@
 
 ``invoke`` never raises for a backend failure: a judgement skill turns every status but ``ok`` into
 NOT_RUN (or BLOCKED) with the reason, because a review that did not happen must never read as a
-review that found nothing (seed Phase 7a).
+review that found nothing (docs/report.md, NOT_RUN).
 
 The real CLIs, as this module relies on them:
 

@@ -19,6 +19,7 @@ import json
 import re
 from typing import Any
 
+from verify_dag import skills
 from verify_dag.models.base import Frozen
 from verify_dag.models.carry import Deferred, Reaffirmed, Reopened
 from verify_dag.models.findings import Finding, IssueClass, Location
@@ -36,15 +37,9 @@ class ParsedReply(Frozen):
     status: str | None = None  # e.g. "SKIPPED NO_UI_FILES_IN_SCOPE", "PATCH_CONSTRUCTION_FAILED"
 
 
-SKILL_CLASS: dict[str, IssueClass] = {
-    "comment-review": "comment",
-    "qa": "coverage",
-    "ux-reviewer": "ux",
-    "visual-verify": "visual",
-    "plan-completeness": "plan-completeness",
-}
 # A reply's category, as models tend to spell it, onto our classes. Anything else falls back to
-# the skill's own class: comment-review's tags (narration, stale, ...) are all comments.
+# the skill's own class (its registry entry): comment-review's tags (narration, stale, ...) are all
+# comments.
 CATEGORY_CLASS: dict[str, IssueClass] = {
     **{
         k: "security"
@@ -310,7 +305,8 @@ def _finding(item: Any, skill: str, n: int) -> Finding:
     if not title and not description:
         raise Unparseable(f"finding {n} has neither a title nor a description")
     category = _text(item.get("category")).lower().replace(" ", "-").replace("_", "-")
-    issue_class = CATEGORY_CLASS.get(category, SKILL_CLASS.get(skill, "correctness"))
+    spec = skills.SKILLS.get(skill)  # the verification tools' model arms are no skills of ours
+    issue_class = CATEGORY_CLASS.get(category, spec.issue_class if spec else "correctness")
     return Finding(
         title=title or description.splitlines()[0][:120],
         severity=_severity(item.get("severity")),

@@ -16,22 +16,14 @@ from typing import Any, Literal, get_args
 
 from pydantic import Field
 
+from verify_dag import skills
 from verify_dag.errors import UsageError
 from verify_dag.models.base import Frozen
 
 Kind = Literal["codex", "claude", "command"]
-JUDGEMENT_SKILLS = (
-    "reviewer",
-    "codex-reviewer",
-    "comment-review",
-    "qa",
-    "ux-reviewer",
-    "visual-verify",
-    "plan-completeness",
-    # The verification tools' model arms (contract criteria, shadow claims).
-    "contract",
-    "shadow-verifier",
-)
+# The skills that may have their own model and effort: the verify pipeline's that call a model
+# (contract among them: its criteria have a model arm), and the shadow tool's claim verifier.
+MODEL_SKILLS = (*skills.asks_a_model(), "shadow-verifier")
 PLACEHOLDERS = ("{model}", "{effort}", "{skill}")
 # comment-density is read by reviewers/comments.py (the deterministic comment-review rules); it is
 # listed here only so that a [tool.verify-dag] table carrying it is not refused.
@@ -131,7 +123,7 @@ def env_layer(env: Mapping[str, str]) -> Layer:
         if v is not None
     }
     skills: dict[str, dict[str, str]] = {}
-    for skill in JUDGEMENT_SKILLS:
+    for skill in MODEL_SKILLS:
         suffix = skill.upper().replace("-", "_")
         for key in _SKILL_KEYS:
             value = get(f"VERIFY_DAG_{key.upper()}_{suffix}")
@@ -174,9 +166,9 @@ def file_layer(
     if not isinstance(table, dict):
         raise UsageError(f"{where('skills')}: expected a table of skills")
     for skill, settings in table.items():
-        if skill not in JUDGEMENT_SKILLS:
+        if skill not in MODEL_SKILLS:
             raise UsageError(
-                f"{where('skills')}: unknown skill {skill!r} (known: {', '.join(JUDGEMENT_SKILLS)})"
+                f"{where('skills')}: unknown skill {skill!r} (known: {', '.join(MODEL_SKILLS)})"
             )
         if not isinstance(settings, dict):
             raise UsageError(f"{where('skills.' + skill)}: expected a table with model/effort")

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import model_validator
+
 from verify_dag.models.base import Frozen
 from verify_dag.models.findings import SkillOutcome
 from verify_dag.models.request import VerifyRequest
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import EngineerContext, Toolchain
 from verify_dag.models.triage import TriageResult
+
+# The phases of the DAG that come before the report, in order (docs/verify.md, "Phase order").
+Phase = Literal["scope", "engineer", "triage", "static", "review", "exerciser", "debugger"]
 
 
 class RunState(Frozen):
@@ -19,8 +26,18 @@ class RunState(Frozen):
     triage: TriageResult | None = None
     static: SkillOutcome | None = None
     outcomes: tuple[SkillOutcome, ...] = ()  # chord results, then exerciser and debugger
-    error_code: str | None = None  # a phase that could not proceed (status: error)
+    # A phase that could not proceed (status: error): which one, and why in its own words.
+    failed_phase: Phase | None = None
+    error_code: str | None = None
     error_message: str | None = None
+
+    @model_validator(mode="after")
+    def _failure_names_its_phase(self) -> RunState:
+        # The report says where a run stopped from failed_phase alone: an error without one
+        # would leave it guessing.
+        if (self.failed_phase is None) != (self.error_code is None):
+            raise ValueError("failed_phase and error_code are set together")
+        return self
 
     @property
     def stopped(self) -> bool:

@@ -1,7 +1,7 @@
 """skillResults, triage and the run status: which checks ran, which did not, and why.
 
-The rule behind everything here (DESIGN.md section 2): a check that did not run is never reported
-as a check that found nothing. Every skill of the pipeline appears in skillResults, and a skill the
+The rule behind everything here (docs/report.md): a check that did not run is never reported as a
+check that found nothing. Every skill of the pipeline appears in skillResults, and a skill the
 state has no result for is filled in as NOT_RUN unless a fact about the run says it was SKIPPED.
 """
 
@@ -9,92 +9,60 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from verify_dag import backends
+from verify_dag import skills
 from verify_dag.models.findings import SkillOutcome
 from verify_dag.models.state import RunState
 
 RunStatus = Literal["error", "blocked", "ok"]
 
-JUDGEMENT = ("reviewer", "codex-reviewer", "comment-review", "qa", "ux-reviewer", "visual-verify")
-DETERMINISTIC = ("static-analysis", "tester")
-# The order missing skills are filled in: the pipeline's own phase order.
-PIPELINE = (
-    "static-analysis",
-    "tester",
-    *JUDGEMENT,
-    "plan-completeness",
-    "exerciser",
-    "debugger",
-)
-LIGHT_EXCLUDED = ("comment-review", "qa", "ux-reviewer", "visual-verify")
-PHASES = ("scope", "engineer", "triage", "static", "review", "exerciser", "debugger", "report")
 # Statuses that mean a toolchain command actually ran and reported; FAILED counts, because
 # failing tests are findings, not an absence of analysis.
 _RAN = ("COMPLETED", "PASSED", "FAILED")
 
 
-def error_of(state: RunState) -> tuple[str, str] | None:
-    """The (code, message) that makes this run status error, if any."""
-    if state.error_code is not None:
-        return state.error_code, state.error_message or "no message was recorded"
+def _failure(state: RunState) -> tuple[str, str, str] | None:
+    """(phase, code, message) of the phase that stopped the run, if one did."""
     if state.scope is not None and state.scope.error is not None:
-        return state.scope.error.code, state.scope.error.message
-    return None
+        return "scope", state.scope.error.code, state.scope.error.message
+    if state.failed_phase is None or state.error_code is None:
+        return None
+    return state.failed_phase, state.error_code, state.error_message or "no message was recorded"
+
+
+def error_of(state: RunState) -> tuple[str, str] | None:
+    """The (code, message) that makes this run status error, if any.
+
+    A scope the request could not resolve is reported in the scope's own words (INVALID_BASE,
+    ...); any other failure's message starts with the phase it happened in.
+    """
+    failure = _failure(state)
+    if failure is None:
+        return None
+    phase, code, message = failure
+    scope_error = state.scope is not None and state.scope.error is not None
+    return code, message if scope_error else f"{phase}: {message}"
 
 
 def nothing_to_verify(state: RunState) -> bool:
     return state.scope is not None and state.scope.nothing_to_verify
 
 
-def stopped_at(state: RunState, message: str) -> tuple[str, str]:
-    """(phase, message) for a run that stopped with an error.
+def _light_outside(gate: skills.Gate | None) -> bool:
+    """Outside this run's light composition: never in it, or the light slot's other reviewer.
 
-    Phase tasks prefix their error messages with the phase name ("static: ..."); that prefix is
-    taken as the phase rather than repeated. Otherwise the phase is inferred.
+    The light task records its choice (the chosen reviewer's outcome and the other's SKIPPED),
+    so a light-slot skill reaches here only when the run stopped before that task chose. The
+    report is built wherever the report task runs, a host that says nothing about the review
+    worker's Codex: it says no more than the state holds. codex-reviewer, which only runs where
+    a worker found Codex, is outside; reviewer is what did not run.
     """
-    head, sep, rest = message.partition(": ")
-    if sep and head in PHASES:
-        return head, rest
-    return stopped_phase(state), message
-
-
-def stopped_phase(state: RunState) -> str:
-    """The phase a stopped run ended in.
-
-    RunState does not record it, so it is inferred from the first phase output that is missing;
-    each phase fills its output before the next one starts.
-    """
-    if state.scope is None or state.scope.error is not None:
-        return "scope"
-    if state.engineer is None:
-        return "engineer"
-    if state.toolchain is None:
-        return "triage"
-    if state.static is None:
-        return "static"
-    ran = {o.skill for o in state.outcomes}
-    if not ran & set(JUDGEMENT):
-        return "review"
-    if "exerciser" not in ran:
-        return "exerciser"
-    if "debugger" not in ran:  # it runs after the exerciser: it diagnoses its failures too
-        return "debugger"
-    return "report"
-
-
-def _light_excluded() -> tuple[str, ...]:
-    """Skills outside the light composition: the fixed four, and the one judgement reviewer of
-    the pair that light does not choose (codex-reviewer when Codex is on PATH, else reviewer)."""
-    unchosen = "reviewer" if backends.codex_on_path() else "codex-reviewer"
-    return (*LIGHT_EXCLUDED, unchosen)
+    return gate is None or gate == "if-codex"
 
 
 def _debugger_needed(state: RunState) -> bool:
-    # Seed 7b: the debugger fires when tester or exerciser (or, at deep, ux-reviewer) reported
-    # a failure of severity 7 or more.
-    triggers = {"tester", "exerciser"}
-    if state.request.depth == "deep":
-        triggers.add("ux-reviewer")
+    # It fires when a skill that fires it at this depth (tester, exerciser; at deep ux-reviewer)
+    # reported a failure of severity 7 or more (docs/verify.md, "The debugger").
+    triggers = skills.fires_debugger(state.request.depth)
     return any(f.severity >= 7 for o in state.outcomes if o.skill in triggers for f in o.findings)
 
 
@@ -107,16 +75,18 @@ def _missing(skill: str, state: RunState) -> SkillOutcome:
     if nothing_to_verify(state):
         return skip("SKIPPED", "nothing to verify")
     # What was never part of this run's plan is SKIPPED even when the run stopped early: NOT_RUN
-    # keeps meaning "this should have run and did not" (seed, 8a and the error shape of 8c).
-    if state.request.depth == "light" and skill in _light_excluded():
+    # keeps meaning "this should have run and did not" (docs/report.md, "skillResults").
+    depth = state.request.depth
+    gate = skills.gate(skill, depth)
+    if depth == "light" and _light_outside(gate):
         return skip("SKIPPED", "not in light composition")
-    if skill == "plan-completeness" and state.request.plan_text is None:
+    if gate == "needs-plan" and state.request.plan_text is None:
         return skip("SKIPPED", "no plan resolved")
-    err = error_of(state)
-    if err is not None:
-        phase, message = stopped_at(state, err[1])
+    failure = _failure(state)
+    if failure is not None:
+        phase, _, message = failure
         return skip("NOT_RUN", f"not run: verification stopped at {phase}: {message}")
-    if skill == "debugger" and not _debugger_needed(state):
+    if gate == "on-failure" and not _debugger_needed(state):
         return skip("SKIPPED", "no failures of severity 7+ to investigate")
     return skip("NOT_RUN", "not run: no result was recorded for this skill")
 
@@ -125,7 +95,7 @@ def outcomes(state: RunState) -> list[SkillOutcome]:
     """Every skill's outcome: recorded ones in invocation order, then the filled-in rest."""
     recorded = [*([state.static] if state.static is not None else []), *state.outcomes]
     seen = {o.skill for o in recorded}
-    return recorded + [_missing(s, state) for s in PIPELINE if s not in seen]
+    return recorded + [_missing(s, state) for s in skills.pipeline() if s not in seen]
 
 
 def skill_results(all_outcomes: list[SkillOutcome]) -> list[dict[str, Any]]:
@@ -157,7 +127,7 @@ def triage(all_outcomes: list[SkillOutcome]) -> dict[str, Any]:
 
 
 def run_status(state: RunState, all_outcomes: list[SkillOutcome]) -> RunStatus:
-    """error, blocked or ok (seed 8c step 1), checked in that order.
+    """error, blocked or ok, checked in that order (docs/report.md, "Run status").
 
     blocked means verification produced no meaningful analysis: neither static-analysis nor
     tester ran and reported (status COMPLETED, PASSED or FAILED: failing tests are analysis), AND
@@ -168,9 +138,10 @@ def run_status(state: RunState, all_outcomes: list[SkillOutcome]) -> RunStatus:
         return "error"
     if nothing_to_verify(state):
         return "ok"
+    deterministic, judgement = skills.of_kind("deterministic"), skills.reviewers()
     analysed = any(
-        (o.skill in DETERMINISTIC and o.status in _RAN)
-        or (o.skill in JUDGEMENT and o.status == "COMPLETED")
+        (o.skill in deterministic and o.status in _RAN)
+        or (o.skill in judgement and o.status == "COMPLETED")
         for o in all_outcomes
     )
     return "ok" if analysed else "blocked"

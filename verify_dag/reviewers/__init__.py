@@ -1,9 +1,9 @@
-"""Judgement reviewers. A registry names them; each is ``(RunState) -> list[SkillOutcome]``.
+"""Judgement reviewers: one ``(RunState) -> list[SkillOutcome]`` per review task.
 
-Who runs is the seed's composition table: at light the tester plus exactly one judgement reviewer
-(codex-reviewer when the Codex CLI is on PATH, else reviewer); at deep reviewer, codex-reviewer,
-comment-review, qa always, ux-reviewer and visual-verify when triage Job B gates them in. How each
-runs (prompt, backend, parsing) lives in :mod:`verify_dag.reviewers.runner`.
+Which skills run at which depth, and when, is their registry entry (verify_dag/skills.py). A skill
+whose prompt is all it needs runs as it says: always, or when triage gated it in; the others have
+their own function here or their own module. How each runs (prompt, backend, parsing) lives in
+:mod:`verify_dag.reviewers.runner`.
 """
 
 from __future__ import annotations
@@ -11,33 +11,32 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from verify_dag import backends, git
+from verify_dag import backends, git, skills
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import RunState, SkillOutcome
 from verify_dag.reviewers import comments, contract, runner
 
 Reviewer = Callable[[RunState], list[SkillOutcome]]
 
-REASONS = {
-    "reviewer": "code files require correctness review",
-    "codex-reviewer": "independent second-model review",
-    "comment-review": "comments can rot in any changed file",
-    "qa": "test coverage assessment for everything that changed",
-    "ux-reviewer": "user-facing surface in scope",
-    "visual-verify": "UI-rendering files in scope",
-    "plan-completeness": "a plan file was supplied",
-}
+
+def _reason(skill: str) -> str:
+    return skills.SKILLS[skill].reason
+
+
+def skipped(skill: str, why: str) -> SkillOutcome:
+    """A skill that was not due: SKIPPED, never NOT_RUN, with the fact that says so."""
+    return SkillOutcome(skill=skill, status="SKIPPED", ran=False, notes=why, reason=why)
 
 
 def _always(skill: str) -> Reviewer:
     def review(state: RunState) -> list[SkillOutcome]:
-        return [runner.model_skill(state, skill, REASONS[skill])]
+        return [runner.model_skill(state, skill, _reason(skill))]
 
     return review
 
 
 def comment_review(state: RunState) -> list[SkillOutcome]:
-    """The seed's deterministic comment rules always; a model pass on top when one is configured."""
+    """The deterministic comment rules always; a model pass on top when one is configured."""
     assert state.scope is not None
     skill = "comment-review"
     try:
@@ -48,7 +47,7 @@ def comment_review(state: RunState) -> list[SkillOutcome]:
         rules = SkillOutcome(
             skill=skill,
             status="COMPLETED",
-            reason=REASONS[skill],
+            reason=_reason(skill),
             notes=f"deterministic rules: {len(found)} finding(s)",
             findings=tuple(found),
         )
@@ -56,50 +55,52 @@ def comment_review(state: RunState) -> list[SkillOutcome]:
         rules = SkillOutcome(
             skill=skill,
             status="NOT_RUN",
-            reason=REASONS[skill],
+            reason=_reason(skill),
             notes=f"deterministic rules: {exc.message}",
         )
-    model = runner.model_skill(state, skill, REASONS[skill])
+    model = runner.model_skill(state, skill, _reason(skill))
     return [rules.combine(model.model_copy(update={"notes": f"model pass: {model.notes}"}))]
 
 
 def qa(state: RunState) -> list[SkillOutcome]:
     """qa's judgement pass. Its changed-line coverage comes from the tester's run (the test
     queue) and is merged with this part when the chord is collected."""
-    model = runner.model_skill(state, "qa", REASONS["qa"])
+    model = runner.model_skill(state, "qa", _reason("qa"))
     return [model.model_copy(update={"notes": f"model pass: {model.notes}"})]
 
 
 def codex_reviewer(state: RunState) -> list[SkillOutcome]:
-    return [runner.codex_reviewer(state, REASONS["codex-reviewer"])]
+    return [runner.codex_reviewer(state, _reason("codex-reviewer"))]
 
 
 def light_judgement(state: RunState) -> list[SkillOutcome]:
     """Light runs exactly one judgement reviewer: codex-reviewer when Codex is there, else reviewer.
 
-    The choice is made here, visibly, never inside codex-reviewer: a substitute hidden behind its
-    name would report model diversity that did not happen.
+    The choice is made here, on the worker that would run Codex, and recorded: the chosen one's
+    outcome and the other's SKIPPED. It is never made inside codex-reviewer: a substitute hidden
+    behind its name would report model diversity that did not happen.
     """
     if backends.codex_on_path():
-        return [
-            runner.codex_reviewer(state, "light judgement reviewer (Codex available)"),
-            light_skip("reviewer"),
-        ]
+        chosen = runner.codex_reviewer(state, "light judgement reviewer (Codex available)")
+        return [chosen, *_light_skips("if-no-codex")]
     chosen = runner.model_skill(state, "reviewer", "light judgement reviewer (Codex unavailable)")
     note = "Judgement reviewer at light depth (Codex unavailable)"
     chosen = chosen.model_copy(update={"notes": f"{note}. {chosen.notes}"})
-    return [chosen, light_skip("codex-reviewer")]
+    return [chosen, *_light_skips("if-codex")]
 
 
-def light_skip(skill: str) -> SkillOutcome:
-    """The light reviewer that was not chosen: outside the composition, so SKIPPED with the
-    seed's exact reason (the chosen one's notes say whether Codex was available)."""
-    why = "not in light composition"
-    return SkillOutcome(skill=skill, status="SKIPPED", ran=False, notes=why, reason=why)
+def _light_skips(gate: skills.Gate) -> list[SkillOutcome]:
+    """The light slot's skills of ``gate``, the one not chosen: outside this run's composition.
+    (The chosen one's notes say whether Codex was available.)"""
+    return [
+        skipped(s.name, "not in light composition")
+        for s in skills.SKILLS.values()
+        if s.gates.get("light") == gate
+    ]
 
 
 def _gated(skill: str) -> Reviewer:
-    """ux-reviewer and visual-verify run only when triage Job B gated them in."""
+    """A skill that runs only when triage Job B gated it in."""
 
     def review(state: RunState) -> list[SkillOutcome]:
         gate = state.triage.gating.get(skill) if state.triage is not None else None
@@ -108,59 +109,57 @@ def _gated(skill: str) -> Reviewer:
                 SkillOutcome(
                     skill=skill,
                     status="NOT_RUN",
-                    reason=REASONS[skill],
+                    reason=_reason(skill),
                     notes="no triage gating decision was recorded",
                 )
             ]
         if not gate.applies:
             why = gate.reason if gate.reason.startswith("--skip") else f"gated: {gate.reason}"
-            return [SkillOutcome(skill=skill, status="SKIPPED", ran=False, notes=why, reason=why)]
+            return [skipped(skill, why)]
         return [runner.model_skill(state, skill, gate.reason)]
 
     return review
 
 
 def plan_completeness(state: RunState) -> list[SkillOutcome]:
-    return [runner.plan_completeness(state, REASONS["plan-completeness"])]
+    return [runner.plan_completeness(state, _reason("plan-completeness"))]
 
 
-REGISTRY: dict[str, Reviewer] = {
-    "judgement": light_judgement,
-    "reviewer": _always("reviewer"),
+# The review-queue skills that need more than their prompt.
+_OWN: dict[str, Reviewer] = {
     "codex-reviewer": codex_reviewer,
     "comment-review": comment_review,
     "qa": qa,
-    "ux-reviewer": _gated("ux-reviewer"),
-    "visual-verify": _gated("visual-verify"),
     "plan-completeness": plan_completeness,
     "contract": contract.review,
 }
 
-# Skills outside the light composition, reported SKIPPED (never NOT_RUN: they were not due).
-OUTSIDE_LIGHT = ("comment-review", "qa", "ux-reviewer", "visual-verify")
+
+def _reviewer(skill: skills.Skill) -> Reviewer:
+    if skill.name in _OWN:
+        return _OWN[skill.name]
+    if "triage-gated" in skill.gates.values():
+        return _gated(skill.name)
+    return _always(skill.name)
+
+
+# One review task each (tasks/review.py), and the light slot's.
+REGISTRY: dict[str, Reviewer] = {
+    skills.LIGHT_SLOT: light_judgement,
+    **{s.name: _reviewer(s) for s in skills.SKILLS.values() if s.queue == "review"},
+}
 
 
 def composition_skips(state: RunState) -> list[SkillOutcome]:
-    out: list[SkillOutcome] = []
-    if state.request.depth == "light":
-        out.extend(
-            SkillOutcome(
-                skill=s,
-                status="SKIPPED",
-                ran=False,
-                notes="not in light composition",
-                reason="not in light composition",
-            )
-            for s in OUTSIDE_LIGHT
-        )
+    """The review-queue skills this run's request leaves out, SKIPPED with the reason: outside
+    the depth's composition, or a plan check without a plan."""
+    depth = state.request.depth
+    review = [s for s in skills.SKILLS.values() if s.queue == "review"]
+    out = [skipped(s.name, f"not in {depth} composition") for s in review if depth not in s.gates]
     if not state.request.plan_text:
-        out.append(
-            SkillOutcome(
-                skill="plan-completeness",
-                status="SKIPPED",
-                ran=False,
-                notes="no plan resolved",
-                reason="no plan resolved",
-            )
-        )
+        out += [
+            skipped(s.name, "no plan resolved")
+            for s in review
+            if s.gates.get(depth) == "needs-plan"
+        ]
     return out

@@ -74,7 +74,8 @@ _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\S")
 
 
 def carry_forward_rules() -> str:
-    """The seed's CARRY-FORWARD RULES block, verbatim."""
+    """The CARRY-FORWARD RULES block, in the specification's words (docs/verify.md,
+    "Carry-forward and epic context")."""
     return _CARRY_FORWARD_RULES
 
 
@@ -84,11 +85,11 @@ def carry_forward(state: RunState) -> bool:
 
 
 def bundle(state: RunState) -> str:
-    """The CONTEXT_BUNDLE of seed Phase 5, section by section."""
+    """The CONTEXT_BUNDLE, section by section (docs/verify.md, "Phase order")."""
     scope = state.scope
     if scope is None:
         raise ValueError("the context bundle needs a resolved scope")
-    # scope_metadata() carries the seed's own "SCOPE_METADATA:" header, the name the codex-reviewer
+    # scope_metadata() carries its own "SCOPE_METADATA:" header, the name the codex-reviewer
     # instructions refer to; a second "SCOPE METADATA:" line above it would only repeat it.
     parts = [scope_context(scope), scope_metadata(scope)]
     if carry_forward(state):

@@ -1,7 +1,7 @@
 """Run one judgement skill through a model backend: prompt, invoke, parse, and say what happened.
 
-Every way a model call can fail ends in an outcome that says so (NOT_RUN, or BLOCKED where the
-seed spells codex-reviewer's statuses that way), never in COMPLETED with zero findings.
+Every way a model call can fail ends in an outcome that says so (NOT_RUN, or BLOCKED where
+codex-reviewer's own statuses say so; docs/report.md), never in COMPLETED with zero findings.
 """
 
 from __future__ import annotations
@@ -14,14 +14,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from verify_dag import backends, git
+from verify_dag import backends, git, skills
 from verify_dag.backends.parse import ParsedReply, Unparseable, parse_reply
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import Finding, RunState, SkillOutcome
 from verify_dag.models.findings import Status
 from verify_dag.reviewers import prompts
 
-# comment-review's 5-6 band is a deliberate floor (seed 8a), not an assessment.
+# comment-review's 5-6 band is a deliberate floor, not an assessment (docs/report.md, "Severities
+# and classes").
 COMMENT_FLOOR, COMMENT_CAP = 5, 6
 PLAN_SEVERITY = 8
 _DIFF_CAP = 200_000  # characters of branch diff handed to plan completeness
@@ -50,19 +51,19 @@ def _normalise(skill: str, findings: list[Finding]) -> list[Finding]:
             f.model_copy(
                 update={
                     "severity": min(max(f.severity, COMMENT_FLOOR), COMMENT_CAP),
-                    "issue_class": "comment",
+                    "issue_class": skills.SKILLS[skill].issue_class,
                 }
             )
             for f in findings
         ]
     if skill == "plan-completeness":
-        # At most one finding, severity 8, no location (seed Phase 6).
+        # At most one finding, severity 8, no location: what its prompt asks for.
         return [
             f.model_copy(
                 update={
                     "severity": PLAN_SEVERITY,
                     "location": None,
-                    "issue_class": "plan-completeness",
+                    "issue_class": skills.SKILLS[skill].issue_class,
                 }
             )
             for f in findings[:1]
@@ -88,7 +89,7 @@ def _outcome(skill: str, reason: str, parsed: ParsedReply) -> SkillOutcome:
             notes = f"{token}: {why}" if why else token
             return SkillOutcome(skill=skill, status="SKIPPED", ran=False, reason=token, notes=notes)
         # BLOCKED, or a review that could not rebuild the exact diff: either way no review
-        # happened, and the seed's JSON statuses for codex-reviewer leave BLOCKED for that.
+        # happened, and the report's statuses for codex-reviewer leave BLOCKED for that.
         notes = (
             (why or "the skill reported BLOCKED")
             if token == "BLOCKED"
@@ -119,7 +120,7 @@ def _ask(
 ) -> SkillOutcome:
     reply = backends.invoke(backend, prompt, cwd=cwd)
     if reply.status != "ok":
-        # A missing CLI or missing auth is BLOCKED for codex-reviewer (the seed's statuses);
+        # A missing CLI or missing auth is BLOCKED for codex-reviewer (its report statuses);
         # a time-out, quota or empty reply is NOT_RUN for everyone (issue 3).
         unavailable = reply.status in {"missing", "auth"}
         status: Status = "BLOCKED" if blocked_when_unavailable and unavailable else "NOT_RUN"

@@ -1,7 +1,7 @@
 """Phase 3, Job B: per-skill file assignments and the ux-reviewer / visual-verify gating.
 
-At light Job B does not run (the seed: nobody reads its routing table there): every skill of the
-light composition gets the full scoped file list and gating stays empty. At deep each changed
+At light Job B does not run (nobody reads its routing table there): every skill of the light
+composition gets the full scoped file list and gating stays empty. At deep each changed
 file's content is read from the checkout of ``scope.new_commit`` and two simple, real heuristics
 decide whether the gated skills apply, each with a factual reason naming the file and evidence.
 ux-reviewer looks at the changed lines (the surface the change touches); visual-verify looks at
@@ -15,12 +15,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from verify_dag import skills
 from verify_dag.models.scope import FileChange, Scope
 from verify_dag.models.state import RunState
 from verify_dag.models.triage import Gating, TriageResult
 
-ALWAYS_ON = ("reviewer", "codex-reviewer", "comment-review", "qa", "tester")
-LIGHT = ("tester", "reviewer", "codex-reviewer")  # tester plus the one judgement slot
+# The skills triage gives files to (verify_dag/skills.py): at light the tester and the one
+# judgement slot; at deep those Job B focuses but never suppresses, the tester after the reviewers
+# (the order skillAssignments has always been reported in), then the gated ones.
+LIGHT = tuple(s.name for s in skills.SKILLS.values() if s.assigned and "light" in s.gates)
+ALWAYS_ON = tuple(
+    s.name
+    for s in sorted(skills.SKILLS.values(), key=lambda s: s.queue != "review")
+    if s.assigned and s.gates.get("deep") == "always"
+)
 READ_CAP = 200 * 1024
 _REASON_FILES = 3  # evidence items named in a reason before "and N more"
 
@@ -144,7 +152,7 @@ def run(state: RunState, workdir: Path) -> TriageResult:
         return TriageResult(skill_assignments={s: files for s in LIGHT}, job_b=False)
     assignments = {s: files for s in ALWAYS_ON}
     if scope.mode == "all":
-        # The seed: --scope=all skips triage and runs all agents on everything.
+        # --scope=all is a comprehensive audit: no triage, every skill on everything.
         why = "--scope=all: comprehensive audit skips triage and runs every skill on everything"
         ux = Gating(applies=True, reason=why, files=files)
         visual = Gating(applies=True, reason=why, files=files)
