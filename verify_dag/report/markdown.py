@@ -1,4 +1,4 @@
-"""Phase 8b: the Markdown report, rendered from the JSON v1 dict and never from the run state.
+"""The Markdown report, rendered from the JSON v1 dict and never from the run state.
 
 Rendering from the dict keeps the two formats from disagreeing: whatever a machine reads in the
 JSON is exactly what a person reads here.
@@ -6,72 +6,21 @@ JSON is exactly what a person reads here.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from verify_dag import sandbox
+from verify_dag import sandbox, skills
+from verify_dag.report.markdown_text import code, inline, location_text, path_text, table
 
 Report = dict[str, Any]
 
 _LOUD = ("BLOCKED", "NOT_RUN", "FAILED")
-_FIVE = ("reviewer", "codex-reviewer", "comment-review", "qa", "ux-reviewer")
+# The composition's judgement row, which the Triage Summary counts at deep ("all five").
+_JUDGEMENT = skills.of_kind("judgement")
+_NUMBERS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 _LEGEND = "*Severity: 9-10 Critical | 7-8 High | 5-6 Moderate | 3-4 Low | 1-2 Trivial*"
-# git's C-style quoting of file names (quote.c), so a quoted name reads as git prints it.
-_C_ESCAPES = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\t": "\\t",
-    "\n": "\\n",
-    "\v": "\\v",
-    "\f": "\\f",
-    "\r": "\\r",
-    '"': '\\"',
-    "\\": "\\\\",
-}
 _SOURCES_NOTE = (
     "*Sources column shows which agents flagged the issue. Multiple sources = higher confidence.*"
 )
-
-
-def cell(text: object) -> str:
-    """One table cell: a `|` or a newline inside it would break the row."""
-    s = str(text).replace("|", "\\|")
-    return s.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "<br>")
-
-
-def path_text(path: str) -> str:
-    """A file name as one unambiguous piece of Markdown.
-
-    Names git would quote (a control character such as a newline, a backslash, a double quote)
-    are shown as git quotes them, "a\\nb.py", in a code span so Markdown keeps the backslashes.
-    Turning the newline into a space or a line break instead would show a different file name.
-    """
-    if all(c.isprintable() and c not in _C_ESCAPES for c in path):
-        return path
-    quoted = '"' + "".join(_quote_char(c) for c in path) + '"'
-    fence = "`" * (max(map(len, re.findall("`+", quoted)), default=0) + 1)
-    return f"{fence}{quoted}{fence}"
-
-
-def _quote_char(c: str) -> str:
-    if c in _C_ESCAPES:
-        return _C_ESCAPES[c]
-    return c if c.isprintable() else "".join(f"\\{b:03o}" for b in c.encode())
-
-
-def _inline(text: object) -> str:
-    """Text inside a list item or a paragraph: a newline would end it early."""
-    return " ".join(str(text).splitlines())
-
-
-def _table(header: list[str], rows: list[list[object]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
-    return out
-
-
-def _code(value: object) -> str:
-    return "`null`" if value is None else f"`{value}`"
 
 
 def _file_line(rec: dict[str, Any]) -> str:
@@ -97,21 +46,21 @@ def _excluded(records: list[dict[str, str]]) -> list[str]:
     if not records:
         return ["**Files Excluded:** none"]
     if [r["path"] for r in records] == ["ALL_OTHER_FILES"]:
-        return [f"**Files Excluded:** All other files ({_inline(records[0]['reason'])})"]
+        return [f"**Files Excluded:** All other files ({inline(records[0]['reason'])})"]
     out = ["**Files Excluded:**", ""]
     for r in records:
         path = "All other files" if r["path"] == "ALL_OTHER_FILES" else path_text(r["path"])
-        out.append(f"- {_inline(path)} ({_inline(r['reason'])})")
+        out.append(f"- {inline(path)} ({inline(r['reason'])})")
     return out
 
 
 def _banner(report: Report) -> list[str]:
     out: list[str] = []
     if report["run"]["note"]:
-        out += [f"> Mode: report-only — {_inline(report['run']['note'])}", ""]
+        out += [f"> Mode: report-only — {inline(report['run']['note'])}", ""]
     if report["status"] == "error":
         err = report["error"]
-        out += [f"**Verification error** ({_inline(err['code'])}): {_inline(err['message'])}", ""]
+        out += [f"**Verification error** ({inline(err['code'])}): {inline(err['message'])}", ""]
     elif report["status"] == "blocked":
         out += [
             "**Verification blocked:** no static analysis or test run reported and no judgement "
@@ -131,11 +80,11 @@ def _scope(scope: dict[str, Any]) -> list[str]:
         "",
         f"**Mode:** {scope['mode'] or 'unresolved'}",
         "",
-        f"**Base ref:** {_code(scope['baseRef'])}",
+        f"**Base ref:** {code(scope['baseRef'])}",
         "",
-        f"**Merge base:** {_code(scope['mergeBase'])}",
+        f"**Merge base:** {code(scope['mergeBase'])}",
         "",
-        f"**HEAD:** {_code(scope['headSha'])}",
+        f"**HEAD:** {code(scope['headSha'])}",
         "",
         "**Files Verified:**",
         "",
@@ -143,7 +92,7 @@ def _scope(scope: dict[str, Any]) -> list[str]:
     out += [_file_line(r) for r in scope["includedFiles"]] or ["- none"]
     out += ["", *_excluded(scope["excludedFiles"])]
     if scope.get("notes"):
-        out += ["", "**Notes:**", "", *(f"- {_inline(n)}" for n in scope["notes"])]
+        out += ["", "**Notes:**", "", *(f"- {inline(n)}" for n in scope["notes"])]
     return [*out, "", "---", ""]
 
 
@@ -160,16 +109,18 @@ def _judgement_line(report: Report) -> str:
         return f"{label or skill}" + ("" if status == "COMPLETED" else f" — {status}")
 
     if report["scope"]["depth"] == "light":
-        if "codex-reviewer" in ran:
-            return named("codex-reviewer")
-        if "reviewer" in ran:
-            return named("reviewer", "reviewer (Codex unavailable)")
+        with_codex, without = skills.light_slot()
+        if with_codex in ran:
+            return named(with_codex)
+        if without in ran:
+            return named(without, f"{without} (Codex unavailable)")
         return "none ran"
-    five = [s for s in _FIVE if s in ran]
-    if len(five) == len(_FIVE) and all(_status_of(report, s) == "COMPLETED" for s in five):
-        return "all five"
-    listed = ", ".join(named(s) for s in five) or "none"
-    return f"{len(five)} of five: {listed}"
+    count = _NUMBERS[len(_JUDGEMENT)]
+    done = [s for s in _JUDGEMENT if s in ran]
+    if len(done) == len(_JUDGEMENT) and all(_status_of(report, s) == "COMPLETED" for s in done):
+        return f"all {count}"
+    listed = ", ".join(named(s) for s in done) or "none"
+    return f"{len(done)} of {count}: {listed}"
 
 
 def _static_line(report: Report) -> str:
@@ -177,8 +128,8 @@ def _static_line(report: Report) -> str:
     if res is None:
         return "no result"
     if res["status"] in ("COMPLETED", "PASSED") and res["notes"]:
-        return _inline(res["notes"])
-    return f"{res['status']} — {_inline(res['notes'])}" if res["notes"] else str(res["status"])
+        return inline(res["notes"])
+    return f"{res['status']} — {inline(res['notes'])}" if res["notes"] else str(res["status"])
 
 
 def _grouped(entries: list[dict[str, str]]) -> list[tuple[list[str], str]]:
@@ -197,7 +148,7 @@ def _triage(report: Report) -> list[str]:
     run = ", ".join(t["skills_run"]) or "none"
     skipped = (
         "; ".join(
-            f"{', '.join(names)} ({_inline(reason)})"
+            f"{', '.join(names)} ({inline(reason)})"
             for names, reason in _grouped(t["skillsSkipped"])
         )
         or "none"
@@ -223,7 +174,7 @@ def _skill_results(report: Report) -> list[str]:
     for r in report["skillResults"]:
         status = f"**{r['status']}**" if r["status"] in _LOUD else r["status"]
         rows.append([r["skill"], status, r["notes"]])
-    out = ["## Skill Results Summary", "", *_table(["Skill", "Status", "Notes"], rows)]
+    out = ["## Skill Results Summary", "", *table(["Skill", "Status", "Notes"], rows)]
     codex = next(
         (
             r
@@ -236,7 +187,7 @@ def _skill_results(report: Report) -> list[str]:
         out += [
             "",
             "> **Warning: codex-reviewer was BLOCKED.** The independent second-model review did "
-            f"not run: {_inline(codex['notes']) or 'no reason recorded'}",
+            f"not run: {inline(codex['notes']) or 'no reason recorded'}",
         ]
     out += _isolation(report)
     not_run = [r["skill"] for r in report["skillResults"] if r["status"] == "NOT_RUN"]
@@ -257,23 +208,13 @@ def _isolation(report: Report) -> list[str]:
             by_mode.setdefault(r["isolation"], []).append(r["skill"])
     return [
         line
-        for mode, skills in by_mode.items()
+        for mode, names in by_mode.items()
         for line in (
             "",
-            f"> **Sandbox:** {', '.join(skills)} ran the repository's code in "
+            f"> **Sandbox:** {', '.join(names)} ran the repository's code in "
             f"{sandbox.describe(mode.split('+'))}.",
         )
     ]
-
-
-def location_text(loc: dict[str, Any] | None) -> str:
-    if loc is None:
-        return "—"
-    path = path_text(loc["path"])
-    if "line" not in loc:
-        return path
-    end = f"-{loc['endLine']}" if "endLine" in loc else ""
-    return f"{path}:{loc['line']}{end}"
 
 
 def _issues(report: Report) -> list[str]:
@@ -291,7 +232,7 @@ def _issues(report: Report) -> list[str]:
             ]
             for i in issues
         ]
-        out += _table(["ID", "Sev", "Title", "Sources", "Location", "Description"], rows)
+        out += table(["ID", "Sev", "Title", "Sources", "Location", "Description"], rows)
         out += ["", _LEGEND, _SOURCES_NOTE]
     else:
         out += ["No issues found."]
@@ -308,7 +249,7 @@ def _title(issue: dict[str, Any]) -> str:
     notes = []
     if issue.get("baseline") == "pre-existing":
         notes.append("(pre-existing: also at the merge base)")
-    # The tester's call in the seed's own words (its tester prompt: IN-SCOPE or OUT-OF-SCOPE).
+    # The tester's call in its own words (IN-SCOPE or OUT-OF-SCOPE; docs/report.md).
     if issue.get("inScope") is True:
         notes.append("(IN-SCOPE)")
     elif issue.get("inScope") is False:
@@ -325,24 +266,24 @@ def _debugger(report: Report) -> list[str]:
             d["failure"],
             d["preExisting"],
             ", ".join(path_text(p) for p in d["touchedByDiff"]) or "none",
-            _code(d["command"]),
+            code(d["command"]),
             d["evidence"][:300],
         ]
         for d in diagnoses
     ]
     header = ["Failure", "Pre-existing", "Touched by diff", "Command", "Evidence"]
-    return ["## Debugger", "", *_table(header, rows), "", "---", ""]
+    return ["## Debugger", "", *table(header, rows), "", "---", ""]
 
 
 def _deferred(report: Report) -> list[str]:
     deferred = report["deferredToEpic"]
     if not deferred:
-        return []  # seed 8b: omitted entirely when nothing was deferred
+        return []  # omitted entirely when nothing was deferred
     rows: list[list[object]] = [[d["issue"], d["item"], d["source"]] for d in deferred]
     return [
         "## Deferred to Later Epic Issues",
         "",
-        *_table(["Issue", "Deferred item", "Reported by"], rows),
+        *table(["Issue", "Deferred item", "Reported by"], rows),
         "",
         "These are not findings and never block.",
         "",
@@ -352,8 +293,8 @@ def _deferred(report: Report) -> list[str]:
 
 
 def _carried(report: Report) -> list[str]:
-    """Additive to 8b: every carry-forward decision the reviewers made, so a suppression is as
-    visible to a reader of the Markdown as it is in the JSON's knownFindings."""
+    """Beyond the specified sections: every carry-forward decision the reviewers made, so a
+    suppression is as visible to a reader of the Markdown as it is in the JSON's knownFindings."""
     known = report["knownFindings"]
     if known is None or not (known["reaffirmed"] or known["reopened"]):
         return []
@@ -373,7 +314,7 @@ def _carried(report: Report) -> list[str]:
         "",
         f"{known['supplied']} finding(s) supplied by the ledger; the reviewers' decisions:",
         "",
-        *_table(["Known ID", "Decision", "Reviewer", "Reason / evidence"], rows),
+        *table(["Known ID", "Decision", "Reviewer", "Reason / evidence"], rows),
         "",
         "A REAFFIRMED finding was not reported again: the reviewer judged its code unchanged "
         "since the delta base.",
@@ -393,27 +334,27 @@ def _exerciser(report: Report) -> list[str]:
         [e["issue"], titles.get(e["issue"], ""), e["status"].replace("_", " "), e["evidence"]]
         for e in entries
     ]
-    return [*out, *_table(["Issue ID", "Title", "Exerciser Status", "Notes"], rows), ""]
+    return [*out, *table(["Issue ID", "Title", "Exerciser Status", "Notes"], rows), ""]
 
 
 def _gates(report: Report) -> list[str]:
     gates = report["customGates"]
     if not gates["exerciser"] and not gates["review"]:
-        return []  # seed 8b: omitted entirely when no custom gates are defined
+        return []  # omitted entirely when no custom gates are defined
     out = ["---", "", "## Custom Verification Gates", ""]
     if gates["exerciser"]:
         rows: list[list[object]] = [
             [n, g["rule"], g["status"], g["evidence"]]
             for n, g in enumerate(gates["exerciser"], start=1)
         ]
-        out += ["### Exerciser Gates", *_table(["#", "Rule", "Status", "Evidence"], rows), ""]
+        out += ["### Exerciser Gates", *table(["#", "Rule", "Status", "Evidence"], rows), ""]
     if gates["review"]:
         rows = [
             [n, g["rule"], g["status"].replace("_", " "), g["checker"], g["evidence"]]
             for n, g in enumerate(gates["review"], start=1)
         ]
         header = ["#", "Rule", "Status", "Checked By", "Evidence"]
-        out += ["### Review Gates", *_table(header, rows), ""]
+        out += ["### Review Gates", *table(header, rows), ""]
     every = gates["exerciser"] + gates["review"]
     passed = sum(g["status"] == "PASS" for g in every)
     blocked = sum(g["status"] == "BLOCKED" for g in every)
@@ -421,7 +362,7 @@ def _gates(report: Report) -> list[str]:
 
 
 def markdown(report: Report) -> str:
-    """The 8b Markdown report for a JSON v1 report dict (as made by ``build``)."""
+    """The Markdown report for a JSON v1 report dict (as made by ``build``; docs/report.md)."""
     lines = ["# Verification Report", ""]
     lines += _banner(report)
     lines += _scope(report["scope"])
