@@ -355,7 +355,7 @@ def test_beat_every_second_twice_reuses_the_second_time(
 def test_cron_gives_the_next_time_in_utc() -> None:
     from datetime import UTC, datetime, timedelta
 
-    from verify_dag.cli_fleet import _cron
+    from verify_dag.cli.fleet import _cron
 
     for now, expr, wait in [
         (

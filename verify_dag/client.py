@@ -1,4 +1,8 @@
-"""Submit a verify DAG and wait for its report, showing progress phase by phase."""
+"""The one client path of every command: submit a plan, wait for its result showing progress
+phase by phase, release what sending it opened."""
+
+# Long module: sending, waiting through outages and lost runs, and checking what comes back are
+# one path; every read of the result store goes through its _meta, which the fault tests replace.
 
 from __future__ import annotations
 
@@ -7,9 +11,11 @@ import os
 import re
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, TextIO
 
-from celery import states
+from celery import states, uuid
 from celery.exceptions import BackendError
 
 from verify_dag.errors import FatalError, UsageError, VerifyDagError
@@ -32,20 +38,103 @@ SUBMITTED = "SUBMITTED"
 _SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 
 
+def embedded() -> bool:
+    """Whether runs go to this process's own worker: no broker is configured (memory://)."""
+    return str(app.conf.broker_url).startswith("memory://")
+
+
+def run_plan(
+    work: VerifyRequest | Plan,
+    *,
+    timeout: float,
+    progress: Progress | None = None,
+    name_failed_phase: bool = False,
+) -> dict[str, Any]:
+    """Run ``work`` and return its result: a verify request is submitted (``submit``), a built
+    plan (completion, shadow) is sent as it is, then ``collect`` waits for it. With
+    ``name_failed_phase`` a FatalError names the first phase that failed instead: a chain marks
+    every task after a failed one failed too."""
+    p = submit(work) if isinstance(work, VerifyRequest) else _send(work)
+    if not name_failed_phase:
+        return collect(p, timeout=timeout, progress=progress)
+    try:
+        return collect(p, timeout=timeout, progress=progress)
+    except FatalError as exc:
+        raise FatalError(_first_failure(p) or exc.message, hint=exc.hint) from exc
+
+
 def submit(request: VerifyRequest) -> Plan:
-    """Send a run to the in-process worker (the broker case is ``cli_runs.submit``)."""
+    """Send a verify run with the records that let a client follow and trust it.
+
+    With a broker, a local repository is first pinned and bundled into the store
+    (``repos.prepare``): workers may be on other hosts. The run is recorded as PENDING on the
+    result backend before its canvas is sent (after, it could overwrite a worker's STARTED): an
+    id the backend never saw also reads PENDING, and ``status`` could not tell a queued run from
+    a mistyped id. Either way its sentinel (``announce``) is left beside it, so that a result
+    store that loses the run can be told from one still running it.
+    """
+    from verify_dag import git, repos
+
+    if embedded():
+        built = plan(request)
+        if built.expect is not None and not git.is_url(request.repo):
+            # The in-process worker reads the repository where it is, just after this.
+            head = git.head(request.repo)
+            built = dataclasses.replace(built, expect=dataclasses.replace(built.expect, head=head))
+        return _send(announce(built))
+    run_id = uuid()
+    built = plan(repos.prepare(request, run_id), run_id)
+    with _unreachable_broker_is_fatal():
+        app.backend.store_result(built.run_id, None, states.PENDING)
+        built = announce(built)
+    return _send(built)
+
+
+def _send(p: Plan) -> Plan:
+    if embedded():
+        from verify_dag.tasks import embedded as worker
+
+        worker.ensure_worker()  # once per process
+    with _unreachable_broker_is_fatal():
+        p.canvas.apply_async()
+    return p
+
+
+def collect(p: Plan, *, timeout: float, progress: Progress | None = None) -> dict[str, Any]:
+    """Wait for a sent plan's result (``wait``), then release its result subscriptions."""
+    local = embedded()
+    try:
+        return wait(p, timeout=timeout, progress=progress, interval=0.005 if local else 0.05)
+    finally:
+        if not local:
+            release(p)
+
+
+@contextmanager
+def _unreachable_broker_is_fatal() -> Iterator[None]:
+    # A broker that does not answer is a run that could not start (exit 3), not an internal error.
+    from kombu.exceptions import OperationalError
+
     from verify_dag import git
 
-    built = plan(request)
-    if built.expect is not None and not git.is_url(request.repo):
-        # The in-process worker reads the repository where it is: the head the report must name
-        # is the one seen now, just before the scope phase looks.
-        built = dataclasses.replace(
-            built, expect=dataclasses.replace(built.expect, head=git.head(request.repo))
-        )
-    built = announce(built)
-    built.canvas.apply_async()
-    return built
+    unreachable: tuple[type[BaseException], ...] = (OperationalError, *outage_errors())
+    try:
+        yield
+    except unreachable as exc:
+        url = git.display_source(str(app.conf.broker_url))
+        reason = one_line(exc).rstrip(".")
+        raise FatalError(
+            f"cannot reach the broker or result store at {url}: {reason} (is it running?)"
+        ) from None
+
+
+def _first_failure(p: Plan) -> str | None:
+    """``<phase> failed: <its result>`` for the first phase of ``p`` that failed, if one did."""
+    for ref in p.phases:
+        meta = _meta(ref.task_id)
+        if meta.get("status") == states.FAILURE:
+            return f"{ref.label} failed: {meta.get('result')!r}"
+    return None
 
 
 def sentinel_id(run_id: str) -> str:
@@ -165,10 +254,9 @@ def _poll(p: Plan, progress: Progress | None, *, sweep: bool) -> dict[str, Any] 
     if sweep:
         if progress is not None:
             progress.update(p)
-        for ref in p.phases:
-            meta = _meta(ref.task_id)
-            if meta["status"] == states.FAILURE:
-                raise FatalError(f"phase {ref.label} failed: {meta.get('result')!r}")
+        failed = _first_failure(p)
+        if failed is not None:
+            raise FatalError(f"phase {failed}")
     return None
 
 

@@ -1,4 +1,5 @@
-"""The two file primitives shared across modules: atomic replacement and inter-process locks."""
+"""The file primitives shared across modules: atomic replacement, a write that never
+overwrites, and inter-process locks."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from verify_dag.errors import UsageError
 
 
 def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
@@ -30,6 +33,16 @@ def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def write_new(path: str, text: str, flag: str) -> None:
+    """Write ``text`` to a file that must not exist: opened with "x", so that even a file that
+    appeared while the run was going is never overwritten (a UsageError naming ``flag``)."""
+    try:
+        with open(path, "x", encoding="utf-8") as fh:
+            fh.write(text)
+    except FileExistsError:
+        raise UsageError(f"{flag}: {path} already exists; not overwritten") from None
 
 
 @contextmanager

@@ -1,5 +1,4 @@
-"""``verify-dag completion RUN_ID``: the completion-criterion verifier (seed 001). See
-docs/completion.md.
+"""``verify-dag completion RUN_ID``: the completion-criterion verifier. See docs/completion.md.
 
 The run directory's ``parsed_scope.json`` names one bash command line, its ``completion``
 criterion; four tasks (extract, execute, classify, report) run it with a time limit and capped
@@ -9,10 +8,10 @@ output and give a deterministic pass or fail, on the embedded worker or on a bro
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from verify_dag.errors import EXIT_ISSUES, EXIT_OK, FatalError, UsageError
+from verify_dag.cli import args as cli_args
+from verify_dag.errors import EXIT_ISSUES, EXIT_OK, UsageError
 
 if TYPE_CHECKING:  # the parser is built on every call, before Celery or pydantic is needed
     from verify_dag.completion.models import Mode, Outcome
@@ -36,7 +35,7 @@ MODE_HELP = (
 WAIT_TIMEOUT = 600.0
 
 
-def add_parser(sub: Any, add_broker: Callable[[argparse.ArgumentParser], None]) -> None:
+def add_parsers(sub: Any) -> None:
     """``sub`` is the subparsers action of the top-level parser."""
     c = sub.add_parser(
         "completion",
@@ -44,22 +43,11 @@ def add_parser(sub: Any, add_broker: Callable[[argparse.ArgumentParser], None]) 
         epilog=EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    c.set_defaults(handler=cmd_completion)
     c.add_argument("run_id", metavar="RUN_ID", help="the run directory's name in the runs dir")
     c.add_argument("--runs-dir", metavar="DIR", help=RUNS_HELP)
     c.add_argument("--mode", choices=["full", "quick"], default="full", help=MODE_HELP)
-    add_broker(c)
-
-
-def criterion(value: str | None) -> str | None:
-    """``verify --completion=CMD`` checked as step 1 checks parsed_scope.json's field."""
-    if value is None:
-        return None
-    from verify_dag.completion import steps
-
-    errors = steps.validate(value)
-    if errors:
-        raise UsageError(f"--completion: {steps.problems(errors)}")
-    return value.strip()
+    cli_args.add_broker(c)
 
 
 def verify(
@@ -72,10 +60,11 @@ def verify(
     wait: float = WAIT_TIMEOUT,
 ) -> Outcome:
     """Run one iteration on ``DIR/RUN_ID`` and return its outcome. ``timeout`` is the
-    criterion's budget (default: the seed's 30 s; tests lower it)."""
-    from verify_dag import cli_runs, client
-    from verify_dag.completion import artifacts, flow, steps
+    criterion's budget (default: 30 s, docs/completion.md; tests lower it)."""
+    from verify_dag import client
+    from verify_dag.completion import artifacts, flow
     from verify_dag.completion.models import CompletionJob, Outcome
+    from verify_dag.phases.exerciser import criterion
     from verify_dag.tasks import workflow
     from verify_dag.tasks.app import configure
 
@@ -90,8 +79,7 @@ def verify(
             f"{artifacts.PARSED_SCOPE} not found in {directory}",
             hint='write it first: a JSON object whose "completion" field is one bash command line',
         )
-    app = configure(broker)
-    embedded_run = str(app.conf.broker_url).startswith("memory://")
+    configure(broker)
     with artifacts.locked(directory):
         iteration, extract = flow.plan_iteration(directory)
         job = CompletionJob(
@@ -99,39 +87,15 @@ def verify(
             run_dir=str(directory),
             iteration=iteration,
             mode=mode,
-            timeout=steps.DEFAULT_TIMEOUT if timeout is None else timeout,
+            timeout=criterion.DEFAULT_TIMEOUT if timeout is None else timeout,
         )
-        built = workflow.completion_plan(job, extract=extract)
-        if embedded_run:
-            from verify_dag.tasks import embedded
-
-            embedded.ensure_worker()
-        progress = client.Progress(client.progress_stream(False))
-        with cli_runs.unreachable_broker_is_fatal():
-            built.canvas.apply_async()
-        try:
-            result = client.wait(
-                built, timeout=wait, progress=progress, interval=0.005 if embedded_run else 0.05
-            )
-        except FatalError as exc:
-            # A failed step marks the rest of the chain failed too: name the one that broke.
-            raise FatalError(_first_failure(built) or exc.message, hint=exc.hint) from exc
-        finally:
-            if not embedded_run:
-                client.release(built)
+        result = client.run_plan(
+            workflow.completion_plan(job, extract=extract),
+            timeout=wait,
+            progress=client.Progress(client.progress_stream(False)),
+            name_failed_phase=True,
+        )
     return Outcome.model_validate(result)
-
-
-def _first_failure(built: Any) -> str | None:
-    from celery import states
-
-    from verify_dag.tasks.app import app
-
-    for ref in built.phases:
-        meta = app.backend.get_task_meta(ref.task_id)
-        if meta.get("status") == states.FAILURE:
-            return f"{ref.label} failed: {meta.get('result')!r}"
-    return None
 
 
 def cmd_completion(args: argparse.Namespace) -> int:

@@ -1,131 +1,79 @@
-"""Argument building and helpers for the run subcommands: ``status``, ``report``, ``runs`` and
-``verify --no-wait`` (the ``cmd_*`` functions stay in ``cli``)."""
+"""``verify-dag status``, ``report`` and ``runs``: what became of submitted runs, from the report
+store and, for a run not in it yet, the result backend."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from verify_dag.cli import args as cli_args
+from verify_dag.errors import UsageError
 
 if TYPE_CHECKING:  # the parser is built on every call, before pydantic is needed
     from verify_dag.store import RunMeta
 
 # What ``status`` says of a run whose records the result backend lost (client.announce).
 LOST = "LOST"
-STORE_HELP = (
-    "report store directory (default: $VERIFY_DAG_STORE, else "
-    "$XDG_DATA_HOME/verify-dag/runs, i.e. ~/.local/share/verify-dag/runs)"
-)
 
 
-def add_store(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", metavar="DIR", help=STORE_HELP)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def add_parsers(sub: Any, add_broker: Callable[[argparse.ArgumentParser], None]) -> None:
+def add_parsers(sub: Any) -> None:
     """``sub`` is the subparsers action of the top-level parser."""
     s = sub.add_parser(
         "status", help="one line: the state of a run (PENDING, STARTED, SUCCESS, LOST)"
     )
+    s.set_defaults(handler=cmd_status)
     s.add_argument("run_id", metavar="RUN_ID")
-    add_store(s)
-    add_broker(s)
+    cli_args.add_store(s)
+    cli_args.add_broker(s)
 
     r = sub.add_parser("report", help="print or write the stored report of a run")
+    r.set_defaults(handler=cmd_report)
     r.add_argument("run_id", metavar="RUN_ID")
     r.add_argument("--format", choices=["markdown", "json"], default="markdown")
     r.add_argument("--output", metavar="PATH", help="write the report here (never overwritten)")
-    add_store(r)
+    cli_args.add_store(r)
 
     n = sub.add_parser("runs", help="list the runs in the report store, newest first")
+    n.set_defaults(handler=cmd_runs)
     n.add_argument(
         "--limit",
-        type=_positive,
+        type=cli_args.positive,
         default=20,
         metavar="N",
         help="show the N newest runs (default 20)",
     )
-    add_store(n)
+    cli_args.add_store(n)
 
 
-def new_output(value: str) -> str:
-    """An --output path for a file that must not exist yet, made absolute (reports and fleet
-    summaries are never overwritten)."""
-    from pathlib import Path
-
-    from verify_dag.errors import UsageError
-
-    out = Path(value)
-    if out.exists():
-        raise UsageError(f"--output: {value} already exists; pass a new path per run")
-    if not out.parent.is_dir():
-        raise UsageError(f"--output: directory {out.parent} does not exist")
-    return str(out.resolve())
+def cmd_status(args: argparse.Namespace) -> int:
+    print(status(args.run_id, args.store, args.broker))
+    return 0
 
 
-def submit(request: Any) -> Any:
-    """Submit a run to a broker, recording it as PENDING on the result backend first.
+def cmd_report(args: argparse.Namespace) -> int:
+    from verify_dag import report, store
 
-    An id the backend has never seen also reads as PENDING, so without this record ``status``
-    could not tell a queued run from a mistyped id. It is written before the canvas is sent: a
-    worker that already marked the root task STARTED must not be overwritten. A local
-    repository is first pinned and bundled into the store (``repos.prepare``): workers may be
-    on other hosts. The run's sentinel (``client.announce``) is left beside it, so that a result
-    store that loses the run can be told from one still running it.
-    """
-    from celery import states, uuid
-
-    from verify_dag import client, repos
-    from verify_dag.tasks.app import app
-    from verify_dag.tasks.workflow import plan
-
-    run_id = uuid()
-    built = plan(repos.prepare(request, run_id), run_id)
-    with unreachable_broker_is_fatal():
-        app.backend.store_result(built.run_id, None, states.PENDING)
-        built = client.announce(built)
-        built.canvas.apply_async()
-    return built
+    output = cli_args.new_output(args.output) if args.output else None
+    doc, markdown, _ = store.load(args.store, args.run_id)
+    text = report.to_json(doc) if args.format == "json" else markdown
+    if output is None:
+        sys.stdout.write(text)
+        return 0
+    cli_args.write_report(output, text, args.format)
+    return 0
 
 
-@contextmanager
-def unreachable_broker_is_fatal() -> Iterator[None]:
-    """A broker or result store that does not answer is a verification that could not start
-    (exit 3), said in one line that names the URL (password hidden) instead of an internal
-    error."""
-    from kombu.exceptions import OperationalError
-
-    from verify_dag import client, git
-    from verify_dag.errors import FatalError
-    from verify_dag.tasks.app import app
-
-    unreachable: tuple[type[BaseException], ...] = (OperationalError, *client.outage_errors())
-    try:
-        yield
-    except unreachable as exc:
-        url = git.display_source(str(app.conf.broker_url))
-        reason = client.one_line(exc).rstrip(".")
-        raise FatalError(
-            f"cannot reach the broker or result store at {url}: {reason} (is it running?)"
-        ) from None
+def cmd_runs(args: argparse.Namespace) -> int:
+    sys.stdout.write(listing(args.store, args.limit))
+    return 0
 
 
 def status(run_id: str, store_dir: str | None, broker: str | None) -> str:
     """One line: a stored run is SUCCESS; any other run is asked of the result backend, when a
     broker is configured."""
     from verify_dag import store
-    from verify_dag.errors import UsageError
     from verify_dag.tasks.app import broker_url, configure
 
     store.check_run_id(run_id)

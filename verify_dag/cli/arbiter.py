@@ -1,9 +1,9 @@
-"""``verify-dag arbiter``: seed 000's verification arbiter as a subcommand.
+"""``verify-dag arbiter``: the verification arbiter as a subcommand. See docs/arbiter.md.
 
-It has its own exit codes (0 a verdict, 3 usage/environment, 4 AUDIT_UNAVAILABLE) and its own
-argument parsing, so ``cli.main`` hands it the command line before the shared parser (whose usage
-errors exit 2) sees it. It writes nothing but the verdict on stdout and one line on stderr when
-it exits 3 or 4.
+It has its own exit codes (0 a verdict, 3 usage/environment, 4 AUDIT_UNAVAILABLE; cli/exits.py)
+and its own argument parsing, so ``cli.main`` hands it the command line before the shared parser
+(whose usage errors exit 2) sees it. It writes nothing but the verdict on stdout and one line on
+stderr when it exits 3 or 4.
 """
 
 from __future__ import annotations
@@ -11,12 +11,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from verify_dag.arbiter import (
-    EXIT_UNAVAILABLE,
     EXIT_VERDICT,
     RUBRIC_VERSION,
     VERDICT_SCHEMA,
@@ -24,6 +22,7 @@ from verify_dag.arbiter import (
     Unavailable,
     inputs,
 )
+from verify_dag.cli import args as cli_args
 
 HELP = "score an evidence bundle against a frozen test plan; one verdict JSON on stdout"
 EPILOG = f"""\
@@ -42,7 +41,8 @@ environment:
 
 
 class _Parser(argparse.ArgumentParser):
-    """A usage error of this subcommand is one line and exit 3 (the seed's), not argparse's 2."""
+    """A usage error of this subcommand is one line and exit 3 (docs/arbiter.md), not argparse's
+    2."""
 
     def error(self, message: str) -> NoReturn:
         raise InputError(message)
@@ -60,34 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def add_parser(sub: Any) -> None:
+def add_parsers(sub: Any) -> None:
     """List the subcommand in ``verify-dag --help``; ``main`` parses its arguments itself."""
     sub.add_parser("arbiter", help=HELP, add_help=False)
 
 
 def main(argv: Sequence[str]) -> int:
-    try:
-        return _run(argv)
-    except (InputError, Unavailable) as exc:
-        print(_one_line(exc.line()), file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("verify-dag: interrupted", file=sys.stderr)
-        return 130
-    # An arbiter that broke has no verdict to give: escalate, never approve.
-    except Exception as exc:
-        if os.environ.get("VERIFY_DAG_DEBUG"):
-            raise
-        print(
-            _one_line(
-                f"verify-dag: AUDIT_UNAVAILABLE: internal error: {type(exc).__name__}: {exc}"
-            ),
-            file=sys.stderr,
-        )
-        return EXIT_UNAVAILABLE
-
-
-def _run(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
     request = inputs.parse([getattr(args, name) for name in inputs.ARGUMENTS])
     from verify_dag import jsonschemas
@@ -101,26 +79,13 @@ def _run(argv: Sequence[str]) -> int:
     if problems or {k: verdict[k] for k in inputs.TUPLE} != request.echo():
         why = problems[0].message if problems else "the tuple was not echoed verbatim"
         raise Unavailable(f"the arbiter's own verdict is invalid: {why}")
-    text = json.dumps(verdict, indent=2, ensure_ascii=False) + "\n"
-    # UTF-8 whatever the locale: node ids and reasons may hold any character.
-    out = getattr(sys.stdout, "buffer", None)
-    if out is not None:
-        sys.stdout.flush()
-        out.write(text.encode("utf-8"))
-        out.flush()
-    else:
-        sys.stdout.write(text)
+    cli_args.write_utf8(json.dumps(verdict, indent=2, ensure_ascii=False) + "\n")
     if verdict["verdict"] != "AUDIT_UNAVAILABLE":
         return EXIT_VERDICT
     arm = verdict["model_arm"]
-    why = (
+    # The verdict is on stdout; the error says why there is no trustworthy one (exit 4).
+    raise Unavailable(
         f"model arm: {arm['reason']}"
         if arm["status"] == "unavailable"
         else f"security evidence required but unavailable: {verdict['security_verdict']['reason']}"
     )
-    print(_one_line(Unavailable(why).line()), file=sys.stderr)
-    return EXIT_UNAVAILABLE
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())

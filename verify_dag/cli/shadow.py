@@ -1,5 +1,4 @@
-"""``verify-dag shadow REPORT.json``: shadow verification of findings (seed 003). See
-docs/shadow.md.
+"""``verify-dag shadow REPORT.json``: shadow verification of findings. See docs/shadow.md.
 
 Pre-flight on the client: read the report, normalise its findings into claims, halt above 50,
 mark the unanchored UNVERIFIABLE, select the 2-3 highest-stakes claims (or all). Then up to three
@@ -11,11 +10,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from verify_dag import cli_runs
+from verify_dag.cli import args as cli_args
 from verify_dag.errors import EXIT_ISSUES, EXIT_OK, UsageError
 
 if TYPE_CHECKING:  # the parser is built on every call, before Celery or pydantic is needed
@@ -47,8 +44,9 @@ def _seconds(text: str) -> float:
     return value
 
 
-def add_parser(sub: Any, add_broker: Callable[[argparse.ArgumentParser], None]) -> None:
-    from verify_dag.shadow.budget import DEFAULT_BUDGET
+def add_parsers(sub: Any) -> None:
+    """``sub`` is the subparsers action of the top-level parser."""
+    from verify_dag.phases.exerciser.claims.budget import DEFAULT_BUDGET
 
     s = sub.add_parser(
         "shadow",
@@ -56,6 +54,7 @@ def add_parser(sub: Any, add_broker: Callable[[argparse.ArgumentParser], None]) 
         epilog=EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    s.set_defaults(handler=cmd_shadow)
     s.add_argument(
         "report",
         metavar="REPORT.json",
@@ -92,8 +91,8 @@ def add_parser(sub: Any, add_broker: Callable[[argparse.ArgumentParser], None]) 
         help=f"time each claim's verifier may take (default {DEFAULT_BUDGET:g})",
     )
     s.add_argument("--format", choices=["text", "json"], default="text")
-    add_broker(s)
-    cli_runs.add_store(s)  # with a broker: where the repository's bundle goes for the workers
+    cli_args.add_broker(s)
+    cli_args.add_store(s)  # with a broker: where the repository's bundle goes for the workers
 
 
 def _commit(repo: str, ref: str | None) -> tuple[str, str]:
@@ -154,8 +153,7 @@ def cmd_shadow(args: argparse.Namespace) -> int:
     candidates = _resolved(repo, claims.normalise(findings, only), args.report)
     chosen = select.select(candidates, args.everything)
     commit, label = _commit(repo, args.ref)
-    app = configure(args.broker)
-    embedded = str(app.conf.broker_url).startswith("memory://")
+    configure(args.broker)
     job = ShadowJob(
         run_id=uuid(),
         repo=repo,
@@ -164,12 +162,10 @@ def cmd_shadow(args: argparse.Namespace) -> int:
         goal=findings.goal,
         surface=findings.surface,
         budget=args.budget,
-        store=str(Path(args.store).expanduser().resolve()) if args.store else None,
+        store=cli_args.store_dir(args.store),
     )
     result = (
-        _rounds(
-            job, [c for c in candidates if c.claim.id in chosen], embedded, args.format == "json"
-        )
+        _rounds(job, [c for c in candidates if c.claim.id in chosen], args.format == "json")
         if chosen
         else None
     )
@@ -186,34 +182,22 @@ def cmd_shadow(args: argparse.Namespace) -> int:
     return EXIT_CODES[doc["gate"]]
 
 
-def _rounds(job: ShadowJob, chosen: list[Any], embedded: bool, json_output: bool) -> RoundResult:
+def _rounds(job: ShadowJob, chosen: list[Any], json_output: bool) -> RoundResult:
     """Round 1 dispatches the selected claims; each later round what the merge sends back."""
     from verify_dag import client
     from verify_dag.shadow import merge, run
     from verify_dag.shadow.models import Dispatch, RoundResult
     from verify_dag.tasks import workflow
 
-    if embedded:
-        from verify_dag.tasks import embedded as worker
-
-        worker.ensure_worker()
-    else:
-        job = run.pin(job)
+    if not client.embedded():
+        job = run.pin(job)  # workers on other hosts read the commit from the store's bundle
     progress = client.Progress(client.progress_stream(json_output))
     claims = {c.claim.id: c.claim for c in chosen}
     dispatches = [Dispatch(claim=c.claim) for c in chosen]
     result: RoundResult | None = None
     for round_no in range(1, merge.MAX_ROUNDS + 1):
         built = workflow.shadow_round(job, dispatches, round_no, result.verdicts if result else ())
-        with cli_runs.unreachable_broker_is_fatal():
-            built.canvas.apply_async()
-        try:
-            raw = client.wait(
-                built, timeout=ROUND_WAIT, progress=progress, interval=0.005 if embedded else 0.05
-            )
-        finally:
-            if not embedded:
-                client.release(built)
+        raw = client.run_plan(built, timeout=ROUND_WAIT, progress=progress)
         result = RoundResult.model_validate(raw)
         dispatches = [
             Dispatch(

@@ -1,18 +1,19 @@
-"""``verify-dag contract``, ``verify-dag gates run`` and ``verify-dag floor-guard`` (seed 002).
+"""``verify-dag contract``, ``verify-dag gates run`` and ``verify-dag floor-guard``.
 
-See docs/contract.md. ``floor-guard`` keeps the seed's exit codes (a usage error is 3, not the
-shared parser's 2), so ``cli.main`` hands it the command line before the shared parser sees it.
-Everything heavy is imported inside the handlers: the parser is built on every call.
+See docs/contract.md and docs/gates.md. ``floor-guard`` has its own exit codes (a usage error is
+3, not the shared parser's 2; cli/exits.py), so ``cli.main`` hands it the command line before the
+shared parser sees it. Everything heavy is imported inside the handlers: the parser is built on
+every call.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
+from verify_dag.cli import args as cli_args
 from verify_dag.errors import FatalError, UsageError
 
 CONTRACT_EXIT_CODES = """exit codes:
@@ -37,7 +38,6 @@ FLOOR_EXIT_CODES = """exit codes (seed 002):
      repository, a missing or malformed --contract
 """
 EXIT_FLOOR_FINDINGS = 2
-EXIT_FLOOR_USAGE = 3
 EXIT_ABANDONED = 4
 
 
@@ -50,6 +50,7 @@ def add_parsers(sub: Any) -> None:
         epilog=CONTRACT_EXIT_CODES,
         formatter_class=fmt,
     )
+    c.set_defaults(handler=cmd_contract)
     c.add_argument("--contract", required=True, metavar="PATH", help="the CONTRACT file")
     c.add_argument(
         "--diff",
@@ -77,6 +78,7 @@ def add_parsers(sub: Any) -> None:
         epilog=GATES_EXIT_CODES,
         formatter_class=fmt,
     )
+    r.set_defaults(handler=cmd_gates)
     r.add_argument("contract", metavar="CONTRACT", help="the CONTRACT file (rewritten in place)")
     r.add_argument(
         "--repo",
@@ -95,17 +97,6 @@ def add_parsers(sub: Any) -> None:
     sub.add_parser("floor-guard", help=FLOOR_HELP, add_help=False)
 
 
-def _emit(text: str) -> None:
-    # UTF-8 whatever the locale: the grammar itself holds an em dash.
-    out = getattr(sys.stdout, "buffer", None)
-    if out is None:
-        sys.stdout.write(text)
-        return
-    sys.stdout.flush()
-    out.write(text.encode("utf-8"))
-    out.flush()
-
-
 def cmd_contract(args: argparse.Namespace) -> int:
     from verify_dag.contract import render, verify_contract
 
@@ -117,24 +108,21 @@ def cmd_contract(args: argparse.Namespace) -> int:
         test_timeout=args.test_timeout,
         shown_path=args.contract,
     )
-    _emit(render.to_json(verdict) if args.format == "json" else render.text(verdict))
+    cli_args.write_utf8(render.to_json(verdict) if args.format == "json" else render.text(verdict))
     if verdict.verdict == "ERROR":
         raise FatalError(verdict.error or "the contract could not be verified")
     return {"CONFORME": 0, "ECARTS": 1, "ABANDONED": EXIT_ABANDONED}[verdict.verdict]
 
 
 def cmd_gates(args: argparse.Namespace) -> int:
+    """A contract that cannot be read is a usage error here (cli/exits.py)."""
     from verify_dag import git
     from verify_dag.contract import gates_run
-    from verify_dag.contract.parse import ContractError
 
     repo = git.toplevel(Path(args.repo))
-    try:
-        outcomes = gates_run.run(Path(args.contract), repo, args.timeout)
-    except ContractError as exc:
-        raise UsageError(exc.message) from None
+    outcomes = gates_run.run(Path(args.contract), repo, args.timeout)
     if not outcomes:
-        _emit("GATES: nothing to run: no criterion has a CHECK line\n")
+        cli_args.write_utf8("GATES: nothing to run: no criterion has a CHECK line\n")
         return 0
     failed = sum(o.status != "MET" for o in outcomes)
     lines = [f"GATE {o.number} {o.value}" for o in outcomes]
@@ -142,20 +130,15 @@ def cmd_gates(args: argparse.Namespace) -> int:
         f"GATES: {len(outcomes)} checked, {len(outcomes) - failed} MET, {failed} NOT-MET;"
         f" EVIDENCE written to {args.contract}"
     )
-    _emit("\n".join(lines) + "\n")
+    cli_args.write_utf8("\n".join(lines) + "\n")
     return 1 if failed else 0
 
 
 # --- floor-guard: its own parser and exit codes -----------------------------------------------
 
 
-class _FloorParser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
-
-
 def _floor_parser() -> argparse.ArgumentParser:
-    p = _FloorParser(
+    p = cli_args.Parser(
         prog="verify-dag floor-guard",
         usage="%(prog)s [--contract PATH] BASE [-- PATHSPEC...]",
         description=FLOOR_HELP,
@@ -203,5 +186,5 @@ def floor_guard(argv: list[str]) -> int:
     source = args.contract or os.environ.get("VERIFY_DAG_CONTRACT")
     clarifications = parse.read(Path(source)).clarifications if source else ""
     report = floor.guard(cwd, old, head, after, magic=True, clarifications=clarifications)
-    _emit("\n".join([f"FLOOR GUARD: {report.summary()}", *report.lines()]) + "\n")
+    cli_args.write_utf8("\n".join([f"FLOOR GUARD: {report.summary()}", *report.lines()]) + "\n")
     return EXIT_FLOOR_FINDINGS if report.gaps else 0

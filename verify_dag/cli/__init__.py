@@ -1,0 +1,77 @@
+"""The ``verify-dag`` command line: ``main(argv) -> int``.
+
+One module per command group, each building its own parser and holding its handlers; what they
+share is in ``args``; every error that ends a command is mapped to its exit code by ``exits``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from verify_dag.cli import (
+    arbiter,
+    completion,
+    contract,
+    exits,
+    fleet,
+    runs,
+    shadow,
+    verify,
+    worker,
+)
+from verify_dag.cli.args import Parser
+from verify_dag.errors import UsageError
+
+# Commands that parse their own command line: their specifications fix exit codes for usage
+# errors (3) that the shared parser's (2) would override.
+OWN_PARSER: dict[str, Callable[[list[str]], int]] = {
+    "arbiter": arbiter.main,
+    "floor-guard": contract.floor_guard,
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog="verify-dag",
+        description="Verify a code change before calling it done.",
+        epilog=verify.EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(
+        dest="command", required=True, parser_class=Parser, metavar="COMMAND"
+    )
+    # In this order in `verify-dag --help`.
+    for group in (verify, worker, runs, fleet, completion, arbiter, contract, shadow):
+        group.add_parsers(sub)
+    return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("verify-dag")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    return exits.run(argv[0] if argv else None, lambda: _dispatch(argv))
+
+
+def _dispatch(argv: list[str]) -> int:
+    if argv[:1] and argv[0] in OWN_PARSER:
+        return OWN_PARSER[argv[0]](argv[1:])
+    parser = build_parser()
+    if not argv:
+        raise UsageError(
+            "no command given: try `verify-dag verify` in a repository, or "
+            "`verify-dag --help` for every command"
+        )
+    args = parser.parse_args(argv)
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    return handler(args)

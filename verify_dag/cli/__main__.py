@@ -1,0 +1,9 @@
+"""``python -m verify_dag.cli``: what the ``verify-dag`` console script runs."""
+
+from __future__ import annotations
+
+import sys
+
+from verify_dag.cli import main
+
+sys.exit(main())

@@ -1,0 +1,287 @@
+"""``verify-dag verify``: verify a change and write one report (docs/verify.md, docs/report.md)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from verify_dag.cli import args as cli_args
+from verify_dag.errors import UsageError
+
+MODE_NOTE = (
+    "interactive and auto-fix are accepted, but only report-only is built yet: every run is "
+    "report-only and the report says so"
+)
+EXIT_CODES_HELP = """exit codes:
+  0  no issue at or above --fail-on
+  1  issues at or above --fail-on
+  2  usage error
+  3  the verification itself errored or was blocked
+"""
+
+
+def add_parsers(sub: Any) -> None:
+    """``sub`` is the subparsers action of the top-level parser."""
+    v = sub.add_parser(
+        "verify",
+        help="verify a change and write one report",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    v.set_defaults(handler=cmd_verify)
+    v.add_argument(
+        "path",
+        nargs="?",
+        default=".",
+        help="repository: a path (default: the current directory) or a URL the "
+        "workers mirror (with --scope=all or --scope=branch)",
+    )
+    v.add_argument(
+        "--scope",
+        choices=["staged", "unstaged", "branch", "all"],
+        help="what to verify (default: auto-detect staged, then unstaged, then branch)",
+    )
+    v.add_argument("--base", metavar="REF", help="exact baseline ref; only with --scope=branch")
+    v.add_argument(
+        "--files",
+        metavar="F1,F2",
+        help="verify these files only (comma-separated; relative to the current "
+        "directory inside the repository, else to its top)",
+    )
+    v.add_argument(
+        "--module",
+        metavar="PATH",
+        help="verify this directory or file only (relative like --files)",
+    )
+    v.add_argument(
+        "--depth",
+        choices=["light", "deep"],
+        default="light",
+        help="light: tester + one judgement reviewer; deep: every reviewer, triage "
+        "Job B, changed-line coverage and comment rules (default light)",
+    )
+    v.add_argument(
+        "--mode",
+        choices=["interactive", "report-only", "auto-fix"],
+        default="interactive",
+        help=MODE_NOTE,
+    )
+    v.add_argument(
+        "--format",
+        choices=["markdown", "json"],
+        default="markdown",
+        help="markdown on stdout (default) or JSON v1 (needs --output)",
+    )
+    v.add_argument(
+        "--output",
+        metavar="PATH",
+        help="write the report here (required with --format=json; never overwritten)",
+    )
+    v.add_argument(
+        "--fail-on",
+        type=cli_args.severity,
+        default=7,
+        metavar="N",
+        help="exit 1 when an issue has severity >= N (default 7)",
+    )
+    v.add_argument("--since", metavar="SHA", help="head the last approved run saw; needs --ledger")
+    v.add_argument("--ledger", metavar="PATH", help="run ledger to read (read-only)")
+    v.add_argument(
+        "--no-carry-forward",
+        action="store_true",
+        help="report the --ledger's findings but review as a first run",
+    )
+    v.add_argument(
+        "--epic-context",
+        metavar="PATH",
+        help="the epic this change is one issue of; deferrals go to deferredToEpic",
+    )
+    v.add_argument(
+        "--plan-file",
+        metavar="PATH",
+        help="a plan the change implements; plan completeness checks it",
+    )
+    v.add_argument(
+        "--contract",
+        metavar="PATH",
+        help="a CONTRACT (docs/contract.md) the change is verified against, in the "
+        "review chord: criteria, FILE SCOPE and the floor guard",
+    )
+    v.add_argument(
+        "--completion",
+        metavar="CMD",
+        help="a completion criterion: one bash line the exerciser runs in the "
+        "verified commit (30 s, capped output); pass only if it exits 0",
+    )
+    v.add_argument("--skip-ux", action="store_true", help="skip ux-reviewer (deep only)")
+    v.add_argument(
+        "--require-sandbox",
+        action="store_true",
+        help="refuse to run repository code without a full (bubblewrap) sandbox on "
+        "the host that runs it (workers: $VERIFY_DAG_REQUIRE_SANDBOX=1); see "
+        "docs/security.md",
+    )
+    v.add_argument(
+        "--skip-visual",
+        action="store_true",
+        help="skip visual-verify (deep) or the exerciser's visual lens (light)",
+    )
+    v.add_argument(
+        "--auto-fix-threshold",
+        type=cli_args.severity,
+        default=3,
+        metavar="N",
+        help="minimum severity auto-fix mode would fix (accepted; auto-fix is not built yet)",
+    )
+    v.add_argument(
+        "--test-timeout",
+        type=float,
+        default=1800.0,
+        metavar="SECONDS",
+        help="time limit of the test suite run (default 1800)",
+    )
+    v.add_argument(
+        "--timeout",
+        type=float,
+        default=7200.0,
+        metavar="SECONDS",
+        help="give up waiting for the report after this long",
+    )
+    v.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="submit to the broker, print the run id and return (needs a broker)",
+    )
+    cli_args.add_broker(v)
+    cli_args.add_store(v)
+
+
+def _comment_density() -> str | None:
+    """$VERIFY_DAG_COMMENT_DENSITY, checked here so a bad value is a usage error, not a
+    comment-review that did not run on some worker."""
+    from verify_dag.reviewers import comments
+
+    text = os.environ.get(comments.DENSITY_ENV, "").strip()
+    if not text:
+        return None
+    comments.parse_density(text, f"environment {comments.DENSITY_ENV}")
+    return text
+
+
+def _criterion(value: str | None) -> str | None:
+    """``--completion=CMD`` checked as the completion verifier's step 1 checks parsed_scope.json's
+    field (docs/completion.md)."""
+    if value is None:
+        return None
+    from verify_dag.phases.exerciser.criterion import problems, validate
+
+    errors = validate(value)
+    if errors:
+        raise UsageError(f"--completion: {problems(errors)}")
+    return value.strip()
+
+
+def _request(args: argparse.Namespace) -> Any:
+    from verify_dag import ledger, store
+    from verify_dag.models import VerifyRequest
+    from verify_dag.phases import scope
+
+    if args.skip_ux and args.depth == "light":
+        raise UsageError("--skip-ux is only valid with --depth=deep (light runs no ux-reviewer)")
+    if args.no_wait and args.output:
+        raise UsageError(
+            "--output cannot be written by a --no-wait run; fetch the report later "
+            "with: verify-dag report RUN_ID --output=PATH"
+        )
+    if args.output is not None and not args.output.strip():
+        raise UsageError("--output: empty path")
+    if args.format == "json" and not args.output:
+        raise UsageError("--format=json requires --output=PATH")
+    output = cli_args.new_output(args.output) if args.output else None
+    files = tuple(f.strip() for f in args.files.split(",") if f.strip()) if args.files else ()
+    if args.files is not None and not files:
+        raise UsageError("--files: no file names given")
+    ledger_path = cli_args.existing_file(args.ledger, "--ledger")
+    epic_path = cli_args.existing_file(args.epic_context, "--epic-context")
+    plan_path = cli_args.existing_file(args.plan_file, "--plan-file")
+    contract_path = cli_args.existing_file(args.contract, "--contract")
+    request = VerifyRequest(
+        repo=cli_args.repo_arg(args.path),
+        scope=args.scope,
+        base=args.base,
+        files=files,
+        module=args.module,
+        depth=args.depth,
+        mode=args.mode,
+        format=args.format,
+        output=output,
+        fail_on=args.fail_on,
+        since=args.since,
+        ledger=ledger_path,
+        no_carry_forward=args.no_carry_forward,
+        epic_context=epic_path,
+        plan_file=plan_path,
+        ledger_data=ledger.load(ledger_path) if ledger_path else None,
+        epic_text=cli_args.read_text(epic_path, "--epic-context"),
+        plan_text=cli_args.read_text(plan_path, "--plan-file"),
+        skip_ux=args.skip_ux,
+        contract=contract_path,
+        contract_text=cli_args.read_text(contract_path, "--contract"),
+        skip_visual=args.skip_visual,
+        require_sandbox=args.require_sandbox,
+        auto_fix_threshold=args.auto_fix_threshold,
+        test_timeout=args.test_timeout,
+        completion=_criterion(args.completion),
+        comment_density=_comment_density(),
+        store=cli_args.store_dir(args.store),
+        submitted=store.now(),
+    )
+    return scope.validate_request(request)
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from verify_dag import client, report
+    from verify_dag.tasks.app import configure
+
+    configure(args.broker)
+    embedded_run = client.embedded()
+    if args.no_wait and embedded_run:
+        raise UsageError(
+            "--no-wait needs a broker: the in-process default worker would die with "
+            "this process; pass --broker URL or set VERIFY_DAG_BROKER_URL"
+        )
+    request = _request(args)
+    if args.no_wait:
+        submitted = client.submit(request)
+        client.release(submitted)
+        print(submitted.run_id)
+        return 0
+    if embedded_run:
+        from verify_dag import sandbox
+
+        # This host runs the repository's code: refuse now rather than half-way through.
+        sandbox.check_required(request.require_sandbox)
+    progress = client.Progress(client.progress_stream(request.format == "json"))
+    result = client.run_plan(request, timeout=args.timeout, progress=progress)
+    if "storeError" in result:
+        print(f"verify-dag: warning: {result['storeError']}", file=sys.stderr)
+    doc: dict[str, Any] = result["report"]
+    if doc["scope"].get("nothingToVerify") and request.format == "markdown" and not request.output:
+        # Nothing to verify is one line and a stop, not a report of skills that all SKIPPED.
+        notes = "; ".join(doc["scope"].get("notes") or []) or "no changes in the selected scope"
+        print(f"Nothing to verify: {notes}")
+        return report.exit_code(doc, request.fail_on)
+    _emit(request, doc, result["markdown"])
+    return report.exit_code(doc, request.fail_on)
+
+
+def _emit(request: Any, doc: dict[str, Any], markdown: str) -> None:
+    from verify_dag import report
+
+    text = report.to_json(doc) if request.format == "json" else markdown
+    if not request.output:
+        sys.stdout.write(text)
+        return
+    cli_args.write_report(request.output, text, request.format)
