@@ -1,4 +1,4 @@
-"""Errors raised where they happen and mapped to exit codes in one place (``cli.main``)."""
+"""Errors raised where they happen and mapped to exit codes in one place (``cli/exits.py``)."""
 
 from __future__ import annotations
 
