@@ -25,10 +25,11 @@ from typing import Any
 from verify_dag.tasks.app import app
 from verify_dag.tasks.base import previous_result, progress
 
+from verify_dag.phases.exerciser.claims.anchors import Where
+from verify_dag.phases.exerciser.claims.models import ClaimVerdict
+from verify_dag.phases.exerciser.claims.verifiers import unverifiable
 from verify_dag.shadow import merge, run
-from verify_dag.shadow.anchors import Where
-from verify_dag.shadow.models import ClaimVerdict, Dispatch, ShadowJob
-from verify_dag.shadow.verifiers import unverifiable
+from verify_dag.shadow.models import Dispatch, ShadowJob
 
 log = logging.getLogger(__name__)
 

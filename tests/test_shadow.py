@@ -22,8 +22,9 @@ from verify_dag import git
 from verify_dag.cli import main
 from verify_dag.models import Finding, Location, RunState, Scope, SkillOutcome, VerifyRequest
 from verify_dag.phases.exerciser import reproduce
+from verify_dag.phases.exerciser.claims.models import ClaimVerdict
 from verify_dag.shadow import claims, inputs, merge, run, select
-from verify_dag.shadow.models import ClaimVerdict, ShadowJob
+from verify_dag.shadow.models import ShadowJob
 
 ROOT = Path(__file__).resolve().parent.parent
 SHADOW_SCHEMA = json.loads((ROOT / "schemas/shadow.schema.json").read_text(encoding="utf-8"))
@@ -603,7 +604,8 @@ def test_model_arm_judges_without_the_reasoning(
 
 
 def test_an_echo_redispatch_asks_the_model_to_read_outside(calc: Repo) -> None:
-    from verify_dag.shadow import model_arm, verifiers
+    from verify_dag.phases.exerciser.claims import verifiers
+    from verify_dag.shadow import model_arm
 
     claim = claims.candidate(
         inputs.Record(id="J1", title="I am sure mul is wrong", path="src/calc.py", line=9)

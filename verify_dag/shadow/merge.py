@@ -1,5 +1,5 @@
 """The merge rules, the composition-axis and echo-chamber guards, the round loop's next step and
-the gate verdict (seed 003). Pure functions of the verifiers' verdicts.
+the gate verdict (docs/shadow.md). Pure functions of the verifiers' verdicts.
 
 Merge: CONFIRMED is validated; REFUTED is shown with its corrected finding, tagged
 ``[was: confident, now: refuted]``; STALE ``[was true, now stale]`` with the updated finding;
@@ -30,7 +30,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Literal
 
-from verify_dag.shadow.models import ClaimVerdict, Redispatch, RoundResult, Settled
+from verify_dag.phases.exerciser.claims.models import ClaimVerdict
+from verify_dag.shadow.models import Redispatch, RoundResult, Settled
 
 MAX_ROUNDS = 3
 Gate = Literal["PASS", "WARN", "FAIL"]

@@ -3,8 +3,8 @@
 It runs in a read-only checkout of the verified commit, through the same backends as the
 judgement reviewers (``VERIFY_DAG_BACKEND`` ..., skill name ``shadow-verifier``, the general
 tier's defaults). The prompt holds the normalised claim, the user's goal, the search surface and
-the budget; never the finding's description, severity or confidence (seed 003: withhold the
-conclusion, not the map).
+the budget; never the finding's description, severity or confidence (the
+conclusion is withheld, not the map).
 
 Its reply is checked, not trusted: a reply that is not the JSON asked for, that answers for
 another claim, or whose evidence_pointer names a file the commit does not have is UNVERIFIABLE;
@@ -27,11 +27,11 @@ from jsonschema.exceptions import best_match
 
 from verify_dag import backends, git
 from verify_dag.errors import VerifyDagError
-from verify_dag.shadow.anchors import Anchor, short
-from verify_dag.shadow.budget import Budget, BudgetExhausted
+from verify_dag.phases.exerciser.claims.anchors import Anchor, short
+from verify_dag.phases.exerciser.claims.budget import Budget, BudgetExhausted
+from verify_dag.phases.exerciser.claims.models import Claim, ClaimVerdict
+from verify_dag.phases.exerciser.claims.verifiers import Judge, Surface, unverifiable
 from verify_dag.shadow.inputs import split_ref
-from verify_dag.shadow.models import Claim, ClaimVerdict
-from verify_dag.shadow.verifiers import Judge, Surface, unverifiable
 
 SKILL = "shadow-verifier"
 SURFACE_SHOWN = 200  # paths of the search surface in the prompt

@@ -1,10 +1,8 @@
-"""What crosses a task boundary in shadow verification: claims, dispatches and verdicts.
+"""What crosses a task boundary in shadow verification besides claims and verdicts: the job,
+dispatches, settled verdicts and a round's result.
 
-A :class:`Claim` is the normalised form ``[CLAIM_ID] subject :: predicate :: evidence_ref`` plus
-the few structured fields a deterministic verifier needs (the tool and rule of a static finding,
-a test's node id, the symbol of an "unused" claim). It never holds the finding's description,
-severity or confidence language: a verifier gets the claim and the search surface, never the
-original reasoning (seed 003, Wave 2).
+Claims and verdicts are the claim verifier's own models, in
+:mod:`verify_dag.phases.exerciser.claims.models`.
 """
 
 from __future__ import annotations
@@ -12,9 +10,8 @@ from __future__ import annotations
 from typing import Literal
 
 from verify_dag.models.base import Frozen
+from verify_dag.phases.exerciser.claims.models import Claim, ClaimVerdict
 
-Kind = Literal["static", "test", "unused", "untested", "size", "judgement"]
-VerifierVerdict = Literal["CONFIRMED", "REFUTED", "STALE", "UNVERIFIABLE"]
 # What the merge can make of a verdict: the guards add the two UNVERIFIED-* verdicts.
 MergedVerdict = Literal[
     "CONFIRMED",
@@ -24,52 +21,6 @@ MergedVerdict = Literal[
     "UNVERIFIED-COMPOSITION",
     "UNVERIFIED-ECHO-CHAMBER",
 ]
-EvidenceBase = Literal["independent-rederivation", "artifact-internal"]
-Method = Literal["anchor", "static", "test", "search", "size", "model", "none"]
-StopReason = Literal["completed", "budget-exhausted"]
-Route = Literal["static", "test", "search", "judge"]  # also the claim task's name
-
-
-class Claim(Frozen):
-    id: str
-    subject: str
-    predicate: str
-    evidence_ref: str  # a file path (with lines), a git ref, a config key or an endpoint
-    kind: Kind
-    path: str | None = None  # the cited file, when the evidence_ref names one
-    line: int | None = None
-    end_line: int | None = None
-    ref: str | None = None  # the commit the claim was made against, when known
-    tool: str | None = None  # static: the analyser and its rule
-    rule: str | None = None
-    nodeid: str | None = None  # test: the pytest node id
-    symbol: str | None = None  # unused / untested: the name searched for
-    limit: int | None = None  # size: the line count the file is said to exceed
-    local: bool = False  # unused: a local variable or parameter (searched in its file only)
-
-    def text(self) -> str:
-        return (
-            f"[{self.id}] {self.subject} :: {self.predicate} :: "
-            f"{self.evidence_ref or '(no evidence_ref)'}"
-        )
-
-    def route(self) -> Route:
-        """Which verifier re-derives it: a deterministic one when the fields it needs are
-        there, else the model arm ("judge")."""
-        if self.kind == "static" and self.path and self.line and self.tool and self.rule:
-            return "static"
-        if self.kind == "test" and self.nodeid:
-            return "test"
-        if (self.kind in ("unused", "untested") and self.symbol) or (
-            self.kind == "size" and self.path and self.limit is not None
-        ):
-            return "search"
-        return "judge"
-
-    def artifacts(self) -> tuple[str, ...]:
-        """The in-repo files the claim itself names: its own, narrowest search surface."""
-        paths = [self.path, self.nodeid.split("::", 1)[0] if self.nodeid else None]
-        return tuple(dict.fromkeys(p for p in paths if p))
 
 
 class ShadowJob(Frozen):
@@ -81,7 +32,7 @@ class ShadowJob(Frozen):
     label: str  # how evidence names that commit ("HEAD 1a2b3c4d5e6f", "the work tree ...")
     goal: str  # the user's original goal, as the report states it
     surface: tuple[str, ...] = ()  # the inventory the original investigation touched
-    budget: float  # seconds per claim verifier (verify_dag.shadow.verifiers.DEFAULT_BUDGET)
+    budget: float  # seconds per claim verifier (claims.budget.DEFAULT_BUDGET)
     store: str | None = None  # with a broker: the report store holding the bundle
     bundle: str | None = None  # with a broker: the git bundle that holds ``commit``
 
@@ -95,28 +46,6 @@ class Dispatch(Frozen):
     outside: str | None = None
     # Budget re-dispatch: the search surface narrowed to the claim's own artifacts.
     narrow: bool = False
-
-
-class ClaimVerdict(Frozen):
-    """One verifier's answer: ``{claim_id, verifier_verdict, evidence_pointer, evidence_base}``
-    of the seed, with what the merge and the guards need to judge it."""
-
-    claim_id: str
-    verdict: VerifierVerdict
-    evidence_pointer: str
-    evidence_base: EvidenceBase
-    method: Method
-    detail: str  # what was done and seen, in a sentence or two
-    corrected: str | None = None  # REFUTED / STALE: the corrected or updated finding
-    artifact: str | None = None  # the in-repo file that is the verdict's primary evidence
-    # Why the composition and echo-chamber guards do not apply (the seed's scope guard): an
-    # external referent (a tool's rule, a test run) or a purely local fact. None: they apply.
-    scope_guard: str | None = None
-    boundary_checked: bool = False  # a composition-boundary read was made (artifact-internal)
-    boundary: tuple[str, ...] = ()  # what it found outside the artifact: "path:line" references
-    stop_reason: StopReason = "completed"
-    round: int = 1
-    seconds: float = 0.0
 
 
 class Settled(Frozen):

@@ -1,7 +1,7 @@
 """Which anchored claims go to the verifier wave: the 2-3 highest-stakes ones, or all.
 
-Stakes are a deterministic score, the sum of three parts (seed 003: prefer claims that are
-decision-driving, expressed with high-confidence language, or hard to re-derive):
+Stakes are a deterministic score, the sum of three parts (the claims preferred are those
+that are decision-driving, expressed with high-confidence language, or hard to re-derive):
 
 - decision-driving, 0-3: ``decision: true`` in a findings document, or severity 9-10: 3;
   severity 7-8 (what fails a verify run at its default ``--fail-on``): 2; severity 4-6: 1;

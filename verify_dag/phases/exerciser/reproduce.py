@@ -1,13 +1,13 @@
 """Issue reproduction for the exerciser (phase 7c): each reported issue tried once, without a
 model, in the exerciser's throwaway worktree of the verified commit.
 
-The attempt is shadow verification's claim verifier (verify_dag/shadow/verifiers.py), the one
-implementation of "does this finding hold": the cited file and line must exist; static findings
-are re-run with the analyser that reported them, failing tests with pytest in the environment the
-tester used, "unused"/"untested" claims are searched for; anything else needs judgement and is
-BLOCKED with that reason. Its verdicts map to the report's statuses: an anchor that does not hold
-is NOT_APPLICABLE, CONFIRMED is CONFIRMED, REFUTED or STALE is NOT_REPRODUCED, UNVERIFIABLE is
-BLOCKED.
+The attempt is the claim verifier (phases/exerciser/claims/, shared with shadow verification),
+the one implementation of "does this finding hold": the cited file and line must exist; static
+findings are re-run with the analyser that reported them, failing tests with pytest in the
+environment the tester used, "unused"/"untested" claims are searched for; anything else needs
+judgement and is BLOCKED with that reason. Its verdicts map to the report's statuses: an anchor
+that does not hold is NOT_APPLICABLE, CONFIRMED is CONFIRMED, REFUTED or STALE is NOT_REPRODUCED,
+UNVERIFIABLE is BLOCKED.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from typing import Literal
 from verify_dag import util
 from verify_dag.models import Finding, RunState, Verification
 from verify_dag.phases import gates
+from verify_dag.phases.exerciser.claims import phrasing, verifiers
+from verify_dag.phases.exerciser.claims.budget import Budget
+from verify_dag.phases.exerciser.claims.models import ClaimVerdict
 from verify_dag.phases.exerciser.exercise import SKILL
-from verify_dag.shadow import claims, verifiers
-from verify_dag.shadow.budget import Budget
-from verify_dag.shadow.models import ClaimVerdict
 
 MAX_ATTEMPTS = 30  # reported issues tried per run; the rest are named in the notes
 VERIFY_BUDGET = 900.0  # seconds for all reproduction attempts together
@@ -67,7 +67,7 @@ def verify_issues(
         left = deadline - time.monotonic()
         if left <= 0:
             break
-        verdict = verifiers.verify(claims.from_finding(f, f"issue-{n}"), surface, Budget(left))
+        verdict = verifiers.verify(phrasing.from_finding(f, f"issue-{n}"), surface, Budget(left))
         status, evidence = status_of(f, verdict)
         loc = f.location
         out.append(

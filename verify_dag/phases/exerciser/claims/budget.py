@@ -3,7 +3,7 @@
 Every command a verifier runs gets at most what is left, so a verifier cannot outlive its budget
 by more than one command's clean-up. A verifier whose command was cut short by the budget (not
 by its own time limit), or whose model backend timed out or was rate-limited, has no verdict:
-it is UNVERIFIABLE [budget-exhausted] (seed 003: "never merge a capped CONFIRMED").
+it is UNVERIFIABLE [budget-exhausted] (a CONFIRMED reached on a capped run is never merged as one).
 """
 
 from __future__ import annotations
