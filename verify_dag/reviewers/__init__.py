@@ -77,26 +77,18 @@ def light_judgement(state: RunState) -> list[SkillOutcome]:
     """Light runs exactly one judgement reviewer: codex-reviewer when Codex is there, else reviewer.
 
     The choice is made here, on the worker that would run Codex, and recorded: the chosen one's
-    outcome and the other's SKIPPED. It is never made inside codex-reviewer: a substitute hidden
-    behind its name would report model diversity that did not happen.
+    outcome (its notes say whether Codex was available) and the other's SKIPPED, outside this
+    run's composition. It is never made inside codex-reviewer: a substitute hidden behind its
+    name would report model diversity that did not happen.
     """
+    with_codex, without = skills.light_slot()
     if backends.codex_on_path():
         chosen = runner.codex_reviewer(state, "light judgement reviewer (Codex available)")
-        return [chosen, *_light_skips("if-no-codex")]
-    chosen = runner.model_skill(state, "reviewer", "light judgement reviewer (Codex unavailable)")
+        return [chosen, skipped(without, "not in light composition")]
+    chosen = runner.model_skill(state, without, "light judgement reviewer (Codex unavailable)")
     note = "Judgement reviewer at light depth (Codex unavailable)"
     chosen = chosen.model_copy(update={"notes": f"{note}. {chosen.notes}"})
-    return [chosen, *_light_skips("if-codex")]
-
-
-def _light_skips(gate: skills.Gate) -> list[SkillOutcome]:
-    """The light slot's skills of ``gate``, the one not chosen: outside this run's composition.
-    (The chosen one's notes say whether Codex was available.)"""
-    return [
-        skipped(s.name, "not in light composition")
-        for s in skills.SKILLS.values()
-        if s.gates.get("light") == gate
-    ]
+    return [chosen, skipped(with_codex, "not in light composition")]
 
 
 def _gated(skill: str) -> Reviewer:
