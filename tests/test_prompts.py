@@ -263,7 +263,7 @@ def test_assigned_files_and_relevant_static_findings() -> None:
 def test_comment_review_threshold_and_severity_rule() -> None:
     prompt = prompts.skill_prompt(_state(), "comment-review")
     assert "COMMENT DENSITY THRESHOLD: 10% of added code lines" in prompt
-    assert "severity (floor 5, cap 6 — the floor is deliberate)" in prompt  # seed block
+    assert "severity (floor 5, cap 6 — the floor is deliberate)" in prompt  # its instruction block
     assert "- severity: integer, floor 5, cap 6" in prompt  # output format
 
 
@@ -277,7 +277,7 @@ def test_output_format_is_json_then_status_lines() -> None:
     assert "STATUS:" not in prompts.skill_prompt(_state(), "qa").split("OUTPUT FORMAT:")[1]
 
 
-def test_instruction_blocks_are_the_seeds() -> None:
+def test_instruction_blocks_are_the_specified_text() -> None:
     assert set(INSTRUCTIONS) == {*skills.reviewers(), "plan-completeness"}
     assert INSTRUCTIONS["qa"].startswith(
         "Evaluate whether the scoped changes are adequately tested."

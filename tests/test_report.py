@@ -547,7 +547,7 @@ def test_error_invalid_base_keeps_complete_shape() -> None:
     assert sc["includedFiles"] == [] and sc["excludedFiles"] == []
     assert [r["skill"] for r in doc["skillResults"]] == PIPELINE
     status = {r["skill"]: r["status"] for r in doc["skillResults"]}
-    # What light would have run is NOT_RUN; what it never includes stays SKIPPED (seed 8a).
+    # What light would have run is NOT_RUN; what it never includes stays SKIPPED (docs/report.md).
     outside = {
         "codex-reviewer",
         "comment-review",

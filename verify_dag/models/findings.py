@@ -45,7 +45,7 @@ class Finding(Frozen):
 
 
 class Diagnosis(Frozen):
-    """The debugger's answer for one distinct failure signature (seed 7b)."""
+    """The debugger's answer for one distinct failure signature (docs/verify.md, "The debugger")."""
 
     failure: str  # the failing test id or failure title
     pre_existing: Literal["yes", "no", "undetermined"]
@@ -55,7 +55,7 @@ class Diagnosis(Frozen):
 
 
 class GateResult(Frozen):
-    """One custom gate from VERIFICATION.md, checked (seed 8c customGates)."""
+    """One custom gate from VERIFICATION.md, checked (docs/gates.md)."""
 
     kind: Literal["exerciser", "review"]
     rule: str
@@ -65,7 +65,7 @@ class GateResult(Frozen):
 
 
 class Verification(Frozen):
-    """The exerciser's attempt to reproduce one reported issue (seed 8c exerciserVerification).
+    """The exerciser's attempt to reproduce one reported issue (the report's exerciserVerification).
 
     Issues get their VI ids only when the report is built, so the issue is named by the same
     key the report dedups on: path, line and title.
@@ -106,7 +106,7 @@ class SkillOutcome(Frozen):
 
         The skill is only as complete as its least complete part: a model pass that timed out
         makes the whole skill NOT_RUN even though its rules ran, because the judgement it was
-        due did not happen (seed: NOT_RUN, never COMPLETED, for a review that never ran). Both
+        due did not happen (NOT_RUN, never COMPLETED, for a review that never ran). Both
         parts' findings are kept, and each part's own status stays visible in the notes.
         """
         status = next(

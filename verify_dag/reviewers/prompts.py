@@ -15,7 +15,7 @@ from __future__ import annotations
 from verify_dag import skills
 from verify_dag.models.findings import Finding
 from verify_dag.models.state import RunState
-from verify_dag.phases.scope import scope_context
+from verify_dag.phases.scope.text import scope_context
 from verify_dag.phases.triage.gating import scoped_files
 from verify_dag.reviewers.context import bundle, carry_forward, carry_forward_rules, static_table
 
@@ -37,8 +37,9 @@ def assigned_files(state: RunState, skill: str) -> tuple[str, ...]:
 
 
 def relevant_static(state: RunState, skill: str) -> tuple[Finding, ...]:
-    """Static findings in the skill's domain: all for the general reviewers, its files for the
-    user-facing ones, none for comment-review and qa (comments and tests are not lint's domain)."""
+    """Static findings in the skill's domain (its prompt's ``static``): all for the general
+    reviewers, its files for the user-facing ones, none for comment-review and qa (comments and
+    tests are not lint's domain)."""
     findings = state.static.findings if state.static is not None else ()
     spec = skills.SKILLS[skill].prompt
     domain = spec.static if spec is not None else "none"
