@@ -26,7 +26,7 @@ from verify_dag import skills
 from verify_dag.completion.models import CompletionJob
 from verify_dag.git import display_source
 from verify_dag.models import RunState, VerifyRequest
-from verify_dag.phases.exerciser.claims.models import ClaimVerdict
+from verify_dag.phases.claims.models import ClaimVerdict
 from verify_dag.shadow.models import Dispatch, ShadowJob
 
 

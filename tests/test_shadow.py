@@ -21,8 +21,8 @@ from jsonschema import Draft202012Validator
 from verify_dag import git
 from verify_dag.cli import main
 from verify_dag.models import Finding, Location, RunState, Scope, SkillOutcome, VerifyRequest
+from verify_dag.phases.claims.models import ClaimVerdict
 from verify_dag.phases.exerciser import reproduce
-from verify_dag.phases.exerciser.claims.models import ClaimVerdict
 from verify_dag.shadow import claims, inputs, merge, run, select
 from verify_dag.shadow.models import ShadowJob
 
@@ -604,7 +604,7 @@ def test_model_arm_judges_without_the_reasoning(
 
 
 def test_an_echo_redispatch_asks_the_model_to_read_outside(calc: Repo) -> None:
-    from verify_dag.phases.exerciser.claims import verifiers
+    from verify_dag.phases.claims import verifiers
     from verify_dag.shadow import model_arm
 
     claim = claims.candidate(

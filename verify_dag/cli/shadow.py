@@ -46,7 +46,7 @@ def _seconds(text: str) -> float:
 
 def add_parsers(sub: Any) -> None:
     """``sub`` is the subparsers action of the top-level parser."""
-    from verify_dag.phases.exerciser.claims.budget import DEFAULT_BUDGET
+    from verify_dag.phases.claims.budget import DEFAULT_BUDGET
 
     s = sub.add_parser(
         "shadow",

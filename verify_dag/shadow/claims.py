@@ -1,7 +1,7 @@
 """Pre-flight: each finding normalised to ``[CLAIM_ID] subject :: predicate :: evidence_ref``.
 
 The kind of a claim, which decides how it can be re-derived, and its wording are the claim
-verifier's (:mod:`verify_dag.phases.exerciser.claims.phrasing`). A finding with nothing concrete to
+verifier's (:mod:`verify_dag.phases.claims.phrasing`). A finding with nothing concrete to
 point at (no file, line, node id, git ref, config key or endpoint) is unanchored: UNVERIFIABLE at
 once, and never dispatched.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from verify_dag.errors import UsageError, VerifyDagError
-from verify_dag.phases.exerciser.claims import phrasing
-from verify_dag.phases.exerciser.claims.models import Claim
+from verify_dag.phases.claims import phrasing
+from verify_dag.phases.claims.models import Claim
 from verify_dag.shadow.inputs import Findings, Record, split_ref
 
 MAX_CLAIMS = 50  # the scale cap docs/shadow.md documents

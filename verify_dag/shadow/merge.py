@@ -30,7 +30,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Literal
 
-from verify_dag.phases.exerciser.claims.models import ClaimVerdict
+from verify_dag.phases.claims.models import ClaimVerdict
 from verify_dag.shadow.models import Redispatch, RoundResult, Settled
 
 MAX_ROUNDS = 3

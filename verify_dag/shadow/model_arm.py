@@ -27,10 +27,10 @@ from jsonschema.exceptions import best_match
 
 from verify_dag import backends, git
 from verify_dag.errors import VerifyDagError
-from verify_dag.phases.exerciser.claims.anchors import Anchor, short
-from verify_dag.phases.exerciser.claims.budget import Budget, BudgetExhausted
-from verify_dag.phases.exerciser.claims.models import Claim, ClaimVerdict
-from verify_dag.phases.exerciser.claims.verifiers import Judge, Surface, unverifiable
+from verify_dag.phases.claims.anchors import Anchor, short
+from verify_dag.phases.claims.budget import Budget, BudgetExhausted
+from verify_dag.phases.claims.models import Claim, ClaimVerdict
+from verify_dag.phases.claims.verifiers import Judge, Surface, unverifiable
 from verify_dag.shadow.inputs import split_ref
 
 SKILL = "shadow-verifier"

@@ -2,7 +2,7 @@
 dispatches, settled verdicts and a round's result.
 
 Claims and verdicts are the claim verifier's own models, in
-:mod:`verify_dag.phases.exerciser.claims.models`.
+:mod:`verify_dag.phases.claims.models`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Literal
 
 from verify_dag.models.base import Frozen
-from verify_dag.phases.exerciser.claims.models import Claim, ClaimVerdict
+from verify_dag.phases.claims.models import Claim, ClaimVerdict
 
 # What the merge can make of a verdict: the guards add the two UNVERIFIED-* verdicts.
 MergedVerdict = Literal[

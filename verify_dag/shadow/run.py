@@ -16,9 +16,9 @@ from verify_dag import git, repos, store, tools, util
 from verify_dag.errors import FatalError
 from verify_dag.models import VerifyRequest
 from verify_dag.phases import triage
-from verify_dag.phases.exerciser.claims import verifiers
-from verify_dag.phases.exerciser.claims.budget import Budget
-from verify_dag.phases.exerciser.claims.models import ClaimVerdict
+from verify_dag.phases.claims import verifiers
+from verify_dag.phases.claims.budget import Budget
+from verify_dag.phases.claims.models import ClaimVerdict
 from verify_dag.phases.tester import env as testenv
 from verify_dag.shadow import model_arm
 from verify_dag.shadow.models import Dispatch, ShadowJob

@@ -1,7 +1,7 @@
 """Issue reproduction for the exerciser (phase 7c): each reported issue tried once, without a
 model, in the exerciser's throwaway worktree of the verified commit.
 
-The attempt is the claim verifier (phases/exerciser/claims/, shared with shadow verification),
+The attempt is the claim verifier (phases/claims/, shared with shadow verification),
 the one implementation of "does this finding hold": the cited file and line must exist; static
 findings are re-run with the analyser that reported them, failing tests with pytest in the
 environment the tester used, "unused"/"untested" claims are searched for; anything else needs
@@ -20,9 +20,9 @@ from typing import Literal
 from verify_dag import util
 from verify_dag.models import Finding, RunState, Verification
 from verify_dag.phases import gates
-from verify_dag.phases.exerciser.claims import phrasing, verifiers
-from verify_dag.phases.exerciser.claims.budget import Budget
-from verify_dag.phases.exerciser.claims.models import ClaimVerdict
+from verify_dag.phases.claims import phrasing, verifiers
+from verify_dag.phases.claims.budget import Budget
+from verify_dag.phases.claims.models import ClaimVerdict
 from verify_dag.phases.exerciser.exercise import SKILL
 
 MAX_ATTEMPTS = 30  # reported issues tried per run; the rest are named in the notes

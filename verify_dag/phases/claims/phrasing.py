@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from verify_dag.models.findings import Finding
-from verify_dag.phases.exerciser.claims.models import Claim, Kind
+from verify_dag.phases.claims.models import Claim, Kind
 
 _STATIC_TITLE = re.compile(
     r"(?P<tool>[A-Za-z][\w.+-]*) (?P<rule>[^\s:]+): (?P<message>.+)", re.DOTALL

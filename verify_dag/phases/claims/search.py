@@ -18,9 +18,9 @@ import re
 from dataclasses import dataclass
 
 from verify_dag import git
-from verify_dag.phases.exerciser.claims.anchors import Anchor, Where, short
-from verify_dag.phases.exerciser.claims.budget import Budget
-from verify_dag.phases.exerciser.claims.models import Claim, ClaimVerdict
+from verify_dag.phases.claims.anchors import Anchor, Where, short
+from verify_dag.phases.claims.budget import Budget
+from verify_dag.phases.claims.models import Claim, ClaimVerdict
 
 SHOWN = 5  # references named in a verdict
 _DEF_WORDS = r"(?:def|class|function|func|fn|let|const|var|type|interface|struct|enum)"

@@ -24,8 +24,8 @@ from pathlib import Path
 from verify_dag import tools, util
 from verify_dag.models.toolchain import Toolchain
 from verify_dag.phases import gates
-from verify_dag.phases.exerciser.claims import search
-from verify_dag.phases.exerciser.claims.anchors import (
+from verify_dag.phases.claims import search
+from verify_dag.phases.claims.anchors import (
     Anchor,
     Where,
     check,
@@ -33,8 +33,8 @@ from verify_dag.phases.exerciser.claims.anchors import (
     pointer,
     short,
 )
-from verify_dag.phases.exerciser.claims.budget import Budget, BudgetExhausted
-from verify_dag.phases.exerciser.claims.models import Claim, ClaimVerdict
+from verify_dag.phases.claims.budget import Budget, BudgetExhausted
+from verify_dag.phases.claims.models import Claim, ClaimVerdict
 from verify_dag.sandbox import Policy
 from verify_dag.tools import runner
 from verify_dag.tools.base import ToolSpec

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from verify_dag import git
-from verify_dag.phases.exerciser.claims.budget import Budget
-from verify_dag.phases.exerciser.claims.models import Claim, ClaimVerdict, VerifierVerdict
+from verify_dag.phases.claims.budget import Budget
+from verify_dag.phases.claims.models import Claim, ClaimVerdict, VerifierVerdict
 
 LOCAL = "purely local: whether the cited file and lines exist"
 
