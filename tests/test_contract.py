@@ -18,9 +18,11 @@ from jsonschema import Draft202012Validator
 
 from verify_dag import jsonschemas
 from verify_dag.cli import main
-from verify_dag.contract import oracle, parse, render, scope, verify_contract
+from verify_dag.contract import render
 from verify_dag.contract.gates_run import Outcome, rewrite
-from verify_dag.contract.parse import ContractError
+from verify_dag.reviewers.contract import oracle, parse, scope
+from verify_dag.reviewers.contract.parse import ContractError
+from verify_dag.reviewers.contract.verify import verify_contract
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = "schemas/contract-verdict.schema.json"

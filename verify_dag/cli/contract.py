@@ -98,7 +98,8 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_contract(args: argparse.Namespace) -> int:
-    from verify_dag.contract import render, verify_contract
+    from verify_dag.contract import render
+    from verify_dag.reviewers.contract.verify import verify_contract
 
     verdict = verify_contract(
         Path(args.repo),
@@ -157,7 +158,7 @@ def _floor_parser() -> argparse.ArgumentParser:
 
 def floor_guard(argv: list[str]) -> int:
     from verify_dag import git
-    from verify_dag.contract import floor, parse
+    from verify_dag.reviewers.contract import floor, parse
 
     before, sep, after = (
         (argv[: argv.index("--")], True, argv[argv.index("--") + 1 :])

@@ -50,7 +50,7 @@ def rules() -> tuple[Rule, ...]:
     """The table, first match wins. Built when an error is mapped: the tools' error classes are
     not imported on every call."""
     from verify_dag.arbiter import EXIT_UNAVAILABLE, InputError, Unavailable
-    from verify_dag.contract.parse import ContractError
+    from verify_dag.reviewers.contract.parse import ContractError
 
     return (
         # The arbiter's own codes (docs/arbiter.md): 3 input, 4 AUDIT_UNAVAILABLE, its lines

@@ -1,12 +1,9 @@
-"""The contract verifier (seed 002): CONTRACT files, ``gates run``, floor guard, verdicts.
+"""The contract verifier as a command (docs/contract.md): ``verify-dag contract verify``,
+``gates run`` and the floor guard.
 
-See docs/contract.md. Entry points: :func:`verify_contract` (the verdict, never raises for bad
-input), :func:`gates_run.run` (the only writer of a contract), :func:`floor.guard`.
+The verifier itself is the pipeline's, since the verify DAG runs it as its contract skill:
+:func:`verify_dag.reviewers.contract.verify.verify_contract` (the verdict, never raises for bad
+input) and :func:`verify_dag.reviewers.contract.floor.guard`. Here are what only the command
+does: :func:`gates_run.run`, the only writer of a contract, and :mod:`render`, the verdict as
+the command prints it.
 """
-
-from __future__ import annotations
-
-from verify_dag.contract.models import ContractVerdict, FloorReport, FloorRow
-from verify_dag.contract.verify import verify_contract
-
-__all__ = ["ContractVerdict", "FloorReport", "FloorRow", "verify_contract"]

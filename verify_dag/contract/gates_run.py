@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Literal
 
 from verify_dag import files, git, util
-from verify_dag.contract import oracle, parse
-from verify_dag.contract.parse import Contract, Criterion
 from verify_dag.errors import FatalError
 from verify_dag.phases import gates
+from verify_dag.reviewers.contract import oracle, parse
+from verify_dag.reviewers.contract.parse import Contract, Criterion
 
 DEFAULT_TIMEOUT = 120.0
 

@@ -1,4 +1,4 @@
-"""The verdict as the seed's text grammar, and as JSON (schemas/contract-verdict.schema.json).
+"""The verdict in docs/contract.md's text grammar, and as JSON (contract-verdict.schema.json).
 
 Text (exactly one ``VERIFY — VERDICT:`` line; an ERROR stops after the CONTRACT line)::
 
@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 from verify_dag import jsonschemas
-from verify_dag.contract.models import ContractVerdict, FloorReport
+from verify_dag.reviewers.contract.models import ContractVerdict, FloorReport
 
 SCHEMA = "schemas/contract-verdict.schema.json"
 SCHEMA_ID = "verify-dag/contract-verdict/v1"

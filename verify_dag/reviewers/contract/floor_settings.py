@@ -6,9 +6,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from verify_dag.contract import floor_rules as rules
-from verify_dag.contract.diffparse import FileDiff, Line
-from verify_dag.contract.weakening import Weakening, norm, snippet
+from verify_dag.reviewers.contract import floor_rules as rules
+from verify_dag.reviewers.contract.diffparse import FileDiff, Line
+from verify_dag.reviewers.contract.weakening import Weakening, norm, snippet
 
 
 @dataclass(frozen=True)

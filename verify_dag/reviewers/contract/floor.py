@@ -12,13 +12,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from verify_dag import git
-from verify_dag.contract import diffparse, floor_settings, waivers
-from verify_dag.contract import floor_rules as rules
-from verify_dag.contract.diffparse import FileDiff, Line
-from verify_dag.contract.models import FloorReport, FloorRow
-from verify_dag.contract.weakening import Weakening, snippet
-from verify_dag.contract.weakening import norm as _norm
 from verify_dag.gitparse import Delta
+from verify_dag.reviewers.contract import diffparse, floor_settings, waivers
+from verify_dag.reviewers.contract import floor_rules as rules
+from verify_dag.reviewers.contract.diffparse import FileDiff, Line
+from verify_dag.reviewers.contract.models import FloorReport, FloorRow
+from verify_dag.reviewers.contract.weakening import Weakening, snippet
+from verify_dag.reviewers.contract.weakening import norm as _norm
 
 # --- markers ---------------------------------------------------------------------------------
 

@@ -1,8 +1,10 @@
-"""The contract skill of the review chord: ``verify --contract=PATH`` (seed 002 inside the DAG).
+"""The contract skill of the review chord: ``verify --contract=PATH`` (docs/contract.md).
 
-The contract verifier itself is :func:`verify_dag.contract.verify.verify_contract`; this module
-only runs it on the run's diff, in a checkout of the verified commit (a worker's copy of the
-repository may be bare), and turns its gaps into findings of the report.
+The contract verifier lives beside it (:func:`.verify.verify_contract`: parsing, diff scope, the
+oracle, the judge, the floor guard); ``verify-dag contract`` (the
+command, verify_dag/contract/) uses the same verifier. This module only runs it on the run's
+diff, in a checkout of the verified commit (a worker's copy of the repository may be bare), and
+turns its gaps into findings of the report.
 """
 
 from __future__ import annotations
@@ -10,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from verify_dag import git
-from verify_dag.contract.models import ContractVerdict
-from verify_dag.contract.verify import verify_contract
 from verify_dag.models import Finding, Location, RunState, SkillOutcome
 from verify_dag.reviewers import runner
+from verify_dag.reviewers.contract.models import ContractVerdict
+from verify_dag.reviewers.contract.verify import verify_contract
 
 SKILL = "contract"
 REASON = "a contract was supplied"

@@ -1,4 +1,4 @@
-"""``verify_contract``: the contract verifier (seed 002) as one function, report-only.
+"""``verify_contract``: the contract verifier (docs/contract.md) as one function, report-only.
 
 Reads the contract (never writes it), the diff, the EVIDENCE lines ``gates run`` wrote; runs the
 floor guard over the diff, the scope check, the ``--test`` command when given, and a model
@@ -13,9 +13,11 @@ from pathlib import Path
 
 from verify_dag import backends, git, util
 from verify_dag.backends import BackendsConfig
-from verify_dag.contract import diffparse, diffrange, floor, judge, oracle, parse, scope
-from verify_dag.contract.diffrange import DiffRange
-from verify_dag.contract.models import (
+from verify_dag.errors import VerifyDagError
+from verify_dag.phases.gates import excerpt
+from verify_dag.reviewers.contract import diffparse, diffrange, floor, judge, oracle, parse, scope
+from verify_dag.reviewers.contract.diffrange import DiffRange
+from verify_dag.reviewers.contract.models import (
     ContractVerdict,
     CriterionResult,
     DiffInfo,
@@ -26,9 +28,7 @@ from verify_dag.contract.models import (
     Ran,
     TestRun,
 )
-from verify_dag.contract.parse import Contract, Criterion
-from verify_dag.errors import VerifyDagError
-from verify_dag.phases.gates import excerpt
+from verify_dag.reviewers.contract.parse import Contract, Criterion
 from verify_dag.sandbox import Policy
 
 DEFAULT_TEST_TIMEOUT = 1800.0

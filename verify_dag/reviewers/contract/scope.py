@@ -11,8 +11,8 @@ import re
 from collections.abc import Iterable, Sequence
 from functools import cache
 
-from verify_dag.contract.models import ScopeResult
 from verify_dag.gitparse import Delta
+from verify_dag.reviewers.contract.models import ScopeResult
 
 
 @cache
