@@ -21,6 +21,7 @@ from verify_dag.models import (
     VerifyRequest,
 )
 from verify_dag.phases import debugger, scope, tester
+from verify_dag.phases.debugger.common import EVIDENCE_CAP
 
 PYTEST = Toolchain(
     commands=(
@@ -334,7 +335,7 @@ def test_evidence_is_redacted_and_capped(
     (d,) = debugger.run(state).diagnoses
     assert d.pre_existing == "yes"
     assert "hunter2" not in d.evidence and "[REDACTED]" in d.evidence
-    assert len(d.evidence) <= debugger.EVIDENCE_CAP
+    assert len(d.evidence) <= EVIDENCE_CAP
 
 
 def test_time_limit_cap_and_refused_ids(two_commits: Repo, monkeypatch: pytest.MonkeyPatch) -> None:

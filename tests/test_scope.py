@@ -14,6 +14,7 @@ from verify_dag.errors import UsageError
 from verify_dag.models import ALL_OTHER_FILES, LineRange, VerifyRequest
 from verify_dag.models.scope import Scope
 from verify_dag.phases import scope as phase
+from verify_dag.phases.scope.text import scope_context, scope_metadata
 
 BODY = "".join(f"line {i}\n" for i in range(1, 11))
 
@@ -473,7 +474,7 @@ def test_branch_file_details(repo: Repo) -> None:
     assert files["img.bin"].binary and files["img.bin"].status == "modified"
     for name in names:
         assert files[name].status == "added" and files[name].lines is None
-    text = phase.scope_context(sc)
+    text = scope_context(sc)
     assert "- new.py (renamed from old.py, lines 3-4)" in text
     assert "- gone.py (deleted)" in text
     assert "- img.bin (binary, modified, no added lines)" in text
@@ -505,7 +506,7 @@ def test_since_delta(repo: Repo) -> None:
         LineRange(start=2, end=2),
         LineRange(start=8, end=8),
     )
-    meta = phase.scope_metadata(sc)
+    meta = scope_metadata(sc)
     assert f"- delta_base_sha: {approved}" in meta
     assert "- delta_files: a.py (modified), b.py (added)" in meta
     assert "- delta_hunks: a.py (modified, line 8), b.py (added, entire file)" in meta
@@ -525,7 +526,7 @@ def test_since_on_snapshot_scope_compares_with_new_commit(repo: Repo) -> None:
 
 def test_scope_metadata_block(repo: Repo) -> None:
     head = _dirty(repo)
-    meta = phase.scope_metadata(_run(repo, scope="unstaged"))
+    meta = scope_metadata(_run(repo, scope="unstaged"))
     assert meta.splitlines() == [
         "SCOPE_METADATA:",
         "- scope_mode: unstaged",
@@ -539,20 +540,20 @@ def test_scope_metadata_block(repo: Repo) -> None:
         "- excluded_files: untracked.py (untracked (not part of the unstaged diff)), "
         "ALL_OTHER_FILES (outside selected scope)",
     ]
-    all_meta = phase.scope_metadata(_run(repo, scope="all"))
+    all_meta = scope_metadata(_run(repo, scope="all"))
     assert "- path_filter: ALL_SCOPED_FILES" in all_meta
     assert (
         "- excluded_files: untracked.py (untracked (git add it to verify it))"
         in all_meta.splitlines()
     )
-    assert "ENTIRE content" in phase.scope_context(_run(repo, scope="all"))
+    assert "ENTIRE content" in scope_context(_run(repo, scope="all"))
 
 
 def test_scope_context_for_errors_and_nothing(repo: Repo) -> None:
     repo.write("a.py", "x\n")
     repo.commit()
-    assert "Nothing to verify: no staged changes" in phase.scope_context(_run(repo, scope="staged"))
-    text = phase.scope_context(_run(repo, scope="branch", base="nope"))
+    assert "Nothing to verify: no staged changes" in scope_context(_run(repo, scope="staged"))
+    text = scope_context(_run(repo, scope="branch", base="nope"))
     assert "INVALID_BASE" in text
 
 

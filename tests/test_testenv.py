@@ -56,7 +56,7 @@ def whole(*paths: str) -> Scope:
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[testenv.Env]]:
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[testenv_base.Env]]:
     """A repository whose tests need a package declared only in its requirements file, and the
     envs two concurrent provisionings of it returned, on top of a half-built env left behind."""
     repo = write(tmp_path_factory.mktemp("tiny"), TINYPKG)
@@ -66,7 +66,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[tes
     half = cache / "envs" / testenv_plan.key(repo, plan)[:24]
     (half / "bin").mkdir(parents=True)
     (half / "bin" / "python").write_text("a run that died here", encoding="utf-8")
-    envs: list[testenv.Env] = []
+    envs: list[testenv_base.Env] = []
     threads = [
         threading.Thread(target=lambda: envs.append(testenv.provision(repo, PYTEST, cache)))
         for _ in range(2)
@@ -92,7 +92,7 @@ def junit_counts(path: Path) -> str:
 
 
 def test_one_build_under_the_lock_and_a_half_built_env_is_replaced(
-    tiny: tuple[Path, Path, list[testenv.Env]],
+    tiny: tuple[Path, Path, list[testenv_base.Env]],
 ) -> None:
     repo, cache, envs = tiny
     assert [e.error for e in envs] == [None, None]
@@ -116,7 +116,7 @@ def test_one_build_under_the_lock_and_a_half_built_env_is_replaced(
 
 
 def test_same_counts_as_a_venv_built_by_hand(
-    tiny: tuple[Path, Path, list[testenv.Env]], tmp_path: Path
+    tiny: tuple[Path, Path, list[testenv_base.Env]], tmp_path: Path
 ) -> None:
     repo, cache, _ = tiny
     assert importlib.util.find_spec("verify_dag_tinypkg") is None  # not in our interpreter
@@ -216,7 +216,7 @@ def test_what_is_installed_follows_the_declarations(tmp_path: Path) -> None:
         },
     )
     assert testenv_plan.read(bare) is None
-    assert testenv.provision(bare, PYTEST, tmp_path / "cache") == testenv.Env()
+    assert testenv.provision(bare, PYTEST, tmp_path / "cache") == testenv_base.Env()
     assert not (tmp_path / "cache").exists()
 
 
@@ -298,7 +298,7 @@ def test_pip_keeps_network_settings_but_not_secrets(monkeypatch: pytest.MonkeyPa
     assert env["HTTPS_PROXY"] == "http://proxy.example:3128"
     assert env["PIP_INDEX_URL"] == "https://pypi.example/simple"
     assert "MY_API_TOKEN" not in env and "PYTHONPATH" not in env
-    assert testenv.clean("GET https://bob:hunter22@pypi.example/simple failed") == (
+    assert testenv_base.clean("GET https://bob:hunter22@pypi.example/simple failed") == (
         "GET https://[REDACTED]@pypi.example/simple failed"
     )
 

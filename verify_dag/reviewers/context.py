@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from verify_dag.models.findings import Finding
 from verify_dag.models.state import RunState
-from verify_dag.phases.scope import describe, scope_context, scope_metadata
+from verify_dag.phases.scope.text import describe, scope_context, scope_metadata
 
 STATIC_ROWS = 40
 KNOWN_ROWS = 80

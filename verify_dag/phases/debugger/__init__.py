@@ -35,7 +35,6 @@ from verify_dag.models import Diagnosis, Finding, RunState, SkillOutcome
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Toolchain
 from verify_dag.phases.debugger import exercise as debugger_exercise
-from verify_dag.phases.debugger.common import EVIDENCE_CAP as EVIDENCE_CAP  # tests read it here
 from verify_dag.phases.debugger.common import (
     PreExisting,
     Signature,

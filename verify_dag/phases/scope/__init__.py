@@ -1,16 +1,15 @@
 """Phase 1: decide what changed and turn every scope mode into a pair of commits.
 
 ``validate_request`` rejects what the user can fix (exit 2); ``run`` reports a base that cannot
-be resolved as a ``ScopeError`` inside the Scope, because the seed wants that failure in the
-report rather than instead of it. ``scope_context``/``scope_metadata`` render the Scope for
-reviewers as the seed's VERIFICATION SCOPE and SCOPE_METADATA blocks; they live in
-``scope_text`` and are re-exported here.
+be resolved as a ``ScopeError`` inside the Scope, because that failure belongs in the report
+rather than instead of it (docs/verify.md, scope modes). The file changes between two commits
+are read in :mod:`~verify_dag.phases.scope.changes`; the Scope is rendered for reviewers (the
+VERIFICATION SCOPE and SCOPE_METADATA blocks) by :mod:`~verify_dag.phases.scope.text`.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,26 +20,13 @@ from verify_dag.models.scope import (
     ALL_OTHER_FILES,
     ExcludedFile,
     FileChange,
-    FileStatus,
-    LineRange,
     Scope,
     ScopeError,
 )
-from verify_dag.phases.scope.text import describe as describe
-from verify_dag.phases.scope.text import scope_context as scope_context
-from verify_dag.phases.scope.text import scope_metadata as scope_metadata
+from verify_dag.phases.scope.changes import between, path_filter, with_delta
 from verify_dag.phases.scope.text import shell_command
 from verify_dag.repos import check_url_scope
 
-_STATUS: dict[str, FileStatus] = {
-    "A": "added",
-    "M": "modified",
-    "D": "deleted",
-    "R": "renamed",
-    "C": "copied",
-    "T": "type-changed",
-}
-_FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _UNTRACKED = "untracked (not part of the unstaged diff)"
 _UNTRACKED_WHOLE = "untracked (git add it to verify it)"
 _NO_BASE = "no provider default, origin/main, origin/master, main, or master base exists"
@@ -184,7 +170,7 @@ def run(req: VerifyRequest) -> Scope:
         scope = _explicit_branch(repo, head, req.base)
     else:
         scope = _auto(states)
-    return _with_delta(repo, scope, req.since) if req.since else scope
+    return with_delta(repo, scope, req.since) if req.since else scope
 
 
 def _auto(states: States) -> Scope:
@@ -230,8 +216,8 @@ def _nothing(
 def _staged(repo: str, head: str, requested: str | None, idx: str) -> Scope:
     if idx == head:
         return _nothing("staged", requested, head, "no staged changes")
-    changes = _changes(repo, head, idx)
-    paths = _filter(changes)
+    changes = between(repo, head, idx)
+    paths = path_filter(changes)
     return Scope(
         mode="staged",
         requested_mode=requested,
@@ -256,8 +242,8 @@ def _unstaged(states: States, requested: str | None) -> Scope:
     tracked = [d.path for d in git.name_status(repo, idx, wt, renames=False) if d.path not in skip]
     if not tracked:
         return _nothing("unstaged", requested, head, "no unstaged changes to tracked files")
-    changes = _changes(repo, idx, wt, tracked, renames=False)
-    paths = _filter(changes)
+    changes = between(repo, idx, wt, tracked, renames=False)
+    paths = path_filter(changes)
     excluded = (*(ExcludedFile(path=p, reason=_UNTRACKED) for p in untracked), ALL_OTHER_FILES)
     return Scope(
         mode="unstaged",
@@ -304,7 +290,9 @@ def _explicit_branch(repo: str, head: str, base: str | None) -> Scope:
 
 
 def _default_base(repo: str) -> tuple[str | None, list[str]]:
-    """The seed's resolution order; a stale local branch never wins over its origin/ ref."""
+    """The base --scope=branch compares with (docs/verify.md, scope modes): the provider default,
+    then origin/main, origin/master, main, master; a stale local branch never wins over its
+    origin/ ref."""
     notes: list[str] = []
     if git.remote_exists(repo, "origin"):
         fetched, why = git.fetch(repo, "origin")
@@ -338,7 +326,7 @@ def _error(head: str, base: str | None, code: str, message: str, notes: Sequence
 def _branch(
     repo: str, head: str, requested: str | None, base: str, mb: str, notes: Sequence[str]
 ) -> Scope:
-    changes = _changes(repo, mb, head) if mb != head else ()
+    changes = between(repo, mb, head) if mb != head else ()
     fields = {
         "mode": "branch",
         "requested_mode": requested,
@@ -406,55 +394,4 @@ def _whole(states: States, mode: str, paths: Sequence[str]) -> Scope:
         new_commit=wt,
         included=included,
         excluded=tuple(excluded),
-    )
-
-
-def _changes(
-    repo: str, old: str, new: str, paths: Sequence[str] = (), renames: bool = True
-) -> tuple[FileChange, ...]:
-    deltas = git.name_status(repo, old, new, paths, renames)
-    if not deltas:
-        return ()
-    binary = git.binary_paths(repo, old, new, paths, renames)
-    ranges = git.line_ranges(repo, old, new, paths, renames)
-    out = []
-    for d in deltas:
-        status = _STATUS.get(d.status, "modified")
-        lines: tuple[LineRange, ...] | None
-        if status == "deleted":
-            lines = ()
-        elif status in ("added", "type-changed"):
-            lines = None  # the entire new file is new code
-        else:
-            lines = tuple(LineRange(start=a, end=b) for a, b in ranges.get(d.path, ()))
-        out.append(
-            FileChange(
-                path=d.path,
-                status=status,
-                old_path=d.old_path,
-                binary=d.path in binary,
-                lines=lines,
-            )
-        )
-    return tuple(out)
-
-
-def _filter(changes: Sequence[FileChange]) -> tuple[str, ...]:
-    # Old paths of renames belong in the filter: without them `git diff -- paths` shows an add.
-    paths = [c.path for c in changes] + [c.old_path for c in changes if c.old_path]
-    return tuple(dict.fromkeys(paths))
-
-
-def _with_delta(repo: str, scope: Scope, since: str) -> Scope:
-    if scope.error or scope.nothing_to_verify:
-        return scope
-    resolved = git.verify_commit(repo, since)
-    if resolved is None:
-        error = ScopeError(code="INVALID_SINCE", message=f"--since {since!r} is not a commit")
-        return scope.model_copy(update={"error": error})
-    return scope.model_copy(
-        update={
-            "delta_base_sha": since if _FULL_SHA.fullmatch(since) else resolved,
-            "delta_files": _changes(repo, resolved, scope.new_commit),
-        }
     )

@@ -1,4 +1,4 @@
-"""The Scope as text for reviewers: the seed's VERIFICATION SCOPE and SCOPE_METADATA blocks."""
+"""The Scope as text for reviewers: the VERIFICATION SCOPE and SCOPE_METADATA blocks."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def scope_context(scope: Scope) -> str:
 
 
 def scope_metadata(scope: Scope) -> str:
-    """The machine-usable SCOPE_METADATA block (seed Phase 1 step 3)."""
+    """The machine-usable SCOPE_METADATA block."""
     baseline = scope.base_ref or {"staged": "HEAD", "unstaged": "INDEX"}.get(scope.mode, "")
     fields = [
         ("scope_mode", scope.mode),

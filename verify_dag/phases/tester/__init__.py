@@ -1,7 +1,7 @@
 """The tester skill: run the discovered test suite and report exact counts and every failure.
 
 Tests run the repository's code: in the checkout, through util.run, with a time limit, capped
-output and an environment without secrets, inside the environment testenv provisions from what
+output and an environment without secrets, inside the environment tester/env provisions from what
 the repository declares (our own interpreter when it declares nothing to install). Suites that
 could not run (no command, an environment that could not be built, missing executable, time-out,
 collection or usage errors, no tests, no readable report) are BLOCKED with a severity 10
@@ -12,6 +12,8 @@ with the selection the repository declares for it (its pytest arguments, see
 :mod:`~verify_dag.phases.tester.pytest_command`), so the counts are those of the repository's own
 run.
 Its junit report also gives the per-test results of the evidence bundle (verify_dag.evidence).
+Beside it: the suite's environments (env/), the declared pytest command (pytest_command), the
+junit report (junit) and coverage.py's files after the run (coverage_files).
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ import importlib.metadata
 import os
 import re
 import shlex
-import shutil
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
@@ -28,11 +29,12 @@ from pathlib import Path
 
 from verify_dag import evidence, util
 from verify_dag.models.evidence import SuiteEvidence
-from verify_dag.models.findings import Finding, Location, SkillOutcome
+from verify_dag.models.findings import Finding, SkillOutcome
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Command, Toolchain
+from verify_dag.phases.tester import coverage_files, junit, pytest_command
 from verify_dag.phases.tester import env as testenv
-from verify_dag.phases.tester import junit, pytest_command
+from verify_dag.phases.tester.env.base import Env, clean
 from verify_dag.reviewers import coverage
 from verify_dag.reviewers.coverage import CoverageData
 from verify_dag.sandbox import Policy
@@ -47,7 +49,6 @@ _PYTEST_EXIT = {
     5: "no tests were collected",
 }
 _VERBOSITY = re.compile(r"^-(?:q+|v+)$|^--(?:quiet|verbose|verbosity=.*)$")
-_TRACE_PATH = re.compile(r"^(?P<path>[^\s:]+\.py):(?P<line>\d+):", re.MULTILINE)
 
 
 def run(scope: Scope, toolchain: Toolchain, workdir: Path, timeout: float) -> SkillOutcome:
@@ -91,7 +92,7 @@ def run_with_coverage(
         return _other(command, workdir, timeout, env), None
 
 
-def _env(env: testenv.Env, plugin_dir: Path | None = None) -> dict[str, str]:
+def _env(env: Env, plugin_dir: Path | None = None) -> dict[str, str]:
     # No bytecode files: the checkout should hold what was committed, nothing else.
     out = testenv.suite_env(env, {"PYTHONDONTWRITEBYTECODE": "1"})
     if plugin_dir is not None:
@@ -103,7 +104,7 @@ def _env(env: testenv.Env, plugin_dir: Path | None = None) -> dict[str, str]:
     return out
 
 
-def _pytest_argv(env: testenv.Env, data_file: Path) -> tuple[list[str] | None, str | None]:
+def _pytest_argv(env: Env, data_file: Path) -> tuple[list[str] | None, str | None]:
     """(how to start pytest, the interpreter that records coverage or None when it cannot)."""
     if env.python is not None:
         python = str(env.python)  # testenv always installs pytest and coverage there
@@ -129,7 +130,7 @@ def _pytest(
     command: Command,
     workdir: Path,
     timeout: float,
-    env: testenv.Env,
+    env: Env,
     data_file: Path,
     xml_file: Path | None,
 ) -> tuple[SkillOutcome, CoverageData | None]:
@@ -185,13 +186,15 @@ def _pytest(
         )
     measured = None
     if python is not None:
-        _combine(python, data_file, workdir, _env(env))
+        coverage_files.combine(python, data_file, workdir, _env(env))
         measured = coverage.measure(python, data_file, workdir, scope, _env(env))
         if xml_file is not None:
-            _cobertura(python, data_file, xml_file, workdir, _env(env), scope)
+            coverage_files.cobertura(python, data_file, xml_file, workdir, _env(env), scope)
     counts = junit.counts(root)
     findings = [
-        _failure(tc, scope) for tc in root.iter("testcase") if junit.problem(tc) is not None
+        junit.failure(tc, scope, SKILL)
+        for tc in root.iter("testcase")
+        if junit.problem(tc) is not None
     ]
     if res.returncode == 1 and not findings:
         # pytest says something failed but no testcase records it (a plugin, a session hook):
@@ -236,60 +239,8 @@ def _dropped_note(dropped: tuple[tuple[str, str], ...]) -> str:
     )
 
 
-def _combine(python: str, data_file: Path, workdir: Path, env: dict[str, str]) -> None:
-    if not data_file.is_file() and list(data_file.parent.glob(data_file.name + ".*")):
-        # A repository that configures `parallel = true` gets one file per process.
-        util.run(
-            [python, "-m", "coverage", "combine", f"--data-file={data_file}"],
-            cwd=workdir,
-            timeout=300,
-            env=env,
-            sandbox=Policy(writable=(data_file.parent,)),
-        )
-
-
-def _cobertura(
-    python: str, data_file: Path, xml_file: Path, workdir: Path, env: dict[str, str], scope: Scope
-) -> None:
-    """The coverage of the scoped files as Cobertura XML, written by the coverage.py that
-    measured it: what diff-cover reads to re-check qa's changed-line figure, and no more (it only
-    looks at changed files), so it stays small enough to keep with the run. Run from the
-    checkout's root, so file names in it are repository-relative, as diff-cover matches them
-    against `git diff`. Best effort: nothing is written without data."""
-    if not data_file.is_file():
-        return
-    xml_file.parent.mkdir(parents=True, exist_ok=True)
-    scoped = [f.path for f in scope.included if f.status != "deleted" and not f.binary]
-    # --include patterns without a wildcard are taken relative to the working directory; its
-    # list is comma-separated, so a name with a comma in it keeps the whole run's coverage.
-    narrow = scoped and not any("," in p for p in scoped)
-    include = [f"--include={','.join(scoped)}"] if narrow else []
-    # -i: files that were measured but are gone (generated, temporary) must not sink the report.
-    # Written next to the data, then moved: the sandboxed coverage.py never sees the store.
-    written = data_file.parent / "coverage.xml"
-    util.run(
-        [
-            python,
-            "-m",
-            "coverage",
-            "xml",
-            "-i",
-            f"--data-file={data_file}",
-            *include,
-            "-o",
-            str(written),
-        ],
-        cwd=workdir,
-        timeout=300,
-        env=env,
-        sandbox=Policy(writable=(data_file.parent,)),
-    )
-    if written.is_file():
-        shutil.move(written, xml_file)
-
-
 def _pytest_evidence(
-    root: ET.Element, workdir: Path, base: list[str], env: testenv.Env, shown: str, returncode: int
+    root: ET.Element, workdir: Path, base: list[str], env: Env, shown: str, returncode: int
 ) -> SuiteEvidence:
     cases = junit.cases(root, workdir)
     version = _pytest_version(base, env)
@@ -306,11 +257,11 @@ def _pytest_evidence(
     )
 
 
-def _environment(env: testenv.Env) -> str:
+def _environment(env: Env) -> str:
     return env.source or "verify-dag's own interpreter (nothing declared to install)"
 
 
-def _pytest_version(base: list[str], env: testenv.Env) -> str | None:
+def _pytest_version(base: list[str], env: Env) -> str | None:
     """The version of the pytest that ran the suite (its junit report does not say)."""
     if base[0] == sys.executable:
         try:
@@ -326,20 +277,20 @@ def _pytest_version(base: list[str], env: testenv.Env) -> str | None:
     return found.group(0) if res.returncode == 0 and found else None
 
 
-def _env_note(env: testenv.Env) -> str:
+def _env_note(env: Env) -> str:
     if not env.source:
         return ""
     return f"; env from {env.source}" + (" (cached)" if env.reused else "")
 
 
-def _unprovisioned(env: testenv.Env) -> SkillOutcome:
+def _unprovisioned(env: Env) -> SkillOutcome:
     reason = "the test environment could not be provisioned"
     finding = Finding(
         title="Test environment could not be provisioned",
         severity=10,
         source=SKILL,
         issue_class="environment",
-        description=testenv.clean(
+        description=clean(
             f"{reason} from {env.source or 'the declared dependencies'}: {env.error}. "
             "The suite's result is unknown, not passing."
         )[:4000],
@@ -353,7 +304,7 @@ def _unprovisioned(env: testenv.Env) -> SkillOutcome:
     )
 
 
-def _other(command: Command, workdir: Path, timeout: float, env: testenv.Env) -> SkillOutcome:
+def _other(command: Command, workdir: Path, timeout: float, env: Env) -> SkillOutcome:
     argv = resolve_argv(command.argv)
     if env.python is not None and Path(command.argv[0]).name in PYTHON_NAMES:
         argv[0] = str(env.python)  # `python -m X` runs in the repository's env when it has one
@@ -431,30 +382,3 @@ def _blocked(reason: str, detail: str = "", *, ran: bool = True) -> SkillOutcome
 def _tail(res: util.Result, lines: int = 30) -> str:
     text = "\n".join(t for t in (res.stdout.strip(), res.stderr.strip()) if t)
     return util.redact("\n".join(text.splitlines()[-lines:]))
-
-
-def _failure(tc: ET.Element, scope: Scope) -> Finding:
-    problem = junit.problem(tc)
-    assert problem is not None
-    file, line = tc.get("file"), tc.get("line")
-    text = problem.text or ""
-    message = (problem.get("message") or "").strip().splitlines()[:10]
-    # The last `path:line: Exception` line is where it broke; keep it with the message.
-    where = [m.group(0) + text[m.end() :].split("\n", 1)[0] for m in _TRACE_PATH.finditer(text)]
-    scoped = {f.path for f in scope.included if f.status != "deleted"}
-    touched = {m["path"] for m in _TRACE_PATH.finditer(text)}
-    if problem.tag == "error":
-        message.insert(0, "Error outside the test body (fixture setup or teardown):")
-    return Finding(
-        title=f"Test failed: {junit.nodeid(tc)}",
-        severity=9,
-        description=util.redact("\n".join([*message, *where[-1:]]))[:4000],
-        source=SKILL,
-        issue_class="test-failure",
-        # pytest writes 0-based line numbers in the junit report.
-        location=Location(path=file, line=int(line) + 1 if line and line.isdigit() else None)
-        if file
-        else None,
-        in_scope=bool(file in scoped or touched & scoped),
-        nodeid=junit.nodeid(tc),
-    )

@@ -3,12 +3,15 @@ per-test results, the failures; and the small plugin that makes the xpassed coun
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
 from verify_dag import evidence, util
 from verify_dag.models.evidence import CaseOutcome, CaseResult
+from verify_dag.models.findings import Finding, Location
+from verify_dag.models.scope import Scope
 
 _MAX = 64 * 1024 * 1024  # a report bigger than this is not one pytest wrote for a test suite
 # A non-strict xpass is a plain pass in junit; this plugin, loaded into the suite's pytest with
@@ -163,3 +166,34 @@ def nodeid(tc: ET.Element) -> str:
     module = file.removesuffix(".py").replace("/", ".")
     inner = classname[len(module) + 1 :] if classname.startswith(module + ".") else ""
     return "::".join(p for p in (file, *inner.split("."), name) if p)
+
+
+_TRACE_PATH = re.compile(r"^(?P<path>[^\s:]+\.py):(?P<line>\d+):", re.MULTILINE)
+
+
+def failure(tc: ET.Element, scope: Scope, source: str) -> Finding:
+    """A failed or erroring testcase as a finding of ``source`` (the tester)."""
+    found = problem(tc)
+    assert found is not None
+    file, line = tc.get("file"), tc.get("line")
+    text = found.text or ""
+    message = (found.get("message") or "").strip().splitlines()[:10]
+    # The last `path:line: Exception` line is where it broke; keep it with the message.
+    where = [m.group(0) + text[m.end() :].split("\n", 1)[0] for m in _TRACE_PATH.finditer(text)]
+    scoped = {f.path for f in scope.included if f.status != "deleted"}
+    touched = {m["path"] for m in _TRACE_PATH.finditer(text)}
+    if found.tag == "error":
+        message.insert(0, "Error outside the test body (fixture setup or teardown):")
+    return Finding(
+        title=f"Test failed: {nodeid(tc)}",
+        severity=9,
+        description=util.redact("\n".join([*message, *where[-1:]]))[:4000],
+        source=source,
+        issue_class="test-failure",
+        # pytest writes 0-based line numbers in the junit report.
+        location=Location(path=file, line=int(line) + 1 if line and line.isdigit() else None)
+        if file
+        else None,
+        in_scope=bool(file in scoped or touched & scoped),
+        nodeid=nodeid(tc),
+    )

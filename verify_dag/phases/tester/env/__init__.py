@@ -42,9 +42,7 @@ from verify_dag.files import file_lock, write_atomic
 from verify_dag.models.toolchain import Toolchain
 from verify_dag.phases.tester.env import npm as testenv_npm
 from verify_dag.phases.tester.env import plan as testenv_plan
-from verify_dag.phases.tester.env.base import MARKER, PY_LEAKS, pip_env, tail
-from verify_dag.phases.tester.env.base import Env as Env  # re-exported: callers name testenv.Env
-from verify_dag.phases.tester.env.base import clean as clean  # re-exported: the tester uses it
+from verify_dag.phases.tester.env.base import MARKER, PY_LEAKS, Env, clean, pip_env, tail
 from verify_dag.phases.tester.env.plan import SKIP, Plan
 from verify_dag.sandbox import Policy
 
