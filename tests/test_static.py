@@ -5,12 +5,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from verify_dag.models.findings import SkillOutcome
 from verify_dag.models.scope import FileChange, LineRange, Scope
 from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.phases import static
 from verify_dag.phases.triage import discover
 from verify_dag.tools import REGISTRY, generic, mypy, ruff
+from verify_dag.tools.base import Discovery, RawFinding, ToolSpec
 
 
 def write(root: Path, files: dict[str, str]) -> None:
@@ -284,3 +287,56 @@ def test_mypy_and_ruff_parsers(tmp_path: Path) -> None:
     assert ruff.parse("not json", "", tmp_path) == []
     assert REGISTRY["ruff"].ok_exit_codes == frozenset({0, 1})
     assert REGISTRY["mypy"].ok_exit_codes == frozenset({0, 1})
+
+
+# A linter as a new module of tools/ would declare it: how to run it, read it, rate a finding and
+# find it in a project's config. It flags every line holding "TODO".
+_TODO_LINT = (
+    "import sys\n"
+    "for path in sys.argv[1:]:\n"
+    "    for n, line in enumerate(open(path), 1):\n"
+    "        if 'TODO' in line:\n"
+    "            print(f'{path}:{n}:1: TD001 a TODO left in')\n"
+    "sys.exit(1 if any('TODO' in open(p).read() for p in sys.argv[1:]) else 0)\n"
+)
+
+
+def _todo_parse(stdout: str, stderr: str, workdir: Path) -> list[RawFinding]:
+    out = []
+    for line in stdout.splitlines():
+        path, row, col, rest = line.split(":", 3)
+        code, message = rest.strip().split(" ", 1)
+        out.append(RawFinding(path, int(row), int(col), code, message))
+    return out
+
+
+TODO_SPEC = ToolSpec(
+    name="todolint",
+    argv=lambda files: [sys.executable, "-c", _TODO_LINT, *files],
+    ok_exit_codes=frozenset({0, 1}),
+    parse=_todo_parse,
+    rate=lambda f: (4, "style"),
+    suffixes=frozenset({".py"}),
+    discovery=Discovery(
+        kind="lint", argv=("todolint",), module="json", config_files=("todolint.toml",)
+    ),
+)
+
+
+def test_a_linter_is_one_spec_and_its_registry_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Registered, a spec is discovered from its config file, run on the scoped files and rated
+    by its own rule: nothing in triage or the static phase names it."""
+    monkeypatch.setitem(REGISTRY, TODO_SPEC.name, TODO_SPEC)
+    write(tmp_path, {"todolint.toml": "", "a.py": "x = 1\n# TODO: remove\n"})
+    toolchain = discover(tmp_path)
+    assert ("lint", "todolint", "todolint.toml") in [
+        (c.kind, c.tool, c.source) for c in toolchain.commands
+    ]
+    out = run(scope_of(modified("a.py", 2)), toolchain, tmp_path)
+    todo = [f for f in out.findings if f.tool == "todolint"]
+    assert [(f.title, f.severity, f.issue_class) for f in todo] == [
+        ("todolint TD001: a TODO left in", 4, "style")
+    ]
+    assert "todolint (1 finding)" in out.notes

@@ -3,14 +3,20 @@
 A toolchain Command whose ``tool`` names an entry here is run through that spec (structured output,
 scoped files passed as arguments); any other lint or typecheck command is run as discovered and
 read by the generic parser.
+
+Adding a linter is one module here whose ``SPEC`` says how to run it, read its output and rate a
+finding, and (``discovery``) which config files mean a project uses it; plus its line in
+``REGISTRY``. Triage then discovers it, the static phase and its baseline run it through
+:mod:`~verify_dag.tools.runner`, and the claim verifier re-runs it.
 """
 
 from __future__ import annotations
 
 from verify_dag.models.toolchain import Command
 from verify_dag.tools import generic, mypy, ruff
-from verify_dag.tools.base import RawFinding, ToolSpec
+from verify_dag.tools.base import ToolSpec
 
+# Registry order is the order triage lists the tools in a toolchain.
 REGISTRY: dict[str, ToolSpec] = {spec.name: spec for spec in (ruff.SPEC, mypy.SPEC)}
 
 
@@ -19,6 +25,3 @@ def spec_for(command: Command) -> ToolSpec:
     if command.tool is not None and command.tool in REGISTRY:
         return REGISTRY[command.tool]
     return generic.spec_for(command)
-
-
-__all__ = ["REGISTRY", "RawFinding", "ToolSpec", "spec_for"]

@@ -1,8 +1,9 @@
 """ToolSpec: an external analyser declared as data (diff_cover style).
 
-Running is the static phase's business; a spec only says how to build the command line, which
-exit codes mean "ran" and how to read the output. Parsers are pure functions of the output so
-they can be tested on captured text.
+A spec says how to build the command line, which exit codes mean "ran", how to read the output
+and rate each finding, and (``discovery``) how triage tells that a project uses the tool. Running
+it is :mod:`verify_dag.tools.runner`'s business. Parsers are pure functions of the output so they
+can be tested on captured text.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verify_dag.models.findings import IssueClass
+from verify_dag.models.toolchain import CommandKind
 
 # Executable names that mean "a Python interpreter": `python -m X` found in a config is run with
 # our own interpreter, so that what triage reports as existing is what the phases execute.
@@ -40,6 +42,20 @@ Rater = Callable[[RawFinding], tuple[int, IssueClass]]
 
 
 @dataclass(frozen=True)
+class Discovery:
+    """How triage finds a Python tool verify-dag runs itself, from the checkout's config alone:
+    ``[tool.<name>]`` in pyproject.toml and the tool among its dev dependencies always count."""
+
+    kind: CommandKind  # "lint" or "typecheck"
+    argv: tuple[str, ...]  # the command as the toolchain shows it
+    module: str  # what `python -m` runs: the tool exists when our interpreter or PATH has it
+    config_files: tuple[str, ...] = ()  # files at the top whose presence means it is configured
+    ini_sections: tuple[str, ...] = ()  # setup.cfg / tox.ini sections ([mypy] and [mypy-*])
+    # Run on any Python project, configured or not, under this source name.
+    default_source: str | None = None
+
+
+@dataclass(frozen=True)
 class ToolSpec:
     name: str
     # scoped file paths (repo-relative) -> argv; None when the tool cannot be found at all.
@@ -57,6 +73,7 @@ class ToolSpec:
     # Undocumented exit codes (generic commands): a non-zero exit that came with parseable
     # diagnostics is read as "ran and found something"; without any, as "could not run".
     findings_explain_exit: bool = False
+    discovery: Discovery | None = None  # None: run only when a discovered command names it
 
     def applies_to(self, path: str) -> bool:
         return not self.suffixes or Path(path).suffix.lower() in self.suffixes

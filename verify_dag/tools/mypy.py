@@ -14,7 +14,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from verify_dag.models.findings import IssueClass
-from verify_dag.tools.base import PY_SUFFIXES, RawFinding, ToolSpec, python_tool_argv, relative
+from verify_dag.tools.base import (
+    PY_SUFFIXES,
+    Discovery,
+    RawFinding,
+    ToolSpec,
+    python_tool_argv,
+    relative,
+)
 
 _LINE = re.compile(
     r"^(?P<path>[^:\n]+?):(?P<line>\d+):(?:(?P<col>\d+):)? (?P<sev>error|warning|note): "
@@ -83,4 +90,11 @@ SPEC = ToolSpec(
     rate=rate,
     suffixes=PY_SUFFIXES,
     blocking_rules=frozenset({"syntax"}),
+    discovery=Discovery(
+        kind="typecheck",
+        argv=("mypy",),
+        module="mypy",
+        config_files=("mypy.ini", ".mypy.ini"),
+        ini_sections=("mypy",),
+    ),
 )

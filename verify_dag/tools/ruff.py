@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from verify_dag.models.findings import IssueClass
-from verify_dag.tools.base import PY_SUFFIXES, RawFinding, ToolSpec, python_tool_argv, relative
+from verify_dag.tools.base import (
+    PY_SUFFIXES,
+    Discovery,
+    RawFinding,
+    ToolSpec,
+    python_tool_argv,
+    relative,
+)
 
 
 def argv(files: Sequence[str]) -> list[str] | None:
@@ -92,4 +99,11 @@ SPEC = ToolSpec(
     parse=parse,
     rate=rate,
     suffixes=PY_SUFFIXES,
+    discovery=Discovery(
+        kind="lint",
+        argv=("ruff", "check"),
+        module="ruff",
+        config_files=("ruff.toml", ".ruff.toml"),
+        default_source="Python files (ruff default rules)",
+    ),
 )

@@ -30,6 +30,7 @@ from verify_dag.models.findings import Finding
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.tools import runner
+from verify_dag.tools.base import RawFinding
 
 _Key = tuple[str, str]  # (rule, or title when the tool gives none; normalised line text)
 
@@ -101,7 +102,7 @@ def _classify_tool(
 ) -> None:
     """Run ``tool`` once at the merge base and set ``baseline`` on ``out[i]`` for ``indexes``."""
     old_files = sorted(p for p in sources if (old_dir / p).is_file())
-    old_raw: list[tuple[Command, tools.RawFinding]] = []
+    old_raw: list[tuple[Command, RawFinding]] = []
     if old_files:
         commands = [
             c
@@ -167,7 +168,7 @@ def _own_old_path(scope: Scope, path: str) -> str | None:
 
 
 def _old_keys(
-    old_raw: list[tuple[Command, tools.RawFinding]],
+    old_raw: list[tuple[Command, RawFinding]],
     sources: dict[str, str | None],
     text: Callable[[str | None], list[str]],
     old_dir: Path,

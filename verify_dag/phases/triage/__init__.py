@@ -1,9 +1,10 @@
 """Phase 3, Job A: discover the project's test, build, lint and typecheck commands.
 
 A pure function of the checkout: config files are read, nothing of the repository is executed and
-nothing is fetched. Python projects get the structured tools verify-dag ships with (pytest, ruff,
-mypy, run on our own interpreter); other ecosystems get their conventional commands, found in
-package.json, Makefile, Cargo.toml, go.mod and CI config (the readers are in ``triage_sources``).
+nothing is fetched. Python projects get the structured tools verify-dag ships with (pytest, and the
+analysers of the tools registry, run on our own interpreter); other ecosystems get their
+conventional commands, found in package.json, Makefile, Cargo.toml, go.mod and CI config (the
+readers are in :mod:`~verify_dag.phases.triage.sources`).
 Each kind has a fixed preference order so the same checkout always yields the same toolchain.
 """
 
@@ -16,14 +17,15 @@ from pathlib import Path
 
 from verify_dag.models.toolchain import Command, CommandKind, EngineerContext, Toolchain
 from verify_dag.phases.triage.sources import (
-    STRUCTURED,
     Candidate,
     Found,
+    discoverable,
     read_ci,
     read_ini_files,
     read_makefile,
     read_package_json,
     read_pyproject,
+    structured,
 )
 from verify_dag.tools.base import command_exists, python_tool_argv
 
@@ -34,7 +36,7 @@ _SKIP_DIRS = frozenset({"node_modules", "venv", "__pycache__", "build", "dist", 
 def discover(workdir: Path, engineer: EngineerContext | None = None) -> Toolchain:
     """TOOLCHAIN for the checkout at ``workdir``.
 
-    An engineer skill's commands come first (rank 0): the seed has Job A validate them (each is
+    An engineer skill's commands come first (rank 0): Job A validates them (each is
     checked to exist like any other) and discover only what they leave out.
     """
     found = Found()
@@ -125,27 +127,17 @@ def _python_commands(workdir: Path, found: Found) -> list[Command]:
         found.signal("pytest", "tests directory")
     if project and "pytest" in sig:
         out.append(_pytest(found))
-    if "ruff" in sig or has_py:
-        source = _join(sig["ruff"]) if "ruff" in sig else "Python files (ruff default rules)"
-        out.append(
-            Command(
-                kind="lint",
-                argv=("ruff", "check"),
-                source=source,
-                exists=python_tool_argv("ruff") is not None,
-                tool="ruff",
+    for name, d in discoverable().items():
+        if name in sig or (has_py and d.default_source is not None):
+            out.append(
+                Command(
+                    kind=d.kind,
+                    argv=d.argv,
+                    source=_join(sig[name]) if name in sig else str(d.default_source),
+                    exists=python_tool_argv(d.module) is not None,
+                    tool=name,
+                )
             )
-        )
-    if "mypy" in sig:
-        out.append(
-            Command(
-                kind="typecheck",
-                argv=("mypy",),
-                source=_join(sig["mypy"]),
-                exists=python_tool_argv("mypy") is not None,
-                tool="mypy",
-            )
-        )
     return out
 
 
@@ -197,7 +189,7 @@ def _runs_only(body: str, covered: set[str | None]) -> bool:
     """Whether a wrapper's script only invokes structured tools that already run directly."""
     parts = [p.strip() for p in re.split(r"&&|;|\n", body) if p.strip()]
     parts = [p for p in parts if not re.match(r"^@?echo\b", p)]
-    return bool(parts) and all(any(t in covered for t in STRUCTURED.findall(p)) for p in parts)
+    return bool(parts) and all(any(t in covered for t in structured().findall(p)) for p in parts)
 
 
 def _walk_python(workdir: Path, budget: int = 20000) -> tuple[bool, bool]:

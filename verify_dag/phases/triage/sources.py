@@ -2,12 +2,14 @@
 
 Each ``read_*`` reads one kind of file in the checkout (pyproject.toml, setup.cfg/tox.ini and the
 tool ini files, the Makefile, package.json, CI yaml) into a ``Found``: signals that a structured
-tool (pytest, ruff, mypy) is configured, and ranked candidate commands. Nothing is executed.
+tool (pytest, or an analyser of the tools registry with a ``discovery``) is configured, and ranked
+candidate commands. Nothing is executed.
 """
 
 from __future__ import annotations
 
 import configparser
+import functools
 import json
 import re
 import shlex
@@ -16,11 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from verify_dag import tools
 from verify_dag.models.toolchain import CommandKind
 from verify_dag.phases.tester import pytest_command
-from verify_dag.tools.base import module_available
+from verify_dag.tools.base import Discovery, module_available
 
-STRUCTURED = re.compile(r"\b(pytest|ruff|mypy)\b")
 _SHELL_ONLY = re.compile(r"[$`|<>*]|^\w+=")  # needs a shell; commands run without one
 _RUNNER_PREFIX = re.compile(r"^(?:uv run|poetry run|pipenv run|hatch run|pdm run)\s+")
 # Command shapes recognised in CI scripts and tox envs, by kind (first match wins).
@@ -66,6 +68,21 @@ _NPM_SCRIPTS: dict[str, CommandKind] = {
 _TOX_SUBSTITUTION = re.compile(r"\{([^{}]*)\}")
 
 
+def discoverable() -> dict[str, Discovery]:
+    """The registry's tools triage finds from config, by name, in registry order."""
+    return {n: s.discovery for n, s in tools.REGISTRY.items() if s.discovery is not None}
+
+
+def structured() -> re.Pattern[str]:
+    """The tools verify-dag runs itself (pytest and the discoverable analysers), as words."""
+    return _words(("pytest", *discoverable()))
+
+
+@functools.cache
+def _words(names: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(rf"\b({'|'.join(map(re.escape, names))})\b")
+
+
 @dataclass
 class Candidate:
     kind: CommandKind
@@ -77,7 +94,7 @@ class Candidate:
 
 @dataclass
 class Found:
-    signals: dict[str, list[str]] = field(default_factory=dict)  # pytest/ruff/mypy -> sources
+    signals: dict[str, list[str]] = field(default_factory=dict)  # structured tool -> sources
     candidates: list[Candidate] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     # Declared pytest command lines (kind "test"): the tester keeps their arguments.
@@ -89,7 +106,7 @@ class Found:
             sources.append(source)
 
     def scan(self, text: str, source: str) -> None:
-        for tool in STRUCTURED.findall(text):
+        for tool in structured().findall(text):
             self.signal(tool, source)
 
     def pytest_line(self, text: str, source: str, rank: int) -> None:
@@ -122,11 +139,11 @@ def read_pyproject(workdir: Path, found: Found) -> None:
     if "pytest" in tool:
         ini = isinstance(tool["pytest"], dict) and "ini_options" in tool["pytest"]
         found.signal("pytest", f"pyproject.toml [tool.pytest{'.ini_options' if ini else ''}]")
-    for name in ("ruff", "mypy"):
+    for name in discoverable():
         if name in tool:
             found.signal(name, f"pyproject.toml [tool.{name}]")
     for name in _dependency_names(data):
-        if name in ("pytest", "ruff", "mypy"):
+        if name == "pytest" or name in discoverable():
             found.signal(name, f"pyproject.toml dependencies ({name})")
 
 
@@ -151,13 +168,9 @@ def _dependency_names(data: dict[str, Any]) -> set[str]:
 
 
 def read_ini_files(workdir: Path, found: Found) -> None:
-    for name, tool in (
-        ("pytest.ini", "pytest"),
-        ("mypy.ini", "mypy"),
-        (".mypy.ini", "mypy"),
-        ("ruff.toml", "ruff"),
-        (".ruff.toml", "ruff"),
-    ):
+    configs = [("pytest.ini", "pytest")]
+    configs += [(f, n) for n, d in discoverable().items() for f in d.config_files]
+    for name, tool in configs:
         if (workdir / name).is_file():
             found.signal(tool, name)
     for name in ("setup.cfg", "tox.ini"):
@@ -173,8 +186,8 @@ def read_ini_files(workdir: Path, found: Found) -> None:
         for section in cfg.sections():
             if section in ("tool:pytest", "pytest"):
                 found.signal("pytest", f"{name} [{section}]")
-            elif section == "mypy" or section.startswith("mypy-"):
-                found.signal("mypy", f"{name} [mypy]")
+            elif (ini := _ini_tool(section)) is not None:
+                found.signal(ini[0], f"{name} [{ini[1]}]")
             elif section == "flake8":
                 argv = ("python", "-m", "flake8") if module_available("flake8") else ("flake8",)
                 found.candidates.append(Candidate("lint", argv, f"{name} [flake8]", 5))
@@ -185,6 +198,15 @@ def read_ini_files(workdir: Path, found: Found) -> None:
                 for line in text.splitlines():
                     line = _tox_command(line.strip().lstrip("- "))
                     _command_line(line, f"tox.ini [{section}] commands", rank, found)
+
+
+def _ini_tool(section: str) -> tuple[str, str] | None:
+    """(tool, its section) when ``section`` is a discoverable tool's ([mypy], [mypy-pkg.*])."""
+    for name, d in discoverable().items():
+        for own in d.ini_sections:
+            if section == own or section.startswith(f"{own}-"):
+                return name, own
+    return None
 
 
 def read_makefile(workdir: Path, found: Found) -> None:
