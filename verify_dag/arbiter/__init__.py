@@ -1,4 +1,4 @@
-"""The verification arbiter (``verify-dag arbiter``, seed 000): scores an evidence bundle
+"""The verification arbiter (``verify-dag arbiter``, docs/arbiter.md): scores an evidence bundle
 (:mod:`verify_dag.evidence`) against a frozen test plan and prints one verdict JSON.
 
 The rubric is deterministic (:mod:`~verify_dag.arbiter.rubric`); an optional model arm

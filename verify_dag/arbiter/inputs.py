@@ -23,7 +23,7 @@ ARGUMENTS = (
     "runner_version",
     "rubric_version",
 )
-# The 8 fields every verdict echoes back verbatim, in the seed's order.
+# The 8 fields every verdict echoes back verbatim, in the order docs/arbiter.md lists them.
 TUPLE = (
     "request_id",
     "attempt_id",
@@ -56,7 +56,7 @@ class Request:
 
 
 def parse(values: Sequence[str]) -> Request:
-    """The request, or InputError naming the first argument that is not what the seed says."""
+    """The request, or InputError naming the first argument that is not as docs/arbiter.md says."""
     if len(values) != len(ARGUMENTS):
         raise InputError(
             f"expected {len(ARGUMENTS)} arguments ({' '.join(ARGUMENTS)}), got {len(values)}"

@@ -30,7 +30,7 @@ from verify_dag.backends import Backend, invoke
 BIN_ENV = "AUDIT_CLAUDE_BIN"
 MODEL_ENV = "AUDIT_CLAUDE_MODEL"
 TIMEOUT_ENV = "AUDIT_CLAUDE_TIMEOUT"
-DEFAULT_MODEL = "claude-opus-4-6[1m]"  # the seed's default
+DEFAULT_MODEL = "claude-opus-4-6[1m]"  # the default docs/arbiter.md names
 DEFAULT_TIMEOUT = 180.0
 PROMPT_BUNDLE_MAX = 200_000  # characters of the bundle shown to the model
 

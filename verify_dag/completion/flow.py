@@ -1,8 +1,8 @@
 """The four steps over a run directory (what each Celery task does), quick mode's single pass,
 and the audit rows they leave in dispatches.jsonl.
 
-Each step reads what the step before it wrote and writes its own artifact, as the seed's
-sub-agents do: tasks pass only the small :class:`CompletionJob` between them.
+Each step reads what the step before it wrote and writes its own artifact, as separate
+agents would: tasks pass only the small :class:`CompletionJob` between them.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Step 4: VERIFY_REPORT.md, one ``## Iteration N`` section per run, rendered from the shipped
 template (``VERIFY_REPORT.md.template``, a :class:`string.Template`) and the three prior JSONs.
 
-The seven sections are the seed's: Summary (with the verdict line), Completion command,
+The seven sections (docs/completion.md): Summary (with the verdict line), Completion command,
 Execution result, Stdout sample, Stderr sample, Verdict reasoning, Recommendations.
 """
 

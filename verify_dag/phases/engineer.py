@@ -1,6 +1,6 @@
 """Phase 2: find the repository's ``*-engineer`` skill and read what it declares.
 
-Read straight from the commit being verified (no checkout needed): the seed's glob is
+Read straight from the commit being verified (no checkout needed): the skill is found at
 ``.*/skills/*-engineer/`` or ``*/skills/*-engineer/`` at the top of the repository. From SKILL.md,
 the reference files it points to inside the skill directory (TESTING.md, ...) and VERIFICATION.md
 we extract test/build/lint commands, the app's START/HEALTH/EXERCISE declarations and the gate

@@ -20,8 +20,8 @@ from verify_dag import util
 from verify_dag.models import GateResult
 from verify_dag.sandbox import Policy
 
-DEFAULT_TIMEOUT = 30.0  # seconds per command, as the completion-criterion seed budgets
-OUTPUT_CAP = 100_000  # bytes kept per stream (seed 001's cap); the rest is drained
+DEFAULT_TIMEOUT = 30.0  # seconds per command, as a completion criterion gets
+OUTPUT_CAP = 100_000  # bytes kept per stream (a completion criterion's cap); the rest is drained
 EVIDENCE_MAX = 600
 MAX_GATES = 50  # per kind: a runaway file must not become hours of commands
 

@@ -1,4 +1,4 @@
-"""comment-review's deterministic rules (seed 004, comment-review block): no model needed.
+"""comment-review's deterministic rules (the comment-review skill): no model needed.
 
 Only comments and docstrings on added or modified lines are read. Three rules:
 
@@ -10,7 +10,7 @@ Only comments and docstrings on added or modified lines are read. Three rules:
   code lines (default 10%; ``VERIFY_DAG_COMMENT_DENSITY``, else ``comment-density`` under
   ``[tool.verify-dag]`` in the repository's pyproject.toml; ``0.1`` or ``"10%"``). Severity 5.
 
-The seed holds comment-review to severity 5-6 as a deliberate floor. Each finding quotes the
+comment-review is held to severity 5-6 as a deliberate floor. Each finding quotes the
 offending text and gives a concrete rewrite or "delete". Shebangs, license headers and tool
 pragmas (``type: ignore``, ``noqa``, ``eslint-disable``, ...) are not prose and are never read.
 """
