@@ -64,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(argv: list[str]) -> int:
-    if argv[:1] and argv[0] in OWN_PARSER:
+    if argv and argv[0] in OWN_PARSER:
         return OWN_PARSER[argv[0]](argv[1:])
     parser = build_parser()
     if not argv:
