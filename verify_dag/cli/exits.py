@@ -26,7 +26,7 @@ FLEET_AUDIT = "fleet audit"
 
 @dataclass(frozen=True)
 class Rule:
-    commands: tuple[str, ...]  # the commands it applies to; empty: every command
+    command: str | None  # the command it applies to; None: every command
     errors: tuple[type[BaseException], ...]
     code: int | None  # None: the error's own exit_code
     says: Callable[[BaseException], str]  # the one line on stderr
@@ -55,9 +55,9 @@ def rules() -> tuple[Rule, ...]:
     return (
         # The arbiter's own codes (docs/arbiter.md): 3 input, 4 AUDIT_UNAVAILABLE, its lines
         # folded to one. An arbiter that broke has no verdict to give: escalate, never approve.
-        Rule(("arbiter",), (InputError, Unavailable), None, lambda e: _one_line(_line(e))),
+        Rule("arbiter", (InputError, Unavailable), None, lambda e: _one_line(_line(e))),
         Rule(
-            ("arbiter",),
+            "arbiter",
             (Exception,),
             EXIT_UNAVAILABLE,
             lambda e: _one_line(
@@ -66,20 +66,20 @@ def rules() -> tuple[Rule, ...]:
             traceback_on_debug=True,
         ),
         # floor-guard (docs/contract.md): 0 clean, 2 findings, 3 any error.
-        Rule(("floor-guard",), (VerifyDagError,), EXIT_FLOOR_USAGE, _line),
+        Rule("floor-guard", (VerifyDagError,), EXIT_FLOOR_USAGE, _line),
         # gates (docs/gates.md): a missing or malformed contract is a usage error, not a failed run.
-        Rule(("gates",), (ContractError,), EXIT_USAGE, _line),
+        Rule("gates", (ContractError,), EXIT_USAGE, _line),
         # fleet beat (docs/fleet.md): a failed audit is reported and the schedule goes on, so an
         # internal error there is no traceback even with VERIFY_DAG_DEBUG.
         Rule(
-            (FLEET_AUDIT,),
+            FLEET_AUDIT,
             (Exception,),
             EXIT_ERROR,
             lambda e: f"verify-dag: fleet audit failed: {type(e).__name__}: {e}",
         ),
-        Rule((), (VerifyDagError,), None, _line),
-        Rule((), (KeyboardInterrupt,), EXIT_INTERRUPTED, lambda _: "verify-dag: interrupted"),
-        Rule((), (Exception,), EXIT_ERROR, _internal, traceback_on_debug=True),
+        Rule(None, (VerifyDagError,), None, _line),
+        Rule(None, (KeyboardInterrupt,), EXIT_INTERRUPTED, lambda _: "verify-dag: interrupted"),
+        Rule(None, (Exception,), EXIT_ERROR, _internal, traceback_on_debug=True),
     )
 
 
@@ -93,11 +93,7 @@ def run(command: str | None, body: Callable[[], int]) -> int:
 
 def report(command: str | None, exc: BaseException) -> int:
     """Say ``exc`` in one line on stderr and return its exit code, by the first matching rule."""
-    rule = next(
-        r
-        for r in rules()
-        if (not r.commands or command in r.commands) and isinstance(exc, r.errors)
-    )
+    rule = next(r for r in rules() if r.command in (None, command) and isinstance(exc, r.errors))
     if rule.traceback_on_debug and os.environ.get("VERIFY_DAG_DEBUG"):
         raise exc
     print(rule.says(exc), file=sys.stderr, flush=True)
