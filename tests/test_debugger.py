@@ -21,7 +21,7 @@ from verify_dag.models import (
     VerifyRequest,
 )
 from verify_dag.phases import debugger, scope, tester
-from verify_dag.phases.debugger.common import EVIDENCE_CAP
+from verify_dag.phases.debugger.signature import EVIDENCE_CAP
 
 PYTEST = Toolchain(
     commands=(

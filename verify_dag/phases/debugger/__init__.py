@@ -35,7 +35,7 @@ from verify_dag.models import Diagnosis, Finding, RunState, SkillOutcome
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Toolchain
 from verify_dag.phases.debugger import exercise as debugger_exercise
-from verify_dag.phases.debugger.common import (
+from verify_dag.phases.debugger.signature import (
     PreExisting,
     Signature,
     excerpt,

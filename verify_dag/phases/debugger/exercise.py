@@ -16,7 +16,13 @@ from verify_dag import git, util
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import Diagnosis, EngineerContext, RunState
 from verify_dag.phases import gates
-from verify_dag.phases.debugger.common import PreExisting, Signature, excerpt, touched, undetermined
+from verify_dag.phases.debugger.signature import (
+    PreExisting,
+    Signature,
+    excerpt,
+    touched,
+    undetermined,
+)
 from verify_dag.phases.exerciser import sandboxed
 from verify_dag.phases.exerciser.exercise import COMPLETION_CHECKER, Exercise, failure_finding
 
