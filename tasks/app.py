@@ -1,7 +1,7 @@
 """The Celery app: configuration, queues and routes.
 
-Queues map to resource classes (DESIGN §4): a worker picks the classes it serves with ``-Q``, and
-the ``review`` queue's total consumer concurrency is the fleet-wide cap on model calls.
+Queues map to resource classes (ops/README.md): a worker picks the classes it serves with
+``-Q``, and the ``review`` queue's total consumer concurrency is the fleet-wide cap on model calls.
 """
 
 from __future__ import annotations
@@ -42,13 +42,13 @@ ROUTES = {
     "verify_dag.test": "test",
     "verify_dag.debugger": "test",
     "verify_dag.exerciser": "exercise",
-    # The completion verifier (seed 001): only its execute step runs the criterion.
+    # The completion verifier (docs/completion.md): only its execute step runs the criterion.
     "verify_dag.completion.extract": "git",
     "verify_dag.completion.execute": "exercise",
     "verify_dag.completion.classify": "git",
     "verify_dag.completion.report": "git",
     "verify_dag.completion.quick": "exercise",
-    # Shadow verification (seed 003): each claim's verifier on the queue of what it re-runs.
+    # Shadow verification (docs/shadow.md): each claim's verifier on the queue of what it re-runs.
     "verify_dag.shadow.static": "static",
     "verify_dag.shadow.test": "test",
     "verify_dag.shadow.judge": "review",
@@ -170,7 +170,8 @@ def configure(broker: str | None = None) -> Celery:
         task_default_queue="git",
         task_routes=ROUTES,
         task_annotations=_task_annotations(),
-        # Reliability (DESIGN §4): a task is acknowledged when done, a lost worker's task goes back.
+        # Reliability (ops/README.md, "Faults and recovery"): a task is acknowledged when done, a
+        # lost worker's task goes back.
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,

@@ -1,4 +1,4 @@
-"""Credentials of the client never travel (DESIGN §5b, issue 11).
+"""Credentials of the client never travel (docs/security.md).
 
 A repository URL with a password or token is refused before anything is sent or stored, on every
 entry point; a worker refuses a broker password on its command line and reads the URL from the

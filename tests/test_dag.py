@@ -72,7 +72,7 @@ def test_invalid_base_is_a_complete_error_report(scenario: Repo, tmp_path: Path)
     assert doc["scope"]["baseRef"] == "no-such-ref" and doc["scope"]["mergeBase"] is None
     assert doc["scope"]["includedFiles"] == [] and doc["findings"] == []
     status = {s["skill"]: s["status"] for s in doc["skillResults"]}
-    # Light would have run these; the rest was never part of its plan (SKIPPED, seed 8a).
+    # Light would have run these; the rest was never part of its plan (SKIPPED: docs/report.md).
     assert {s for s, st in status.items() if st == "NOT_RUN"} == {
         "static-analysis",
         "tester",
@@ -182,10 +182,10 @@ def test_detached_head_on_a_merge_commit(scenario: Repo, tmp_path: Path) -> None
 def test_a_redelivered_task_returns_its_first_result(
     scenario: Repo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from verify_dag.tasks import base, embedded, pipeline
     from verify_dag.tasks.app import app
 
     from verify_dag.models import RunState, VerifyRequest
-    from verify_dag.tasks import base, embedded, pipeline
 
     # The embedded worker runs in this process, so the phase and the lookup can be observed.
     runs: list[str] = []

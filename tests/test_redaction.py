@@ -1,4 +1,4 @@
-"""Reports never echo secrets (DESIGN §5b, issue 11): what the worker knows, what looks like one."""
+"""Reports never echo secrets (docs/security.md): what the worker knows, what looks like one."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The subprocess chokepoint: what every child of verify-dag runs under (DESIGN §5)."""
+"""The subprocess chokepoint: what every child of verify-dag runs under."""
 
 from __future__ import annotations
 

@@ -90,9 +90,9 @@ _STATIC: tuple[tuple[str, str], ...] = (
 )
 # core.sshCommand (and remote.*.uploadpack) are left alone: only fetches and clones read them,
 # for a remote the user named or a URL that was given; mirrors have only the config git clone
-# wrote, so what they use is the operator's own (deploy keys, DESIGN 5b), and a user's
-# per-repository key for their remote is set exactly there. Snapshots, diffs and checkouts
-# never reach the network.
+# wrote, so what they use is the operator's own (deploy keys: ops/README.md, "Repository
+# access"), and a user's per-repository key for their remote is set exactly there. Snapshots,
+# diffs and checkouts never reach the network.
 
 # _no_programs results per (directory, where config files live): reused while none of the files
 # they came from changed, so a repository costs one `git config` read, not one per command.

@@ -1,4 +1,4 @@
-"""Reports never echo secrets (DESIGN §5b): output is redacted before anything keeps it.
+"""Reports never echo secrets (docs/security.md): output is redacted before anything keeps it.
 
 Two nets. *Known secrets*: every credential this worker holds (its secret-looking environment,
 passwords of URLs anywhere in it, the Celery app's broker and result-backend credentials, the

@@ -1,4 +1,4 @@
-"""Where a run's repository comes from, on the client and on each worker (DESIGN §4).
+"""Where a run's repository comes from, on the client and on each worker.
 
 A run names its repository by path or URL. Workers share nothing with the client but the broker
 (and, for reports and bundles, the report store):
@@ -60,7 +60,7 @@ _TOKEN_PREFIXES = (
 _TOKEN_LIKE = re.compile(r"(?=[A-Za-z0-9_.~-]*[0-9])[A-Za-z0-9_.~-]{32,}")
 
 
-# --- credentials: refused before anything is sent or stored (DESIGN §5b) -----------------------
+# --- credentials: refused before anything is sent or stored (docs/security.md) -------------------
 
 
 def _userinfo(source: str) -> tuple[int, int] | None:

@@ -1,8 +1,8 @@
 """The one subprocess chokepoint: time limit, capped output, scrubbed environment.
 
 Every external command (git, linters, test suites) goes through :func:`run`. Repository code is
-untrusted (DESIGN §5): it gets an environment without broker URLs, API keys or tokens, runs in its
-own process group so a time-out kills the whole tree, and its output is capped.
+untrusted (docs/security.md): it gets an environment without broker URLs, API keys or tokens,
+runs in its own process group so a time-out kills the whole tree, and its output is capped.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def _megabytes(env: str, default: int) -> int:
 
 
 def resource_limits() -> dict[int, int]:
-    """The rlimits every child runs under (DESIGN §5): no core dumps; data memory (heap and
+    """The rlimits every child runs under: no core dumps; data memory (heap and
     private mappings, RLIMIT_DATA: unlike an address-space limit it leaves the large reservations
     of V8 or Go alone) at three quarters of this machine's memory, so one runaway test cannot
     take a worker host down; and a cap on the size of any file it writes. Both are settable

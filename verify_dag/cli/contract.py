@@ -31,7 +31,7 @@ GATES_EXIT_CODES = """exit codes:
   3  the run itself failed (git, the contract changed meanwhile, it could not be written)
 """
 FLOOR_HELP = "find weakenings (skips, removed asserts, suppressions, ...) in BASE...HEAD"
-FLOOR_EXIT_CODES = """exit codes (seed 002):
+FLOOR_EXIT_CODES = """exit codes (docs/contract.md):
   0  clean, or every finding waived by the contract's CLARIFICATIONS
   2  at least one finding not waived
   3  usage error: bad arguments, an unknown BASE, a pathspec matching no file, not a git

@@ -15,7 +15,7 @@ Format = Literal["markdown", "json"]
 
 class Snapshot(Frozen):
     """The states of a local repository a client pinned as commits before shipping the run to a
-    fleet (DESIGN §4): the workers never see the user's work tree, only these."""
+    fleet: the workers never see the user's work tree, only these."""
 
     head: str
     index: str  # the staged state; ``head`` when nothing is staged
@@ -55,10 +55,11 @@ class VerifyRequest(Frozen):
     # $VERIFY_DAG_COMMENT_DENSITY as the client saw it: a run's own setting travels with the run,
     # so a worker on another host applies it too (it wins over the worker's environment).
     comment_density: str | None = None
-    # verify --completion: one bash line the exerciser runs as seed 001's criterion (validated
-    # by the client with verify_dag.completion.steps.validate).
+    # verify --completion: one bash line the exerciser runs as a completion criterion
+    # (docs/completion.md), validated by the client before it is sent.
     completion: str | None = None
-    # verify --contract: the CONTRACT (seed 002) as the client read it, and its path for display.
+    # verify --contract: the CONTRACT (docs/contract.md) as the client read it, and its path for
+    # display.
     contract: str | None = None
     contract_text: str | None = None
     tool_timeout: float = 600.0
