@@ -17,13 +17,12 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from verify_dag.tasks.review import TASKS
-from verify_dag.tasks.workflow import header_tasks
-
 from verify_dag import client
 from verify_dag.models import RunState, VerifyRequest
 from verify_dag.phases import scope
 from verify_dag.tasks import embedded, pipeline
+from verify_dag.tasks.review import TASKS
+from verify_dag.tasks.workflow import header_tasks
 
 
 def make_repo(root: Path) -> Path:

@@ -12,11 +12,11 @@ from pathlib import Path
 from celery import Celery
 from kombu.entity import Queue
 from kombu.transport import TRANSPORT_ALIASES
-from verify_dag.tasks import reliability
 
 from verify_dag import credentials
 from verify_dag.errors import UsageError
 from verify_dag.git import display_source
+from verify_dag.tasks import reliability
 
 BROKER_ENV = "VERIFY_DAG_BROKER_URL"
 # A file holding the broker URL: a password in it stays out of every process's environment.

@@ -13,12 +13,12 @@ from collections.abc import Callable
 from typing import Any
 
 from celery import states
-from verify_dag.tasks.app import app
 
 from verify_dag import repos, sandbox
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import RunState, SkillOutcome
 from verify_dag.models.state import Phase
+from verify_dag.tasks.app import app
 
 log = logging.getLogger(__name__)
 

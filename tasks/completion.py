@@ -13,12 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from verify_dag.tasks.app import app
-from verify_dag.tasks.base import previous_result, progress
-
 from verify_dag.completion import flow
 from verify_dag.completion.models import CompletionJob, Outcome
 from verify_dag.errors import VerifyDagError
+from verify_dag.tasks.app import app
+from verify_dag.tasks.base import previous_result, progress
 
 
 def _run(

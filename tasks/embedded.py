@@ -15,6 +15,7 @@ from typing import Any
 
 from celery.worker import WorkController
 from celery.worker import state as worker_state
+
 from verify_dag.tasks.app import QUEUES, app
 
 log = logging.getLogger(__name__)

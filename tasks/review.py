@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from verify_dag.reviewers import REGISTRY, Reviewer
 from verify_dag.tasks.app import app
 from verify_dag.tasks.base import header_phase
-
-from verify_dag.reviewers import REGISTRY, Reviewer
 
 
 def _make(skill: str, fn: Reviewer) -> Any:

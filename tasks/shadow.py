@@ -22,14 +22,13 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from verify_dag.tasks.app import app
-from verify_dag.tasks.base import previous_result, progress
-
 from verify_dag.phases.claims.anchors import Where
 from verify_dag.phases.claims.models import ClaimVerdict
 from verify_dag.phases.claims.verifiers import unverifiable
 from verify_dag.shadow import merge, run
 from verify_dag.shadow.models import Dispatch, ShadowJob
+from verify_dag.tasks.app import app
+from verify_dag.tasks.base import previous_result, progress
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from celery import chain, chord, signature, uuid
-from verify_dag.tasks.app import app
 
 from verify_dag import skills
 from verify_dag.completion.models import CompletionJob
@@ -28,6 +27,7 @@ from verify_dag.git import display_source
 from verify_dag.models import RunState, VerifyRequest
 from verify_dag.phases.claims.models import ClaimVerdict
 from verify_dag.shadow.models import Dispatch, ShadowJob
+from verify_dag.tasks.app import app
 
 
 @dataclass(frozen=True)

@@ -25,11 +25,11 @@ import pytest
 import redis
 from conftest import Repo, calc_base, make_repo
 from redis_workers import fresh_db, logs, stop, workers
-from verify_dag.tasks.app import configure
-from verify_dag.tasks.workflow import Expected, Plan
 
 from verify_dag import client, store
 from verify_dag.errors import FatalError
+from verify_dag.tasks.app import configure
+from verify_dag.tasks.workflow import Expected, Plan
 
 DB = 7
 HEAD = "a" * 40

@@ -182,10 +182,9 @@ def test_detached_head_on_a_merge_commit(scenario: Repo, tmp_path: Path) -> None
 def test_a_redelivered_task_returns_its_first_result(
     scenario: Repo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from verify_dag.models import RunState, VerifyRequest
     from verify_dag.tasks import base, embedded, pipeline
     from verify_dag.tasks.app import app
-
-    from verify_dag.models import RunState, VerifyRequest
 
     # The embedded worker runs in this process, so the phase and the lookup can be observed.
     runs: list[str] = []
@@ -224,9 +223,8 @@ def test_exerciser_failures_reach_the_debugger(repo: Repo, tmp_path: Path) -> No
     at the merge base instead of the debugger saying there was nothing to investigate."""
     import sys
 
-    from verify_dag.tasks.workflow import plan
-
     from verify_dag.models import VerifyRequest
+    from verify_dag.tasks.workflow import plan
 
     labels = [p.label for p in plan(VerifyRequest(repo=str(repo.path))).phases]
     assert labels[labels.index("collect") :] == ["collect", "exerciser", "debugger", "report"]

@@ -25,6 +25,7 @@ import pytest
 import redis_workers
 import yaml
 from celery import Celery
+
 from verify_dag.tasks.app import QUEUES
 
 ROOT = Path(__file__).resolve().parent.parent

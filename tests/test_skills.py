@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from verify_dag.tasks import app, review
-
 from verify_dag import reviewers, skills
 from verify_dag.reviewers import contract
+from verify_dag.tasks import app, review
 
 # The task each skill outside the review queue runs in (the review ones are verify_dag.review.*).
 _TASK = {
