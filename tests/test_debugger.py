@@ -380,8 +380,8 @@ def test_never_raises(two_commits: Repo, monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_a_run_that_stops_after_the_exerciser_stopped_at_the_debugger(two_commits: Repo) -> None:
-    """The debugger runs after the exerciser: a run with the exerciser's result and no
-    debugger's ended in the debugger phase, not in the report."""
+    """The debugger runs after the exerciser: a run with the exerciser's result whose debugger
+    task failed says it stopped at the debugger (the task records its phase on the state)."""
     from verify_dag.models import EngineerContext
     from verify_dag.report import results
 
@@ -399,12 +399,13 @@ def test_a_run_that_stops_after_the_exerciser_stopped_at_the_debugger(two_commit
             "toolchain": PYTEST,
             "outcomes": ran,
             "static": SkillOutcome(skill="static-analysis", status="COMPLETED"),
+            "failed_phase": "debugger",
             "error_code": "INTERNAL_ERROR",
             "error_message": "worker lost",
         }
     )
-    assert results.stopped_phase(state) == "debugger"
-    assert results.stopped_at(state, "debugger: boom") == ("debugger", "boom")
-    diagnosed = SkillOutcome(skill="debugger", status="COMPLETED")
-    done = state.model_copy(update={"outcomes": (*ran, diagnosed)})
-    assert results.stopped_phase(done) == "report"
+    assert results.error_of(state) == ("INTERNAL_ERROR", "debugger: worker lost")
+    by_skill = {o.skill: o for o in results.outcomes(state)}
+    assert by_skill["exerciser"].status == "FAILED"
+    assert by_skill["debugger"].status == "NOT_RUN"
+    assert by_skill["debugger"].notes == "not run: verification stopped at debugger: worker lost"
