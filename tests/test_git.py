@@ -67,12 +67,12 @@ BAD_REFS = [
 
 @pytest.mark.parametrize("ref", GOOD_REFS)
 def test_valid_ref_accepts_revisions(ref: str) -> None:
-    assert git.valid_ref(ref)
+    assert gitparse.valid_ref(ref)
 
 
 @pytest.mark.parametrize("ref", BAD_REFS)
 def test_valid_ref_rejects_unsafe(ref: str) -> None:
-    assert not git.valid_ref(ref)
+    assert not gitparse.valid_ref(ref)
     with pytest.raises(UsageError):
         git.check_ref(ref)
 
@@ -104,7 +104,7 @@ def test_ref_names_agree_with_check_ref_format() -> None:
             ).returncode
             == 0
         )
-        assert git.valid_ref_name(name) is real, name
+        assert gitparse.valid_ref_name(name) is real, name
 
 
 def test_toplevel_and_errors(repo: Repo, tmp_path: Path) -> None:
@@ -221,17 +221,17 @@ def test_parse_hunks_counts_bodies_and_pure_deletions() -> None:
             "",
         ]
     )
-    assert git.parse_hunks(patch) == {"x": [(8, 8), (19, 21)], "nü x": [(1, 1)]}
+    assert gitparse.parse_hunks(patch) == {"x": [(8, 8), (19, 21)], "nü x": [(1, 1)]}
 
 
 def test_parse_z_records() -> None:
     out = "M\0a b\0R087\0old\0new\nname\0C100\0src\0copy\0D\0-gone\0T\0link\0"
     assert gitparse.parse_name_status(out) == [
-        git.Delta("M", "a b"),
-        git.Delta("R", "new\nname", "old"),
-        git.Delta("C", "copy", "src"),
-        git.Delta("D", "-gone"),
-        git.Delta("T", "link"),
+        gitparse.Delta("M", "a b"),
+        gitparse.Delta("R", "new\nname", "old"),
+        gitparse.Delta("C", "copy", "src"),
+        gitparse.Delta("D", "-gone"),
+        gitparse.Delta("T", "link"),
     ]
     numstat = "1\t2\ttext\twith tab\0-\t-\tpic.png\0-\t-\t\0old.bin\0new.bin\0"
     assert gitparse.parse_numstat_binary(numstat) == {"pic.png", "new.bin"}
@@ -247,7 +247,7 @@ def test_type_change_and_binary_rename(repo: Repo) -> None:
     head = repo.commit()
     deltas = {d.path: d for d in git.name_status(repo.path, base, head)}
     assert deltas["link"].status == "T"
-    assert deltas["moved.bin"] == git.Delta("R", "moved.bin", "blob.bin")
+    assert deltas["moved.bin"] == gitparse.Delta("R", "moved.bin", "blob.bin")
     assert git.binary_paths(repo.path, base, head) == {"moved.bin"}
     assert git.line_ranges(repo.path, base, head) == {"link": [(1, 1)]}
 

@@ -22,20 +22,19 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from verify_dag.errors import CalledProcessError, FatalError, UsageError
-from verify_dag.gitparse import Delta as Delta
 from verify_dag.gitparse import (
+    Delta,
     config_files,
     parse_config_z,
     parse_grep_z,
     parse_hunk_pairs,
+    parse_hunks,
     parse_name_status,
     parse_numstat_binary,
     program_overrides,
     split_z,
+    valid_ref,
 )
-from verify_dag.gitparse import parse_hunks as parse_hunks
-from verify_dag.gitparse import valid_ref as valid_ref
-from verify_dag.gitparse import valid_ref_name as valid_ref_name
 from verify_dag.util import Result, git_env, run
 
 GIT_TIMEOUT = 120.0
@@ -678,7 +677,7 @@ def diff_workspace(
         shutil.rmtree(parent, ignore_errors=True)
 
 
-# --- contract verifier and floor guard (verify_dag/contract) ---------------------------------
+# --- contract verifier and floor guard (reviewers/contract/) ---------------------------------
 # `floor-guard BASE -- PATHSPEC...` takes git pathspecs as git itself does (globs, `:(exclude)`,
 # relative to the directory it runs in), unlike the literal file lists above; they still only
 # ever follow "--". Failures are raised with git's own reason, for one clean line on stderr.
