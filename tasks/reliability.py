@@ -268,7 +268,7 @@ def delivery_tag(request: Any) -> str | None:
 class TaskHeartbeat:
     """The task_prerun/task_postrun handlers: the tasks of ``app`` running on a Redis broker are
     kept alive by ``heartbeat``. The broker is looked up when each task starts, since
-    ``celery_app.configure`` may change it after import; on any other broker nothing happens."""
+    ``app.configure`` may change it after import; on any other broker nothing happens."""
 
     def __init__(self, app: Any, heartbeat: Heartbeat | None = None) -> None:
         self.app = app

@@ -8,7 +8,7 @@ from tests.conftest import Repo
 from verify_dag.models import RunState, TriageResult, VerifyRequest
 from verify_dag.models.request import Depth
 from verify_dag.phases import scope as scope_phase
-from verify_dag.phases.triage import gating as jobb
+from verify_dag.phases.triage import gating
 
 CLI_BASE = (
     "import argparse\n\n\n"
@@ -24,7 +24,7 @@ def _triage(repo: Repo, depth: Depth = "deep", **flags: bool) -> TriageResult:
     """Scope the branch against the ``base`` tag and run Job B on the checked-out head."""
     req = VerifyRequest(repo=str(repo.path), scope="branch", base="base", depth=depth, **flags)
     state = RunState(run_id="r", request=req, scope=scope_phase.run(req))
-    return jobb.run(state, repo.path)
+    return gating.run(state, repo.path)
 
 
 def _base(repo: Repo) -> None:
@@ -65,7 +65,7 @@ def test_cli_help_change_gates_ux_in_with_the_file_named(repo: Repo) -> None:
     assert ux.applies and ux.files == ("src/cli.py",)
     assert "CLI help text modified in src/cli.py" in ux.reason and "help=" in ux.reason
     assert result.skill_assignments["ux-reviewer"] == ("src/cli.py",)
-    for skill in jobb.ALWAYS_ON:
+    for skill in gating.ALWAYS_ON:
         assert result.skill_assignments[skill] == ("src/cli.py",)
     visual = result.gating["visual-verify"]
     assert not visual.applies and visual.reason.startswith("no UI-rendering files in scope")
@@ -176,7 +176,7 @@ def test_scope_all_runs_every_skill_on_everything(repo: Repo) -> None:
     _base(repo)
     req = VerifyRequest(repo=str(repo.path), scope="all", depth="deep")
     state = RunState(run_id="r", request=req, scope=scope_phase.run(req))
-    result = jobb.run(state, Path("/nonexistent"))  # nothing is read at --scope=all
+    result = gating.run(state, Path("/nonexistent"))  # nothing is read at --scope=all
     assert result.gating["ux-reviewer"].applies and result.gating["visual-verify"].applies
     assert "--scope=all" in result.gating["ux-reviewer"].reason
     assert set(result.skill_assignments["visual-verify"]) == {

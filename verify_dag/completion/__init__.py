@@ -8,5 +8,5 @@ give a deterministic pass/fail.
 - :mod:`~verify_dag.completion.artifacts`: the run directory, its files, dispatches.jsonl.
 
 The Celery chain is built in :func:`verify_dag.tasks.workflow.completion_plan`; the tasks are in
-:mod:`verify_dag.tasks.completion`; ``verify-dag completion`` is :mod:`verify_dag.cli_completion`.
+:mod:`verify_dag.tasks.completion`; ``verify-dag completion`` is :mod:`verify_dag.cli.completion`.
 """
