@@ -229,7 +229,7 @@ def test_backend_table_is_read_from_the_commit_in_a_bare_copy(
     for key in [k for k in os.environ if k.startswith("VERIFY_DAG_")]:
         monkeypatch.delenv(key)
     monkeypatch.setenv("VERIFY_DAG_BACKEND", "claude")
-    chosen = backends.resolve(runner._config(state), "reviewer")
+    chosen = backends.resolve(runner.backends_config(state), "reviewer")
     assert chosen is not None and (chosen.kind, chosen.timeout) == ("claude", 45.0)
 
 

@@ -28,7 +28,8 @@ PLAN_SEVERITY = 8
 _DIFF_CAP = 200_000  # characters of branch diff handed to plan completeness
 
 
-def _config(state: RunState) -> backends.BackendsConfig:
+def backends_config(state: RunState) -> backends.BackendsConfig:
+    """The model-backend settings of the verified commit (its pyproject table, the user's file)."""
     repo = Path(state.request.repo)
     if state.scope is None or (repo / "pyproject.toml").is_file():
         return backends.load_config(repo, os.environ)
@@ -152,7 +153,7 @@ def _checkout(state: RunState) -> Iterator[Path]:
 def _backend(state: RunState, skill: str, reason: str) -> backends.Backend | SkillOutcome:
     """The skill's backend, or the NOT_RUN outcome that says why there is none."""
     try:
-        config = _config(state)
+        config = backends_config(state)
         backend = backends.resolve(config, skill)
     except VerifyDagError as exc:
         return _not_run(skill, reason, f"model backend configuration: {exc.message}")
@@ -209,7 +210,7 @@ def codex_reviewer(state: RunState, reason: str) -> SkillOutcome:
             notes="SKIPPED_UNSUPPORTED_SCOPE: Codex does not audit --scope=all",
         )
     try:
-        backend = backends.resolve(_config(state), skill)
+        backend = backends.resolve(backends_config(state), skill)
     except VerifyDagError as exc:
         return SkillOutcome(
             skill=skill,

@@ -35,7 +35,7 @@ def review(state: RunState) -> list[SkillOutcome]:
             workdir,
             workdir / Path(shown).name,
             f"{sc.old_commit}..{sc.new_commit}",
-            config=runner._config(state),
+            config=runner.backends_config(state),
             shown_path=shown,
             text=req.contract_text,
         )
