@@ -9,7 +9,7 @@ from typing import Any
 from celery.result import AsyncResult
 
 from verify_dag import evidence, git, report, store
-from verify_dag.models import RunState, SkillOutcome
+from verify_dag.models import Report, ReportResult, RunState, SkillOutcome
 from verify_dag.phases import debugger, engineer, exerciser, scope, static, tester, triage
 from verify_dag.phases.triage import gating
 from verify_dag.reviewers import composition_skips, coverage
@@ -171,15 +171,20 @@ def debugger_task(self: Any, state: dict[str, Any]) -> dict[str, Any]:
 
 @app.task(name="verify_dag.report", bind=True)
 def report_task(self: Any, state: dict[str, Any]) -> dict[str, Any]:
-    """Always runs, whatever happened before: the report is the product."""
+    """Always runs, whatever happened before: the report is the product. Returns a
+    ReportResult as JSON; the client validates it back (client.report_result)."""
     done = previous_result(self)
     if done is not None:
         return dict(done)
     st = RunState.model_validate(state)
     progress(self, st.run_id, "report")
     doc = report.build(st)
-    report.validate(doc)
-    markdown = report.markdown(doc)
+    report.validate(doc.model_dump(mode="json"))
+    return _stored(st, doc, report.markdown(doc)).model_dump(mode="json")
+
+
+def _stored(st: RunState, doc: Report, markdown: str) -> ReportResult:
+    """Write the run's files to the store; what could not be written is said, never raised."""
     # The evidence bundle first: record() writes meta.json, which marks the run complete.
     try:
         bundle = store.record_evidence(st.run_id, st.request, evidence.build(st))
@@ -188,12 +193,13 @@ def report_task(self: Any, state: dict[str, Any]) -> dict[str, Any]:
         bundle = {"storeError": f"evidence bundle not built: {type(exc).__name__}: {exc}"}
     xml = next((o.coverage_xml for o in st.outcomes if o.coverage_xml), None)
     kept = store.record_coverage(st.run_id, st.request, xml)
-    if "storeError" in kept and "storeError" in bundle:
-        kept["storeError"] = f"{bundle['storeError']}; {kept['storeError']}"
-    bundle = {**bundle, **kept}
-    return {
-        "report": doc,
-        "markdown": markdown,
-        **bundle,
-        **store.record(st.run_id, st.request, doc, markdown),
-    }
+    saved = store.record(st.run_id, st.request, doc, markdown)
+    # A report the store could not keep leaves no run there: that is the one error to tell,
+    # whatever became of the run's other files.
+    written = [saved] if "storeError" in saved else [bundle, kept]
+    return ReportResult(
+        report=doc,
+        markdown=markdown,
+        stored=saved.get("stored"),
+        store_errors=tuple(w["storeError"] for w in written if "storeError" in w),
+    )

@@ -19,6 +19,7 @@ from verify_dag.models import (
     Finding,
     LineRange,
     Location,
+    Report,
     RunState,
     Scope,
     ScopeError,
@@ -59,10 +60,16 @@ def _codex_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def built(state: RunState) -> dict[str, Any]:
-    """Every report a test makes is also checked against the schema."""
-    doc = report.build(state)
+    """The JSON v1 document of a run; every report a test makes is also checked against the
+    schema."""
+    doc = report.build(state).model_dump(mode="json")
     report.validate(doc)
     return doc
+
+
+def exit_code(doc: dict[str, Any], fail_on: int) -> int:
+    """The exit code of a v1 document, read back into the model the way the CLI's is."""
+    return report.exit_code(Report.model_validate(doc), fail_on)
 
 
 def finding(
@@ -335,14 +342,33 @@ GOLDEN_CASES = {
 
 @pytest.mark.parametrize("name", sorted(GOLDEN_CASES))
 def test_golden(name: str) -> None:
-    doc = built(GOLDEN_CASES[name]())
-    outputs = {f"{name}.json": report.to_json(doc), f"{name}.md": report.markdown(doc)}
+    made = report.build(GOLDEN_CASES[name]())
+    report.validate(made.model_dump(mode="json"))
+    outputs = {f"{name}.json": report.to_json(made), f"{name}.md": report.markdown(made)}
     for filename, text in outputs.items():
         path = GOLDEN / filename
         if os.environ.get("UPDATE_GOLDEN") == "1":
             path.parent.mkdir(exist_ok=True)
             path.write_text(text, encoding="utf-8")
         assert text == path.read_text(encoding="utf-8"), f"{filename} differs (UPDATE_GOLDEN=1)"
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN_CASES))
+def test_a_v1_document_reads_back_into_the_same_report(name: str) -> None:
+    made = report.build(GOLDEN_CASES[name]())
+    back = Report.model_validate_json((GOLDEN / f"{name}.json").read_text(encoding="utf-8"))
+    assert back == made and report.to_json(back) == report.to_json(made)
+
+
+def test_aliases_that_disagree_are_refused() -> None:
+    doc = built(light_branch_state())
+    doc["triage"]["skills_run"] = doc["triage"]["skills_run"][1:]
+    with pytest.raises(ValueError, match=r"triage\.skills_run does not repeat triage\.skillsRun"):
+        Report.model_validate(doc)
+    doc = built(light_branch_state())
+    doc["scope"]["files"] = []
+    with pytest.raises(ValueError, match=r"scope\.files does not repeat scope\.includedFiles"):
+        Report.model_validate(doc)
 
 
 # -- JSON v1 -----------------------------------------------------------------------------------
@@ -562,7 +588,7 @@ def test_error_invalid_base_keeps_complete_shape() -> None:
         "not run: verification stopped at scope: base ref origin/nope does not resolve to a commit"
     )
     assert doc["triage"]["skills_run"] == [] and doc["triage"]["skills_skipped"] == PIPELINE
-    assert report.exit_code(doc, 7) == EXIT_ERROR
+    assert exit_code(doc, 7) == EXIT_ERROR
 
 
 def test_error_before_scope_preserves_requested_base() -> None:
@@ -627,7 +653,7 @@ def test_nothing_to_verify() -> None:
     assert {(r["status"], r["notes"]) for r in doc["skillResults"]} == {
         ("SKIPPED", "nothing to verify")
     }
-    assert report.exit_code(doc, 1) == EXIT_OK
+    assert exit_code(doc, 1) == EXIT_OK
     assert "**Nothing to verify:**" in report.markdown(doc)
 
 
@@ -643,7 +669,7 @@ def test_blocked_when_nothing_analysed() -> None:
     )
     doc = built(state)
     assert (doc["status"], doc["overall"]["result"], doc["error"]) == ("blocked", "blocked", None)
-    assert report.exit_code(doc, 10) == EXIT_ERROR
+    assert exit_code(doc, 10) == EXIT_ERROR
     md = report.markdown(doc)
     assert "**Verification blocked:**" in md
     assert "> **Warning: codex-reviewer was BLOCKED.**" in md
@@ -692,12 +718,12 @@ def test_unrecorded_skills_are_not_run() -> None:
 )
 def test_exit_code_fail_on(fail_on: int, expected: int) -> None:
     doc = built(light_branch_state())  # highest severity 9
-    assert report.exit_code(doc, fail_on) == expected
+    assert exit_code(doc, fail_on) == expected
 
 
 def test_exit_code_pass() -> None:
     doc = built(light_branch_state(static=outcome("static-analysis", "COMPLETED"), outcomes=()))
-    assert doc["overall"]["result"] == "pass" and report.exit_code(doc, 1) == EXIT_OK
+    assert doc["overall"]["result"] == "pass" and exit_code(doc, 1) == EXIT_OK
 
 
 # -- Markdown ----------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ def sample() -> Doc:
         static=SkillOutcome(skill="static-analysis", status="COMPLETED"),
         outcomes=(SkillOutcome(skill="reviewer", status="COMPLETED", findings=(bug,)),),
     )
-    doc = report.build(state)
+    doc = report.build(state).model_dump(mode="json")
     report.validate(doc)
     return doc
 

@@ -19,7 +19,7 @@ from celery import states, uuid
 from celery.exceptions import BackendError
 
 from verify_dag.errors import FatalError, UsageError, VerifyDagError
-from verify_dag.models import VerifyRequest
+from verify_dag.models import ReportResult, VerifyRequest
 from verify_dag.tasks.app import app
 from verify_dag.tasks.workflow import Expected, Plan, plan
 
@@ -262,7 +262,10 @@ def _poll(p: Plan, progress: Progress | None, *, sweep: bool) -> dict[str, Any] 
 
 def _lost(p: Plan) -> dict[str, Any]:
     """The run's report from the report store, when the result store lost the run after the
-    report landed; else the FatalError that says the run is lost."""
+    report landed; else the FatalError that says the run is lost.
+
+    Shaped as the report task's ReportResult is in JSON, and held to the same check before
+    anything believes it: the store's copy is read as untrusted as the result store's."""
     from verify_dag import store
 
     if p.expect is not None:
@@ -286,8 +289,27 @@ def _lost(p: Plan) -> dict[str, Any]:
     )
 
 
+def report_result(result: dict[str, Any]) -> ReportResult:
+    """A verify run's result (``wait`` checked it is this run's report) as the model; one of
+    another shape (a worker of another version) is a FatalError, not a traceback."""
+    from pydantic import ValidationError
+
+    try:
+        return ReportResult.model_validate(result)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the result"
+        raise FatalError(
+            f"the report task's result is not one this client reads ({where}: {first['msg']})",
+            hint="are the workers running this version of verify-dag?",
+        ) from None
+
+
 def check_report(p: Plan, result: object) -> None:
-    """A FatalError unless ``result`` is the report of the run ``p`` asked for."""
+    """A FatalError unless ``result`` is the report of the run ``p`` asked for.
+
+    Read from the raw JSON, before it is validated into a ReportResult: a result of any shape
+    is refused with the reason it is not this run's."""
     if p.expect is None:
         return
     report = result.get("report") if isinstance(result, dict) else None

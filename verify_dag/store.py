@@ -26,6 +26,7 @@ from verify_dag.errors import FatalError, UsageError
 from verify_dag.files import write_atomic
 from verify_dag.git import display_source
 from verify_dag.models.base import Frozen
+from verify_dag.models.report import Report
 from verify_dag.models.request import VerifyRequest
 
 STORE_ENV = "VERIFY_DAG_STORE"
@@ -83,16 +84,17 @@ def check_run_id(run_id: str) -> str:
 def save(
     store_dir: str | os.PathLike[str] | None,
     run_id: str,
-    report: dict[str, Any],
+    document: dict[str, Any],
     markdown: str,
     meta: RunMeta,
 ) -> Path:
-    """Write one run's three files; returns the run's directory."""
-    from verify_dag.report import to_json
+    """Write one run's three files; returns the run's directory. ``document`` is the report's
+    JSON v1 document (``Report.model_dump(mode="json")``), as :func:`load` gives it back."""
+    from verify_dag.report import json_text
 
     run_dir = resolve(store_dir) / check_run_id(run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
-    write_atomic(run_dir / REPORT_JSON, to_json(report).encode("utf-8"))
+    write_atomic(run_dir / REPORT_JSON, json_text(document).encode("utf-8"))
     write_atomic(run_dir / REPORT_MD, markdown.encode("utf-8"))
     write_atomic(run_dir / META_JSON, (meta.model_dump_json(indent=2) + "\n").encode("utf-8"))
     return run_dir
@@ -101,7 +103,12 @@ def save(
 def load(
     store_dir: str | os.PathLike[str] | None, run_id: str
 ) -> tuple[dict[str, Any], str, RunMeta]:
-    """The stored report, Markdown and meta of one run; UsageError when there is no such run."""
+    """The stored report, Markdown and meta of one run; UsageError when there is no such run.
+
+    The report is the JSON v1 document as stored, not a Report: ``verify-dag report`` prints it
+    as it was written, whichever version wrote it. A caller that reads its fields validates it
+    into the model (``Report.model_validate``).
+    """
     store = resolve(store_dir)
     run_dir = store / check_run_id(run_id)
     if not (run_dir / META_JSON).is_file():
@@ -133,38 +140,38 @@ def runs(store_dir: str | os.PathLike[str] | None) -> list[RunMeta]:
     return found
 
 
-def meta_for(run_id: str, request: VerifyRequest, report: dict[str, Any]) -> RunMeta:
-    """The meta of a finished run, from its request and its v1 report."""
+def meta_for(run_id: str, request: VerifyRequest, report: Report) -> RunMeta:
+    """The meta of a finished run, from its request and its report."""
     from verify_dag.report import exit_code
 
-    scope = report["scope"]
+    scope = report.scope
     return RunMeta(
         run_id=run_id,
         repo=display_source(request.repo),
-        mode=scope.get("mode") or request.scope,
+        mode=scope.mode or request.scope,
         depth=request.depth,
-        base=scope.get("baseRef"),
-        head_sha=scope.get("headSha"),
+        base=scope.base_ref,
+        head_sha=scope.head_sha,
         submitted=request.submitted,
         finished=now(),
-        status=report["status"],
-        result=report["overall"]["result"],
+        status=report.status,
+        result=report.overall.result,
         fail_on=request.fail_on,
         exit_code=exit_code(report, request.fail_on),
     )
 
 
-def record(
-    run_id: str, request: VerifyRequest, report: dict[str, Any], markdown: str
-) -> dict[str, str]:
+def record(run_id: str, request: VerifyRequest, report: Report, markdown: str) -> dict[str, str]:
     """Persist a finished run from the report task.
 
     The report is the product: a store that cannot be written must not lose the report the
     waiting client is about to print, so the failure is returned (the CLI shows it) instead of
-    raised.
+    raised: ``{"stored": the run's directory}`` or ``{"storeError": why}``, as every write of a
+    run's files here returns; the report task gathers them into its ReportResult.
     """
     try:
-        where = save(request.store, run_id, report, markdown, meta_for(run_id, request, report))
+        meta = meta_for(run_id, request, report)
+        where = save(request.store, run_id, report.model_dump(mode="json"), markdown, meta)
     except OSError as exc:
         return {"storeError": f"report not stored in {resolve(request.store)}: {exc}"}
     return {"stored": str(where)}

@@ -57,7 +57,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     output = cli_args.new_output(args.output) if args.output else None
     doc, markdown, _ = store.load(args.store, args.run_id)
-    text = report.to_json(doc) if args.format == "json" else markdown
+    # The stored document is printed as it was written, not through the model: a run stored by
+    # an earlier version is still printed.
+    text = report.json_text(doc) if args.format == "json" else markdown
     if output is None:
         sys.stdout.write(text)
         return 0

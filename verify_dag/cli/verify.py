@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from verify_dag.cli import args as cli_args
 from verify_dag.errors import UsageError
+
+if TYPE_CHECKING:  # the parser is built on every call, before pydantic is needed
+    from verify_dag.models import Report
 
 MODE_NOTE = (
     "interactive and auto-fix are accepted, but only report-only is built yet: every run is "
@@ -264,20 +267,20 @@ def cmd_verify(args: argparse.Namespace) -> int:
         # This host runs the repository's code: refuse now rather than half-way through.
         sandbox.check_required(request.require_sandbox)
     progress = client.Progress(client.progress_stream(request.format == "json"))
-    result = client.run_plan(request, timeout=args.timeout, progress=progress)
-    if "storeError" in result:
-        print(f"verify-dag: warning: {result['storeError']}", file=sys.stderr)
-    doc: dict[str, Any] = result["report"]
-    if doc["scope"].get("nothingToVerify") and request.format == "markdown" and not request.output:
+    result = client.report_result(client.run_plan(request, timeout=args.timeout, progress=progress))
+    if result.store_errors:
+        print(f"verify-dag: warning: {'; '.join(result.store_errors)}", file=sys.stderr)
+    doc = result.report
+    if doc.scope.nothing_to_verify and request.format == "markdown" and not request.output:
         # Nothing to verify is one line and a stop, not a report of skills that all SKIPPED.
-        notes = "; ".join(doc["scope"].get("notes") or []) or "no changes in the selected scope"
+        notes = "; ".join(doc.scope.notes) or "no changes in the selected scope"
         print(f"Nothing to verify: {notes}")
         return report.exit_code(doc, request.fail_on)
-    _emit(request, doc, result["markdown"])
+    _emit(request, doc, result.markdown)
     return report.exit_code(doc, request.fail_on)
 
 
-def _emit(request: Any, doc: dict[str, Any], markdown: str) -> None:
+def _emit(request: Any, doc: Report, markdown: str) -> None:
     from verify_dag import report
 
     text = report.to_json(doc) if request.format == "json" else markdown

@@ -9,12 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from verify_dag import client, git, store
 from verify_dag.errors import VerifyDagError
 from verify_dag.fleet import Entry, record, reusable
 from verify_dag.fleet import summary as fleet_summary
 from verify_dag.fleet.summary import Outcome
-from verify_dag.models import VerifyRequest
+from verify_dag.models import Report, VerifyRequest
 from verify_dag.phases import scope
 
 HEAD_READERS = 8  # git ls-remote calls at once: most of their time is network
@@ -87,7 +89,7 @@ def _audit(entries: list[Entry], store_dir: Path, fail_on: int, timeout: float) 
         if isinstance(head, VerifyDagError):
             outcomes[entry.number] = Outcome(entry, "error", error=_shown(entry, head))
             continue
-        last = reusable(store_dir, entry, head)
+        last = _reusable(store_dir, entry, head)
         if last is not None:
             doc, meta = last
             outcomes[entry.number] = Outcome(
@@ -112,7 +114,7 @@ def _audit(entries: list[Entry], store_dir: Path, fail_on: int, timeout: float) 
     for p in pending:
         outcome = _collect(p, store_dir, deadline)
         outcomes[p.entry.number] = outcome
-        if outcome.report is not None and outcome.report["status"] == "ok":
+        if outcome.report is not None and outcome.report.status == "ok":
             # Only completed audits are remembered: an error or a block is retried next time.
             audited.append(
                 (p.entry, outcome.head or p.head, p.plan.run_id, outcome.audited_at or store.now())
@@ -125,11 +127,12 @@ def _collect(p: _Pending, store_dir: Path, deadline: float) -> Outcome:
     run_id = p.plan.run_id
     try:
         # Past the deadline each remaining run still gets one look at its result.
-        result = client.collect(p.plan, timeout=max(deadline - time.monotonic(), 0.1))
+        raw = client.collect(p.plan, timeout=max(deadline - time.monotonic(), 0.1))
+        result = client.report_result(raw)
     except VerifyDagError as exc:
         return Outcome(p.entry, "error", head=p.head, run_id=run_id, error=_shown(p.entry, exc))
-    doc: dict[str, Any] = result["report"]
-    error = doc["error"]
+    doc = result.report
+    error = doc.error
     run_dir: Path | None = store_dir / run_id
     meta: store.RunMeta | None = None
     note = None
@@ -140,20 +143,34 @@ def _collect(p: _Pending, store_dir: Path, deadline: float) -> Outcome:
         # container): keep a copy here, where the index and the summary point.
         try:
             meta = store.meta_for(run_id, p.request, doc)
-            store.save(store_dir, run_id, doc, result["markdown"], meta)
+            store.save(store_dir, run_id, doc.model_dump(mode="json"), result.markdown, meta)
         except OSError as exc:
             run_dir, note = None, f"report not stored in {store_dir}: {exc}"
-    message = f"{error['code']}: {error['message']}" if error else note
+    message = f"{error.code}: {error.message}" if error else note
     return Outcome(
         p.entry,
-        doc["overall"]["result"],
-        head=doc["scope"].get("headSha") or p.head,
+        doc.overall.result,
+        head=doc.scope.head_sha or p.head,
         error=_shown(p.entry, message) if message else None,
         run_id=run_id,
         report=doc,
         report_dir=run_dir,
         audited_at=meta.finished if meta is not None else None,
     )
+
+
+def _reusable(store_dir: Path, entry: Entry, head: str) -> tuple[Report, store.RunMeta] | None:
+    """The last completed audit of ``entry`` when it saw ``head``. Its stored report is read
+    into the model: one that no longer reads as a Report (an earlier version's) is audited
+    again rather than summarised from fields it may not have."""
+    last = reusable(store_dir, entry, head)
+    if last is None:
+        return None
+    doc, meta = last
+    try:
+        return Report.model_validate(doc), meta
+    except ValidationError:
+        return None
 
 
 def _shown(entry: Entry, error: VerifyDagError | str) -> str:

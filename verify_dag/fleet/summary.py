@@ -20,6 +20,7 @@ from verify_dag import jsonschemas, store
 from verify_dag.errors import EXIT_ERROR, EXIT_ISSUES, EXIT_OK
 from verify_dag.files import write_atomic
 from verify_dag.fleet import Entry, fleet_dir
+from verify_dag.models import Report
 from verify_dag.report import exit_code
 
 SCHEMA_PATH = "schemas/fleet-summary.v1.schema.json"
@@ -38,13 +39,13 @@ class Outcome:
     head: str | None = None
     error: str | None = None  # why there is no usable report, or the report's own error
     run_id: str | None = None
-    report: dict[str, Any] | None = None  # the v1 report, fresh or reused
+    report: Report | None = None  # the report, fresh or reused
     report_dir: Path | None = None  # the run's directory in the store; None when not stored
     audited_at: str | None = None  # when the report was written
 
 
-def _issues(doc: dict[str, Any] | None, fail_on: int) -> dict[str, Any]:
-    severities = [int(i["severity"]) for i in (doc or {}).get("issues", [])]
+def _issues(doc: Report | None, fail_on: int) -> dict[str, Any]:
+    severities = [i.severity for i in doc.issues] if doc is not None else []
     by = {str(s): severities.count(s) for s in sorted(set(severities), reverse=True)}
     return {
         "total": len(severities),
@@ -56,9 +57,9 @@ def _issues(doc: dict[str, Any] | None, fail_on: int) -> dict[str, Any]:
 def _repo(o: Outcome, fail_on: int) -> dict[str, Any]:
     doc = o.report
     not_run = [
-        {"skill": s["skill"], "status": s["status"], "reason": s["notes"]}
-        for s in (doc or {}).get("skillResults", [])
-        if s["status"] in NOT_RAN
+        {"skill": s.skill, "status": s.status, "reason": s.notes}
+        for s in (doc.skill_results if doc is not None else ())
+        if s.status in NOT_RAN
     ]
     where = None
     if o.report_dir is not None:
@@ -74,7 +75,7 @@ def _repo(o: Outcome, fail_on: int) -> dict[str, Any]:
         "base": o.entry.base,
         "depth": o.entry.depth,
         "result": o.result,
-        "reportResult": doc["overall"]["result"] if doc is not None else None,
+        "reportResult": doc.overall.result if doc is not None else None,
         "head": o.head,
         "runId": o.run_id,
         "auditedAt": o.audited_at,

@@ -18,6 +18,7 @@ from verify_dag.models.findings import (
     SkillOutcome,
     Verification,
 )
+from verify_dag.models.report import Report, ReportResult
 from verify_dag.models.request import Snapshot, VerifyRequest
 from verify_dag.models.scope import (
     ALL_OTHER_FILES,
@@ -51,6 +52,8 @@ __all__ = [
     "Location",
     "Reaffirmed",
     "Reopened",
+    "Report",
+    "ReportResult",
     "RunState",
     "Scope",
     "ScopeError",

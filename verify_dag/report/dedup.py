@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 from verify_dag.models.findings import Finding, IssueClass
 
@@ -84,7 +85,7 @@ class Issue:
     line: int | None
     end_line: int | None
     # "introduced" / "pre-existing" when a static member was compared with the merge base.
-    baseline: str | None = None
+    baseline: Literal["introduced", "pre-existing"] | None = None
     # Tester failures: whether the failure touches a scoped file; None when no member says.
     in_scope: bool | None = None
     # Every member's title: the exerciser names an issue by the title of the finding it tried,
@@ -181,7 +182,7 @@ def _merge(group: list[Finding]) -> Issue:
     ]
     baselines = {f.baseline for f in group if f.baseline}
     # One introduced occurrence makes the merged issue introduced: the change added it.
-    baseline = (
+    baseline: Literal["introduced", "pre-existing"] | None = (
         "introduced" if "introduced" in baselines else ("pre-existing" if baselines else None)
     )
     scoped = {f.in_scope for f in group if f.in_scope is not None}

@@ -1,7 +1,8 @@
-"""The Markdown report, rendered from the JSON v1 dict and never from the run state.
+"""The Markdown report, rendered from the Report (the JSON v1 document) and never from the run
+state.
 
-Rendering from the dict keeps the two formats from disagreeing: whatever a machine reads in the
-JSON is exactly what a person reads here.
+Rendering from the report keeps the two formats from disagreeing: whatever a machine reads in
+the JSON is exactly what a person reads here.
 """
 
 from __future__ import annotations
@@ -9,9 +10,17 @@ from __future__ import annotations
 from typing import Any
 
 from verify_dag import sandbox, skills
+from verify_dag.models.report import (
+    ExcludedRecord,
+    FileRecord,
+    ReaffirmedRow,
+    ReopenedRow,
+    Report,
+    ReportIssue,
+    ReportScope,
+    SkillReason,
+)
 from verify_dag.report.markdown_text import code, inline, location_text, path_text, table
-
-Report = dict[str, Any]
 
 _LOUD = ("BLOCKED", "NOT_RUN", "FAILED")
 # The composition's judgement row, which the Triage Summary counts at deep ("all five").
@@ -23,12 +32,12 @@ _SOURCES_NOTE = (
 )
 
 
-def _file_line(rec: dict[str, Any]) -> str:
-    status = rec["status"]
+def _file_line(rec: FileRecord) -> str:
+    status = rec.status
     if status == "deleted":
-        return f"- {path_text(rec['path'])} (deleted)"
-    parts = [f"{status} from {path_text(rec['oldPath'])}" if "oldPath" in rec else status]
-    lines: list[str] = rec["lines"]
+        return f"- {path_text(rec.path)} (deleted)"
+    parts = [f"{status} from {path_text(rec.old_path)}" if rec.old_path is not None else status]
+    lines = list(rec.lines)
     if lines == ["entire file"]:
         parts.append("entire file")
     elif len(lines) == 1 and "-" not in lines[0]:
@@ -37,78 +46,78 @@ def _file_line(rec: dict[str, Any]) -> str:
         parts.append("lines " + ", ".join(lines))
     else:
         parts.append("no added lines")
-    if rec.get("binary"):
+    if rec.binary:
         parts.append("binary")
-    return f"- {path_text(rec['path'])} ({', '.join(parts)})"
+    return f"- {path_text(rec.path)} ({', '.join(parts)})"
 
 
-def _excluded(records: list[dict[str, str]]) -> list[str]:
+def _excluded(records: tuple[ExcludedRecord, ...]) -> list[str]:
     if not records:
         return ["**Files Excluded:** none"]
-    if [r["path"] for r in records] == ["ALL_OTHER_FILES"]:
-        return [f"**Files Excluded:** All other files ({inline(records[0]['reason'])})"]
+    if [r.path for r in records] == ["ALL_OTHER_FILES"]:
+        return [f"**Files Excluded:** All other files ({inline(records[0].reason)})"]
     out = ["**Files Excluded:**", ""]
     for r in records:
-        path = "All other files" if r["path"] == "ALL_OTHER_FILES" else path_text(r["path"])
-        out.append(f"- {inline(path)} ({inline(r['reason'])})")
+        path = "All other files" if r.path == "ALL_OTHER_FILES" else path_text(r.path)
+        out.append(f"- {inline(path)} ({inline(r.reason)})")
     return out
 
 
 def _banner(report: Report) -> list[str]:
     out: list[str] = []
-    if report["run"]["note"]:
-        out += [f"> Mode: report-only — {inline(report['run']['note'])}", ""]
-    if report["status"] == "error":
-        err = report["error"]
-        out += [f"**Verification error** ({inline(err['code'])}): {inline(err['message'])}", ""]
-    elif report["status"] == "blocked":
+    if report.run.note:
+        out += [f"> Mode: report-only — {inline(report.run.note)}", ""]
+    if report.error is not None:  # status error: the schema holds the two together
+        err = report.error
+        out += [f"**Verification error** ({inline(err.code)}): {inline(err.message)}", ""]
+    elif report.status == "blocked":
         out += [
             "**Verification blocked:** no static analysis or test run reported and no judgement "
             "reviewer completed, so this report contains no meaningful analysis.",
             "",
         ]
-    elif report["scope"].get("nothingToVerify"):
+    elif report.scope.nothing_to_verify:
         out += ["**Nothing to verify:** no changes were found in the selected scope.", ""]
     return out
 
 
-def _scope(scope: dict[str, Any]) -> list[str]:
+def _scope(scope: ReportScope) -> list[str]:
     out = [
         "## Scope",
         "",
-        f"**Depth:** {scope['depth']}",
+        f"**Depth:** {scope.depth}",
         "",
-        f"**Mode:** {scope['mode'] or 'unresolved'}",
+        f"**Mode:** {scope.mode or 'unresolved'}",
         "",
-        f"**Base ref:** {code(scope['baseRef'])}",
+        f"**Base ref:** {code(scope.base_ref)}",
         "",
-        f"**Merge base:** {code(scope['mergeBase'])}",
+        f"**Merge base:** {code(scope.merge_base)}",
         "",
-        f"**HEAD:** {code(scope['headSha'])}",
+        f"**HEAD:** {code(scope.head_sha)}",
         "",
         "**Files Verified:**",
         "",
     ]
-    out += [_file_line(r) for r in scope["includedFiles"]] or ["- none"]
-    out += ["", *_excluded(scope["excludedFiles"])]
-    if scope.get("notes"):
-        out += ["", "**Notes:**", "", *(f"- {inline(n)}" for n in scope["notes"])]
+    out += [_file_line(r) for r in scope.included_files] or ["- none"]
+    out += ["", *_excluded(scope.excluded_files)]
+    if scope.notes:
+        out += ["", "**Notes:**", "", *(f"- {inline(n)}" for n in scope.notes)]
     return [*out, "", "---", ""]
 
 
 def _status_of(report: Report, skill: str) -> str | None:
-    return next((r["status"] for r in report["skillResults"] if r["skill"] == skill), None)
+    return next((r.status for r in report.skill_results if r.skill == skill), None)
 
 
 def _judgement_line(report: Report) -> str:
-    ran: list[str] = report["triage"]["skills_run"]
+    ran = [e.skill for e in report.triage.skills_run]
 
     def named(skill: str, label: str = "") -> str:
         # A reviewer that was invoked but did not complete must not read like a review.
         status = _status_of(report, skill)
         return f"{label or skill}" + ("" if status == "COMPLETED" else f" — {status}")
 
-    if report["scope"]["depth"] == "light":
+    if report.scope.depth == "light":
         with_codex, without = skills.light_slot()
         if with_codex in ran:
             return named(with_codex)
@@ -124,32 +133,31 @@ def _judgement_line(report: Report) -> str:
 
 
 def _static_line(report: Report) -> str:
-    res = next((r for r in report["skillResults"] if r["skill"] == "static-analysis"), None)
+    res = next((r for r in report.skill_results if r.skill == "static-analysis"), None)
     if res is None:
         return "no result"
-    if res["status"] in ("COMPLETED", "PASSED") and res["notes"]:
-        return inline(res["notes"])
-    return f"{res['status']} — {inline(res['notes'])}" if res["notes"] else str(res["status"])
+    if res.status in ("COMPLETED", "PASSED") and res.notes:
+        return inline(res.notes)
+    return f"{res.status} — {inline(res.notes)}" if res.notes else res.status
 
 
-def _grouped(entries: list[dict[str, str]]) -> list[tuple[list[str], str]]:
+def _grouped(entries: tuple[SkillReason, ...]) -> list[tuple[list[str], str]]:
     """Adjacent skips with one reason share it: "qa, ux-reviewer (not in light composition)"."""
     groups: list[tuple[list[str], str]] = []
     for e in entries:
-        if groups and groups[-1][1] == e["reason"]:
-            groups[-1][0].append(e["skill"])
+        if groups and groups[-1][1] == e.reason:
+            groups[-1][0].append(e.skill)
         else:
-            groups.append(([e["skill"]], e["reason"]))
+            groups.append(([e.skill], e.reason))
     return groups
 
 
 def _triage(report: Report) -> list[str]:
-    t = report["triage"]
-    run = ", ".join(t["skills_run"]) or "none"
+    t = report.triage
+    run = ", ".join(e.skill for e in t.skills_run) or "none"
     skipped = (
         "; ".join(
-            f"{', '.join(names)} ({inline(reason)})"
-            for names, reason in _grouped(t["skillsSkipped"])
+            f"{', '.join(names)} ({inline(reason)})" for names, reason in _grouped(t.skills_skipped)
         )
         or "none"
     )
@@ -171,26 +179,22 @@ def _triage(report: Report) -> list[str]:
 
 def _skill_results(report: Report) -> list[str]:
     rows: list[list[object]] = []
-    for r in report["skillResults"]:
-        status = f"**{r['status']}**" if r["status"] in _LOUD else r["status"]
-        rows.append([r["skill"], status, r["notes"]])
+    for r in report.skill_results:
+        status = f"**{r.status}**" if r.status in _LOUD else r.status
+        rows.append([r.skill, status, r.notes])
     out = ["## Skill Results Summary", "", *table(["Skill", "Status", "Notes"], rows)]
     codex = next(
-        (
-            r
-            for r in report["skillResults"]
-            if r["skill"] == "codex-reviewer" and r["status"] == "BLOCKED"
-        ),
+        (r for r in report.skill_results if r.skill == "codex-reviewer" and r.status == "BLOCKED"),
         None,
     )
     if codex is not None:
         out += [
             "",
             "> **Warning: codex-reviewer was BLOCKED.** The independent second-model review did "
-            f"not run: {inline(codex['notes']) or 'no reason recorded'}",
+            f"not run: {inline(codex.notes) or 'no reason recorded'}",
         ]
     out += _isolation(report)
-    not_run = [r["skill"] for r in report["skillResults"] if r["status"] == "NOT_RUN"]
+    not_run = [r.skill for r in report.skill_results if r.status == "NOT_RUN"]
     if not_run:
         out += [
             "",
@@ -203,9 +207,9 @@ def _skill_results(report: Report) -> list[str]:
 def _isolation(report: Report) -> list[str]:
     """Which sandbox the repository's code ran in, per skill (docs/security.md)."""
     by_mode: dict[str, list[str]] = {}
-    for r in report["skillResults"]:
-        if r.get("isolation"):
-            by_mode.setdefault(r["isolation"], []).append(r["skill"])
+    for r in report.skill_results:
+        if r.isolation:
+            by_mode.setdefault(r.isolation, []).append(r.skill)
     return [
         line
         for mode, names in by_mode.items()
@@ -218,17 +222,17 @@ def _isolation(report: Report) -> list[str]:
 
 
 def _issues(report: Report) -> list[str]:
-    issues = report["issues"]
+    issues = report.issues
     out = ["## Issues Found", ""]
     if issues:
         rows: list[list[object]] = [
             [
-                i["id"],
-                i["severity"],
+                i.id,
+                i.severity,
                 _title(i),
-                ", ".join(i["sources"]),
-                location_text(i["location"]),
-                i["description"],
+                ", ".join(i.sources),
+                location_text(i.location),
+                i.description,
             ]
             for i in issues
         ]
@@ -236,7 +240,7 @@ def _issues(report: Report) -> list[str]:
         out += ["", _LEGEND, _SOURCES_NOTE]
     else:
         out += ["No issues found."]
-    skill_findings = report.get("dedup", {}).get("skillFindings", len(issues))
+    skill_findings = report.dedup.skill_findings
     noun = "issue" if len(issues) == 1 else "issues"
     out += [
         "",
@@ -245,29 +249,29 @@ def _issues(report: Report) -> list[str]:
     return [*out, "", "---", ""]
 
 
-def _title(issue: dict[str, Any]) -> str:
+def _title(issue: ReportIssue) -> str:
     notes = []
-    if issue.get("baseline") == "pre-existing":
+    if issue.baseline == "pre-existing":
         notes.append("(pre-existing: also at the merge base)")
     # The tester's call in its own words (IN-SCOPE or OUT-OF-SCOPE; docs/report.md).
-    if issue.get("inScope") is True:
+    if issue.in_scope is True:
         notes.append("(IN-SCOPE)")
-    elif issue.get("inScope") is False:
+    elif issue.in_scope is False:
         notes.append("(OUT-OF-SCOPE: no scoped file in the test or its traceback)")
-    return " ".join([str(issue["title"]), *notes])
+    return " ".join([issue.title, *notes])
 
 
 def _debugger(report: Report) -> list[str]:
-    diagnoses = report.get("debugger") or []
+    diagnoses = report.debugger
     if not diagnoses:
         return []
     rows: list[list[object]] = [
         [
-            d["failure"],
-            d["preExisting"],
-            ", ".join(path_text(p) for p in d["touchedByDiff"]) or "none",
-            code(d["command"]),
-            d["evidence"][:300],
+            d.failure,
+            d.pre_existing,
+            ", ".join(path_text(p) for p in d.touched_by_diff) or "none",
+            code(d.command),
+            d.evidence[:300],
         ]
         for d in diagnoses
     ]
@@ -276,10 +280,10 @@ def _debugger(report: Report) -> list[str]:
 
 
 def _deferred(report: Report) -> list[str]:
-    deferred = report["deferredToEpic"]
+    deferred = report.deferred_to_epic
     if not deferred:
         return []  # omitted entirely when nothing was deferred
-    rows: list[list[object]] = [[d["issue"], d["item"], d["source"]] for d in deferred]
+    rows: list[list[object]] = [[d.issue, d.item, d.source] for d in deferred]
     return [
         "## Deferred to Later Epic Issues",
         "",
@@ -295,24 +299,23 @@ def _deferred(report: Report) -> list[str]:
 def _carried(report: Report) -> list[str]:
     """Beyond the specified sections: every carry-forward decision the reviewers made, so a
     suppression is as visible to a reader of the Markdown as it is in the JSON's knownFindings."""
-    known = report["knownFindings"]
-    if known is None or not (known["reaffirmed"] or known["reopened"]):
+    known = report.known_findings
+    if known is None or not (known.reaffirmed or known.reopened):
         return []
 
-    def mark(row: dict[str, Any]) -> str:
-        return row["id"] if row.get("known", True) else f"{row['id']} (**not in KNOWN FINDINGS**)"
+    def mark(row: ReaffirmedRow | ReopenedRow) -> str:
+        return row.id if row.known else f"{row.id} (**not in KNOWN FINDINGS**)"
 
     rows: list[list[object]] = [
-        *[[mark(r), "REAFFIRMED", r["skill"], r["reason"]] for r in known["reaffirmed"]],
-        *[
-            [mark(r), "REOPENED", r["skill"], f"{r['reason']} {r['evidence']}".strip()]
-            for r in known["reopened"]
-        ],
+        [mark(r), "REAFFIRMED", r.skill, r.reason] for r in known.reaffirmed
+    ]
+    rows += [
+        [mark(r), "REOPENED", r.skill, f"{r.reason} {r.evidence}".strip()] for r in known.reopened
     ]
     return [
         "## Known Findings",
         "",
-        f"{known['supplied']} finding(s) supplied by the ledger; the reviewers' decisions:",
+        f"{known.supplied} finding(s) supplied by the ledger; the reviewers' decisions:",
         "",
         *table(["Known ID", "Decision", "Reviewer", "Reason / evidence"], rows),
         "",
@@ -326,46 +329,51 @@ def _carried(report: Report) -> list[str]:
 
 def _exerciser(report: Report) -> list[str]:
     out = ["## Exerciser Verification", ""]
-    entries = report["exerciserVerification"]
+    entries = report.exerciser_verification
     if not entries:
         return [*out, "No issues were evaluated by the exerciser.", ""]
-    titles = {i["id"]: i["title"] for i in report["issues"]}
+    titles = {i.id: i.title for i in report.issues}
     rows: list[list[object]] = [
-        [e["issue"], titles.get(e["issue"], ""), e["status"].replace("_", " "), e["evidence"]]
-        for e in entries
+        [e.issue, titles.get(e.issue, ""), e.status.replace("_", " "), e.evidence] for e in entries
     ]
     return [*out, *table(["Issue ID", "Title", "Exerciser Status", "Notes"], rows), ""]
 
 
 def _gates(report: Report) -> list[str]:
-    gates = report["customGates"]
-    if not gates["exerciser"] and not gates["review"]:
+    gates = report.custom_gates
+    if not gates.exerciser and not gates.review:
         return []  # omitted entirely when no custom gates are defined
     out = ["---", "", "## Custom Verification Gates", ""]
-    if gates["exerciser"]:
+    if gates.exerciser:
         rows: list[list[object]] = [
-            [n, g["rule"], g["status"], g["evidence"]]
-            for n, g in enumerate(gates["exerciser"], start=1)
+            [n, g.rule, g.status, g.evidence] for n, g in enumerate(gates.exerciser, start=1)
         ]
         out += ["### Exerciser Gates", *table(["#", "Rule", "Status", "Evidence"], rows), ""]
-    if gates["review"]:
+    if gates.review:
         rows = [
-            [n, g["rule"], g["status"].replace("_", " "), g["checker"], g["evidence"]]
-            for n, g in enumerate(gates["review"], start=1)
+            [n, g.rule, g.status.replace("_", " "), g.checker, g.evidence]
+            for n, g in enumerate(gates.review, start=1)
         ]
         header = ["#", "Rule", "Status", "Checked By", "Evidence"]
         out += ["### Review Gates", *table(header, rows), ""]
-    every = gates["exerciser"] + gates["review"]
-    passed = sum(g["status"] == "PASS" for g in every)
-    blocked = sum(g["status"] == "BLOCKED" for g in every)
+    every = gates.exerciser + gates.review
+    passed = sum(g.status == "PASS" for g in every)
+    blocked = sum(g.status == "BLOCKED" for g in every)
     return [*out, f"**Custom Gates: {passed}/{len(every)} passed, {blocked} blocked**", ""]
 
 
-def markdown(report: Report) -> str:
-    """The Markdown report for a JSON v1 report dict (as made by ``build``; docs/report.md)."""
+def markdown(report: Report | dict[str, Any]) -> str:
+    """The Markdown report of a Report (docs/report.md).
+
+    A JSON v1 document read back from a file (a report this version wrote, such as a
+    ``--output``) is validated into the model first, so it renders exactly as it did when it was
+    written; one of any other shape is a pydantic ValidationError.
+    """
+    if not isinstance(report, Report):
+        report = Report.model_validate(report)
     lines = ["# Verification Report", ""]
     lines += _banner(report)
-    lines += _scope(report["scope"])
+    lines += _scope(report.scope)
     lines += _triage(report)
     lines += _skill_results(report)
     lines += _issues(report)

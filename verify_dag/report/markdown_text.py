@@ -7,7 +7,8 @@ Every value a report carries passes through one of these before it reaches the M
 from __future__ import annotations
 
 import re
-from typing import Any
+
+from verify_dag.models.report import IssueLocation
 
 # git's C-style quoting of file names (quote.c), so a quoted name reads as git prints it.
 _C_ESCAPES = {
@@ -64,11 +65,11 @@ def code(value: object) -> str:
     return "`null`" if value is None else f"`{value}`"
 
 
-def location_text(loc: dict[str, Any] | None) -> str:
+def location_text(loc: IssueLocation | None) -> str:
     if loc is None:
         return "—"
-    path = path_text(loc["path"])
-    if "line" not in loc:
+    path = path_text(loc.path)
+    if loc.line is None:
         return path
-    end = f"-{loc['endLine']}" if "endLine" in loc else ""
-    return f"{path}:{loc['line']}{end}"
+    end = f"-{loc.end_line}" if loc.end_line is not None else ""
+    return f"{path}:{loc.line}{end}"

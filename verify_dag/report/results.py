@@ -7,13 +7,12 @@ state has no result for is filled in as NOT_RUN unless a fact about the run says
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from verify_dag import skills
 from verify_dag.models.findings import SkillOutcome
+from verify_dag.models.report import RunStatus, SkillReason, SkillResult
 from verify_dag.models.state import RunState
-
-RunStatus = Literal["error", "blocked", "ok"]
 
 # Statuses that mean a toolchain command actually ran and reported; FAILED counts, because
 # failing tests are findings, not an absence of analysis.
@@ -98,16 +97,11 @@ def outcomes(state: RunState) -> list[SkillOutcome]:
     return recorded + [_missing(s, state) for s in skills.pipeline() if s not in seen]
 
 
-def skill_results(all_outcomes: list[SkillOutcome]) -> list[dict[str, Any]]:
-    return [
-        {
-            "skill": o.skill,
-            "status": o.status,
-            "notes": o.notes,
-            **({"isolation": o.isolation} if o.isolation else {}),
-        }
+def skill_results(all_outcomes: list[SkillOutcome]) -> tuple[SkillResult, ...]:
+    return tuple(
+        SkillResult(skill=o.skill, status=o.status, notes=o.notes, isolation=o.isolation or None)
         for o in all_outcomes
-    ]
+    )
 
 
 def _reason(o: SkillOutcome) -> str:
@@ -115,15 +109,15 @@ def _reason(o: SkillOutcome) -> str:
     return o.reason or (o.notes if not o.ran else "") or "no routing reason was recorded"
 
 
-def triage(all_outcomes: list[SkillOutcome]) -> dict[str, Any]:
-    run = [{"skill": o.skill, "reason": _reason(o)} for o in all_outcomes if o.ran]
-    skipped = [{"skill": o.skill, "reason": _reason(o)} for o in all_outcomes if not o.ran]
-    return {
-        "skillsRun": run,
-        "skillsSkipped": skipped,
-        "skills_run": [e["skill"] for e in run],
-        "skills_skipped": [e["skill"] for e in skipped],
-    }
+def triage(
+    all_outcomes: list[SkillOutcome],
+) -> tuple[tuple[SkillReason, ...], tuple[SkillReason, ...]]:
+    """(skillsRun, skillsSkipped): every invoked skill whatever its status, then the rest."""
+    run = tuple(SkillReason(skill=o.skill, reason=_reason(o)) for o in all_outcomes if o.ran)
+    skipped = tuple(
+        SkillReason(skill=o.skill, reason=_reason(o)) for o in all_outcomes if not o.ran
+    )
+    return run, skipped
 
 
 def run_status(state: RunState, all_outcomes: list[SkillOutcome]) -> RunStatus:

@@ -1,0 +1,307 @@
+"""The report (docs/report.md) as a typed model whose JSON form is the JSON v1 document.
+
+``report.build`` makes a Report from a run's state; JSON v1, the Markdown and the store are all
+produced from it. Its JSON is JSON v1 everywhere it travels (the result backend, the report
+store, ``--output``), so a client reads the report it was handed and the one the store kept the
+same way. Field names are snake_case here and camelCase in the JSON; a key that v1 omits when it
+does not apply is a field excluded when None, every other None is written as null.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Literal
+
+from pydantic import (
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from verify_dag.models.base import Frozen
+from verify_dag.models.findings import IssueClass, Status
+from verify_dag.models.request import Depth, Mode
+
+RunStatus = Literal["error", "blocked", "ok"]
+Result = Literal["error", "blocked", "issues-found", "pass"]
+
+
+def _absent(value: object) -> bool:
+    return value is None
+
+
+class _V1(Frozen):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+    )
+
+
+class FileRecord(_V1):
+    path: str
+    status: str  # a FileChange status, or "included" for a whole-file scope
+    lines: tuple[str, ...]  # "27-36", "27", or ["entire file"]; [] for a deletion
+    old_path: str | None = Field(default=None, exclude_if=_absent)
+    binary: Literal[True] | None = Field(default=None, exclude_if=_absent)
+
+
+class ExcludedRecord(_V1):
+    path: str
+    reason: str
+
+
+class ReportScope(_V1):
+    depth: Depth
+    mode: str | None  # the resolved mode; None only when no mode was resolved
+    base_ref: str | None
+    merge_base: str | None
+    head_sha: str | None
+    included_files: tuple[FileRecord, ...]
+    excluded_files: tuple[ExcludedRecord, ...]
+    delta_base_sha: str | None
+    delta_files: tuple[FileRecord, ...]
+    compare_ref: str | None
+    path_filter: tuple[str, ...]
+    diff_command: str | None
+    notes: tuple[str, ...]
+    nothing_to_verify: bool
+
+
+class ReportError(_V1):
+    code: str
+    message: str
+
+
+class PointLocation(_V1):
+    """The adversary contract's location: exactly path and line."""
+
+    path: str
+    line: int
+
+
+class AdversaryFinding(_V1):
+    """findings[]: an issue without its id, in the shape existing consumers rely on."""
+
+    title: str
+    severity: int
+    description: str
+    sources: tuple[str, ...]
+    location: PointLocation | None = Field(default=None, exclude_if=_absent)
+
+
+class Overall(_V1):
+    result: Result
+    mode: str | None
+
+
+class ReaffirmedRow(_V1):
+    id: str
+    skill: str
+    reason: str
+    new_harm_evidence: bool
+    known: bool  # the id was in the KNOWN FINDINGS table the reviewers saw
+
+
+class ReopenedRow(_V1):
+    id: str
+    skill: str
+    reason: str
+    evidence: str
+    known: bool
+
+
+class KnownFindings(_V1):
+    supplied: int
+    reaffirmed: tuple[ReaffirmedRow, ...]
+    reopened: tuple[ReopenedRow, ...]
+
+
+class DeferredRow(_V1):
+    issue: str
+    item: str
+    source: str
+
+
+class SkillReason(_V1):
+    skill: str
+    reason: str
+
+
+class GatingRow(_V1):
+    applies: bool
+    reason: str
+    files: tuple[str, ...]
+
+
+class ReportTriage(_V1):
+    skills_run: tuple[SkillReason, ...]
+    skills_skipped: tuple[SkillReason, ...]
+    # TRIAGE_RESULT itself, absent when the run stopped before triage.
+    job_b: bool | None = Field(default=None, exclude_if=_absent)
+    skill_assignments: dict[str, tuple[str, ...]] | None = Field(default=None, exclude_if=_absent)
+    gating: dict[str, GatingRow] | None = Field(default=None, exclude_if=_absent)
+
+
+class SkillResult(_V1):
+    skill: str
+    status: Status
+    notes: str
+    # The sandbox the skill's repository code ran in; absent when it ran none (docs/security.md).
+    isolation: str | None = Field(default=None, exclude_if=_absent)
+
+
+class IssueLocation(_V1):
+    path: str
+    line: int | None = Field(default=None, exclude_if=_absent)
+    end_line: int | None = Field(default=None, exclude_if=_absent)  # only with a line
+
+
+class ReportIssue(_V1):
+    id: str  # VI-1, VI-2, ... in report order
+    severity: int
+    title: str
+    sources: tuple[str, ...]
+    location: IssueLocation | None  # null when the issue has no path
+    description: str
+    issue_class: IssueClass = Field(alias="class")
+    baseline: Literal["introduced", "pre-existing"] | None = Field(default=None, exclude_if=_absent)
+    # The tester's IN-SCOPE / OUT-OF-SCOPE call; absent where no skill made one, since "not
+    # known" is not "out of scope".
+    in_scope: bool | None = Field(default=None, exclude_if=_absent)
+
+
+class ExerciserVerdict(_V1):
+    issue: str  # a VI id
+    status: Literal["CONFIRMED", "NOT_REPRODUCED", "NOT_APPLICABLE", "BLOCKED"]
+    evidence: str
+
+
+class GateRow(_V1):
+    rule: str
+    status: Literal["PASS", "FAIL", "BLOCKED", "NOT_CHECKED"]
+    evidence: str
+    checker: str
+
+
+class CustomGates(_V1):
+    exerciser: tuple[GateRow, ...]
+    review: tuple[GateRow, ...]
+
+
+class DebuggerRow(_V1):
+    failure: str
+    pre_existing: Literal["yes", "no", "undetermined"]
+    command: str
+    evidence: str
+    touched_by_diff: tuple[str, ...]
+
+
+class RunInfo(_V1):
+    id: str
+    repo: str  # as the run named it, never a password
+    requested_mode: Mode
+    mode: Literal["report-only"]
+    note: str | None
+
+
+class DedupCounts(_V1):
+    skill_findings: int
+    issues: int
+
+
+class Report(_V1):
+    """The JSON v1 report: ``model_dump(mode="json")`` is the document, ``model_validate`` of a
+    document gives the model back."""
+
+    schema_version: Literal[1]
+    status: RunStatus
+    error: ReportError | None
+    findings: tuple[AdversaryFinding, ...]
+    overall: Overall
+    scope: ReportScope
+    known_findings: KnownFindings | None
+    deferred_to_epic: tuple[DeferredRow, ...]
+    triage: ReportTriage
+    skill_results: tuple[SkillResult, ...]
+    issues: tuple[ReportIssue, ...]
+    exerciser_verification: tuple[ExerciserVerdict, ...]
+    custom_gates: CustomGates
+    debugger: tuple[DebuggerRow, ...]
+    run: RunInfo
+    dedup: DedupCounts
+
+    @model_serializer(mode="wrap")
+    def _v1(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        doc: dict[str, Any] = handler(self)
+        for part, (after, aliases) in _ALIASES.items():
+            extra = {alias: _repeat(part, doc[part][field]) for alias, field in aliases}
+            doc[part] = _after(doc[part], after, extra)
+        return doc
+
+    @model_validator(mode="before")
+    @classmethod
+    def _without_aliases(cls, data: Any) -> Any:
+        """A v1 document read back: its aliases are dropped, once checked against what they
+        repeat (a document whose aliases disagree was not written from a Report)."""
+        if not isinstance(data, dict):
+            return data  # built from the models, not read back
+        data = dict(data)
+        for part, (_, aliases) in _ALIASES.items():
+            if not isinstance(data.get(part), dict):
+                continue  # the field's own validation says what is wrong
+            data[part] = values = dict(data[part])
+            for alias, field in aliases:
+                if alias not in values:
+                    continue
+                got = values.pop(alias)
+                try:
+                    agrees = got == _repeat(part, values.get(field))
+                except (TypeError, KeyError):
+                    agrees = True  # a malformed field: its own validation says so
+                if not agrees:
+                    raise ValueError(f"{part}.{alias} does not repeat {part}.{field}")
+        return data
+
+
+# The aliases of JSON v1. scope.files / scope.excluded repeat includedFiles / excludedFiles
+# record for record, and triage.skills_run / skills_skipped list the names of skillsRun /
+# skillsSkipped in the same order: consumers of the earlier, partial report read those names, and
+# the specification keeps them until those consumers have moved (docs/report.md, "The aliases").
+# This table is the one place they are written (after the key named first) and read back, so
+# they never disagree with what they alias. part: (after, ((alias, field it repeats), ...)).
+_ALIASES: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
+    "scope": ("excludedFiles", (("files", "includedFiles"), ("excluded", "excludedFiles"))),
+    "triage": ("skillsSkipped", (("skills_run", "skillsRun"), ("skills_skipped", "skillsSkipped"))),
+}
+
+
+def _repeat(part: str, value: Any) -> Any:
+    """An alias's value: triage's list the skill names of their field, scope's copy it whole."""
+    if part == "triage":
+        return [entry["skill"] for entry in value]
+    return copy.deepcopy(value)
+
+
+def _after(doc: dict[str, Any], key: str, extra: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with ``extra`` inserted right after ``key``: v1's key order is part of its bytes."""
+    out: dict[str, Any] = {}
+    for k, v in doc.items():
+        out[k] = v
+        if k == key:
+            out.update(extra)
+    return out
+
+
+class ReportResult(Frozen):
+    """What the report task hands back to the client: the report, its Markdown, and where the
+    store kept the run or why it could not (the report is delivered either way)."""
+
+    report: Report
+    markdown: str
+    stored: str | None = None  # the run's directory in the report store
+    store_errors: tuple[str, ...] = ()  # each file of the run the store could not keep, and why
