@@ -203,11 +203,10 @@ def arbiter(
     tmp_path: Path,
     bundle: dict[str, Any] | bytes,
     plan: dict[str, Any] | bytes,
-    env: dict[str, str] | None = None,
     **override: str,
 ) -> Run:
     args = prepare(tmp_path, bundle, plan, **override)
-    run = run_argv(tmp_path, [args[name] for name in ARGUMENTS], env)
+    run = run_argv(tmp_path, [args[name] for name in ARGUMENTS])
     if run.verdict is not None:
         assert {k: run.verdict[k] for k in TUPLE} == {k: args[k] for k in TUPLE}
         assert (run.rc == 4) == (run.verdict["verdict"] == "AUDIT_UNAVAILABLE")

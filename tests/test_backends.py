@@ -274,8 +274,8 @@ COMMAND = ("fake-model", "--model", "{model}", "--effort", "{effort}", "--skill"
 
 def backend_for(kind: str, **extra: object) -> Backend:
     if kind == "command":
-        return Backend(kind="command", skill="qa", command=COMMAND, **extra)  # type: ignore[arg-type]
-    return Backend(kind=kind, skill="reviewer", **extra)  # type: ignore[arg-type]
+        return Backend(kind="command", skill="qa", command=COMMAND, **extra)
+    return Backend(kind=kind, skill="reviewer", **extra)
 
 
 KINDS = ("codex", "claude", "command")

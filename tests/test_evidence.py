@@ -203,7 +203,7 @@ def state_with(
         GateResult(
             kind="exerciser",
             rule=rule,
-            status=status,  # type: ignore[arg-type]
+            status=status,
             evidence="`true`: exit 0 in /tmp/verify-dag-wt-q1/tree",
             checker="exerciser",
         )

@@ -20,6 +20,7 @@ from verify_dag.models import (
     SkillOutcome,
     VerifyRequest,
 )
+from verify_dag.models.request import Depth
 from verify_dag.phases import engineer, exerciser, static, tester, triage
 from verify_dag.phases.exerciser import reproduce
 from verify_dag.sandbox import Policy
@@ -67,14 +68,14 @@ def get(port: int, path: str) -> str:
 def state_for(
     repo: Repo,
     sha: str,
-    depth: str = "light",
+    depth: Depth = "light",
     skip_visual: bool = False,
     static_findings: tuple[Finding, ...] = (),
     outcomes: tuple[SkillOutcome, ...] = (),
 ) -> RunState:
     request = VerifyRequest(
         repo=str(repo.path),
-        depth=depth,  # type: ignore[arg-type]
+        depth=depth,
         skip_visual=skip_visual,
     )
     static_outcome = SkillOutcome(
@@ -265,10 +266,10 @@ def test_nothing_declared_is_no_exercise_strategy(repo: Repo) -> None:
         ("deep", False, "visual lens inactive"),
     ],
 )
-def test_visual_lens(depth: str, skip: bool, note: str) -> None:
+def test_visual_lens(depth: Depth, skip: bool, note: str) -> None:
     request = VerifyRequest(
         repo="/nonexistent",
-        depth=depth,  # type: ignore[arg-type]
+        depth=depth,
         skip_visual=skip,
     )
     assert exerciser.lens(request) == note

@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TypedDict
 
 import pytest
 from conftest import Repo
@@ -36,7 +38,7 @@ def _no_contract(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("VERIFY_DAG_CONTRACT", raising=False)
 
 
-def history(repo: Repo, before: dict[str, str], after: dict[str, str | None]) -> Repo:
+def history(repo: Repo, before: Mapping[str, str], after: Mapping[str, str | None]) -> Repo:
     """Commit ``before`` (tagged base), then ``after`` (None deletes a file)."""
     for path, text in before.items():
         repo.write(path, text)
@@ -49,6 +51,13 @@ def history(repo: Repo, before: dict[str, str], after: dict[str, str | None]) ->
             repo.write(path, content)
     repo.commit("change")
     return repo
+
+
+class Fixtures(TypedDict):
+    """The fixtures ``guard`` reads output and changes directory with."""
+
+    capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch
 
 
 def guard(
@@ -78,7 +87,8 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 # --- every kind ------------------------------------------------------------------------------
 
-CASES = {
+# name -> (files before, files after: None deletes one, the row floor-guard prints)
+CASES: dict[str, tuple[dict[str, str], dict[str, str | None], str]] = {
     "test file deleted": (
         {"tests/test_calc.py": PY_TEST},
         {"tests/test_calc.py": None},
@@ -288,7 +298,7 @@ def test_each_weakening_kind(
     assert len(lines) == 2 and lines[1].startswith(row), lines
 
 
-NOT_WEAKENINGS = {
+NOT_WEAKENINGS: dict[str, tuple[dict[str, str], dict[str, str | None]]] = {
     "a new test": (
         {"tests/test_calc.py": PY_TEST},
         {"tests/test_calc.py": PY_TEST + "\n\ndef test_more():\n    assert 1 == 1\n"},
@@ -371,7 +381,7 @@ def test_pathspecs_limit_the_diff(
             "tests/test_a.py": "def test_a():\n    pytest.skip('x')\n",
         },
     )
-    kw = {"capsys": capsys, "monkeypatch": monkeypatch}
+    kw: Fixtures = {"capsys": capsys, "monkeypatch": monkeypatch}
     assert guard(repo, "base", "--", "src", **kw)[1][1].startswith("FLOOR SUPPRESSION src/app.py")
     assert guard(repo, "base", "--", "tests/*.py", **kw)[1][1].startswith("FLOOR SKIP tests/")
     assert guard(repo, "base", "--", ":(exclude)tests", **kw)[1][0] == (

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import Repo
+from conftest import Repo
+
 from verify_dag.models import RunState, TriageResult, VerifyRequest
 from verify_dag.models.request import Depth
 from verify_dag.phases import scope as scope_phase
