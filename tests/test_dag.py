@@ -219,8 +219,8 @@ def test_a_redelivered_task_returns_its_first_result(
 
 
 def test_exerciser_failures_reach_the_debugger(repo: Repo, tmp_path: Path) -> None:
-    """Seed 7b: the debugger runs after the exerciser, so a failed exerciser gate is diagnosed
-    at the merge base instead of the debugger saying there was nothing to investigate."""
+    """The debugger runs after the exerciser (docs/verify.md), so a failed exerciser gate is
+    diagnosed at the merge base instead of the debugger saying there was nothing to investigate."""
     import sys
 
     from verify_dag.models import VerifyRequest

@@ -11,7 +11,8 @@ from verify_dag.models.findings import Finding, IssueClass
 
 # When findings of different classes merge, the issue takes the first class in this order.
 # Callers cap repeated coverage findings and never cap correctness, so a merge must never turn a
-# correctness defect into coverage (seed 8a step 5: "when in doubt ... it is correctness").
+# correctness defect into coverage: when in doubt it is correctness (docs/report.md, "Severities
+# and classes").
 CLASS_PRECEDENCE: tuple[IssueClass, ...] = (
     "security",
     "correctness",
@@ -121,7 +122,8 @@ def _words(finding: Finding, codes: set[str]) -> set[str]:
 
 
 def same_problem(a: Finding, b: Finding) -> bool:
-    """Whether two findings at one location describe one underlying problem (seed 8a step 2).
+    """Whether two findings at one location describe one underlying problem (docs/report.md,
+    "Dedup, VI ids and order").
 
     A test id or a rule code settles it when both sides have one: the same code is the same
     problem whatever the wording, different codes are different problems (two parametrized cases
