@@ -27,7 +27,7 @@ import time
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import AnyStr, NoReturn
 
 import pytest
 import redis
@@ -203,7 +203,7 @@ def fresh_db(db: int) -> str:
     return where
 
 
-def stop(proc: subprocess.Popen[bytes]) -> None:
+def stop(proc: subprocess.Popen[AnyStr]) -> None:
     """End a process started in its own session with its whole group (a worker's pool)."""
     if proc.poll() is None:
         with contextlib.suppress(ProcessLookupError, subprocess.TimeoutExpired):

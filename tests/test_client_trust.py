@@ -28,7 +28,7 @@ from redis_workers import fresh_db, logs, stop, workers
 
 from verify_dag import client, store
 from verify_dag.errors import FatalError
-from verify_dag.tasks.app import configure
+from verify_dag.tasks.app import app, configure
 from verify_dag.tasks.workflow import Expected, Plan
 
 DB = 7
@@ -106,7 +106,7 @@ def lost_plan(run_id: str, where: Path) -> Plan:
         )
     )
     assert not client.lost(p)
-    client.app.backend.forget(p.sentinel)
+    app.backend.forget(p.sentinel)
     assert client.lost(p)
     return p
 
@@ -264,7 +264,7 @@ def report_task_id(broker: str) -> str | None:
     messages the broker holds (the test task's, unacked while it runs, carries the rest of the
     chain)."""
     db = redis.Redis.from_url(broker)
-    values: list[bytes] = []
+    values: list[bytes | str] = []
     for key in db.scan_iter():
         kind = db.type(key)
         if kind == b"hash":
@@ -289,7 +289,7 @@ def report_task_id(broker: str) -> str | None:
 
 def forge(broker: str, task_id: str, report: dict[str, Any]) -> None:
     """What the hostile test wrote: a SUCCESS meta with a clean report."""
-    meta = {
+    meta: dict[str, Any] = {
         "status": "SUCCESS",
         "result": {"report": report, "markdown": "No issues.\n"},
         "traceback": None,

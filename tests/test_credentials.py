@@ -251,7 +251,8 @@ def redis_dump(url: str) -> tuple[int, str]:
     try:
         for key in client.scan_iter(count=500):
             count += 1
-            kind = client.type(key).decode()
+            reply = client.type(key)  # bytes: the client does not decode responses
+            kind = reply.decode() if isinstance(reply, bytes) else reply
             value: object = kind
             if kind == "string":
                 value = client.get(key)

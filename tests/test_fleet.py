@@ -11,7 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -357,6 +357,9 @@ def test_cron_gives_the_next_time_in_utc() -> None:
 
     from verify_dag.cli.fleet import _cron
 
+    def frozen(at: datetime) -> Callable[[], datetime]:
+        return lambda: at
+
     for now, expr, wait in [
         (
             datetime(2025, 1, 1, 2, 0, 30, tzinfo=UTC),
@@ -370,7 +373,7 @@ def test_cron_gives_the_next_time_in_utc() -> None:
             timedelta(days=2, hours=13, minutes=30),
         ),
     ]:
-        assert _cron(expr, clock=lambda now=now: now).remaining_estimate(now) == wait
+        assert _cron(expr, clock=frozen(now)).remaining_estimate(now) == wait
 
 
 # --- URLs -------------------------------------------------------------------------------------
