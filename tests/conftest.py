@@ -1,12 +1,22 @@
-"""Shared fixtures: real git repositories made in tmp_path."""
+"""Shared fixtures and helpers: real git repositories made in tmp_path, the command line run
+as a user runs it, the fake model CLI put in front of PATH."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from fakes import install
+
+from verify_dag import report
+from verify_dag.cli import main
+from verify_dag.models import Diagnosis, SkillOutcome
 
 
 class Repo:
@@ -159,3 +169,52 @@ def running(needle: str) -> list[int]:
         if needle in cmdline and state != "Z":  # zombies are dead, only unreaped
             found.append(int(entry.name))
     return found
+
+
+# --- the command line -------------------------------------------------------------------------
+
+CLI = (sys.executable, "-m", "verify_dag.cli")
+
+
+def run_cli(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``verify-dag ARGS`` in a process of its own, its output captured as text."""
+    return subprocess.run(
+        [*CLI, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def verify_branch(repo: Repo, *flags: str) -> list[str]:
+    """The command line verifying ``repo``'s branch against its ``base`` tag, ``flags`` added."""
+    return [*CLI, "verify", str(repo.path), "--scope=branch", "--base=base", *flags]
+
+
+def verify_json(repo: Repo, tmp_path: Path, *flags: str) -> tuple[int, dict[str, Any]]:
+    """``verify`` run in this process with ``flags``: its exit code and its JSON report, checked
+    against the schema; each call writes a report file of its own under ``tmp_path``."""
+    out = tmp_path / f"report-{len(list(tmp_path.glob('report-*')))}.json"
+    rc = main(["verify", str(repo.path), *flags, "--format=json", f"--output={out}"])
+    doc: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    report.validate(doc)
+    return rc, doc
+
+
+# --- the fake model and what the skills made of it ----------------------------------------------
+
+
+@pytest.fixture
+def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The fake ``claude`` first on PATH and chosen as the backend; the log its calls go to."""
+    bin_dir = tmp_path / "bin"
+    install(bin_dir, ("claude",))
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("VERIFY_DAG_BACKEND", "claude")
+    log = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("FAKE_MODEL_LOG", str(log))
+    return log
+
+
+def by_failure(out: SkillOutcome) -> dict[str, Diagnosis]:
+    """The debugger's diagnoses by the failure each explains."""
+    return {d.failure: d for d in out.diagnoses}

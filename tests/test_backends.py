@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fakes import install
+from fakes import install, logged_calls
 
 from verify_dag.backends import (
     Backend,
@@ -40,11 +40,6 @@ def fake_bin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_MODEL_LOG", str(tmp_path / "calls.jsonl"))
     return bin_dir
-
-
-def calls(tmp_path: Path) -> list[dict[str, object]]:
-    log = tmp_path / "calls.jsonl"
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
 def project(tmp_path: Path, body: str) -> Path:
@@ -287,7 +282,7 @@ def test_ok_reply_reaches_the_parser(kind: str, tmp_path: Path, fake_bin: Path) 
     assert reply.status == "ok", reply
     parsed = parse_reply(reply.text, "reviewer")
     assert [f.title for f in parsed.findings] == ["Division by zero when the list is empty"]
-    (call,) = calls(tmp_path)
+    (call,) = logged_calls(tmp_path / "calls.jsonl")
     assert call["prompt"] == PROMPT and call["cwd"] == str(tmp_path)
     argv = call["argv"]
     assert isinstance(argv, list)
@@ -417,7 +412,7 @@ def test_unset_placeholders_drop_out_with_their_flag(tmp_path: Path, fake_bin: P
     backend = resolve(config, "reviewer")
     assert backend is not None and backend.kind == "command" and backend.model is None
     assert invoke(backend, PROMPT, cwd=tmp_path).status == "ok"
-    assert calls(tmp_path)[0]["argv"] == ["reviewer"]
+    assert logged_calls(tmp_path / "calls.jsonl")[0]["argv"] == ["reviewer"]
 
 
 # --- parsing ----------------------------------------------------------------------------------

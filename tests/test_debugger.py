@@ -7,13 +7,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import Repo
+from conftest import Repo, by_failure
 
 from verify_dag import git
 from verify_dag.errors import FatalError
 from verify_dag.models import (
     Command,
-    Diagnosis,
     Finding,
     RunState,
     SkillOutcome,
@@ -40,10 +39,6 @@ def verify(repo: Repo, toolchain: Toolchain | None = None, **req: object) -> Run
     with git.worktree(request.repo, sc.new_commit) as wt:
         tested = tester.run(sc, toolchain or PYTEST, wt, 60)
     return RunState(run_id="t", request=request, scope=sc, toolchain=toolchain, outcomes=(tested,))
-
-
-def by_failure(out: SkillOutcome) -> dict[str, Diagnosis]:
-    return {d.failure: d for d in out.diagnoses}
 
 
 @pytest.fixture

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import sys
 
-from conftest import Repo
+from conftest import Repo, by_failure
 from test_exerciser import APP, SKILL_DIR, free_port, get
 
 from verify_dag import git
 from verify_dag.models import (
     Command,
-    Diagnosis,
     RunState,
     SkillOutcome,
     Toolchain,
@@ -38,10 +37,6 @@ def exercised(repo: Repo, completion: str | None = None) -> tuple[RunState, Skil
     )
     ex = exerciser.run(state)
     return state.model_copy(update={"outcomes": (ex,)}), ex
-
-
-def by_failure(out: SkillOutcome) -> dict[str, Diagnosis]:
-    return {d.failure: d for d in out.diagnoses}
 
 
 VERIFICATION = f"""\

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from conftest import Repo, calc_base, make_repo
-from fakes import install
+from fakes import install, logged_calls
 
 from verify_dag.backends import load_config, resolve
 
@@ -104,9 +104,10 @@ def test_refused_keys_are_not_validated_as_settings(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def fake_claude(tmp_path: Path) -> dict[str, str]:
+def claude_env(tmp_path: Path) -> dict[str, str]:
     """The environment of a verify run: a fake ``claude`` first on PATH that logs each call, no
-    model settings of the developer's, no user config file."""
+    model settings of the developer's, no user config file. Not conftest's ``fake_claude``: the
+    run is a process of its own, so this is an environment to start it with, not a patched one."""
     bin_dir = tmp_path / "bin"
     install(bin_dir, ("claude",))
     env = {
@@ -154,10 +155,10 @@ def reviewer(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_a_repository_backend_never_runs_the_paid_cli(
-    tmp_path: Path, fake_claude: dict[str, str]
+    tmp_path: Path, claude_env: dict[str, str]
 ) -> None:
     repo = table_project(tmp_path / "repo", BACKEND_TABLE)
-    doc = verify(repo, fake_claude, tmp_path / "report.json")
+    doc = verify(repo, claude_env, tmp_path / "report.json")
     assert not (tmp_path / "calls.jsonl").exists(), "the repository's backend was invoked"
     row = reviewer(doc)
     assert row["status"] == "NOT_RUN", row
@@ -165,16 +166,13 @@ def test_a_repository_backend_never_runs_the_paid_cli(
 
 
 def test_the_users_own_config_still_selects_the_backend(
-    tmp_path: Path, fake_claude: dict[str, str]
+    tmp_path: Path, claude_env: dict[str, str]
 ) -> None:
     repo = table_project(tmp_path / "repo", BACKEND_TABLE)
     user = tmp_path / "user.toml"
     user.write_text('backend = "claude"\n')
-    doc = verify(repo, {**fake_claude, "VERIFY_DAG_CONFIG": str(user)}, tmp_path / "report.json")
-    calls = [
-        json.loads(line)
-        for line in (tmp_path / "calls.jsonl").read_text(encoding="utf-8").splitlines()
-    ]
+    doc = verify(repo, {**claude_env, "VERIFY_DAG_CONFIG": str(user)}, tmp_path / "report.json")
+    calls = logged_calls(tmp_path / "calls.jsonl")
     assert calls, "the user's configured backend was not invoked"
     # The tier's default model, not the repository's.
     argv = " ".join(str(a) for call in calls for a in call["argv"])

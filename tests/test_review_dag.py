@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from conftest import Repo
-from fakes import install
+from fakes import install, logged_calls
 
 from verify_dag.cli import main
 from verify_dag.report import markdown, validate
@@ -50,10 +50,8 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def calls(bin_dir: Path) -> list[dict[str, Any]]:
-    log = bin_dir.parent / "model.log"
-    if not log.exists():
-        return []
-    return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    """What the fake CLIs in the ``fake`` fixture's ``bin_dir`` were called with."""
+    return logged_calls(bin_dir.parent / "model.log")
 
 
 def run(repo: Repo, tmp_path: Path, *flags: str) -> tuple[int, dict[str, Any]]:

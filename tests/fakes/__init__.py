@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 FAKE_MODEL = Path(__file__).with_name("fake_model.py")
 
@@ -26,3 +28,11 @@ def install(bin_dir: Path, names: Iterable[str] = ("codex", "claude")) -> None:
             encoding="utf-8",
         )
         wrapper.chmod(0o755)
+
+
+def logged_calls(log: Path) -> list[dict[str, Any]]:
+    """The calls the fake CLIs logged to ``log`` ($FAKE_MODEL_LOG), oldest first: each its
+    ``name``, ``argv``, ``prompt`` and ``cwd``. None yet when no call wrote the log."""
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
