@@ -174,6 +174,8 @@ def running(needle: str) -> list[int]:
 # --- the command line -------------------------------------------------------------------------
 
 CLI = (sys.executable, "-m", "verify_dag.cli")
+# Most runs verify a branch against the commit its tests tagged ``base``.
+BRANCH = ("--scope=branch", "--base=base")
 
 
 def run_cli(
@@ -187,7 +189,7 @@ def run_cli(
 
 def verify_branch(repo: Repo, *flags: str) -> list[str]:
     """The command line verifying ``repo``'s branch against its ``base`` tag, ``flags`` added."""
-    return [*CLI, "verify", str(repo.path), "--scope=branch", "--base=base", *flags]
+    return [*CLI, "verify", str(repo.path), *BRANCH, *flags]
 
 
 def verify_json(repo: Repo, tmp_path: Path, *flags: str) -> tuple[int, dict[str, Any]]:

@@ -6,16 +6,13 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Repo, calc_base
+from conftest import BRANCH, Repo, calc_base, run_cli, verify_json
 
-from verify_dag import report
 from verify_dag.cli import completion as cli_completion
 from verify_dag.cli import main
 from verify_dag.completion import artifacts, flow
@@ -463,16 +460,6 @@ def test_default_runs_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 # --- the CLI as a subprocess ----------------------------------------------------------------------
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "verify_dag.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
-
-
 def test_cli_exit_codes(tmp_path: Path) -> None:
     ok = make_run(tmp_path, scope("echo fine"), "ok")
     make_run(tmp_path, scope("exit 4"), "failing")
@@ -535,24 +522,6 @@ def clean_branch(repo: Repo) -> Repo:
     return repo
 
 
-def verify_json(repo: Repo, tmp_path: Path, *flags: str) -> tuple[int, dict[str, Any]]:
-    out = tmp_path / f"report-{len(list(tmp_path.glob('report-*')))}.json"
-    rc = main(
-        [
-            "verify",
-            str(repo.path),
-            "--scope=branch",
-            "--base=base",
-            *flags,
-            "--format=json",
-            f"--output={out}",
-        ]
-    )
-    doc: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
-    report.validate(doc)
-    return rc, doc
-
-
 def exerciser_result(doc: dict[str, Any]) -> dict[str, Any]:
     return next(s for s in doc["skillResults"] if s["skill"] == "exerciser")
 
@@ -560,7 +529,7 @@ def exerciser_result(doc: dict[str, Any]) -> dict[str, Any]:
 def test_verify_dag_runs_a_passing_completion_criterion(repo: Repo, tmp_path: Path) -> None:
     # cwd is the worktree of the verified commit: the branch's mul() is there.
     criterion = "grep -q 'def mul' src/calc.py && echo found mul"
-    rc, doc = verify_json(clean_branch(repo), tmp_path, f"--completion={criterion}")
+    rc, doc = verify_json(clean_branch(repo), tmp_path, *BRANCH, f"--completion={criterion}")
     assert doc["customGates"]["exerciser"] == [
         {
             "rule": f"Completion criterion: {criterion}",
@@ -577,7 +546,7 @@ def test_verify_dag_runs_a_passing_completion_criterion(repo: Repo, tmp_path: Pa
 
 def test_verify_dag_reports_a_failing_completion_criterion(repo: Repo, tmp_path: Path) -> None:
     rc, doc = verify_json(
-        clean_branch(repo), tmp_path, "--completion=echo not yet >&2; test -f CHANGELOG.md"
+        clean_branch(repo), tmp_path, *BRANCH, "--completion=echo not yet >&2; test -f CHANGELOG.md"
     )
     gate = doc["customGates"]["exerciser"][0]
     assert (gate["status"], gate["checker"]) == ("FAIL", "completion")
@@ -596,7 +565,7 @@ def test_verify_dag_reports_a_failing_completion_criterion(repo: Repo, tmp_path:
 def test_verify_dag_completion_on_the_scenario(scenario: Repo, tmp_path: Path) -> None:
     # The acceptance scenario's failing test, as a completion criterion.
     _, doc = verify_json(
-        scenario, tmp_path, "--completion=python3 -m pytest -q -p no:cacheprovider tests"
+        scenario, tmp_path, *BRANCH, "--completion=python3 -m pytest -q -p no:cacheprovider tests"
     )
     gate = doc["customGates"]["exerciser"][0]
     assert gate["status"] == "FAIL" and "fail: exited 1" in gate["evidence"]

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import Repo, calc_base, make_repo
+from conftest import Repo, calc_base, make_repo, run_cli, verify_branch
 
 from verify_dag import report
 
@@ -53,18 +52,7 @@ def project(path: Path) -> Repo:
 
 def verify(repo: Repo, out: Path, *flags: str) -> tuple[int, dict[str, Any]]:
     res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "verify_dag.cli",
-            "verify",
-            str(repo.path),
-            "--scope=branch",
-            "--base=base",
-            "--format=json",
-            f"--output={out}",
-            *flags,
-        ],
+        verify_branch(repo, "--format=json", f"--output={out}", *flags),
         capture_output=True,
         text=True,
         timeout=240,
@@ -100,18 +88,6 @@ def test_no_contract_no_contract_skill(tmp_path: Path) -> None:
 
 def test_missing_contract_file_is_a_usage_error(tmp_path: Path) -> None:
     repo = project(tmp_path / "repo")
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "verify_dag.cli",
-            "verify",
-            str(repo.path),
-            f"--contract={tmp_path / 'nope.md'}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    res = run_cli("verify", str(repo.path), f"--contract={tmp_path / 'nope.md'}")
     assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
     assert "--contract: no such file" in res.stderr

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TypedDict
 
 import pytest
-from conftest import Repo
+from conftest import Repo, run_cli
 
 from verify_dag.cli import main
 
@@ -75,14 +75,7 @@ def guard(
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "verify_dag.cli", "floor-guard", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
+    return run_cli("floor-guard", *args, cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 # --- every kind ------------------------------------------------------------------------------

@@ -11,7 +11,6 @@ import base64
 import json
 import os
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_scenario
+from conftest import make_scenario, verify_branch
 from redis_workers import flower as flower_process
 from redis_workers import fresh_db, workers
 
@@ -118,19 +117,9 @@ def run(
         repo = make_scenario(tmp / "scenario")
     out = tmp / "report.json"
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "verify_dag.cli",
-            "verify",
-            str(repo.path),
-            "--scope=branch",
-            "--base=base",
-            f"--broker={broker}",
-            "--format=json",
-            f"--output={out}",
-            "--timeout=120",
-        ],
+        verify_branch(
+            repo, f"--broker={broker}", "--format=json", f"--output={out}", "--timeout=120"
+        ),
         capture_output=True,
         text=True,
         timeout=180,

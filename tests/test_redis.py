@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
-from conftest import Repo
+from conftest import Repo, verify_branch
 from redis_workers import fresh_db, workers
 
 from verify_dag import report
@@ -36,19 +35,7 @@ def worker(
 
 def run_verify(repo: Repo, out: Path, *flags: str) -> tuple[int, dict[str, Any]]:
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "verify_dag.cli",
-            "verify",
-            str(repo.path),
-            "--scope=branch",
-            "--base=base",
-            "--format=json",
-            f"--output={out}",
-            "--timeout=120",
-            *flags,
-        ],
+        verify_branch(repo, "--format=json", f"--output={out}", "--timeout=120", *flags),
         capture_output=True,
         text=True,
         timeout=180,
@@ -85,18 +72,7 @@ def test_broker_from_environment(
 ) -> None:
     out = tmp_path / "env.json"
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "verify_dag.cli",
-            "verify",
-            str(scenario.path),
-            "--scope=branch",
-            "--base=base",
-            "--format=json",
-            f"--output={out}",
-            "--timeout=120",
-        ],
+        verify_branch(scenario, "--format=json", f"--output={out}", "--timeout=120"),
         capture_output=True,
         text=True,
         timeout=180,

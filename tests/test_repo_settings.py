@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Repo, calc_base, make_repo
+from conftest import Repo, calc_base, make_repo, verify_branch
 from fakes import install, logged_calls
 
 from verify_dag.backends import load_config, resolve
@@ -127,18 +126,7 @@ def claude_env(tmp_path: Path) -> dict[str, str]:
 
 def verify(repo: Repo, env: dict[str, str], out: Path) -> dict[str, Any]:
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "verify_dag.cli",
-            "verify",
-            str(repo.path),
-            "--scope=branch",
-            "--base=base",
-            "--format=json",
-            f"--output={out}",
-            "--timeout=120",
-        ],
+        verify_branch(repo, "--format=json", f"--output={out}", "--timeout=120"),
         capture_output=True,
         text=True,
         timeout=180,

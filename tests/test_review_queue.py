@@ -9,15 +9,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from celery import Celery
-from conftest import Repo, make_scenario
-from fakes import install
+from conftest import Repo, make_scenario, verify_branch
+from fakes import install, logged_calls
 from redis_workers import fresh_db, logs, workers
 
 from verify_dag.models import RunState, VerifyRequest
@@ -56,10 +55,6 @@ def review_fleet(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
     fresh_db(DB)
 
 
-def _calls(path: Path) -> list[dict[str, object]]:
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
 @pytest.mark.redis
 def test_reviewers_run_on_the_review_queue_and_answer_once_per_task_id(
     tmp_path: Path, review_fleet: tuple[str, Path, Path]
@@ -69,20 +64,9 @@ def test_reviewers_run_on_the_review_queue_and_answer_once_per_task_id(
     out = tmp_path / "r.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("VERIFY_DAG_BACKEND")}
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "verify_dag.cli",
-            "verify",
-            str(repo.path),
-            "--scope=branch",
-            "--base=base",
-            "--broker",
-            broker,
-            "--format=json",
-            f"--output={out}",
-            "--timeout=120",
-        ],
+        verify_branch(
+            repo, "--broker", broker, "--format=json", f"--output={out}", "--timeout=120"
+        ),
         env=env,
         capture_output=True,
         text=True,
@@ -96,7 +80,7 @@ def test_reviewers_run_on_the_review_queue_and_answer_once_per_task_id(
     assert "verify_dag.review.judgement[" in (log_dir / "w2.log").read_text()
     assert "verify_dag.review.judgement[" not in (log_dir / "w1.log").read_text()
     assert "verify_dag.test[" in (log_dir / "w1.log").read_text()
-    assert len(_calls(calls)) == 1
+    assert len(logged_calls(calls)) == 1
 
     # The same reviewer task delivered twice under one id (a worker died after finishing it, say):
     # the second delivery returns the stored answer and the model is not asked again.
@@ -117,7 +101,7 @@ def test_reviewers_run_on_the_review_queue_and_answer_once_per_task_id(
     while w2.read_text().count("verify_dag.review.reviewer[one-reviewer-id] succeeded") < 2:
         assert time.monotonic() < deadline, logs(log_dir)
         time.sleep(0.1)
-    assert len(_calls(calls)) == 2  # the verify run's call and the first delivery's, no third
+    assert len(logged_calls(calls)) == 2  # the verify run's call and the first delivery's, no third
     assert (
         client.AsyncResult("one-reviewer-id").get(timeout=10, disable_sync_subtasks=False) == answer
     )
