@@ -183,13 +183,14 @@ def test_a_redelivered_task_returns_its_first_result(
     scenario: Repo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from verify_dag.models import RunState, VerifyRequest
-    from verify_dag.tasks import base, embedded, pipeline
+    from verify_dag.phases import exerciser
+    from verify_dag.tasks import base, embedded
     from verify_dag.tasks.app import app
 
     # The embedded worker runs in this process, so the phase and the lookup can be observed.
     runs: list[str] = []
     lookups: list[object] = []
-    real_run, real_lookup = pipeline.exerciser.run, base.previous_result
+    real_run, real_lookup = exerciser.run, base.previous_result
 
     def counting_run(state: RunState) -> object:
         runs.append(state.run_id)
@@ -200,7 +201,7 @@ def test_a_redelivered_task_returns_its_first_result(
         lookups.append(found)
         return found
 
-    monkeypatch.setattr(pipeline.exerciser, "run", counting_run)
+    monkeypatch.setattr(exerciser, "run", counting_run)  # the module the exerciser task calls
     monkeypatch.setattr(base, "previous_result", recording_lookup)
     embedded.ensure_worker()
     first = RunState(run_id="r1", request=VerifyRequest(repo=str(scenario.path)))

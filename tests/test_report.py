@@ -795,7 +795,7 @@ def test_markdown_renders_gates_and_verifications() -> None:
 
 # -- 8a: one problem reported by several skills ------------------------------------------------
 
-RUFF_JSON = dict(rule="F401", tool="ruff", issue_class="style")
+RUFF_JSON: dict[str, Any] = dict(rule="F401", tool="ruff", issue_class="style")
 
 
 def test_static_and_reviewer_findings_of_one_problem_merge() -> None:
