@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 import redis
-from conftest import Repo, calc_base, make_repo
+from conftest import Repo, calc_base, make_repo, verify_branch
 from redis_workers import fresh_db, logs, stop, workers
 
 from verify_dag import client, store
@@ -217,19 +217,13 @@ class Run:
 
     def client(self, *flags: str) -> subprocess.Popen[str]:
         return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "verify_dag.cli",
-                "verify",
-                str(self.repo.path),
-                "--scope=branch",
-                "--base=base",
+            verify_branch(
+                self.repo,
                 f"--broker={self.broker}",
                 "--format=json",
                 f"--output={self.root / 'report.json'}",
                 *flags,
-            ],
+            ),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

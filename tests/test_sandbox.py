@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import redis
-from conftest import Repo, make_repo, running
+from conftest import Repo, make_repo, running, verify_branch
 from redis_workers import fresh_db, workers
 
 import verify_dag
@@ -114,20 +114,9 @@ def verify(
     env: dict[str, str] | None = None,
 ) -> tuple[int, dict[str, Any], str]:
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "verify_dag.cli",
-            "verify",
-            str(repo.path),
-            "--scope=branch",
-            "--base=base",
-            "--depth=light",
-            "--format=json",
-            f"--output={out}",
-            "--timeout=240",
-            *flags,
-        ],
+        verify_branch(
+            repo, "--depth=light", "--format=json", f"--output={out}", "--timeout=240", *flags
+        ),
         capture_output=True,
         text=True,
         timeout=300,
@@ -339,18 +328,7 @@ def test_a_killed_workers_suite_does_not_outlive_it(tmp_path: Path, broker: str,
     env = {k: v for k, v in os.environ.items() if k != "VERIFY_DAG_BROKER_URL"}
     env.update({"VERIFY_DAG_STORE": str(tmp_path / "store"), sandbox.MODE_ENV: mode})
     submitted = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "verify_dag.cli",
-            "verify",
-            str(repo.path),
-            "--scope=branch",
-            "--base=base",
-            "--depth=light",
-            f"--broker={broker}",
-            "--no-wait",
-        ],
+        verify_branch(repo, "--depth=light", f"--broker={broker}", "--no-wait"),
         capture_output=True,
         text=True,
         timeout=120,
