@@ -207,7 +207,9 @@ def test_mypy_is_clean_on_the_installed_package_and_on_the_tests(tmp_path: Path)
     tests = _run(
         sys.executable, "-m", "mypy", "--config-file", config, "--cache-dir", cache,
         "--explicit-package-bases", "--allow-untyped-defs", "--allow-incomplete-defs",
-        "--allow-untyped-calls", "--no-warn-return-any", str(ROOT / "tests"), cwd=staged,
+        "--allow-untyped-calls", "--no-warn-return-any",
+        # The package was checked above, strictly; here it is only what the tests import.
+        "--follow-imports", "silent", str(ROOT / "tests"), cwd=staged,
         env={**os.environ, "MYPYPATH": str(ROOT / "tests")},
     )  # fmt: skip
     assert tests.returncode == 0, tests.stdout + tests.stderr
