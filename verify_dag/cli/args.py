@@ -4,11 +4,17 @@ take, the checks of input files and paths made before anything is submitted, UTF
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from verify_dag.errors import UsageError
+
+if TYPE_CHECKING:
+    from verify_dag.models.report import Report
 
 STORE_HELP = (
     "report store directory (default: $VERIFY_DAG_STORE, else "
@@ -101,13 +107,13 @@ def new_output(value: str) -> str:
     return str(out.resolve())
 
 
-def write_report(path: str, text: str, fmt: str) -> None:
-    """A report written to ``--output``, never over an existing file, and a line saying where."""
+def write_report(path: str, text: str, what: str) -> None:
+    """A report written to ``--output``, never over an existing file, and a line saying where
+    (``what`` names the kind: report.formats)."""
     from verify_dag import files
 
     files.write_new(path, text, "--output")
-    kind = "JSON report" if fmt == "json" else "Markdown report"
-    print(f"{kind} written to {path}")
+    print(f"{what} written to {path}")
 
 
 def write_utf8(text: str) -> None:
@@ -120,3 +126,32 @@ def write_utf8(text: str) -> None:
     sys.stdout.flush()
     out.write(text.encode("utf-8"))
     out.flush()
+
+
+@dataclass(frozen=True)
+class OutputFormat:
+    """An output format of the report: adding one is a module in verify_dag/report/ that renders
+    the Report model, and its line in FORMATS (``verify --format`` and ``report --format`` offer
+    what is listed)."""
+
+    name: str
+    what: str  # what the line after an --output write calls the file
+    # "module:function", imported only when a report is rendered: the formats are listed at every
+    # start of the CLI, and the renderers pull in the whole report package.
+    renderer: str
+
+    def render(self, report: Report) -> str:
+        module, _, function = self.renderer.partition(":")
+        render: Callable[[Report], str] = getattr(importlib.import_module(module), function)
+        return render(report)
+
+
+# The first is the default: the one written on stdout for a person to read.
+FORMATS: dict[str, OutputFormat] = {
+    f.name: f
+    for f in (
+        OutputFormat("markdown", "Markdown report", "verify_dag.report.markdown:markdown"),
+        OutputFormat("json", "JSON report", "verify_dag.report.json_v1:to_json"),
+    )
+}
+DEFAULT = next(iter(FORMATS))

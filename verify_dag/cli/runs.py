@@ -31,7 +31,7 @@ def add_parsers(sub: Any) -> None:
     r = sub.add_parser("report", help="print or write the stored report of a run")
     r.set_defaults(handler=cmd_report)
     r.add_argument("run_id", metavar="RUN_ID")
-    r.add_argument("--format", choices=["markdown", "json"], default="markdown")
+    r.add_argument("--format", choices=list(cli_args.FORMATS), default=cli_args.DEFAULT)
     r.add_argument("--output", metavar="PATH", help="write the report here (never overwritten)")
     cli_args.add_store(r)
 
@@ -54,16 +54,23 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from verify_dag import report, store
+    from verify_dag.models.report import Report
 
     output = cli_args.new_output(args.output) if args.output else None
     doc, markdown, _ = store.load(args.store, args.run_id)
-    # The stored document is printed as it was written, not through the model: a run stored by
-    # an earlier version is still printed.
-    text = report.json_text(doc) if args.format == "json" else markdown
+    # The stored document and Markdown are printed as they were written, not through the model:
+    # a run stored by an earlier version is still printed. Other formats render the model.
+    fmt = cli_args.FORMATS[args.format]
+    if fmt.name == "json":
+        text = report.json_text(doc)
+    elif fmt.name == cli_args.DEFAULT:
+        text = markdown
+    else:
+        text = fmt.render(Report.model_validate(doc))
     if output is None:
         sys.stdout.write(text)
         return 0
-    cli_args.write_report(output, text, args.format)
+    cli_args.write_report(output, text, fmt.what)
     return 0
 
 

@@ -73,8 +73,8 @@ def add_parsers(sub: Any) -> None:
     )
     v.add_argument(
         "--format",
-        choices=["markdown", "json"],
-        default="markdown",
+        choices=list(cli_args.FORMATS),
+        default=cli_args.DEFAULT,
         help="markdown on stdout (default) or JSON v1 (needs --output)",
     )
     v.add_argument(
@@ -281,10 +281,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _emit(request: Any, doc: Report, markdown: str) -> None:
-    from verify_dag import report
-
-    text = report.to_json(doc) if request.format == "json" else markdown
+    # The worker's Markdown is the one it stored; any other format is rendered here from the model.
+    fmt = cli_args.FORMATS[request.format]
+    text = markdown if fmt.name == cli_args.DEFAULT else fmt.render(doc)
     if not request.output:
         sys.stdout.write(text)
         return
-    cli_args.write_report(request.output, text, request.format)
+    cli_args.write_report(request.output, text, fmt.what)

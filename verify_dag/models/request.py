@@ -10,7 +10,6 @@ from verify_dag.models.carry import Ledger
 ScopeMode = Literal["staged", "unstaged", "branch", "all", "files", "module"]
 Depth = Literal["light", "deep"]
 Mode = Literal["interactive", "report-only", "auto-fix"]
-Format = Literal["markdown", "json"]
 
 
 class Snapshot(Frozen):
@@ -33,7 +32,8 @@ class VerifyRequest(Frozen):
     module: str | None = None  # repo-relative directory or file
     depth: Depth = "light"
     mode: Mode = "interactive"
-    format: Format = "markdown"
+    # One of report.formats.FORMATS, checked by the CLI (models sit below report/, which renders).
+    format: str = "markdown"
     output: str | None = None
     fail_on: int = 7
     since: str | None = None
