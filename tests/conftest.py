@@ -179,11 +179,11 @@ BRANCH = ("--scope=branch", "--base=base")
 
 
 def run_cli(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     """``verify-dag ARGS`` in a process of its own, its output captured as text."""
     return subprocess.run(
-        [*CLI, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+        [*CLI, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
     )
 
 

@@ -6,15 +6,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_repo
-from fakes import install
+from conftest import make_repo, run_cli
+from fakes import install, logged_calls
 
 from verify_dag import evidence, jsonschemas
 from verify_dag.arbiter import RUBRIC_VERSION, VERDICT_SCHEMA
@@ -175,15 +173,7 @@ def run_argv(tmp_path: Path, argv: list[str], env: dict[str, str] | None = None)
     cwd.mkdir(exist_ok=True)
     full = {k: v for k, v in os.environ.items() if not k.startswith(("AUDIT_", "FAKE_MODEL_"))}
     before = sorted(p for p in tmp_path.rglob("*") if p.name != "calls.jsonl")
-    proc = subprocess.run(
-        [sys.executable, "-m", "verify_dag.cli", "arbiter", *argv],
-        cwd=cwd,
-        env={**full, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = run_cli("arbiter", *argv, cwd=cwd, env={**full, **(env or {})})
     # The arbiter writes nothing to disk.
     assert sorted(p for p in tmp_path.rglob("*") if p.name != "calls.jsonl") == before
     verdict = None
@@ -533,19 +523,9 @@ def test_unreadable_bundle_exits_3(tmp_path: Path) -> None:
 
 
 def test_help_and_listing() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "verify_dag.cli", "arbiter", "--help"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = run_cli("arbiter", "--help")
     assert proc.returncode == 0 and " ".join(ARGUMENTS[:3]) in " ".join(proc.stdout.split())
-    top = subprocess.run(
-        [sys.executable, "-m", "verify_dag.cli", "--help"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    top = run_cli("--help")
     assert "arbiter" in top.stdout
 
 
@@ -577,11 +557,6 @@ def reply_for(args: dict[str, str], verdict: str = "VERIFIED", **extra: Any) -> 
     return json.dumps({**{k: args[k] for k in TUPLE}, "verdict": verdict, "concerns": [], **extra})
 
 
-def calls(tmp_path: Path) -> list[dict[str, Any]]:
-    log = tmp_path / "calls.jsonl"
-    return [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
-
-
 def model_run(
     tmp_path: Path,
     make_reply: Any = None,
@@ -601,7 +576,7 @@ def test_model_arm_that_agrees_keeps_the_verdict(tmp_path: Path) -> None:
     assert run.rc == 0 and run.verdict is not None and run.verdict["verdict"] == "VERIFIED"
     assert run.verdict["model_arm"]["status"] == "ok"
     assert run.verdict["model_arm"]["model"] == "opus-test"
-    (call,) = calls(tmp_path)
+    (call,) = logged_calls(tmp_path / "calls.jsonl")
     assert call["argv"] == ["-p", "--output-format", "json", "--model", "opus-test"]
     assert "REQUEST:" in call["prompt"] and REQUEST_ID in call["prompt"]
     assert "tests/test_auth.py::test_login" in call["prompt"]
@@ -738,7 +713,10 @@ def test_model_arm_is_not_asked_once_the_verdict_is_rejected(tmp_path: Path) -> 
     args = prepare(tmp_path, make_bundle(GOOD), make_plan(req("REQ-007")))
     run = run_argv(tmp_path, [args[n] for n in ARGUMENTS], model_env(tmp_path, mode="crash"))
     assert run.rc == 0 and run.verdict is not None and run.verdict["verdict"] == "REJECTED"
-    assert run.verdict["model_arm"]["status"] == "skipped" and calls(tmp_path) == []
+    assert (
+        run.verdict["model_arm"]["status"] == "skipped"
+        and logged_calls(tmp_path / "calls.jsonl") == []
+    )
 
 
 def test_bad_model_timeout_setting_exits_3(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from conftest import calc_base, make_repo
+from conftest import calc_base, make_repo, run_cli
 from redis_workers import flower as flower_process
 from redis_workers import fresh_db, logs, stop, workers
 
@@ -38,18 +38,6 @@ ACCESS_TOKEN_URL = f"https://x-access-token:{TOKEN}@127.0.0.1:9/x.git"
 FLOWER_AUTH = "operator:flower-pass-credentials"
 # Database 7: no other test module uses it (tests/redis_workers.py).
 DB = 7
-
-
-def cli(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "verify_dag.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
 
 
 def one_error_line(stderr: str) -> str:
@@ -76,7 +64,7 @@ def files_under(root: Path) -> list[Path]:
 )
 def test_verify_refuses_a_url_with_credentials(url: str, secret: str, shown: str) -> None:
     store = Path(os.environ["VERIFY_DAG_STORE"])
-    res = cli("verify", url, "--scope=all")
+    res = run_cli("verify", url, "--scope=all")
     assert res.returncode == 2, res.stderr
     line = one_error_line(res.stderr)
     assert secret not in res.stderr and secret not in res.stdout
@@ -87,7 +75,7 @@ def test_verify_refuses_a_url_with_credentials(url: str, secret: str, shown: str
 
 def test_verify_through_a_broker_refuses_before_sending(tmp_path: Path) -> None:
     broker = fresh_db(DB)
-    res = cli("verify", PASSWORD_URL, "--scope=all", f"--broker={broker}")
+    res = run_cli("verify", PASSWORD_URL, "--scope=all", f"--broker={broker}")
     assert res.returncode == 2, res.stderr
     assert PASSWORD not in one_error_line(res.stderr)
     client = redis.Redis.from_url(broker)
@@ -195,7 +183,7 @@ def test_worker_reads_its_broker_from_the_url_file(tmp_path: Path) -> None:
             "set one",
         ),
     ):
-        res = cli("worker", env=env, timeout=60)  # refused before celery's worker starts
+        res = run_cli("worker", env=env, timeout=60)  # refused before celery's worker starts
         assert res.returncode == 2, res.stderr
         assert needle in one_error_line(res.stderr) and PASSWORD not in res.stderr
 
@@ -319,10 +307,12 @@ def test_no_secret_reaches_redis_the_worker_log_flower_or_the_store(
             assert time.monotonic() < deadline, "Flower saw no worker events"
             time.sleep(0.3)
         client_env = {**base_env, "HOME": os.environ["HOME"]}
-        refused = cli("verify", PASSWORD_URL, "--scope=all", f"--broker={broker}", env=client_env)
+        refused = run_cli(
+            "verify", PASSWORD_URL, "--scope=all", f"--broker={broker}", env=client_env
+        )
         assert refused.returncode == 2, refused.stderr
         out = tmp_path / "report.json"
-        ran = cli(
+        ran = run_cli(
             "verify",
             str(repo.path),
             "--scope=branch",

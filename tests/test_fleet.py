@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Repo, make_repo, make_scenario
+from conftest import Repo, make_repo, make_scenario, run_cli
 from redis_workers import fresh_db, logs, workers
 
 from verify_dag import fleet, store
@@ -282,13 +282,7 @@ def test_missing_fleet_file_and_bad_schedules_exit_2(tmp_path: Path) -> None:
         (["beat", "fleet.toml", "--runs", "0"], "must be at least 1"),
     ]
     for args, needle in cases:
-        proc = subprocess.run(
-            [sys.executable, "-m", "verify_dag.cli", "fleet", *args],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        proc = run_cli("fleet", *args, cwd=tmp_path)
         lines = proc.stderr.strip().splitlines()
         assert proc.returncode == 2 and len(lines) == 1, (args, proc.stderr)
         assert lines[0].startswith("verify-dag: error: ") and needle in lines[0], proc.stderr
@@ -316,12 +310,7 @@ def test_entries_resolve_relative_to_the_file_and_keep_urls(tmp_path: Path) -> N
 
 
 def test_help_documents_the_exit_codes() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "verify_dag.cli", "fleet", "run", "--help"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = run_cli("fleet", "run", "--help")
     assert proc.returncode == 0
     for line in (
         "0  every repository passed",

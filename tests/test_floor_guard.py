@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TypedDict
@@ -571,17 +570,7 @@ def test_rc_3_outside_a_repository_and_in_an_empty_one(tmp_path: Path, repo: Rep
 
 
 def test_help_lists_the_exit_codes() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "verify_dag.cli", "floor-guard", "--help"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = run_cli("floor-guard", "--help")
     assert proc.returncode == 0 and "2  at least one finding not waived" in proc.stdout
-    proc = subprocess.run(
-        [sys.executable, "-m", "verify_dag.cli", "--help"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = run_cli("--help")
     assert "floor-guard" in proc.stdout and "contract" in proc.stdout and "gates" in proc.stdout

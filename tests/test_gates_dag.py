@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import socket
 from pathlib import Path
 
-from conftest import Repo
+from conftest import BRANCH, Repo, verify_json
 
-from verify_dag.cli import main
-from verify_dag.report import markdown, validate
+from verify_dag.report import markdown
 
 
 def free_port() -> int:
@@ -45,19 +43,7 @@ EXERCISE: curl -fsS http://127.0.0.1:{port}/index.html
 """,
     )
     scenario.commit("engineer skill")
-    out = tmp_path / "r.json"
-    rc = main(
-        [
-            "verify",
-            str(scenario.path),
-            "--scope=branch",
-            "--base=base",
-            "--format=json",
-            f"--output={out}",
-        ]
-    )
-    doc = json.loads(out.read_text(encoding="utf-8"))
-    validate(doc)
+    rc, doc = verify_json(scenario, tmp_path, *BRANCH)
     assert rc == 1
     gates = doc["customGates"]
     assert [(g["rule"], g["status"]) for g in gates["exerciser"]] == [

@@ -12,7 +12,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from conftest import Repo, calc_base
+from conftest import BRANCH, Repo, calc_base
 
 from verify_dag import redaction, util
 from verify_dag.cli import main
@@ -237,16 +237,7 @@ def test_canaries_never_reach_a_stored_report(repo: Repo, home: Path, tmp_path: 
     repo.write("tests/test_leak.py", HOSTILE_TEST)
     repo.commit("tests: leak")
     out = tmp_path / "report.json"
-    main(
-        [
-            "verify",
-            str(repo.path),
-            "--scope=branch",
-            "--base=base",
-            "--format=json",
-            f"--output={out}",
-        ]
-    )
+    main(["verify", str(repo.path), *BRANCH, "--format=json", f"--output={out}"])
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert "test_leak" in json.dumps(doc) and "[REDACTED]" in json.dumps(doc)
     stored = [p for p in (tmp_path / "store").rglob("*") if p.is_file()]

@@ -10,13 +10,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Repo, calc_base, make_repo
+from conftest import Repo, calc_base, make_repo, run_cli
 from redis_workers import fresh_db, logs, workers
 
 from verify_dag import git, report, repos, store
@@ -26,13 +25,8 @@ from verify_dag.phases import scope
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "verify_dag.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env=env,
-    )
+    # Twice run_cli's usual bound: these runs clone the repository from its URL first.
+    return run_cli(*args, env=env, timeout=240)
 
 
 def project(path: Path) -> Repo:

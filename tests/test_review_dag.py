@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Repo
+from conftest import BRANCH, Repo, verify_json
 from fakes import install, logged_calls
 
 from verify_dag.cli import main
-from verify_dag.report import markdown, validate
+from verify_dag.report import markdown
 
 REPLY = json.dumps(
     {
@@ -54,24 +54,6 @@ def calls(bin_dir: Path) -> list[dict[str, Any]]:
     return logged_calls(bin_dir.parent / "model.log")
 
 
-def run(repo: Repo, tmp_path: Path, *flags: str) -> tuple[int, dict[str, Any]]:
-    out = tmp_path / f"r{len(list(tmp_path.glob('r*.json')))}.json"
-    rc = main(
-        [
-            "verify",
-            str(repo.path),
-            "--scope=branch",
-            "--base=base",
-            *flags,
-            "--format=json",
-            f"--output={out}",
-        ]
-    )
-    doc = json.loads(out.read_text(encoding="utf-8"))
-    validate(doc)
-    return rc, doc
-
-
 def result(doc: dict[str, Any], skill: str) -> dict[str, Any]:
     return next(s for s in doc["skillResults"] if s["skill"] == skill)
 
@@ -80,7 +62,7 @@ def test_light_picks_codex_reviewer_when_codex_is_on_path(
     scenario: Repo, tmp_path: Path, fake: Path
 ) -> None:
     install(fake, ["codex"])
-    _, doc = run(scenario, tmp_path)
+    _, doc = verify_json(scenario, tmp_path, *BRANCH)
     assert result(doc, "codex-reviewer")["status"] == "COMPLETED"
     assert result(doc, "reviewer")["status"] == "SKIPPED"
     issue = next(i for i in doc["issues"] if i["title"] == "mul is off by one")
@@ -98,7 +80,7 @@ def test_light_falls_back_to_reviewer_on_the_configured_backend(
 ) -> None:
     install(fake, ["claude"])
     monkeypatch.setenv("VERIFY_DAG_BACKEND", "claude")
-    _, doc = run(scenario, tmp_path)
+    _, doc = verify_json(scenario, tmp_path, *BRANCH)
     assert result(doc, "reviewer")["status"] == "COMPLETED"
     assert result(doc, "codex-reviewer") == {
         "skill": "codex-reviewer",
@@ -114,7 +96,7 @@ def test_light_falls_back_to_reviewer_on_the_configured_backend(
 def test_no_backend_says_which_review_did_not_run_and_how_to_configure(
     scenario: Repo, tmp_path: Path, fake: Path
 ) -> None:
-    _, doc = run(scenario, tmp_path)
+    _, doc = verify_json(scenario, tmp_path, *BRANCH)
     reviewer = result(doc, "reviewer")
     assert reviewer["status"] == "NOT_RUN"
     assert "no model backend configured" in reviewer["notes"]
@@ -144,7 +126,7 @@ def test_backend_failures_are_never_completed(
     monkeypatch.setenv("VERIFY_DAG_BACKEND", "claude")
     monkeypatch.setenv("VERIFY_DAG_MODEL_TIMEOUT", "2")
     monkeypatch.setenv("FAKE_MODEL_MODE", mode)
-    _, doc = run(scenario, tmp_path)
+    _, doc = verify_json(scenario, tmp_path, *BRANCH)
     reviewer = result(doc, "reviewer")
     assert reviewer["status"] == status and needle in reviewer["notes"]
     assert not any("reviewer" in i["sources"] for i in doc["issues"])
@@ -155,7 +137,7 @@ def test_codex_without_auth_is_blocked_prominently(
 ) -> None:
     install(fake, ["codex"])
     monkeypatch.setenv("FAKE_MODEL_MODE", "auth")
-    _, doc = run(scenario, tmp_path)
+    _, doc = verify_json(scenario, tmp_path, *BRANCH)
     codex = result(doc, "codex-reviewer")
     assert codex["status"] == "BLOCKED" and "auth" in codex["notes"]
     assert "BLOCKED" in markdown(doc).split("## Issues Found")[0]
@@ -182,7 +164,7 @@ def test_deep_runs_the_full_composition(
             }
         ),
     )
-    _, doc = run(scenario, tmp_path, "--depth=deep")
+    _, doc = verify_json(scenario, tmp_path, *BRANCH, "--depth=deep")
     statuses = {s["skill"]: s["status"] for s in doc["skillResults"]}
     for name in ("reviewer", "comment-review", "qa"):
         assert statuses[name] == "COMPLETED", name
@@ -258,9 +240,10 @@ def test_ledger_epic_and_plan_reach_the_report(
     plan = tmp_path / "plan.md"
     plan.write_text("## Phase 1\nadd mul\n## Phase 2\nadd div\n")
     first = scenario.git("rev-parse", "HEAD~1")
-    _, doc = run(
+    _, doc = verify_json(
         scenario,
         tmp_path,
+        *BRANCH,
         f"--ledger={ledger}",
         f"--since={first}",
         f"--epic-context={epic}",
@@ -314,7 +297,7 @@ def test_no_carry_forward_keeps_the_ledger_for_reporting_only(
             }
         )
     )
-    _, doc = run(scenario, tmp_path, f"--ledger={ledger}", "--no-carry-forward")
+    _, doc = verify_json(scenario, tmp_path, *BRANCH, f"--ledger={ledger}", "--no-carry-forward")
     # The reply still says REAFFIRMED/REOPENED/DEFERRED_TO_EPIC, but the reviewer was given no
     # carry-forward rules and no epic: none of it is a decision those inputs produced.
     assert doc["knownFindings"] == {"supplied": 1, "reaffirmed": [], "reopened": []}
@@ -335,7 +318,7 @@ def test_patch_construction_failure_is_not_a_review(tmp_path: Path, fake: Path) 
     (repo.path / os.fsdecode(b"caf\xe9.py")).write_text("y = 2\n")
     repo.commit("two")
     install(fake, ["codex"])
-    _, doc = run(repo, tmp_path)
+    _, doc = verify_json(repo, tmp_path, *BRANCH)
     codex = result(doc, "codex-reviewer")
     assert codex["status"] == "BLOCKED" and codex["notes"].startswith("PATCH_CONSTRUCTION_FAILED")
     assert calls(fake) == []
@@ -348,11 +331,11 @@ def test_triage_result_reaches_the_json(scenario: Repo, tmp_path: Path, fake: Pa
         'p.add_argument("--n", help="how many widgets to make")\n',
     )
     scenario.commit("cli")
-    _, light = run(scenario, tmp_path)
+    _, light = verify_json(scenario, tmp_path, *BRANCH)
     assert light["triage"]["jobB"] is False and light["triage"]["gating"] == {}
     files = light["triage"]["skillAssignments"]["reviewer"]
     assert files == ["src/calc.py", "src/cli.py", "tests/test_calc.py"]
-    _, deep = run(scenario, tmp_path, "--depth=deep")
+    _, deep = verify_json(scenario, tmp_path, *BRANCH, "--depth=deep")
     gate = deep["triage"]["gating"]["ux-reviewer"]
     assert gate["applies"] is True and "src/cli.py" in gate["reason"]
     assert deep["triage"]["skillAssignments"]["ux-reviewer"] == ["src/cli.py"]
@@ -367,6 +350,6 @@ def test_a_backend_that_echoes_the_prompt_did_not_review(
     # `cat` as the command backend: its reply is the prompt, example finding included.
     monkeypatch.setenv("VERIFY_DAG_BACKEND", "command")
     monkeypatch.setenv("VERIFY_DAG_BACKEND_COMMAND", "cat")
-    _, doc = run(scenario, tmp_path)
+    _, doc = verify_json(scenario, tmp_path, *BRANCH)
     reviewer = result(doc, "reviewer")
     assert reviewer["status"] == "NOT_RUN" and "echoed the prompt" in reviewer["notes"]
