@@ -5,23 +5,12 @@ from __future__ import annotations
 import os
 import pty
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import Repo
+from conftest import Repo, run_cli, verify_branch
 
 from verify_dag.cli import main
-
-
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "verify_dag.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess[str], code: int, needle: str) -> None:
@@ -136,15 +125,7 @@ def test_help_names_modes_and_exit_codes() -> None:
 
 
 def test_progress_only_on_a_terminal(scenario: Repo) -> None:
-    args = [
-        sys.executable,
-        "-m",
-        "verify_dag.cli",
-        "verify",
-        str(scenario.path),
-        "--scope=branch",
-        "--base=base",
-    ]
+    args = verify_branch(scenario)
     piped = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert piped.returncode == 1 and "[1/" not in piped.stderr
     # On a terminal: one line per phase as it finishes, on stderr.

@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Repo
+from conftest import BRANCH, Repo, verify_json
 
-from verify_dag import report
 from verify_dag.cli import main
-
-
-def verify_json(repo: Repo, tmp_path: Path, *flags: str) -> tuple[int, dict[str, Any]]:
-    out = tmp_path / f"report-{len(list(tmp_path.glob('report-*')))}.json"
-    rc = main(["verify", str(repo.path), *flags, "--format=json", f"--output={out}"])
-    doc = json.loads(out.read_text(encoding="utf-8"))
-    report.validate(doc)
-    return rc, doc
 
 
 def skill(doc: dict[str, Any], name: str) -> dict[str, Any]:
@@ -29,7 +19,7 @@ def skill(doc: dict[str, Any], name: str) -> dict[str, Any]:
 def test_acceptance_branch_scenario(
     scenario: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rc, doc = verify_json(scenario, tmp_path, "--scope=branch", "--base=base")
+    rc, doc = verify_json(scenario, tmp_path, *BRANCH)
     assert rc == 1
     assert capsys.readouterr().out.startswith("JSON report written to ")
     assert doc["status"] == "ok" and doc["overall"] == {"result": "issues-found", "mode": "branch"}
@@ -111,9 +101,7 @@ def test_staged_scope_leaves_index_and_worktree_alone(repo: Repo, tmp_path: Path
 
 
 def test_deep_composition_reports_every_reviewer(scenario: Repo, tmp_path: Path) -> None:
-    _, doc = verify_json(
-        scenario, tmp_path, "--scope=branch", "--base=base", "--depth=deep", "--skip-ux"
-    )
+    _, doc = verify_json(scenario, tmp_path, *BRANCH, "--depth=deep", "--skip-ux")
     assert doc["scope"]["depth"] == "deep"
     statuses = {s["skill"]: s["status"] for s in doc["skillResults"]}
     assert statuses["reviewer"] == "NOT_RUN"
@@ -152,8 +140,7 @@ def test_since_adds_the_delta(scenario: Repo, tmp_path: Path) -> None:
     _, doc = verify_json(
         scenario,
         tmp_path,
-        "--scope=branch",
-        "--base=base",
+        *BRANCH,
         f"--since={first}",
         f"--ledger={ledger}",
     )
@@ -173,7 +160,7 @@ def test_detached_head_on_a_merge_commit(scenario: Repo, tmp_path: Path) -> None
     scenario.git("checkout", "-q", "main")
     scenario.git("merge", "-q", "--no-edit", "side")
     scenario.git("checkout", "-q", "--detach", "HEAD")
-    _, doc = verify_json(scenario, tmp_path, "--scope=branch", "--base=base")
+    _, doc = verify_json(scenario, tmp_path, *BRANCH)
     paths = [f["path"] for f in doc["scope"]["includedFiles"]]
     assert paths == ["docs.txt", "src/calc.py", "tests/test_calc.py"]
     assert doc["scope"]["headSha"] == scenario.head()
@@ -242,7 +229,7 @@ def test_exerciser_failures_reach_the_debugger(repo: Repo, tmp_path: Path) -> No
     repo.git("tag", "base")
     repo.write("export.py", "raise SystemExit(3)\n")
     repo.commit("branch: export breaks")
-    _, doc = verify_json(repo, tmp_path, "--scope=branch", "--base=base")
+    _, doc = verify_json(repo, tmp_path, *BRANCH)
     assert skill(doc, "exerciser")["status"] == "FAILED"
     assert skill(doc, "tester")["status"] == "PASSED"
     from verify_dag import sandbox

@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Repo
+from conftest import BRANCH, Repo, run_cli
 from redis_workers import fresh_db, workers
 
 from verify_dag import store
@@ -200,14 +199,7 @@ def worker(
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "VERIFY_DAG_STORE"}
-    return subprocess.run(
-        [sys.executable, "-m", "verify_dag.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
+    return run_cli(*args, env={k: v for k, v in os.environ.items() if k != "VERIFY_DAG_STORE"})
 
 
 def wait_for(path: Path, timeout: float = 120.0) -> None:
@@ -222,8 +214,7 @@ def no_wait(repo: Repo, broker: str, *flags: str) -> str:
     proc = cli(
         "verify",
         str(repo.path),
-        "--scope=branch",
-        "--base=base",
+        *BRANCH,
         "--no-wait",
         f"--broker={broker}",
         *flags,
