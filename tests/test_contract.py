@@ -7,13 +7,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import Repo, running
-from fakes import install
+from conftest import CLI, Repo, run_cli, running
+from fakes import logged_calls
 from jsonschema import Draft202012Validator
 
 from verify_dag import jsonschemas
@@ -84,14 +84,7 @@ def project(repo: Repo) -> Repo:
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "verify_dag.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
+    return run_cli(*args, cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 def write_contract(repo: Repo, text: str, name: str = "CONTRACT.md") -> Path:
@@ -375,7 +368,7 @@ def test_gates_run_never_overwrites_a_contract_edited_meanwhile(project: Repo) -
     text = contract("1. takes a while\n   CHECK: sleep 30.4545\n   EVIDENCE: pending\n")
     path.write_text(text)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "verify_dag.cli", "gates", "run", str(path)],
+        [*CLI, "gates", "run", str(path)],
         cwd=project.path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -625,16 +618,6 @@ def test_the_contract_itself_is_never_out_of_scope(project: Repo) -> None:
 # --- model judgement -------------------------------------------------------------------------
 
 
-@pytest.fixture
-def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    install(tmp_path / "bin", ("claude",))
-    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("VERIFY_DAG_BACKEND", "claude")
-    log = tmp_path / "calls.jsonl"
-    monkeypatch.setenv("FAKE_MODEL_LOG", str(log))
-    return log
-
-
 JUDGED = contract("1. Errors are readable\n")
 
 
@@ -676,7 +659,7 @@ def test_a_criterion_without_oracle_is_judged_by_the_model(
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("  1. "))
     assert line.startswith(f"  1. Errors are readable \u2014 {status} \u2014 ") and needle in line
     assert "model backend claude (model sonnet) \u2192 1 criteria judged" in proc.stdout
-    (call,) = [json.loads(x) for x in fake_claude.read_text().splitlines()]
+    (call,) = logged_calls(fake_claude)
     assert "CRITERION 1:\nErrors are readable" in call["prompt"]
     assert "+    return sum(xs) if xs else 0" in call["prompt"]  # the diff
     assert "Make `reconcile()` handle empty lists." in call["prompt"]
@@ -835,7 +818,7 @@ def test_json_form_of_every_verdict(project: Repo) -> None:
 
 
 def test_the_schema_rejects_a_mute_pass() -> None:
-    doc = {
+    doc: dict[str, Any] = {
         "schema": "verify-dag/contract-verdict/v1",
         "line": "VERIFY \u2014 VERDICT: CONFORME",
         "verdict": "CONFORME",

@@ -19,17 +19,16 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import redis
-from conftest import Repo, calc_base, make_repo
+from conftest import Repo, calc_base, make_repo, verify_branch
 from redis_workers import RedisServer, fresh_db, logs, stop, workers
 
 from verify_dag import report, sandbox, store
@@ -138,38 +137,13 @@ def worker_env(store_dir: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def verify_argv(repo: Repo, broker: str, *flags: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "verify_dag.cli",
-        "verify",
-        str(repo.path),
-        "--scope=branch",
-        "--base=base",
-        f"--broker={broker}",
-        *flags,
-    ]
-
-
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The same project verified without a fault (in-process, nothing held)."""
     held = Held(tmp_path_factory.mktemp("baseline"))
     out = held.runs.parent / "report.json"
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "verify_dag.cli",
-            "verify",
-            str(held.repo.path),
-            "--scope=branch",
-            "--base=base",
-            "--format=json",
-            f"--output={out}",
-            "--timeout=120",
-        ],
+        verify_branch(held.repo, "--format=json", f"--output={out}", "--timeout=120"),
         capture_output=True,
         text=True,
         timeout=180,
@@ -220,7 +194,7 @@ def test_sigkilled_worker_run_completes(
         with workers(broker, ["wa", "wb"], log_dir, env) as procs:
             by_name = dict(zip(["wa", "wb"], procs, strict=True))
             submit = subprocess.run(
-                verify_argv(held.repo, broker, f"--store={where}", "--no-wait"),
+                verify_branch(held.repo, f"--broker={broker}", f"--store={where}", "--no-wait"),
                 capture_output=True,
                 text=True,
                 timeout=60,
@@ -326,8 +300,12 @@ def test_redis_restart_mid_run(
     out = tmp_path / "report.json"
     held.hold.touch()
     client = subprocess.Popen(
-        verify_argv(
-            held.repo, private_redis.url, "--format=json", f"--output={out}", "--timeout=120"
+        verify_branch(
+            held.repo,
+            f"--broker={private_redis.url}",
+            "--format=json",
+            f"--output={out}",
+            "--timeout=120",
         ),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -374,9 +352,9 @@ def test_redis_gone_client_gives_up(
     held = Held(tmp_path / "project")
     held.hold.touch()
     client = subprocess.Popen(
-        verify_argv(
+        verify_branch(
             held.repo,
-            private_redis.url,
+            f"--broker={private_redis.url}",
             "--format=json",
             f"--output={tmp_path / 'report.json'}",
             "--timeout=600",
@@ -517,7 +495,9 @@ def test_unacked_index_moves_only_tags_still_there() -> None:
         index(["alive", "acked-meanwhile"])
     finally:
         index.close()
-    scores = dict(client.zrange("unacked_index", 0, -1, withscores=True))
+    # withscores: (member, score) pairs; redis types every shape zrange can reply as one union.
+    scored = cast(list[tuple[bytes, float]], client.zrange("unacked_index", 0, -1, withscores=True))
+    scores = dict(scored)
     assert set(scores) == {b"alive"}  # ZADD XX: an acknowledged message is never put back
     assert scores[b"alive"] >= before
 

@@ -8,14 +8,13 @@ import copy
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Repo, make_repo
-from fakes import install
+from conftest import BRANCH, Repo, make_repo, run_cli
+from fakes import logged_calls
 from jsonschema import Draft202012Validator
 
 from verify_dag import git
@@ -218,16 +217,7 @@ def test_a_real_verify_report_reproduces(
     """The acceptance scenario's own v1 report: its ruff finding and its failing test are
     re-derived (ruff re-run, the one test re-run with pytest)."""
     out = tmp_path / "verify.json"
-    main(
-        [
-            "verify",
-            str(scenario.path),
-            "--scope=branch",
-            "--base=base",
-            "--format=json",
-            f"--output={out}",
-        ]
-    )
+    main(["verify", str(scenario.path), *BRANCH, "--format=json", f"--output={out}"])
     capsys.readouterr()
     rc, doc = shadow(scenario, out, "--all", capsys=capsys)
     got = {c["original"].split(":")[0]: c for c in doc["claims"]}
@@ -522,17 +512,6 @@ def test_gate_verdicts() -> None:
 # --- the model arm, with the fake claude CLI -----------------------------------------------
 
 
-@pytest.fixture
-def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    bin_dir = tmp_path / "fakebin"
-    install(bin_dir, ["claude"])
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("VERIFY_DAG_BACKEND", "claude")
-    log = tmp_path / "model.log"
-    monkeypatch.setenv("FAKE_MODEL_LOG", str(log))
-    return log
-
-
 def reply(monkeypatch: pytest.MonkeyPatch, cid: str, **kw: Any) -> None:
     monkeypatch.setenv(
         "FAKE_MODEL_REPLY",
@@ -585,7 +564,7 @@ def test_model_arm_judges_without_the_reasoning(
         "tests/test_calc.py:9",
     ]
     assert rc == 4
-    (call,) = [json.loads(line) for line in fake_claude.read_text().splitlines()]
+    (call,) = logged_calls(fake_claude)
     assert call["name"] == "claude" and "-p" in call["argv"]
     prompt = call["prompt"]
     assert "[J1] src/calc.py :: mul is off by one :: src/calc.py:9" in prompt
@@ -751,14 +730,7 @@ def test_broker_jobs_carry_a_bundle(
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FAKE_MODEL")}
-    return subprocess.run(
-        [sys.executable, "-m", "verify_dag.cli", "shadow", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=120,
-    )
+    return run_cli("shadow", *args, cwd=cwd, env=env)
 
 
 def test_cli_exit_codes(calc: Repo, tmp_path: Path) -> None:
