@@ -1,5 +1,6 @@
-"""verify-dag completion (seed 001): the four steps as functions, the chain on the embedded
-worker, iterations, quick mode, the CLI's exit codes, and --completion in the verify DAG."""
+"""verify-dag completion (docs/completion.md): the four steps as functions, the chain on the
+embedded worker, iterations, quick mode, the CLI's exit codes, and --completion in the verify
+DAG."""
 
 from __future__ import annotations
 

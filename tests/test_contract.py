@@ -1,5 +1,5 @@
-"""The contract verifier (seed 002): CONTRACT parsing, `gates run`, the vacuity rule, the scope
-check, model judgement, every verdict and exit code, the JSON form, bad input."""
+"""The contract verifier (docs/contract.md): CONTRACT parsing, `gates run`, the vacuity rule, the
+scope check, model judgement, every verdict and exit code, the JSON form, bad input."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The debugger (seed 7b): failing tests re-run alone at the merge base, real repos and pytest."""
+"""The debugger (phase 7b, docs/verify.md): failing tests re-run alone at the merge base, real
+repos and pytest."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The debugger on exerciser failures (seed 7b): a failed gate, EXERCISE command or completion
-criterion is checked again in a scratch worktree of the merge base, on real repositories."""
+"""The debugger on exerciser failures (phase 7b, docs/verify.md): a failed gate, EXERCISE command
+or completion criterion is checked again in a scratch worktree of the merge base, on real
+repositories."""
 
 from __future__ import annotations
 

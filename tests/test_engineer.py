@@ -24,10 +24,10 @@ def test_no_engineer_skill(repo: Repo) -> None:
     assert ctx.summary.startswith("No engineer skill found")
 
 
-def test_only_the_seed_globs_match() -> None:
+def test_only_the_documented_globs_match() -> None:
     paths = [
         "tools/skills/api-engineer/SKILL.md",  # */skills/*-engineer/
-        "a/b/skills/deep-engineer/SKILL.md",  # too deep: not the seed's glob
+        "a/b/skills/deep-engineer/SKILL.md",  # too deep: one <dir> only (docs/verify.md)
         ".agents/skills/x-engineer/README.md",  # no SKILL.md
     ]
     assert engineer.find_skill_dirs(paths) == ["tools/skills/api-engineer"]

@@ -1,4 +1,4 @@
-"""Floor guard (seed 002, STEP 3): every weakening kind on real repositories, waivers from a
+"""Floor guard (docs/contract.md): every weakening kind on real repositories, waivers from a
 contract's CLARIFICATIONS, the FLOOR GUARD line and rows, exit codes 0 / 2 / 3."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""verify-dag shadow (seed 003) on real repositories: claims normalised, selected and re-derived
-as a chord on the embedded worker; every verdict, the guards, the gate and the CLI's exit codes;
-the model arm through the fake claude CLI; the exerciser on the same verifiers."""
+"""verify-dag shadow (docs/shadow.md) on real repositories: claims normalised, selected and
+re-derived as a chord on the embedded worker; every verdict, the guards, the gate and the CLI's
+exit codes; the model arm through the fake claude CLI; the exerciser on the same verifiers."""
 
 from __future__ import annotations
 
