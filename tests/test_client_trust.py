@@ -15,7 +15,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any
 
 import pytest
 import redis
-from conftest import Repo, calc_base, make_repo, verify_branch
+from conftest import Repo, calc_base, make_repo, run_cli, verify_branch
 from redis_workers import fresh_db, logs, stop, workers
 
 from verify_dag import client, store
@@ -347,20 +346,13 @@ def test_a_flushed_run_is_lost_within_the_bound(tmp_path: Path) -> None:
             except subprocess.TimeoutExpired:
                 pytest.fail(f"the client waited on a lost run\n{logs(run.logs)}")
             took = time.monotonic() - flushed
-            status = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "verify_dag.cli",
-                    "status",
-                    run_id,
-                    f"--broker={run.broker}",
-                    f"--store={run.store}",
-                ],
-                capture_output=True,
-                text=True,
-                timeout=60,
+            status = run_cli(
+                "status",
+                run_id,
+                f"--broker={run.broker}",
+                f"--store={run.store}",
                 env=run.env,
+                timeout=60,
             )
         finally:
             stop(proc)

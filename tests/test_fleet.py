@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -417,25 +415,18 @@ def test_fleet_on_two_workers_with_different_queues(
         {"url": str(scenario.path), "base": "base"},
     )
     env = {k: v for k, v in os.environ.items() if k != "VERIFY_DAG_STORE"}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "verify_dag.cli",
-            "fleet",
-            "run",
-            str(path),
-            "--broker",
-            broker,
-            "--store",
-            str(where),
-            "--format=json",
-            f"--output={tmp_path / 'summary.json'}",
-            "--timeout=120",
-        ],
+    proc = run_cli(
+        "fleet",
+        "run",
+        str(path),
+        "--broker",
+        broker,
+        "--store",
+        str(where),
+        "--format=json",
+        f"--output={tmp_path / 'summary.json'}",
+        "--timeout=120",
         env=env,
-        capture_output=True,
-        text=True,
         timeout=180,
     )
     assert proc.returncode == 1, proc.stderr + logs(log_dir)
