@@ -11,8 +11,9 @@ from celery.result import AsyncResult
 from verify_dag import evidence, git, report, store
 from verify_dag.models import Report, ReportResult, RunState, SkillOutcome
 from verify_dag.phases import debugger, engineer, exerciser, scope, static, tester, triage
+from verify_dag.phases.tester import coverage
 from verify_dag.phases.triage import gating
-from verify_dag.reviewers import composition_skips, coverage
+from verify_dag.reviewers import composition_skips
 from verify_dag.tasks.app import app
 from verify_dag.tasks.base import failed, header_phase, previous_result, progress, state_phase
 

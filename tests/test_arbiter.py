@@ -20,6 +20,7 @@ from verify_dag.arbiter.citations import corroborate
 from verify_dag.arbiter.inputs import ARGUMENTS, TUPLE
 from verify_dag.arbiter.matching import matches, names
 from verify_dag.cli import main
+from verify_dag.phases.tester import records
 
 RUNNER = "verify-dag/0.1.0 pytest/9.0.3"
 REQUEST_ID = "0123456789abcdef0123456789abcdef"
@@ -76,7 +77,7 @@ def make_bundle(
     returncode: int | None = None,
 ) -> dict[str, Any]:
     tests = json.loads(json.dumps(tests))  # callers edit bundles; GOOD stays as it is
-    counts = evidence.counts(t["outcome"] for t in tests).model_dump()
+    counts = records.counts(t["outcome"] for t in tests).model_dump()
     failing = counts["failed"] + counts["error"]
     result = {
         "status": status or ("FAILED" if failing else "PASSED"),
@@ -756,7 +757,7 @@ def test_matching_rule(nodeid: str, named: bool) -> None:
 def test_a_real_run_bundle_is_accepted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.delenv(evidence.TIER_ENV, raising=False)
+    monkeypatch.delenv(records.TIER_ENV, raising=False)
     repo = make_repo(tmp_path / "repo")
     repo.write(
         "pyproject.toml", '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["src"]\n'

@@ -14,8 +14,8 @@ from verify_dag.models.request import VerifyRequest
 from verify_dag.models.scope import FileChange, LineRange, Scope
 from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.phases import scope, tester
-from verify_dag.reviewers import coverage
-from verify_dag.reviewers.coverage import AddedFunction, CoverageData, FileCoverage
+from verify_dag.phases.tester import coverage
+from verify_dag.phases.tester.coverage import AddedFunction, CoverageData, FileCoverage
 
 PYTEST = Toolchain(
     commands=(

@@ -23,6 +23,7 @@ from verify_dag.models import (
 )
 from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.phases import tester
+from verify_dag.phases.tester import records
 
 PYTEST = Toolchain(
     commands=(
@@ -125,7 +126,7 @@ def test_tester_records_every_test_once_with_its_outcome(tmp_path: Path) -> None
 def test_truncated_bundle_keeps_counts_of_every_test(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(evidence, "MAX_TESTS", 2)
+    monkeypatch.setattr(records, "MAX_TESTS", 2)
     out = run_suite(
         tmp_path,
         "import pytest\n@pytest.mark.parametrize('n', range(5))\ndef test_n(n):\n    pass\n",
@@ -154,10 +155,10 @@ def test_inventory_tier_is_what_the_operator_declares(
     monkeypatch: pytest.MonkeyPatch, value: str | None, tier: int, source: str
 ) -> None:
     if value is None:
-        monkeypatch.delenv(evidence.TIER_ENV, raising=False)
+        monkeypatch.delenv(records.TIER_ENV, raising=False)
     else:
-        monkeypatch.setenv(evidence.TIER_ENV, value)
-    inv = evidence.inventory("pytest 9", "own interpreter")
+        monkeypatch.setenv(records.TIER_ENV, value)
+    inv = records.inventory("pytest 9", "own interpreter")
     assert (inv.tier, inv.tier_source) == (tier, source)
 
 
@@ -177,10 +178,10 @@ def test_sanitize_redacts_secrets_and_scratch_paths(monkeypatch: pytest.MonkeyPa
         "token s3cr3t-value-123 in /tmp/verify-dag-wt-abc_12/tree/src/a.py and "
         "/var/tmp/verify-dag-test-x9/run-env/bin/python\n   next"
     )
-    assert evidence.sanitize(text) == (
+    assert records.sanitize(text) == (
         "token [REDACTED] in <checkout>/src/a.py and <checkout>/run-env/bin/python next"
     )
-    assert len(evidence.sanitize("x" * 1000)) == evidence.REASON_MAX
+    assert len(records.sanitize("x" * 1000)) == records.REASON_MAX
 
 
 VERIFICATION = """\

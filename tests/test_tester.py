@@ -15,7 +15,7 @@ from verify_dag.models.findings import SkillOutcome
 from verify_dag.models.scope import FileChange, LineRange, Scope
 from verify_dag.models.toolchain import Command, EngineerContext, Toolchain
 from verify_dag.phases import tester, triage
-from verify_dag.reviewers import coverage
+from verify_dag.phases.tester import coverage
 
 PYTEST = Toolchain(
     commands=(

@@ -20,6 +20,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from verify_dag.errors import UsageError
+from verify_dag.paths import user_file
+
 MIN_LEN = 8  # shorter values are too likely to occur by chance ("true", a port, a short word)
 _MAX_FILE = 1 << 20  # a credential file larger than this is not one
 # Anchored on "://" rather than the scheme, so re skips ahead to each "://" instead of trying
@@ -167,9 +170,6 @@ def _token_like(user: str) -> bool:
 
 
 def _config_file() -> Path | None:
-    from verify_dag.backends.sources import user_file
-    from verify_dag.errors import UsageError
-
     try:
         return user_file(os.environ)
     except UsageError:  # a missing VERIFY_DAG_CONFIG is reported where the config is loaded

@@ -15,32 +15,23 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
-import os
-import platform
 import re
-import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from jsonschema.exceptions import best_match
 
-from verify_dag import jsonschemas, util
+from verify_dag import jsonschemas
 from verify_dag.git import display_source
-from verify_dag.models import CaseCounts, GateResult, Inventory, RunState, SuiteEvidence
+from verify_dag.models import CaseCounts, GateResult, RunState, SuiteEvidence
 from verify_dag.phases import gates
+from verify_dag.phases.tester.records import sanitize
 
 BUNDLE_VERSION = 1
 SCHEMA_PATH = "schemas/evidence_bundle.schema.json"
-MAX_TESTS = 20_000  # per-test records kept; the bundle travels through the broker once
-REASON_MAX = 300
-TIER_ENV = "VERIFY_DAG_INVENTORY_TIER"
-TIERS = (0, 1, 2)
-REQ_ID = re.compile(r"\bREQ-[0-9]{3,}\b")
 
 # The scratch directories verify-dag makes (git.worktree, the tester, testenv, the backends).
-_SCRATCH = re.compile(r"(?:/[^\s/:'\"]+)*/verify-dag-[a-z]+-[A-Za-z0-9_]+(?:/tree)?")
 _SECURITY_TAG = re.compile(
     r"^[`*]*(G_SECURE|G_SECRETS_SCAN|SECURITY)[`*]*(?:\s*\((strict|advisory)\))?\s*:", re.IGNORECASE
 )
@@ -82,44 +73,6 @@ def runner_version(suite: SuiteEvidence | None) -> str:
         f"{own} {suite.runner}/{suite.runner_version}"
         if suite.runner_version
         else (f"{own} {suite.runner}")
-    )
-
-
-def sanitize(text: str, workdir: Path | None = None, limit: int = REASON_MAX) -> str:
-    """Free text fit for a bundle: secrets redacted, checkout paths made relative or replaced,
-    whitespace folded, capped."""
-    if workdir is not None:
-        for root in {str(workdir.resolve()), str(workdir)}:
-            text = text.replace(root + os.sep, "").replace(root, ".")
-    text = " ".join(_SCRATCH.sub("<checkout>", util.redact(text)).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def inventory(runner: str, environment: str) -> Inventory:
-    """The inventory of the worker running the suite. Its tier is what the operator declares in
-    $VERIFY_DAG_INVENTORY_TIER (0 unit only, 1 services, 2 full with browser/UI); unset is 0."""
-    raw = os.environ.get(TIER_ENV, "").strip()
-    tier, source = 0, f"default (no {TIER_ENV})"
-    if raw:
-        if raw.isdigit() and int(raw) in TIERS:
-            tier, source = int(raw), TIER_ENV
-        else:
-            source = f"default ({TIER_ENV}={raw[:20]!r} is not one of 0, 1, 2)"
-    return Inventory(
-        tier=tier,
-        tier_source=source,
-        python=platform.python_version(),
-        platform=f"{sys.platform}-{platform.machine()}",
-        runner=runner,
-        environment=sanitize(environment),
-    )
-
-
-def counts(outcomes: Iterable[str]) -> CaseCounts:
-    seen = list(outcomes)
-    return CaseCounts(
-        total=len(seen),
-        **{k: seen.count(k) for k in ("passed", "failed", "error", "skipped", "xfailed")},
     )
 
 

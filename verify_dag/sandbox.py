@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from verify_dag.cache import cache_root
 from verify_dag.errors import FatalError
+from verify_dag.paths import cache_root
 
 log = logging.getLogger(__name__)
 

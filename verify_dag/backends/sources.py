@@ -19,6 +19,7 @@ from pydantic import Field
 from verify_dag import skills
 from verify_dag.errors import UsageError
 from verify_dag.models.base import Frozen
+from verify_dag.paths import user_file
 
 Kind = Literal["codex", "claude", "command"]
 # The skills that may have their own model and effort: the verify pipeline's that call a model
@@ -82,18 +83,6 @@ def read_layers(repo: Path | None, env: Mapping[str, str], notes: list[str]) -> 
                 raise UsageError(f"{where}: expected a table")
             layers.append(file_layer(table, where, trusted=False, notes=notes))
     return layers
-
-
-def user_file(env: Mapping[str, str]) -> Path | None:
-    explicit = env.get("VERIFY_DAG_CONFIG")
-    if explicit:
-        path = Path(explicit).expanduser()
-        if not path.is_file():
-            raise UsageError(f"VERIFY_DAG_CONFIG: no such file: {path}")
-        return path
-    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
-    path = Path(base).expanduser() / "verify-dag" / "config.toml"
-    return path if path.is_file() else None
 
 
 def read_toml(path: Path) -> dict[str, Any]:

@@ -52,5 +52,7 @@ class SuiteEvidence(Frozen):
     per_test: bool  # False: a runner that only gives an exit status
     tests: tuple[CaseResult, ...] = ()
     counts: CaseCounts = CaseCounts()
-    truncated: bool = False  # more tests ran than a bundle keeps (evidence.MAX_TESTS)
+    truncated: bool = (
+        False  # more tests ran than a bundle keeps (phases/tester/records.py, MAX_TESTS)
+    )
     inventory: Inventory

@@ -27,16 +27,15 @@ import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from verify_dag import evidence, util
+from verify_dag import util
 from verify_dag.models.evidence import SuiteEvidence
 from verify_dag.models.findings import Finding, SkillOutcome
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Command, Toolchain
-from verify_dag.phases.tester import coverage_files, junit, pytest_command
+from verify_dag.phases.tester import coverage, coverage_files, junit, pytest_command, records
 from verify_dag.phases.tester import env as testenv
+from verify_dag.phases.tester.coverage import CoverageData
 from verify_dag.phases.tester.env.base import Env, clean
-from verify_dag.reviewers import coverage
-from verify_dag.reviewers.coverage import CoverageData
 from verify_dag.sandbox import Policy
 from verify_dag.tools.base import PYTHON_NAMES, module_available, python_tool_argv, resolve_argv
 
@@ -250,10 +249,10 @@ def _pytest_evidence(
         command=shown,
         returncode=returncode,
         per_test=True,
-        tests=tuple(cases[: evidence.MAX_TESTS]),
-        counts=evidence.counts(c.outcome for c in cases),
-        truncated=len(cases) > evidence.MAX_TESTS,
-        inventory=evidence.inventory(f"pytest {version or 'unknown'}", _environment(env)),
+        tests=tuple(cases[: records.MAX_TESTS]),
+        counts=records.counts(c.outcome for c in cases),
+        truncated=len(cases) > records.MAX_TESTS,
+        inventory=records.inventory(f"pytest {version or 'unknown'}", _environment(env)),
     )
 
 
@@ -328,7 +327,7 @@ def _other(command: Command, workdir: Path, timeout: float, env: Env) -> SkillOu
         command=command.display(),
         returncode=res.returncode,
         per_test=False,
-        inventory=evidence.inventory(runner, _environment(env)),
+        inventory=records.inventory(runner, _environment(env)),
     )
     if res.returncode == 0:
         return SkillOutcome(

@@ -8,10 +8,11 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from verify_dag import evidence, util
+from verify_dag import util
 from verify_dag.models.evidence import CaseOutcome, CaseResult
 from verify_dag.models.findings import Finding, Location
 from verify_dag.models.scope import Scope
+from verify_dag.phases.tester import records
 
 _MAX = 64 * 1024 * 1024  # a report bigger than this is not one pytest wrote for a test suite
 # A non-strict xpass is a plain pass in junit; this plugin, loaded into the suite's pytest with
@@ -89,8 +90,8 @@ def cases(root: ET.Element, workdir: Path) -> list[CaseResult]:
         case = CaseResult(
             nodeid=nodeid(tc),
             outcome=outcome,
-            reason=evidence.sanitize(reason, workdir) if reason else None,
-            requirements=tuple(dict.fromkeys(evidence.REQ_ID.findall(" ".join(props)))),
+            reason=records.sanitize(reason, workdir) if reason else None,
+            requirements=tuple(dict.fromkeys(records.REQ_ID.findall(" ".join(props)))),
         )
         known = merged.get(case.nodeid)
         if known is None or _RANK[outcome] > _RANK[known.outcome]:

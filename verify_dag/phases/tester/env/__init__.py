@@ -37,9 +37,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from verify_dag import util
-from verify_dag.cache import cache_root
 from verify_dag.files import file_lock, write_atomic
 from verify_dag.models.toolchain import Toolchain
+from verify_dag.paths import cache_root
 from verify_dag.phases.tester.env import npm as testenv_npm
 from verify_dag.phases.tester.env import plan as testenv_plan
 from verify_dag.phases.tester.env.base import MARKER, PY_LEAKS, Env, clean, pip_env, tail
