@@ -40,6 +40,8 @@ WORKDIR /opt/verify-dag
 COPY pyproject.toml README.md ./
 COPY schemas ./schemas
 COPY verify_dag ./verify_dag
+# The Celery side, installed as verify_dag.tasks (pyproject.toml's package-dir mapping).
+COPY tasks ./tasks
 # Installed as root into the system site-packages, so the worker user cannot modify its own code.
 RUN pip install --no-cache-dir . \
     && rm -rf build ./*.egg-info

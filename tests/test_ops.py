@@ -18,6 +18,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +156,10 @@ def test_dockerignore_lets_in_exactly_what_the_image_copies() -> None:
         for src in rest.split()[:-1]
     }
     assert copied == allowed
+    # pip install . needs every directory pyproject maps a package to (tasks/ is verify_dag.tasks).
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    mapped = {"verify_dag", *(d.split("/")[0] for d in setuptools["package-dir"].values())}
+    assert mapped <= copied
     # verify_dag/schemas is a symlink to ../schemas: pip install . needs its target in the context.
     assert (ROOT / "verify_dag" / "schemas").resolve() == ROOT / "schemas"
 
