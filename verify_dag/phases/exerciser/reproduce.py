@@ -2,12 +2,15 @@
 model, in the exerciser's throwaway worktree of the verified commit.
 
 The attempt is the claim verifier (phases/claims/, shared with shadow verification),
-the one implementation of "does this finding hold": the cited file and line must exist; static
-findings are re-run with the analyser that reported them, failing tests with pytest in the
-environment the tester used, "unused"/"untested" claims are searched for; anything else needs
-judgement and is BLOCKED with that reason. Its verdicts map to the report's statuses: an anchor
-that does not hold is NOT_APPLICABLE, CONFIRMED is CONFIRMED, REFUTED or STALE is NOT_REPRODUCED,
-UNVERIFIABLE is BLOCKED.
+the one implementation of "does this finding hold": the cited file and line must exist; failing
+tests are re-run alone with pytest in the environment the tester used, "unused"/"untested" claims
+are searched for; anything else needs judgement and is BLOCKED with that reason. Its verdicts map to the report's statuses:
+an anchor that does not hold is NOT_APPLICABLE, CONFIRMED is CONFIRMED, REFUTED or STALE is
+NOT_REPRODUCED, UNVERIFIABLE is BLOCKED.
+
+A finding of static analysis itself is NOT_APPLICABLE without an attempt: re-running the tool
+that reported it on the same input is no independent evidence (it would make a false alarm look
+confirmed), and it has no runtime behaviour to reproduce (docs/verify.md).
 """
 
 from __future__ import annotations
@@ -32,6 +35,11 @@ TEST_CAP = 300.0  # seconds per test re-run (and at most the run's --test-timeou
 LABEL = "the verified commit"
 
 VStatus = Literal["CONFIRMED", "NOT_REPRODUCED", "NOT_APPLICABLE", "BLOCKED"]
+STATIC = "static-analysis"
+_SAME_TOOL = (
+    "a static-analysis finding: re-running {tool} on the same code is no independent evidence, "
+    "and there is no runtime behaviour to reproduce"
+)
 
 
 def verify_issues(
@@ -67,8 +75,11 @@ def verify_issues(
         left = deadline - time.monotonic()
         if left <= 0:
             break
-        verdict = verifiers.verify(phrasing.from_finding(f, f"issue-{n}"), surface, Budget(left))
-        status, evidence = status_of(f, verdict)
+        if f.source == STATIC:
+            status, evidence = "NOT_APPLICABLE", _SAME_TOOL.format(tool=f.tool or "its analyser")
+        else:
+            claim = phrasing.from_finding(f, f"issue-{n}")
+            status, evidence = status_of(f, verifiers.verify(claim, surface, Budget(left)))
         loc = f.location
         out.append(
             Verification(
