@@ -27,6 +27,7 @@ import logging
 import re
 import shlex
 import time
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 from verify_dag import git, util
@@ -225,6 +226,8 @@ def _diagnose(state: RunState, sigs: list[Signature]) -> list[Diagnosis]:
                     *pytest_command.config_options(pytest_command.args(declared) or ()),
                 ]
                 run_env = testenv.suite_env(env, {"PYTHONDONTWRITEBYTECODE": "1"})
+                assert state.scope is not None
+                repo, head = state.request.repo, state.scope.new_commit
                 for sig in todo:
                     left = deadline - time.monotonic()
                     results[sig.key] = (
@@ -237,6 +240,7 @@ def _diagnose(state: RunState, sigs: list[Signature]) -> list[Diagnosis]:
                             min(left, RERUN_TIMEOUT),
                             scoped,
                             renamed,
+                            lambda path: git.read_file(repo, head, path),
                         )
                         if left > 1
                         else undetermined(sig, "not re-run: time budget spent", scoped)
@@ -250,6 +254,12 @@ def _diagnose(state: RunState, sigs: list[Signature]) -> list[Diagnosis]:
                     ),
                 )
     return [results[s.key] for s in sigs]
+
+
+def _defines(text: str | None, name: str) -> bool:
+    """Whether a Python source defines a function or method ``name`` at some indentation."""
+    pattern = rf"^[ \t]*(?:async[ \t]+)?def[ \t]+{re.escape(name)}\b"
+    return text is not None and re.search(pattern, text, re.MULTILINE) is not None
 
 
 def _unsafe(nodeid: str) -> str:
@@ -269,7 +279,9 @@ def _rerun(
     timeout: float,
     scoped: set[str],
     renamed: dict[str, str],
+    at_head: Callable[[str], str | None],
 ) -> Diagnosis:
+    """``sig``'s test re-run at the base; ``at_head`` reads a file of the verified commit."""
     assert sig.nodeid is not None
     path, sep, rest = sig.nodeid.partition("::")
     old = renamed.get(path)
@@ -296,11 +308,23 @@ def _rerun(
     if res.timed_out:
         return verdict("undetermined", f"timed out after {timeout:g}s at the merge base")
     if res.returncode == 4 and _NOT_FOUND.search(output):
-        # Issue 4: a test the diff added is new, not "unknown": it cannot have failed there.
+        # A test the diff added is new: it cannot have failed there. pytest finding no such id
+        # says no more than that, though: an inherited or generated test, or an id pytest does
+        # not accept, is not found either. So "no" only when the diff adds the definition.
+        name = sig.nodeid.rsplit("::", 1)[-1].split("[", 1)[0]
+        at_base = wt / (old or path)
+        base_text = at_base.read_text(errors="replace") if at_base.is_file() else None
+        if _defines(at_head(path), name) and not _defines(base_text, name):
+            return verdict(
+                "no",
+                "pytest exited 4: the test does not exist at the merge base, so it "
+                "cannot have failed there (the diff adds its definition)",
+            )
         return verdict(
-            "no",
-            "pytest exited 4: the test does not exist at the merge base, so it "
-            "cannot have failed there",
+            "undetermined",
+            f"pytest exited 4: no test {nodeid} at the merge base, and the diff adds no "
+            f"definition of {name} in {path}: an inherited or generated test, or an id pytest "
+            "does not accept, cannot be looked for there",
         )
     if res.returncode in _UNRUNNABLE:
         return verdict(
