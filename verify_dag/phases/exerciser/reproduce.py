@@ -4,9 +4,9 @@ model, in the exerciser's throwaway worktree of the verified commit.
 The attempt is the claim verifier (phases/claims/, shared with shadow verification),
 the one implementation of "does this finding hold": the cited file and line must exist; failing
 tests are re-run alone with pytest in the environment the tester used, "unused"/"untested" claims
-are searched for; anything else needs judgement and is BLOCKED with that reason. Its verdicts map to the report's statuses:
-an anchor that does not hold is NOT_APPLICABLE, CONFIRMED is CONFIRMED, REFUTED or STALE is
-NOT_REPRODUCED, UNVERIFIABLE is BLOCKED.
+are searched for; anything else needs judgement and is BLOCKED with that reason. Its verdicts
+map to the report's statuses: an anchor that does not hold is NOT_APPLICABLE, CONFIRMED is
+CONFIRMED, REFUTED or STALE is NOT_REPRODUCED, UNVERIFIABLE is BLOCKED.
 
 A finding of static analysis itself is NOT_APPLICABLE without an attempt: re-running the tool
 that reported it on the same input is no independent evidence (it would make a false alarm look
