@@ -472,3 +472,37 @@ def test_declared_arguments_after_a_double_dash_stay_paths(tmp_path: Path) -> No
     assert out.evidence is not None
     assert out.evidence.command.endswith("-p _verify_dag_outcomes -- tests/test_a.py")
     assert " -q " not in out.evidence.command  # the declared -v stands
+
+
+def test_a_change_of_thousands_of_files_still_measures_coverage(tmp_path: Path) -> None:
+    """One --include of every changed path passed Linux's 128 KiB limit for a single argument
+    (E2BIG) at about 2,500 files, and the tester came back with no coverage and no finding."""
+    names = [f"pkg/module_with_a_long_descriptive_name_{n:04d}.py" for n in range(3000)]
+    write(tmp_path, {name: "VALUE = 1\n" for name in names})
+    write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "calc.py": "def add(a, b):\n    return a + b\n",
+            "tests/test_calc.py": (
+                "import calc\n\ndef test_add():\n    assert calc.add(1, 2) == 3\n"
+            ),
+        },
+    )
+    changed = ("calc.py", *names)
+    assert len(",".join(str(tmp_path / n) for n in changed).encode()) > 128 * 1024
+    scope = Scope(
+        mode="branch",
+        new_commit="0" * 40,
+        included=tuple(
+            FileChange(path=p, status="added", lines=(LineRange(start=1, end=2),)) for p in changed
+        ),
+    )
+    xml = tmp_path / "out" / "coverage.xml"
+    outcome, data = tester.run_with_coverage(scope, PYTEST, tmp_path, 120, xml_file=xml)
+    assert outcome.status == "PASSED"
+    assert data is not None
+    measured = {f.path: f for f in data.files}
+    assert measured["calc.py"].executed == (1, 2)
+    # The Cobertura file for diff-cover is written too, with the scoped file in it.
+    assert 'filename="calc.py"' in xml.read_text(encoding="utf-8")

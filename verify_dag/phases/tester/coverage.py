@@ -25,6 +25,7 @@ from verify_dag import util
 from verify_dag.models.base import Frozen
 from verify_dag.models.findings import Finding, Location, SkillOutcome
 from verify_dag.models.scope import FileChange, Scope
+from verify_dag.phases.tester import coverage_files
 from verify_dag.sandbox import Policy
 from verify_dag.tools.base import relative
 
@@ -98,10 +99,8 @@ def measure(
     if not data_file.is_file():
         return None
     out = data_file.parent / "coverage.json"
-    # Analysing a file means parsing it: only the scoped ones, when their names are safe in
-    # coverage's comma-separated glob list.
-    paths = [str((workdir / p).resolve()) for p in scoped]
-    include = [] if re.search(r"[,*?\[]", "".join(paths)) else [f"--include={','.join(paths)}"]
+    # Analysing a file means parsing it: only the scoped ones, when coverage can be told so.
+    include = coverage_files.include_option([str((workdir / p).resolve()) for p in scoped])
     # -i: files that were measured but are gone (generated, temporary) must not sink the report.
     res = util.run(
         [

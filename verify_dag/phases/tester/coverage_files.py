@@ -12,6 +12,21 @@ from verify_dag import util
 from verify_dag.models.scope import Scope
 from verify_dag.sandbox import Policy
 
+# Linux refuses any single argument over 128 KiB (MAX_ARG_STRLEN) with E2BIG; an --include of a
+# few thousand paths is one such argument. Past this, coverage reports every measured file and
+# the caller keeps the scoped ones: slower, never a suite that silently did not count.
+INCLUDE_MAX = 64 * 1024
+
+
+def include_option(paths: list[str]) -> list[str]:
+    """``--include`` narrowed to ``paths``, or nothing when it cannot be said safely: a name
+    with a comma or a glob character would be read as a pattern list, and a list that long
+    would not fit in one argument."""
+    if not paths or any(c in p for p in paths for c in ",*?["):
+        return []
+    option = f"--include={','.join(paths)}"
+    return [option] if len(option.encode()) <= INCLUDE_MAX else []
+
 
 def combine(python: str, data_file: Path, workdir: Path, env: dict[str, str]) -> None:
     """One data file from the per-process ones, when the suite wrote several."""
@@ -38,10 +53,8 @@ def cobertura(
         return
     xml_file.parent.mkdir(parents=True, exist_ok=True)
     scoped = [f.path for f in scope.included if f.status != "deleted" and not f.binary]
-    # --include patterns without a wildcard are taken relative to the working directory; its
-    # list is comma-separated, so a name with a comma in it keeps the whole run's coverage.
-    narrow = scoped and not any("," in p for p in scoped)
-    include = [f"--include={','.join(scoped)}"] if narrow else []
+    # --include patterns without a wildcard are taken relative to the working directory.
+    include = include_option(scoped)
     # -i: files that were measured but are gone (generated, temporary) must not sink the report.
     # Written next to the data, then moved: the sandboxed coverage.py never sees the store.
     written = data_file.parent / "coverage.xml"
