@@ -184,6 +184,7 @@ def run(
         if check:
             raise CalledProcessError(argv, res.returncode, res.stderr) from exc
         return res
+    _started(proc)
     out: list[bytes] = []
     err: list[bytes] = []
     flags: list[bool] = []
@@ -240,10 +241,38 @@ def _missing(program: str, env: Mapping[str, str], cwd: str | Path | None) -> st
     return None
 
 
+# The process groups started here and not yet reaped. Each child runs in a session of its own (a
+# time-out kills its whole tree), so a Ctrl-C at the terminal does not reach it: an interrupted
+# command ends them through kill_children().
+_LIVE: set[int] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def _started(proc: subprocess.Popen[bytes]) -> None:
+    with _LIVE_LOCK:
+        _LIVE.add(proc.pid)
+
+
+def _reaped(proc: subprocess.Popen[bytes]) -> None:
+    with _LIVE_LOCK:
+        _LIVE.discard(proc.pid)
+
+
+def kill_children() -> int:
+    """SIGKILL every process group this process started and has not reaped; how many."""
+    with _LIVE_LOCK:
+        groups = sorted(_LIVE)
+    for pgid in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+    return len(groups)
+
+
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    _reaped(proc)
 
 
 @dataclass
@@ -269,6 +298,8 @@ class Background:
                 os.killpg(self.proc.pid, sig)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=grace)
+        if self.proc.returncode is not None:
+            _reaped(self.proc)
         if self.sandboxed and _sandbox.mode() == "none":
             _sandbox.kill_step(self.step)  # as run() does: a daemon that left the group
         self.reader.join(timeout=2)
@@ -311,6 +342,7 @@ def start_background(
         start_new_session=True,
         preexec_fn=_limiter(resource_limits()),
     )
+    _started(proc)
     log = bytearray()
 
     def drain() -> None:

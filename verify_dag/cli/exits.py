@@ -87,7 +87,13 @@ def run(command: str | None, body: Callable[[], int]) -> int:
     """Run ``command``'s body and return its exit code, or the one of the error that ended it."""
     try:
         return body()
-    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001  # the one place for them all
+    except KeyboardInterrupt as exc:
+        # The children run in sessions of their own: the terminal's Ctrl-C reached only us.
+        from verify_dag import util  # here, not at the top: every command's start pays for it
+
+        util.kill_children()
+        return report(command, exc)
+    except Exception as exc:  # noqa: BLE001  # the one place for them all
         return report(command, exc)
 
 
