@@ -14,6 +14,7 @@ from verify_dag import git
 from verify_dag.errors import FatalError
 from verify_dag.models import (
     Command,
+    Diagnosis,
     Finding,
     RunState,
     SkillOutcome,
@@ -131,6 +132,22 @@ def test_pre_existing_new_and_added_failures(branch: tuple[Repo, Path]) -> None:
     assert len(repo.git("worktree", "list").splitlines()) == 1
 
 
+def diagnose_failure(repo: Repo, nodeid: str) -> Diagnosis:
+    """The debugger's one diagnosis of the branch when the tester reported ``nodeid`` failing."""
+    state = verify(repo, scope="branch", base="base")
+    finding = Finding(
+        title=f"Test failed: {nodeid}",
+        severity=9,
+        description="assert 1 == 2",
+        source="tester",
+        issue_class="test-failure",
+        nodeid=nodeid,
+    )
+    tested = SkillOutcome(skill="tester", status="FAILED", findings=(finding,))
+    (d,) = debugger.run(state.model_copy(update={"outcomes": (tested,)})).diagnoses
+    return d
+
+
 def test_test_added_to_an_existing_file_is_new(branch: tuple[Repo, Path]) -> None:
     repo, _ = branch
     # The branch adds test_later to a file the base already has.
@@ -139,23 +156,7 @@ def test_test_added_to_an_existing_file_is_new(branch: tuple[Repo, Path]) -> Non
         "tests/test_calc.py", calc_tests.read_text() + "\n\ndef test_later():\n    assert 1 == 2\n"
     )
     repo.commit("tests: test_later")
-    state = verify(repo, scope="branch", base="base")
-    finding = Finding(
-        title="Test failed: tests/test_calc.py::test_later",
-        severity=9,
-        description="assert 1 == 2",
-        source="tester",
-        issue_class="test-failure",
-        nodeid="tests/test_calc.py::test_later",
-    )
-    out = debugger.run(
-        state.model_copy(
-            update={
-                "outcomes": (SkillOutcome(skill="tester", status="FAILED", findings=(finding,)),)
-            }
-        )
-    )
-    (d,) = out.diagnoses
+    d = diagnose_failure(repo, "tests/test_calc.py::test_later")
     assert d.pre_existing == "no" and "pytest exited 4" in d.evidence
     assert "does not exist at the merge base" in d.evidence and "no match in any of" in d.evidence
 
@@ -167,23 +168,7 @@ def test_an_id_pytest_cannot_find_and_the_diff_does_not_define_is_undetermined(
     ``tests/__init__.py::test_clear`` for a mixin's method) is not found at the base either;
     that is no evidence that the failure is new."""
     repo, _ = branch
-    state = verify(repo, scope="branch", base="base")
-    finding = Finding(
-        title="Test failed: tests/test_calc.py::test_clear",
-        severity=9,
-        description="assert 1 == 2",
-        source="tester",
-        issue_class="test-failure",
-        nodeid="tests/test_calc.py::test_clear",
-    )
-    out = debugger.run(
-        state.model_copy(
-            update={
-                "outcomes": (SkillOutcome(skill="tester", status="FAILED", findings=(finding,)),)
-            }
-        )
-    )
-    (d,) = out.diagnoses
+    d = diagnose_failure(repo, "tests/test_calc.py::test_clear")
     assert d.pre_existing == "undetermined"
     assert d.evidence.startswith("pytest exited 4: no test tests/test_calc.py::test_clear")
     assert "the diff adds no definition of test_clear in tests/test_calc.py" in d.evidence
