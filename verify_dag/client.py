@@ -55,11 +55,11 @@ def run_plan(
     ``name_failed_phase`` a FatalError names the first phase that failed instead: a chain marks
     every task after a failed one failed too."""
     p = submit(work) if isinstance(work, VerifyRequest) else _send(work)
-    if not name_failed_phase:
-        return collect(p, timeout=timeout, progress=progress)
     try:
         return collect(p, timeout=timeout, progress=progress)
     except FatalError as exc:
+        if not name_failed_phase:
+            raise
         raise FatalError(_first_failure(p) or exc.message, hint=exc.hint) from exc
 
 

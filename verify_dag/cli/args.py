@@ -49,6 +49,22 @@ def positive(text: str) -> int:
     return value
 
 
+def seconds(most: float | None = None) -> Callable[[str], float]:
+    """An argument type: a number of seconds above 0, and at most ``most`` when given."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+        if not (value > 0 and (most is None or value <= most)):
+            bound = "more than 0" if most is None else f"more than 0 and at most {most:g}"
+            raise argparse.ArgumentTypeError(f"must be {bound}, got {text}")
+        return value
+
+    return parse
+
+
 def add_broker(p: argparse.ArgumentParser, default: str = "else in-process") -> None:
     p.add_argument(
         "--broker",

@@ -29,16 +29,6 @@ fleet beat exits with the worst code of its audits (3 over 1 over 0) once --runs
 """
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
-    return value
-
-
 def add_parsers(sub: Any) -> None:
     """``sub`` is the subparsers action of the top-level parser."""
     fmt = argparse.RawDescriptionHelpFormatter
@@ -74,7 +64,7 @@ def add_parsers(sub: Any) -> None:
         )
         p.add_argument(
             "--timeout",
-            type=_seconds,
+            type=cli_args.seconds(),
             default=7200.0,
             metavar="SECONDS",
             help="give up on reports not in after this long, per fleet run (default 7200)",
@@ -100,7 +90,7 @@ def add_parsers(sub: Any) -> None:
     )
     when.add_argument(
         "--every",
-        type=_seconds,
+        type=cli_args.seconds(),
         metavar="SECONDS",
         help="audit at once, then every SECONDS instead of on --cron",
     )

@@ -34,16 +34,6 @@ HELP = "re-derive a report's key claims independently: PASS, WARN or FAIL"
 ROUND_WAIT = 3600.0
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not 0 < value <= 86400:
-        raise argparse.ArgumentTypeError(f"must be more than 0 and at most 86400, got {text}")
-    return value
-
-
 def add_parsers(sub: Any) -> None:
     """``sub`` is the subparsers action of the top-level parser."""
     from verify_dag.phases.claims.budget import DEFAULT_BUDGET
@@ -85,7 +75,7 @@ def add_parsers(sub: Any) -> None:
     )
     s.add_argument(
         "--budget",
-        type=_seconds,
+        type=cli_args.seconds(86400),
         default=DEFAULT_BUDGET,
         metavar="SECONDS",
         help=f"time each claim's verifier may take (default {DEFAULT_BUDGET:g})",

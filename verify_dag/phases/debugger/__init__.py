@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
-from verify_dag import git, util
+from verify_dag import git, skills, util
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import Diagnosis, Finding, RunState, SkillOutcome
 from verify_dag.models.scope import Scope
@@ -72,10 +72,8 @@ _UNRUNNABLE = {
 
 
 def failures(state: RunState) -> list[Finding]:
-    # Same triggers as the report's "was the debugger needed" check: ux-reviewer only at deep.
-    triggers = {"tester", "exerciser"}
-    if state.request.depth == "deep":
-        triggers.add("ux-reviewer")
+    # The registry's triggers, as the report's "was the debugger needed" check reads them.
+    triggers = skills.fires_debugger(state.request.depth)
     return [f for o in state.outcomes if o.skill in triggers for f in o.findings if f.severity >= 7]
 
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from verify_dag import git
+from verify_dag import git, skills
 from verify_dag.models import Finding, Location, RunState, SkillOutcome
 from verify_dag.reviewers import runner
 from verify_dag.reviewers.contract.models import ContractVerdict
 from verify_dag.reviewers.contract.verify import verify_contract
 
 SKILL = "contract"
-REASON = "a contract was supplied"
+REASON = skills.SKILLS[SKILL].reason
 # A criterion the change does not meet is a defect of the change; a weakened floor hides one.
 NOT_MET, FLOOR, UNVERIFIABLE, OUT_OF_SCOPE = 8, 7, 6, 6
 
