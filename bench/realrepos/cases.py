@@ -1,0 +1,214 @@
+"""The corpus's cases, each read by hand from the package's own declarations.
+
+The oracle of a case is what its maintainers run for tests on this interpreter (CPython 3.11):
+the tox env tox would pick for it, the nox test session, or, for projects that declare no
+runner, the dependency group or extra meant for tests and plain pytest. ``source`` says where
+each was read. Where a declared command carries options that do not change the counts
+(coverage reports, ``--junitxml``, a ``diff-cover`` step), they are left out and ``source``
+says so. Dependency groups are spelled out by hand (include-groups resolved) so the oracle
+does not depend on any installer's PEP 735 support.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    package: str
+    old: str
+    new: str
+    shape: str
+    vcs_version: bool = False  # version from git tags: see make_corpus's docstring
+    # pip install arguments for the oracle's venv, run in the checkout ("." is the project).
+    oracle_install: tuple[str, ...] = ()
+    # The declared test command, run in the checkout with the venv's bin first on PATH.
+    oracle_command: tuple[str, ...] = ("python", "-m", "pytest")
+    # Environment the declaration sets (tox set_env / setenv).
+    oracle_env: dict[str, str] = field(default_factory=dict)
+    source: str = ""
+
+
+CASES: list[Case] = [
+    Case(
+        "iniconfig",
+        "iniconfig",
+        "2.3.0",
+        "2.3.1",
+        "setuptools-scm, PEP 735 group, [tool.mypy] strict",
+        vcs_version=True,
+        oracle_install=(".", "pytest>=8.4.2", "pytest-xdist>=3.8"),
+        source="pyproject [dependency-groups] dev; no runner declared; testpaths=testing",
+    ),
+    Case(
+        "platformdirs",
+        "platformdirs",
+        "4.14.4",
+        "4.14.5",
+        "hatch-vcs, tox.toml dependency_groups",
+        vcs_version=True,
+        oracle_install=(
+            ".",
+            "appdirs==1.4.4",
+            "covdefaults>=2.3",
+            "diff-cover>=10.2",
+            "pytest>=9.0.2",
+            "pytest-cov>=7",
+            "pytest-mock>=3.15.1",
+        ),
+        oracle_command=("python", "-m", "pytest", "--durations", "10", "tests"),
+        source="tox.toml env_run_base (env 3.11): dependency_groups test; cov options and "
+        "diff-cover step left out",
+    ),
+    Case(
+        "filelock",
+        "filelock",
+        "4.2.8",
+        "4.2.9",
+        "hatch-vcs, tox.toml set_env + commands_pre (env 3.15 only)",
+        vcs_version=True,
+        oracle_install=(
+            ".",
+            "covdefaults>=2.3",
+            "diff-cover>=10.2",
+            "pytest>=9.0.3",
+            "pytest-asyncio>=1.3",
+            "pytest-cov>=7.1",
+            "pytest-mock>=3.15.1",
+            "pytest-randomly>=3.16",
+            "pytest-timeout>=2.4",
+            "virtualenv>=21.2",
+        ),
+        oracle_command=("python", "-m", "pytest", "--durations", "10", "tests"),
+        oracle_env={"PYTHONPATH": "tasks"},
+        source="tox.toml env_run_base (env 3.11): dependency_groups test, "
+        "set_env PYTHONPATH=tasks; commands_pre belongs to env 3.15, which tox skips here; "
+        "cov options left out",
+    ),
+    Case(
+        "more-itertools",
+        "more-itertools",
+        "11.2.0",
+        "11.2.1",
+        "flit, tox.ini unittest runner",
+        oracle_install=(".",),
+        oracle_command=("python", "-m", "unittest", "-v"),
+        source="tox.ini [testenv]: commands = {envpython} -m unittest -v; no deps",
+    ),
+    Case(
+        "tomlkit",
+        "tomlkit",
+        "0.15.1",
+        "0.15.2",
+        "poetry-core, PEP 735 group, [tool.mypy] files",
+        oracle_install=(".", "pytest~=7.2", "pytest-cov~=4.0", "PyYAML~=6.0"),
+        oracle_command=("python", "-m", "pytest", "-q", "tests"),
+        source="pyproject [dependency-groups] dev, its test part (pre-commit, mypy, Sphinx, furo "
+        "left out); no runner declared",
+    ),
+    Case(
+        "findpython",
+        "findpython",
+        "0.8.0",
+        "0.9.0",
+        "pdm-backend (scm version), PEP 735 group, pdm script",
+        vcs_version=True,
+        oracle_install=(".", "pytest"),
+        oracle_command=("python", "-m", "pytest", "tests"),
+        source="[dependency-groups] tests; [tool.pdm.scripts] test = pytest tests",
+    ),
+    Case(
+        "markupsafe",
+        "markupsafe",
+        "3.0.3",
+        "3.0.4",
+        "setup.py C extension, [tool.tox] in pyproject, mypy files, tox typing env (mypy+pyright)",
+        oracle_install=(".", "pytest"),
+        oracle_command=("python", "-m", "pytest", "-v", "--tb=short"),
+        source="[tool.tox] env_run_base: dependency_groups tests (pytest-run-parallel only on "
+        ">=3.13); --basetemp left out",
+    ),
+    Case(
+        "attrs",
+        "attrs",
+        "25.4.0",
+        "26.1.0",
+        "hatch-vcs, tox factor-conditional groups/commands, tox pyright env",
+        vcs_version=True,
+        oracle_install=(
+            ".",
+            "cloudpickle",
+            "hypothesis",
+            "pympler",
+            "pytest",
+            "pytest-xdist[psutil]",
+        ),
+        oracle_command=("python", "-m", "pytest", "-n", "auto"),
+        source="tox.ini [testenv] py311-tests: dependency_groups tests, commands pytest -n auto",
+    ),
+    Case(
+        "pluggy",
+        "pluggy",
+        "1.6.0",
+        "1.7.0",
+        "setuptools-scm, tox factor deps and setenv",
+        vcs_version=True,
+        oracle_install=(".", "pytest>=8", "pytest-benchmark", "coverage"),
+        oracle_command=("python", "-m", "pytest"),
+        oracle_env={"_PYTEST_SETUP_SKIP_PLUGGY_DEP": "1"},
+        source="tox.ini [testenv] py311: dependency_groups testing, setenv; [pytest] in tox.ini",
+    ),
+    Case(
+        "pyproject-hooks",
+        "pyproject-hooks",
+        "1.3.0",
+        "1.3.3",
+        "flit, noxfile test session",
+        oracle_install=("-r", "dev-requirements.txt", "."),
+        oracle_command=("python", "-m", "pytest"),
+        source="noxfile.py session test: install -r dev-requirements.txt, install ., run pytest",
+    ),
+    Case(
+        "semver",
+        "semver",
+        "3.1.1",
+        "3.1.2",
+        "setuptools, tox skip_install, tox mypy env",
+        oracle_install=("pytest", "pytest-cov", "setuptools>=70", "setuptools-scm"),
+        oracle_command=("python", "-m", "pytest"),
+        oracle_env={"PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+        source="tox.ini [testenv] (skip_install = true): deps, commands pytest",
+    ),
+    Case(
+        "execnet",
+        "execnet",
+        "2.1.1",
+        "2.1.2",
+        "hatch-vcs, tox usedevelop, mypy files",
+        vcs_version=True,
+        oracle_install=("-e", ".", "pytest", "pytest-timeout"),
+        oracle_command=("python", "-m", "pytest", "testing"),
+        oracle_env={"PYTHONWARNDEFAULTENCODING": "1"},
+        source="tox.ini [testenv]: usedevelop, deps pytest pytest-timeout, setenv",
+    ),
+    Case(
+        "packaging",
+        "packaging",
+        "26.3",
+        "26.4",
+        "flit, PEP 735 group, mypy files naming a file the sdist lacks",
+        oracle_install=(
+            ".",
+            "coverage[toml]>=7.2.0",
+            "hypothesis>=6.0.0",
+            "pip>=21.1",
+            "pretend",
+            "pytest>=6.2.0",
+            "tomli_w",
+        ),
+        oracle_command=("python", "-m", "pytest"),
+        source="[dependency-groups] test; the noxfile is not in the sdist",
+    ),
+]

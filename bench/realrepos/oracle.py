@@ -1,0 +1,145 @@
+"""The by-hand oracle: each case's suite run the way its maintainers declare it.
+
+Run by hand (it needs the package index): ``python bench/realrepos/oracle.py CORPUS``, after
+``make_corpus.py CORPUS``. For each case it clones the repository's head (so VCS versions
+build from real git metadata), makes a fresh venv, installs ``Case.oracle_install`` there,
+runs ``Case.oracle_command`` and records the counts from the runner's final summary line,
+in the runner's own words, with the timings. Results go to ``results/oracle.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from cases import CASES, Case
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+
+# pytest's closing line: "==== 3 failed, 470 passed, 2 skipped, 24 subtests passed in 9.1s ====".
+_PYTEST_LINE = re.compile(r"^=+ (.*\d+ \w+.*) in [\d.]+s( \([^)]*\))? =+$", re.M)
+_PYTEST_QUIET = re.compile(r"^(\d+ \w+.*) in [\d.]+s( \([^)]*\))?$", re.M)
+_COUNT = re.compile(r"(\d+) ((?:subtests )?\w+)")
+# unittest's: "Ran 123 tests in 0.5s" then "OK (skipped=3)" or "FAILED (failures=1, errors=2)".
+_UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in", re.M)
+_UNITTEST_END = re.compile(r"^(OK|FAILED)(?: \((.*)\))?$", re.M)
+
+
+def parse_counts(output: str) -> dict[str, int]:
+    """The counts of the last summary line the runner printed, keyed by its own words."""
+    lines = _PYTEST_LINE.findall(output) or _PYTEST_QUIET.findall(output)
+    if lines:
+        return {word: int(n) for n, word in _COUNT.findall(lines[-1][0])}
+    ran = _UNITTEST_RAN.findall(output)
+    if ran:
+        counts = {"ran": int(ran[-1])}
+        end = _UNITTEST_END.findall(output)
+        if end and end[-1][1]:
+            for part in end[-1][1].split(","):
+                key, _, value = part.strip().partition("=")
+                counts[key] = int(value)
+        failed = counts.get("failures", 0) + counts.get("errors", 0)
+        not_passed = failed + counts.get("skipped", 0) + counts.get("expected failures", 0)
+        counts["passed"] = counts["ran"] - not_passed
+        return counts
+    return {}
+
+
+def run(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> tuple[int, str, float]:
+    start = time.monotonic()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=3600)
+    elapsed = time.monotonic() - start
+    with log.open("a") as out:
+        out.write(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}\n[exit {proc.returncode}]\n")
+    return proc.returncode, proc.stdout + proc.stderr, elapsed
+
+
+def oracle(case: Case, corpus: Path) -> dict[str, object]:
+    log = RESULTS / f"oracle-{case.name}.log"
+    log.write_text("")
+    with tempfile.TemporaryDirectory(prefix=f"oracle-{case.name}-") as tmp:
+        checkout = Path(tmp) / "checkout"
+        subprocess.run(["git", "clone", "-q", str(corpus / case.name), str(checkout)], check=True)
+        venv = Path(tmp) / "venv"
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        env = {
+            **os.environ,
+            "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
+            "VIRTUAL_ENV": str(venv),
+            **case.oracle_env,
+        }
+        env.pop("PYTHONPATH", None) if "PYTHONPATH" not in case.oracle_env else None
+        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
+        code, _, install_s = run([*pip, *case.oracle_install], checkout, env, log)
+        if code:
+            return {"case": case.name, "install_exit": code, "install_s": round(install_s, 1)}
+        cmd = [str(venv / "bin" / "python"), *case.oracle_command[1:]]
+        code, output, test_s = run(cmd, checkout, env, log)
+    return {
+        "case": case.name,
+        "command": " ".join(case.oracle_command),
+        "exit": code,
+        "counts": parse_counts(output),
+        "install_s": round(install_s, 1),
+        "test_s": round(test_s, 1),
+    }
+
+
+def write_table(results: dict[str, dict[str, object]]) -> None:
+    """The oracle's figures into README.md, between its markers."""
+    lines = ["| case | command | counts | exit | install | tests |", "|---|---|---|---|---|---|"]
+    for case in CASES:
+        r = results.get(case.name)
+        if r is None:
+            continue
+        if "counts" not in r:
+            lines.append(
+                f"| {case.name} | install failed | - | {r['install_exit']} | "
+                f"{r['install_s']} s | - |"
+            )
+            continue
+        counts = r["counts"]
+        assert isinstance(counts, dict)
+        text = ", ".join(f"{n} {w}" for w, n in counts.items())
+        lines.append(
+            f"| {case.name} | `{r['command']}` | {text} | {r['exit']} "
+            f"| {r['install_s']} s | {r['test_s']} s |"
+        )
+    readme = HERE / "README.md"
+    begin, end = "<!-- oracle begin -->", "<!-- oracle end -->"
+    head, rest = readme.read_text().split(begin, 1)
+    readme.write_text(head + begin + "\n" + "\n".join(lines) + "\n" + end + rest.split(end, 1)[1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("corpus", type=Path, help="the directory make_corpus.py wrote")
+    parser.add_argument("--case", action="append", help="only these cases (repeatable)")
+    parser.add_argument("--table-only", action="store_true", help="only rewrite the table")
+    args = parser.parse_args()
+    if args.table_only:
+        write_table(json.loads((RESULTS / "oracle.json").read_text()))
+        return
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / "oracle.json"
+    results = json.loads(path.read_text()) if path.exists() else {}
+    for case in CASES:
+        if args.case and case.name not in args.case:
+            continue
+        result = oracle(case, args.corpus.resolve())
+        print(json.dumps(result), flush=True)
+        results[case.name] = result
+        path.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    write_table(results)
+
+
+if __name__ == "__main__":
+    main()
