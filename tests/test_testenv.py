@@ -185,7 +185,7 @@ def test_what_is_installed_follows_the_declarations(tmp_path: Path) -> None:
         root = write(tmp_path / str(len(list(tmp_path.iterdir()))), files)
         found = testenv_plan.read(root)
         assert found is not None
-        return found.requirements, found.tox_lines, found.project, found.source
+        return found.requirements, found.groups, found.project, found.source
 
     project = '[project]\nname = "p"\nversion = "1"\n'
     extras = project + '[project.optional-dependencies]\ndocs = ["x"]\ndev = ["y"]\ntest = ["z"]\n'
@@ -195,17 +195,16 @@ def test_what_is_installed_follows_the_declarations(tmp_path: Path) -> None:
         {"requirements/test.txt": "a\n", "requirements.txt": "b\n", "requirements-dev.txt": "c\n"}
     )[:2] == (("requirements/test.txt", "requirements.txt"), ())
     assert plan({"requirements-dev.txt": "-e .[dev]\n", "pyproject.toml": extras})[2] is None
-    tox = (
-        "[testenv]\ndeps =\n    pytest-mock\n    -r{toxinidir}/requirements.txt\n    {[base]deps}\n"
-    )
-    assert plan({"tox.ini": tox, "requirements.txt": "b\n", "setup.py": ""}) == (
+    groups = project + '[dependency-groups]\ntest = ["a", {include-group = "x"}]\nx = ["b"]\n'
+    assert plan({"pyproject.toml": groups}) == (
         (),
-        ("pytest-mock", "-r./requirements.txt"),
+        ("test",),
         ".",
-        "tox.ini [testenv] deps, setup.py .",
+        "pyproject.toml [dependency-groups] test, pyproject.toml .",
     )
-    skip = tox + "skip_install = true\n"
-    assert plan({"tox.ini": skip, "setup.py": ""})[2] is None
+    # A tox.ini is tox's to read (env/tox.py): the plan takes nothing from it.
+    tox = "[testenv]\ndeps =\n    pytest-mock\n"
+    assert plan({"tox.ini": tox, "setup.py": ""}) == ((), (), ".", "setup.py .")
     assert plan({"requirements.txt": "b\n"})[0] == ("requirements.txt",)
     # Nothing to install: no venv, the suite runs on our interpreter as before.
     bare = write(
@@ -348,13 +347,13 @@ def test_a_nox_test_session_declares_the_env(tmp_path: Path) -> None:
         "    session.install('./vendor/tinypkg')\n    session.run('pytest')\n"
     )
     repo = write(tmp_path / "noxrepo", files)
-    plan = testenv_plan.read(repo)
-    assert plan is not None and plan.tox_lines == ("./vendor/tinypkg",)
-    assert plan.source == "noxfile.py session.install"
-    assert set(plan.hashed) == {"noxfile.py", "vendor/tinypkg"}
-    outcome = tester.run(whole("tests/test_tiny.py"), PYTEST, repo, 300)
-    # The package exists only through the nox session's install: the suite ran in that env.
+    outcome, _ = tester.run_with_coverage(
+        whole("tests/test_tiny.py"), PYTEST, repo, 300, cache_dir=tmp_path / "cache"
+    )
+    # The package exists only through the nox session's install: the suite ran in that env,
+    # which nox built (the lint session was not chosen: it runs no tests).
     assert outcome.notes.startswith("4 passed, 1 failed, 0 errors, 1 skipped"), outcome.notes
+    assert outcome.notes.endswith("; env from nox session tests-3.11"), outcome.notes
 
 
 def test_tox_commands_select_the_same_tests_as_a_venv_built_by_hand(tmp_path: Path) -> None:
@@ -409,10 +408,97 @@ def test_tox_commands_select_the_same_tests_as_a_venv_built_by_hand(tmp_path: Pa
     )
     assert by_hand.returncode == 0, by_hand.stdout
     assert outcome.status == "PASSED", outcome.findings
-    assert outcome.notes == (
-        junit_counts(tmp_path / "junit.xml") + "; env from tox.ini [testenv] deps"
-    )
+    assert outcome.notes == (junit_counts(tmp_path / "junit.xml") + "; env from tox env py")
     assert outcome.notes.startswith("2 passed, 0 failed, 0 errors, 0 skipped")
     assert outcome.reason == (
         "test command discovered: pytest -q tests/unit (tox.ini [testenv] commands)"
     )
+
+
+PY = f"py{sys.version_info.major}{sys.version_info.minor}"
+HATCH_VCS = (
+    '[build-system]\nrequires = ["hatchling", "hatch-vcs"]\nbuild-backend = "hatchling.build"\n\n'
+    '[project]\nname = "verify-dag-vcs"\ndynamic = ["version"]\n\n'
+    # No fallback version: the build fails unless it sees the repository's git tags.
+    '[tool.hatch.version]\nsource = "vcs"\n\n'
+    '[tool.hatch.build.targets.wheel]\npackages = ["src/verify_dag_vcs"]\n'
+)
+VCS_TEST = (
+    "import importlib.metadata, os, pathlib\n\n"
+    "def test_version():\n    assert importlib.metadata.version('verify-dag-vcs') == '1.2.3'\n"
+)
+
+
+def _tagged(repo_dir: Path, files: dict[str, str]) -> Path:
+    repo = make_repo(repo_dir)
+    for rel, text in {"src/verify_dag_vcs/__init__.py": "X = 1\n", **files}.items():
+        repo.write(rel, text)
+    repo.commit("release")
+    repo.git("tag", "v1.2.3")
+    return repo.path
+
+
+def test_tox_builds_the_env_with_factor_deps_set_env_commands_pre_and_a_vcs_version(
+    tmp_path: Path,
+) -> None:
+    """tox reads the declaration, tox builds the env and tox runs the suite: a factor-conditional
+    dep, set_env and a commands_pre step all apply, and the package's version comes from git."""
+    tox_ini = (
+        f"[tox]\nenvlist = {PY}-{{cov,plain}}, lint\n\n"
+        "[testenv]\ndeps =\n    pytest\n    cov: iniconfig\n"
+        "set_env =\n    VERIFY_DAG_FROM_TOX = yes\n"
+        "commands_pre = python -c \"open('{envtmpdir}/pre', 'w').write('done')\"\n"
+        "commands = pytest {posargs}\n\n"
+        "[testenv:lint]\ndeps = ruff\ncommands = ruff check .\n"
+    )
+    test = VCS_TEST + (
+        "\ndef test_factor_dep():\n    import iniconfig  # noqa: F401\n\n"
+        "def test_set_env():\n    assert os.environ['VERIFY_DAG_FROM_TOX'] == 'yes'\n\n"
+        "def test_commands_pre_ran():\n"
+        "    assert pathlib.Path(os.environ['TOX_ENV_DIR'], 'tmp', 'pre').read_text() == 'done'\n"
+    )
+    repo = _tagged(
+        tmp_path / "repo",
+        {"pyproject.toml": HATCH_VCS, "tox.ini": tox_ini, "tests/test_vcs.py": test},
+    )
+    toolchain = triage.discover(repo)
+    outcome, data = tester.run_with_coverage(
+        whole("tests/test_vcs.py"), toolchain, repo, 600, cache_dir=tmp_path / "cache"
+    )
+    assert outcome.status == "PASSED", outcome.findings
+    assert outcome.notes.startswith("4 passed, 0 failed, 0 errors, 0 skipped"), outcome.notes
+    assert outcome.notes.endswith(f"; env from tox env {PY}-cov"), outcome.notes
+    assert data is not None  # coverage was measured inside tox's env
+
+
+def test_tox_without_an_env_for_this_python_runs_the_test_env_on_it(tmp_path: Path) -> None:
+    from verify_dag.phases.tester.env import tox as testenv_tox
+
+    repo = write(
+        tmp_path / "r",
+        {
+            "tox.ini": "[tox]\nenvlist = py27-django, docs\n\n[testenv]\ncommands = pytest\n\n"
+            "[testenv:docs]\ncommands = sphinx-build docs out\n"
+        },
+    )
+    work = tmp_path / "tox-work"
+    choice = testenv_tox.choose(repo, tmp_path / "cache", work, deadline=1e12)
+    assert choice.env is not None and choice.env.name == f"{PY}-django", choice
+    assert "py27-django" in choice.notes[0]
+
+
+def test_dependency_groups_and_a_vcs_version_without_tox(tmp_path: Path) -> None:
+    """PEP 735 groups (include-group too) are installed by uv; the project's version is read
+    from git while the env is built."""
+    pyproject = HATCH_VCS + (
+        '\n[dependency-groups]\ntest = ["pytest", {include-group = "extra"}]\n'
+        'extra = ["iniconfig"]\n'
+    )
+    test = VCS_TEST + "\ndef test_group():\n    import iniconfig  # noqa: F401\n"
+    repo = _tagged(tmp_path / "repo", {"pyproject.toml": pyproject, "tests/test_g.py": test})
+    outcome, _ = tester.run_with_coverage(
+        whole("tests/test_g.py"), PYTEST, repo, 600, cache_dir=tmp_path / "cache"
+    )
+    assert outcome.status == "PASSED", outcome.findings
+    assert outcome.notes.startswith("2 passed, 0 failed"), outcome.notes
+    assert "pyproject.toml [dependency-groups] test" in outcome.notes

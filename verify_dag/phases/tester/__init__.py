@@ -162,11 +162,11 @@ def _pytest(
         end = kept.index("--") if "--" in kept else len(kept)  # after `--`, all are paths
         argv = [*base, *quiet, *kept[:end], *ours, *kept[end:]]
         res = util.run(
-            argv,
+            env.command(argv),
             cwd=workdir,
             timeout=timeout,
             env=_env(env, plugin_dir),
-            sandbox=Policy(writable=(Path(tmp), data_file.parent)),
+            sandbox=Policy(writable=(Path(tmp), data_file.parent, *env.writable)),
         )
         if res.not_found:
             return _blocked(f"{argv[0]} was not found", ran=False), None

@@ -40,13 +40,17 @@ from verify_dag import util
 from verify_dag.files import file_lock, write_atomic
 from verify_dag.models.toolchain import Toolchain
 from verify_dag.paths import cache_root
+from verify_dag.phases.tester.env import nox as testenv_nox
 from verify_dag.phases.tester.env import npm as testenv_npm
 from verify_dag.phases.tester.env import plan as testenv_plan
-from verify_dag.phases.tester.env.base import MARKER, PY_LEAKS, Env, clean, pip_env, tail
+from verify_dag.phases.tester.env import tox as testenv_tox
+from verify_dag.phases.tester.env.base import MARKER, PY_LEAKS, Env, clean, pip_env, tail, uv_bin
 from verify_dag.phases.tester.env.plan import SKIP, Plan
 from verify_dag.sandbox import Policy
 
-_TOX_DEPS = ".verify-dag-tox-deps.txt"
+# The build's copy keeps .git: a version derived from git tags (setuptools-scm, hatch-vcs,
+# versioneer) is read from it while the project's metadata is generated.
+_COPY_SKIP = SKIP - {".git"}
 
 
 def provision(
@@ -70,6 +74,11 @@ def provision(
         return Env(error=clean(f"{type(exc).__name__}: {exc}"))
 
 
+def _python_suite(toolchain: Toolchain) -> bool:
+    command = toolchain.test
+    return command is None or Path(command.argv[0]).name not in testenv_npm.RUNNERS
+
+
 def suite_env(env: Env, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment the suite runs in: scrubbed, and inside the venv when there is one."""
     out = util.scrubbed_env(extra)
@@ -80,6 +89,8 @@ def suite_env(env: Env, extra: Mapping[str, str] | None = None) -> dict[str, str
     assert env.bin_dir is not None
     out["VIRTUAL_ENV"] = str(env.bin_dir.parent)
     out["PATH"] = os.pathsep.join([*map(str, env.path_dirs), out.get("PATH", os.defpath)])
+    if env.runner is not None:
+        out.update(env.runner.variables)
     return out
 
 
@@ -87,7 +98,21 @@ def suite_env(env: Env, extra: Mapping[str, str] | None = None) -> dict[str, str
 def runtime(workdir: Path, toolchain: Toolchain, cache_dir: Path | None = None) -> Iterator[Env]:
     """The environment a test of ``workdir`` runs in, for the duration of the block: the cached
     env, layered with the project itself when it installs one. Check ``error`` first."""
+    root = cache_dir if cache_dir is not None else cache_root()
+    notes: tuple[str, ...] = ()
+    # The project's tox environments or nox sessions are how its maintainers run the suite:
+    # tox or nox builds the env. Only when they declare none that runs tests does the rest apply.
+    for runner in (testenv_tox, testenv_nox) if _python_suite(toolchain) else ():
+        if not runner.declared(workdir):
+            continue
+        with runner.runtime(workdir, root) as env:
+            if env.python is not None or env.error is not None:
+                yield env
+                return
+            notes = env.notes
+        break
     env = provision(workdir, toolchain, cache_dir)
+    env = replace(env, notes=(*notes, *env.notes))
     if env.error is not None or not env.project:
         yield env
         return
@@ -187,17 +212,17 @@ def _build(workdir: Path, plan: Plan, env_dir: Path, deadline: float) -> tuple[s
     checkout: building local packages writes build/ and egg-info next to their sources."""
     with tempfile.TemporaryDirectory(prefix="verify-dag-env-") as tmp:
         src = Path(tmp) / "src"
-        shutil.copytree(workdir, src, symlinks=True, ignore=lambda d, names: SKIP & set(names))
+        shutil.copytree(
+            workdir, src, symlinks=True, ignore=lambda d, names: _COPY_SKIP & set(names)
+        )
         venv = [sys.executable, "-m", "venv", *(["--without-pip"] if _own_pip() else [])]
         res = util.run([*venv, str(env_dir)], timeout=_left(deadline), env=pip_env())
         if res.returncode != 0 or res.timed_out:
             return f"python -m venv failed: {tail(res)}", False
         pip = _pip(env_dir / "bin" / "python")
         report = Path(tmp) / "report.json"
-        argv = [*pip, "install", "--report", str(report), "pytest", "coverage"]
-        if plan.tox_lines:
-            (src / _TOX_DEPS).write_text("\n".join(plan.tox_lines) + "\n", encoding="utf-8")
-        for req in (*plan.requirements, *([_TOX_DEPS] if plan.tox_lines else [])):
+        argv = [*pip, "install", "--report", str(report), "pytest", *testenv_tox.EXTRA_DEPS]
+        for req in plan.requirements:
             argv += ["-r", req]
         argv += [plan.project] if plan.project else []
         # Build backends and setup.py files run here: sandboxed, with the index but no
@@ -208,6 +233,21 @@ def _build(workdir: Path, plan: Plan, env_dir: Path, deadline: float) -> tuple[s
             return f"installing from {plan.source} timed out", False
         if res.returncode != 0:
             return f"pip install from {plan.source} failed: {tail(res)}", False
+        if plan.groups:
+            # PEP 735 groups (include-group too) by uv, which implements them; pip learnt
+            # --group only in 25.1.
+            groups = [a for g in plan.groups for a in ("--group", f"pyproject.toml:{g}")]
+            uv_cache = env_dir.parent.parent / "uv"  # beside envs/, as tox's and nox's
+            uv_cache.mkdir(parents=True, exist_ok=True)
+            res = util.run(
+                [uv_bin(), "pip", "install", "--python", str(env_dir / "bin" / "python"), *groups],
+                cwd=src,
+                timeout=_left(deadline),
+                env={**pip_env(), "UV_CACHE_DIR": str(uv_cache)},
+                sandbox=Policy(network=True, writable=(env_dir, Path(tmp), uv_cache)),
+            )
+            if res.returncode != 0 or res.timed_out:
+                return f"uv pip install of {plan.source} failed: {tail(res)}", False
         names = _installed_from(report, src)
         if names:
             res = util.run(

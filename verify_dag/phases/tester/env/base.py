@@ -5,6 +5,9 @@ they hand back, the lock and marker of a cache entry, and the environment their 
 from __future__ import annotations
 
 import re
+import shlex
+import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +21,30 @@ _USERINFO = re.compile(r"(://)[^/@\s]+@")
 
 
 @dataclass(frozen=True)
+class Runner:
+    """How to run a command inside a built tox environment: tox itself, with its set_env,
+    change_dir and commands_pre, and the tester's command in place of the env's ``commands``."""
+
+    tox: tuple[str, ...]  # `python -m tox run -e NAME --workdir W -x deps+=...`
+    name: str
+    work_dir: Path
+    variables: tuple[tuple[str, str], ...] = ()  # what tox itself needs in its environment
+
+    def command(self, argv: Sequence[str]) -> list[str]:
+        # tox substitutes {...} in every value, overrides too: a literal brace is escaped.
+        line = shlex.join(argv).replace("{", r"\{").replace("}", r"\}")
+        return [
+            *self.tox,
+            "--skip-pkg-install",
+            # tox passes only what pass_env names: the tester's plugin directory is on it.
+            "-x",
+            f"testenv:{self.name}.pass_env+=PYTHONPATH",
+            "-x",
+            f"testenv:{self.name}.commands={line}",
+        ]
+
+
+@dataclass(frozen=True)
 class Env:
     python: Path | None = None  # None: nothing to install, the suite runs on our interpreter
     bin_dir: Path | None = None
@@ -28,6 +55,12 @@ class Env:
     project: bool = False  # the project is installed per run (layer), not kept in the cache
     path_dirs: tuple[Path, ...] = ()  # prepended to PATH for the suite
     notes: tuple[str, ...] = ()
+    runner: Runner | None = None  # set when tox built the env: commands run through tox
+    writable: tuple[Path, ...] = ()  # what a command in the env writes besides its checkout
+
+    def command(self, argv: Sequence[str]) -> list[str]:
+        """``argv`` as it runs in this env: through tox when tox built it, else as it is."""
+        return self.runner.command(argv) if self.runner is not None else list(argv)
 
 
 def clean(text: str) -> str:
@@ -49,3 +82,13 @@ def pip_env() -> dict[str, str]:
 def tail(res: util.Result, lines: int = 15) -> str:
     text = "\n".join(t for t in (res.stdout.strip(), res.stderr.strip()) if t)
     return "\n".join(text.splitlines()[-lines:])
+
+
+def uv_bin() -> str:
+    """The uv executable installed beside verify-dag (the ``uv`` package ships it)."""
+    try:
+        from uv import find_uv_bin  # imported late: only an env that needs uv pays for it
+
+        return str(find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        return shutil.which("uv") or "uv"

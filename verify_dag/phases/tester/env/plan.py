@@ -1,10 +1,12 @@
-"""What a repository declares for its test environment (test requirements, tox's [testenv], the
-project and its test extra), and the cache key of that declaration."""
+"""What a repository without tox or nox declares for its test environment (test requirements, the
+project and its test extra, its PEP 735 dependency groups), and the cache key of that declaration.
+
+tox and nox projects are not read here: tox and nox build their envs (env/tox.py, env/nox.py).
+Dependency groups are not read either, only named: uv installs them (``--group``), and resolves
+``include-group`` as the standard says."""
 
 from __future__ import annotations
 
-import ast
-import configparser
 import hashlib
 import os
 import re
@@ -28,6 +30,8 @@ _TEST_REQUIREMENTS = (
     "requirements/dev*.txt",
 )
 _EXTRAS = ("test", "tests", "testing", "dev")
+# PEP 735 groups a test run needs, by the names projects give them; all that exist are installed.
+_GROUPS = ("test", "tests", "testing", "dev")
 SKIP = frozenset({".git", "node_modules", ".tox", ".nox", ".venv", "__pycache__"})
 _INCLUDE = re.compile(r"^(?:-r|-c|--requirement|--constraint)[\s=]*(\S+)")
 _SELF = re.compile(r"^(?:(?:-e|--editable)[\s=]*)?(?:file:)?\./?(?:\[[^\]]*\])?$")
@@ -37,7 +41,7 @@ _LOCAL = re.compile(r"^(?:(?:-e|--editable)[\s=]*)?(?:file:)?(\.{1,2}/\S*)")
 @dataclass(frozen=True)
 class Plan:
     requirements: tuple[str, ...]  # repo-relative files passed to pip with -r
-    tox_lines: tuple[str, ...]  # tox deps, written to a requirements file in the build's copy
+    groups: tuple[str, ...]  # PEP 735 dependency groups of pyproject.toml, installed by uv
     project: str | None  # "." or ".[extra]": the project's own dependencies are wanted
     source: str
     hashed: tuple[str, ...]  # repo-relative files and directories whose bytes make the key
@@ -45,37 +49,22 @@ class Plan:
 
 def read(workdir: Path) -> Plan | None:
     reqs = _test_requirements(workdir)
-    tox = None if reqs else (_tox(workdir) or _nox(workdir))
-    if tox is None and (workdir / "requirements.txt").is_file() and reqs != ["requirements.txt"]:
+    if (workdir / "requirements.txt").is_file() and reqs != ["requirements.txt"]:
         reqs.append("requirements.txt")  # the runtime dependencies the tests import
-    declared, extra = _project(workdir)
+    declared, extra, groups = _project(workdir)
     spec = (f".[{extra}]" if extra else ".") if declared else None
-    sources, tox_lines = list(reqs), tuple[str, ...]()
-    if tox is not None:
-        tox_lines, skip_install, extras = tox
-        sources = [
-            "tox.ini [testenv] deps"
-            if (workdir / "tox.ini").is_file()
-            else "noxfile.py session.install"
-        ]
-        if declared:
-            spec = None if skip_install else f".[{extras}]" if extras else "."
-    if not reqs and not tox_lines and spec is None:
+    sources = list(reqs) + [f"pyproject.toml [dependency-groups] {g}" for g in groups]
+    if not reqs and not groups and spec is None:
         return None
-    hashed = {
-        p
-        for p in ("pyproject.toml", "setup.py", "setup.cfg", "tox.ini", "noxfile.py")
-        if (workdir / p).is_file()
-    }
-    hashed |= _references(workdir, tox_lines, "")
+    hashed = {p for p in ("pyproject.toml", "setup.py", "setup.cfg") if (workdir / p).is_file()}
     for req in reqs:
         hashed |= {req, *_references(workdir, _lines(workdir / req), os.path.dirname(req))}
-    every = [ln for r in reqs for ln in _lines(workdir / r)] + list(tox_lines)
+    every = [ln for r in reqs for ln in _lines(workdir / r)]
     if any(ln and _SELF.match(ln) for ln in every):
         spec = None  # `-e .` in a requirements file: the project comes in from there
     elif spec is not None:
         sources.append(f"{declared} {spec}")
-    return Plan(tuple(reqs), tuple(tox_lines), spec, ", ".join(sources), tuple(sorted(hashed)))
+    return Plan(tuple(reqs), groups, spec, ", ".join(sources), tuple(sorted(hashed)))
 
 
 def _test_requirements(workdir: Path) -> list[str]:
@@ -86,81 +75,23 @@ def _test_requirements(workdir: Path) -> list[str]:
     return []
 
 
-def _project(workdir: Path) -> tuple[str | None, str | None]:
-    """(the file declaring an installable project, the test extra it defines)."""
+def _project(workdir: Path) -> tuple[str | None, str | None, tuple[str, ...]]:
+    """(the file declaring an installable project, the test extra it defines, its test
+    dependency groups)."""
     pyproject = workdir / "pyproject.toml"
     if pyproject.is_file():
-        table = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project")
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        declared = data.get("dependency-groups")
+        groups = tuple(g for g in _GROUPS if isinstance(declared, dict) and g in declared)
+        table = data.get("project")
         if isinstance(table, dict) and table.get("name"):
             extras = table.get("optional-dependencies") or {}
-            return "pyproject.toml", next((e for e in _EXTRAS if e in extras), None)
+            return "pyproject.toml", next((e for e in _EXTRAS if e in extras), None), groups
+        if groups:
+            return None, None, groups
     if (workdir / "setup.py").is_file():
-        return "setup.py", None
-    return None, None
-
-
-def _tox(workdir: Path) -> tuple[tuple[str, ...], bool, str] | None:
-    """tox's [testenv]: (deps lines, skip_install, extras). Substitutions other than
-    {toxinidir} cannot be evaluated here, so lines holding one are left out."""
-    if not (workdir / "tox.ini").is_file():
-        return None
-    cfg = configparser.ConfigParser(interpolation=None)
-    cfg.read(workdir / "tox.ini", encoding="utf-8")
-    if not cfg.has_option("testenv", "deps"):
-        return None
-    lines = (ln.strip().replace("{toxinidir}", ".") for ln in cfg["testenv"]["deps"].splitlines())
-    kept = tuple(ln for ln in lines if ln and not ln.startswith("#") and "{" not in ln)
-    skip = cfg.get("testenv", "skip_install", fallback="false").strip().lower() == "true"
-    extras = ",".join(cfg.get("testenv", "extras", fallback="").replace(",", " ").split())
-    return kept, skip, extras
-
-
-_NOX_TEST_SESSION = re.compile(r"^(tests?|pytest|unit|unittests?)$")
-
-
-def _nox(workdir: Path) -> tuple[tuple[str, ...], bool, str] | None:
-    """noxfile.py's test session, read without running it: the string arguments of its
-    ``session.install(...)`` calls, in the same shape as tox's (deps lines, skip_install, extras).
-    The project counts as installed only when the session installs "." (or ".[extra]")."""
-    path = workdir / "noxfile.py"
-    if not path.is_file():
-        return None
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-    except (SyntaxError, UnicodeDecodeError, ValueError):
-        return None
-    sessions = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.decorator_list]
-    session = next((n for n in sessions if _NOX_TEST_SESSION.match(n.name)), None)
-    if session is None:
-        return None
-    lines: list[str] = []
-    installs_self, extras = False, ""
-    for call in ast.walk(session):
-        if not (
-            isinstance(call, ast.Call)
-            and isinstance(call.func, ast.Attribute)
-            and call.func.attr == "install"
-        ):
-            continue
-        args = [
-            a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
-        ]
-        i = 0
-        while i < len(args):
-            arg = args[i]
-            if arg in {"-r", "--requirement", "-c", "--constraint"} and i + 1 < len(args):
-                lines.append(f"{arg} {args[i + 1]}")
-                i += 2
-                continue
-            if arg in {"-e", "--editable"}:
-                i += 1
-                continue
-            if m := re.match(r"^\.(?:\[([^\]]*)\])?$", arg):
-                installs_self, extras = True, m.group(1) or extras
-            else:
-                lines.append(arg)
-            i += 1
-    return tuple(lines), not installs_self, extras
+        return "setup.py", None, ()
+    return None, None, ()
 
 
 def _lines(path: Path) -> list[str]:
@@ -201,7 +132,7 @@ def _inside(workdir: Path, path: Path) -> bool:
 def key(workdir: Path, plan: Plan) -> str:
     h = hashlib.sha256(
         f"{RECIPE}\0{sys.version}\0{os.path.realpath(sys.executable)}\0"
-        f"{plan.requirements}\0{plan.tox_lines}\0{plan.project}\0".encode()
+        f"{plan.requirements}\0{plan.groups}\0{plan.project}\0".encode()
     )
     for rel in plan.hashed:
         for path in _files(workdir / rel):

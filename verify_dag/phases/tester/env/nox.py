@@ -1,0 +1,183 @@
+"""Test environments of nox projects, built by nox itself.
+
+A noxfile is Python: what a session installs is whatever its code does, so it is not read, it is
+run. ``nox --list --json`` names the sessions and their interpreters; ``nox -s S --install-only``
+runs the chosen session with every ``session.run`` skipped, which leaves its venv holding exactly
+what the session installs (the project included, built from the checkout). The suite then runs
+on that venv's interpreter with the tester's own pytest line; coverage and pytest-timeout are
+added to the venv by uv, as for every env the tester measures.
+
+nox's venvs live under verify-dag's cache, one directory per declaration and interpreter, and
+are locked while a run uses them (``--reuse-venv yes``: the session's installs still run, so the
+checkout's own code is what gets installed).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import hashlib
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from verify_dag import util
+from verify_dag.files import file_lock
+from verify_dag.phases.tester.env.base import RECIPE, Env, clean, tail, uv_bin
+from verify_dag.phases.tester.env.tox import EXTRA_DEPS, tox_env
+from verify_dag.sandbox import Policy
+
+_TEST_NAME = re.compile(r"^(?:tests?|pytest|unit|unittests?|test[-_].*|tests[-_].*)$")
+_DECLARING = ("noxfile.py", "pyproject.toml", "setup.cfg", "setup.py")
+
+
+def declared(workdir: Path) -> bool:
+    return (workdir / "noxfile.py").is_file()
+
+
+def _nox() -> list[str]:
+    return [sys.executable, "-m", "nox"]
+
+
+def _env(cache: Path) -> dict[str, str]:
+    env = tox_env(cache)  # the same installer settings: uv's cache, no downloaded interpreter
+    # nox finds uv (its uv backend) on PATH: the one installed beside verify-dag.
+    env["PATH"] = os.pathsep.join([str(Path(uv_bin()).parent), env.get("PATH", "")])
+    return env
+
+
+def _dir(workdir: Path, cache: Path) -> Path:
+    h = hashlib.sha256(f"{RECIPE}\0nox\0{sys.version}\0{os.path.realpath(sys.executable)}".encode())
+    for name in _DECLARING:
+        path = workdir / name
+        if path.is_file():
+            h.update(name.encode() + b"\0" + path.read_bytes())
+    return cache / "nox" / h.hexdigest()[:24]
+
+
+def _runs_tests(workdir: Path) -> set[str]:
+    """Names of the noxfile's session functions whose code mentions pytest or unittest."""
+    try:
+        tree = ast.parse((workdir / "noxfile.py").read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return set()
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            text = ast.dump(node)
+            if "pytest" in text or "unittest" in text:
+                out.add(node.name)
+    return out
+
+
+def choose(sessions: list[dict[str, object]], testing: set[str]) -> str | None:
+    """The session to build: a test session (by its code, else by its name) on this
+    interpreter, or one with no interpreter of its own."""
+    ours = f"{sys.version_info.major}.{sys.version_info.minor}"
+    tests = [s for s in sessions if s.get("name") in testing] or [
+        s for s in sessions if _TEST_NAME.match(str(s.get("name", "")))
+    ]
+    for session in tests:
+        if session.get("python") in (None, ours, f"python{ours}"):
+            return str(session.get("session"))
+    return None
+
+
+@contextlib.contextmanager
+def runtime(workdir: Path, cache: Path, timeout: float = 900) -> Iterator[Env]:
+    """The chosen nox session's venv, built by nox and locked for the block; an Env with
+    neither python nor error when the noxfile has no test session for this interpreter."""
+    deadline = time.monotonic() + timeout
+    envdir = _dir(workdir, cache)
+    envdir.parent.mkdir(parents=True, exist_ok=True)
+    (cache / "uv").mkdir(parents=True, exist_ok=True)
+    with file_lock(envdir.with_suffix(".lock"), deadline) as got:
+        if not got:
+            yield Env(source="nox", error="timed out waiting for another run using the same env")
+            return
+        envdir.mkdir(exist_ok=True)
+        policy = Policy(network=True, writable=(envdir, cache / "uv"))
+        res = util.run(
+            [*_nox(), "--list", "--json", "--envdir", str(envdir)],
+            cwd=workdir,
+            timeout=_left(deadline),
+            env=_env(cache),
+            sandbox=policy,
+        )
+        try:
+            sessions = json.loads(res.stdout) if res.returncode == 0 else None
+        except ValueError:
+            sessions = None
+        if not isinstance(sessions, list):
+            yield Env(source="nox", error=clean(f"nox --list failed: {tail(res)}"))
+            return
+        name = choose(sessions, _runs_tests(workdir))
+        if name is None:
+            yield Env(source="nox", notes=("the noxfile has no test session for this Python",))
+            return
+        yield _build(workdir, cache, envdir, name, policy, deadline)
+
+
+def _build(
+    workdir: Path, cache: Path, envdir: Path, name: str, policy: Policy, deadline: float
+) -> Env:
+    source = f"nox session {name}"
+    res = util.run(
+        [
+            *_nox(),
+            "-s",
+            name,
+            "--install-only",
+            "--reuse-venv",
+            "yes",
+            "--envdir",
+            str(envdir),
+            "--default-venv-backend",
+            "uv",
+        ],
+        cwd=workdir,
+        timeout=_left(deadline),
+        env=_env(cache),
+        sandbox=policy,
+    )
+    if res.returncode != 0 or res.timed_out:
+        return Env(source=source, error=clean(f"nox -s {name} --install-only failed: {tail(res)}"))
+    venvs = sorted(
+        (p for p in envdir.iterdir() if (p / "bin" / "python").exists()),
+        key=lambda p: p.stat().st_mtime,
+    )
+    if not venvs:
+        return Env(source=source, error=f"nox -s {name} --install-only made no venv")
+    bin_dir = venvs[-1] / "bin"
+    res = util.run(
+        [
+            uv_bin(),
+            "pip",
+            "install",
+            "--python",
+            str(bin_dir / "python"),
+            "pytest",
+            *EXTRA_DEPS,
+        ],
+        cwd=workdir,
+        timeout=_left(deadline),
+        env=_env(cache),
+        sandbox=policy,
+    )
+    if res.returncode != 0 or res.timed_out:
+        return Env(source=source, error=clean(f"adding coverage to the nox venv: {tail(res)}"))
+    return Env(
+        python=bin_dir / "python",
+        bin_dir=bin_dir,
+        key=envdir.name,
+        source=source,
+        path_dirs=(bin_dir,),
+    )
+
+
+def _left(deadline: float) -> float:
+    return max(1.0, deadline - time.monotonic())

@@ -1,0 +1,264 @@
+"""Test environments of tox projects, built and entered by tox itself (tox 4, with tox-uv).
+
+A project that declares tox environments has said how its tests run: which deps (factor
+conditions and all), which extras or dependency groups, how the package is built and installed,
+which ``set_env``, ``pass_env``, ``change_dir`` and ``commands_pre``. Reading tox.ini by hand got
+each of those wrong in its own way, so tox does it: ``tox config`` says which environments exist
+and what they run, ``tox run --notest`` builds the chosen one (the package included, built from
+the checkout, so a version derived from git tags builds), and the suite then runs through
+``tox run --skip-pkg-install`` with only ``commands`` overridden by the tester's own pytest line.
+tox runs ``commands_pre`` and applies ``set_env`` exactly as for the project's maintainers.
+
+tox's work directory lives under verify-dag's cache, one per declaration (the bytes of the files
+tox reads) and interpreter, so an unchanged project reuses its env (tox itself decides when the
+deps changed) and concurrent runs never share one: the env is locked while a run uses it.
+"""
+
+from __future__ import annotations
+
+import configparser
+import contextlib
+import hashlib
+import os
+import re
+import sys
+import time
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from verify_dag import util
+from verify_dag.files import file_lock
+from verify_dag.phases.tester.env.base import RECIPE, Env, Runner, clean, pip_env, tail
+from verify_dag.sandbox import Policy
+
+# What the tester adds to the project's own deps: coverage for its single measured run, and
+# pytest-timeout for the per-test time limit. Added through tox's own override (`deps+=`), the
+# same at build and at run, so tox never sees the deps change between the two.
+EXTRA_DEPS = ("coverage[toml]", "pytest-timeout")
+# A test environment runs one of these (the ones a lint or docs environment does not).
+_RUNS_TESTS = re.compile(r"(?:^|[\s/])(?:pytest|py\.test|unittest|trial|stestr)\b|-m\s+pytest")
+_PY_FACTOR = re.compile(r"^(?:py|python)?(\d)\.?(\d+)$|^py(\d)(\d+)$")
+_DECLARING = ("tox.ini", "tox.toml", "pyproject.toml", "setup.cfg")
+
+
+@dataclass(frozen=True)
+class ToxEnv:
+    """One tox environment of the project, as ``tox config`` resolved it."""
+
+    name: str
+    commands: str
+    base_python: str
+
+
+@dataclass(frozen=True)
+class Choice:
+    env: ToxEnv | None
+    error: str | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def declared(workdir: Path) -> bool:
+    """Whether ``workdir`` declares tox environments (tox.ini, tox.toml, ``[tool.tox]`` in
+    pyproject.toml, ``[tox:tox]`` in setup.cfg): where tox itself would find a configuration."""
+    if (workdir / "tox.toml").is_file():
+        return True
+    ini = workdir / "tox.ini"
+    if ini.is_file():
+        cfg = _ini(ini)
+        return cfg is None or any(s == "tox" or s.startswith("testenv") for s in cfg.sections())
+    pyproject = workdir / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            table = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+            table = {}
+        if isinstance(table.get("tool", {}).get("tox"), dict):
+            return True
+    setup_cfg = workdir / "setup.cfg"
+    if setup_cfg.is_file():
+        cfg = _ini(setup_cfg)
+        return cfg is not None and cfg.has_section("tox:tox")
+    return False
+
+
+def _ini(path: Path) -> configparser.ConfigParser | None:
+    cfg = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        cfg.read(path, encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError):
+        return None
+    return cfg
+
+
+def tox_argv() -> list[str]:
+    return [sys.executable, "-m", "tox"]
+
+
+def tox_env(cache: Path) -> dict[str, str]:
+    """The environment tox runs in: pip's (scrubbed, index settings kept), uv's cache under
+    verify-dag's cache (the sandbox's HOME is private), never a downloaded interpreter."""
+    env = pip_env()
+    env.update(
+        {
+            "UV_CACHE_DIR": str(cache / "uv"),
+            "UV_PYTHON_DOWNLOADS": "never",
+            "UV_NO_PROGRESS": "1",
+            "NO_COLOR": "1",
+            "TOX_COLORED": "no",
+        }
+    )
+    return env
+
+
+def work_dir(workdir: Path, cache: Path) -> Path:
+    """tox's work directory for this declaration and interpreter."""
+    h = hashlib.sha256(f"{RECIPE}\0tox\0{sys.version}\0{os.path.realpath(sys.executable)}".encode())
+    for name in _DECLARING:
+        path = workdir / name
+        if path.is_file():
+            h.update(name.encode() + b"\0" + path.read_bytes())
+    return cache / "tox" / h.hexdigest()[:24]
+
+
+def choose(workdir: Path, cache: Path, tox_dir: Path, deadline: float) -> Choice:
+    """The tox environment the suite runs in: among tox's default environments, the first that
+    runs tests on this interpreter; else the first test environment with its Python factor
+    replaced by this interpreter's (``py312-cov`` becomes ``py311-cov``), as a maintainer on
+    this Python would run it."""
+    res = util.run(
+        [*tox_argv(), "config", "--workdir", str(tox_dir), "-k", "commands", "base_python"],
+        cwd=workdir,
+        timeout=_left(deadline),
+        env=tox_env(cache),
+        # tox provisions itself (a newer tox, declared plugins) from the index if [tox] requires.
+        sandbox=Policy(network=True, writable=(tox_dir, cache / "uv")),
+    )
+    if res.returncode != 0 or res.timed_out:
+        return Choice(None, error=f"tox config failed: {tail(res)}")
+    envs = parse_config(res.stdout)
+    tests = [e for e in envs if _RUNS_TESTS.search(e.commands)]
+    if not tests:
+        return Choice(None, notes=("tox declares no environment that runs tests",))
+    ours = f"py{sys.version_info.major}{sys.version_info.minor}"
+    for env in tests:
+        if _matches(env.base_python):
+            return Choice(env)
+    first = tests[0]
+    factors = first.name.split("-")
+    renamed = "-".join(ours if _PY_FACTOR.match(f) else f for f in factors)
+    if renamed == first.name:
+        renamed = f"{ours}-{first.name}" if first.name != "py" else ours
+    note = (
+        f"no tox environment runs on Python {sys.version_info.major}.{sys.version_info.minor}: "
+        f"ran {renamed!r} ({first.name!r} on this interpreter)"
+    )
+    return Choice(ToxEnv(renamed, first.commands, ours), notes=(note,))
+
+
+def parse_config(text: str) -> list[ToxEnv]:
+    """The environments of ``tox config`` output (ini: ``[testenv:NAME]`` and ``key = value``
+    with indented continuation lines), in tox's order."""
+    cfg = configparser.ConfigParser(interpolation=None, strict=False, delimiters=("=",))
+    cfg.optionxform = str  # type: ignore[assignment,method-assign]
+    try:
+        cfg.read_string(text)
+    except configparser.Error:
+        return []
+    out = []
+    for section in cfg.sections():
+        if not section.startswith("testenv:"):
+            continue
+        body = cfg[section]
+        out.append(
+            ToxEnv(
+                name=section.removeprefix("testenv:"),
+                commands=body.get("commands", ""),
+                base_python=body.get("base_python", ""),
+            )
+        )
+    return out
+
+
+def _matches(base_python: str) -> bool:
+    """Whether tox's ``base_python`` value means this interpreter."""
+    major, minor = sys.version_info.major, sys.version_info.minor
+    for spec in re.split(r"[,\s]+", base_python.strip()):
+        name = Path(spec).name
+        if name in ("python", "python3", "py", "py3", f"python{major}", f"py{major}"):
+            return True
+        m = _PY_FACTOR.match(name.removeprefix("python"))
+        if m:
+            got = (m.group(1) or m.group(3), m.group(2) or m.group(4))
+            return got == (str(major), str(minor))
+    return False
+
+
+@contextlib.contextmanager
+def runtime(workdir: Path, cache: Path, timeout: float = 900) -> Iterator[Env]:
+    """The chosen tox environment of ``workdir``, built by tox and locked for the block. An
+    error is in ``Env.error``; an Env with neither python nor error means tox declares nothing
+    that runs tests (the caller falls back to what else the project declares)."""
+    deadline = time.monotonic() + timeout
+    tox_dir = work_dir(workdir, cache)
+    tox_dir.parent.mkdir(parents=True, exist_ok=True)
+    (cache / "uv").mkdir(parents=True, exist_ok=True)
+    with file_lock(tox_dir.with_suffix(".lock"), deadline) as got:
+        if not got:
+            yield Env(
+                source="tox", error="timed out waiting for another run using the same tox env"
+            )
+            return
+        tox_dir.mkdir(exist_ok=True)
+        choice = choose(workdir, cache, tox_dir, deadline)
+        if choice.env is None:
+            yield Env(source="tox", error=choice.error, notes=choice.notes)
+            return
+        yield build(workdir, cache, tox_dir, choice, deadline)
+
+
+def build(workdir: Path, cache: Path, tox_dir: Path, choice: Choice, deadline: float) -> Env:
+    """``tox run --notest``: the env's deps and the package, built and installed by tox."""
+    assert choice.env is not None
+    name = choice.env.name
+    base = [*tox_argv(), "run", "-e", name, "--workdir", str(tox_dir)]
+    for dep in EXTRA_DEPS:
+        base += ["-x", f"testenv:{name}.deps+={dep}"]
+    source = f"tox env {name}"
+    res = util.run(
+        [*base, "--notest"],
+        cwd=workdir,
+        timeout=_left(deadline),
+        env=tox_env(cache),
+        # The package's build backend and tox's installers run here: the index, no credentials.
+        sandbox=Policy(network=True, writable=(tox_dir, cache / "uv")),
+    )
+    if res.timed_out:
+        return Env(source=source, error=f"tox run -e {name} --notest timed out")
+    if res.returncode != 0:
+        return Env(
+            source=source, error=clean(f"tox run -e {name} --notest failed: {tail(res, 25)}")
+        )
+    bin_dir = tox_dir / name / "bin"
+    return Env(
+        python=bin_dir / "python",
+        bin_dir=bin_dir,
+        key=tox_dir.name,
+        source=source,
+        path_dirs=(bin_dir,),
+        notes=choice.notes,
+        runner=Runner(
+            tox=tuple(base),
+            name=name,
+            work_dir=tox_dir,
+            variables=tuple(
+                (k, v) for k, v in tox_env(cache).items() if k.startswith(("UV_", "TOX_", "NO_"))
+            ),
+        ),
+        writable=(tox_dir,),
+    )
+
+
+def _left(deadline: float) -> float:
+    return max(1.0, deadline - time.monotonic())
