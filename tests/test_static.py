@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -12,8 +13,8 @@ from verify_dag.models.scope import FileChange, LineRange, Scope
 from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.phases import static
 from verify_dag.phases.triage import discover
-from verify_dag.tools import REGISTRY, generic, mypy, ruff
-from verify_dag.tools.base import Discovery, RawFinding, ToolSpec
+from verify_dag.tools import REGISTRY, generic, mypy, mypy_config, ruff
+from verify_dag.tools.base import Discovery, Invocation, RawFinding, ToolSpec
 
 
 def write(root: Path, files: dict[str, str]) -> None:
@@ -268,7 +269,8 @@ def test_generic_parser_reads_stderr_and_rates_by_kind(tmp_path: Path) -> None:
     )
     assert lint.rate(f) == (5, "style") and types.rate(f) == (5, "correctness")
     assert lint.suffixes == frozenset({".rs"}) and ".tsx" in types.suffixes
-    assert not lint.takes_files and lint.argv(["ignored.rs"]) == ["cargo", "clippy"]
+    call = Invocation(["ignored.rs"], tmp_path, tmp_path)
+    assert not lint.takes_files and lint.argv(call) == ["cargo", "clippy"]
 
 
 def test_mypy_and_ruff_parsers(tmp_path: Path) -> None:
@@ -312,7 +314,7 @@ def _todo_parse(stdout: str, stderr: str, workdir: Path) -> list[RawFinding]:
 
 TODO_SPEC = ToolSpec(
     name="todolint",
-    argv=lambda files: [sys.executable, "-c", _TODO_LINT, *files],
+    argv=lambda inv: [sys.executable, "-c", _TODO_LINT, *inv.files],
     ok_exit_codes=frozenset({0, 1}),
     parse=_todo_parse,
     rate=lambda f: (4, "style"),
@@ -340,3 +342,257 @@ def test_a_linter_is_one_spec_and_its_registry_line(
         ("todolint TD001: a TODO left in", 4, "style")
     ]
     assert "todolint (1 finding)" in out.notes
+
+
+# -- mypy as the project runs it ------------------------------------------------------------
+
+
+def mypy_only(root: Path) -> Toolchain:
+    return Toolchain(commands=tuple(c for c in discover(root).commands if c.tool == "mypy"))
+
+
+BAD = 'x: int = "changed"\n'
+
+
+def test_mypy_checks_only_the_files_the_project_configures(tmp_path: Path) -> None:
+    """`files = ["src"]`: a changed test file is not mypy's business, and mypy's findings in
+    files the change did not touch (it checks all of src/) are not reported."""
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": '[tool.mypy]\nfiles = ["src"]\n',
+            "src/pkg/__init__.py": "",
+            "src/pkg/a.py": BAD,
+            "src/pkg/untouched.py": 'y: int = "old"\n',
+            "tests/test_a.py": BAD,
+        },
+    )
+    scope = scope_of(modified("src/pkg/a.py", 1), modified("tests/test_a.py", 1))
+    out = run(scope, mypy_only(tmp_path), tmp_path)
+    assert out.status == "COMPLETED"
+    located = [(f.location.path, f.location.line) for f in out.findings if f.location]
+    assert located == [("src/pkg/a.py", 1)]
+    assert out.notes == (
+        "mypy (1 finding, 1 outside scoped lines not reported, 1 changed file(s) outside "
+        "mypy's files (src, pyproject.toml) not checked)"
+    )
+
+
+def test_mypy_does_not_run_when_no_changed_file_is_in_its_files(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {"mypy.ini": "[mypy]\nfiles = src/*.py, lib\n", "src/a.py": "", "tests/t.py": BAD},
+    )
+    out = run(scope_of(modified("tests/t.py", 1)), mypy_only(tmp_path), tmp_path)
+    assert out.status == "SKIPPED" and not out.findings
+    assert out.reason.endswith(
+        "mypy: 1 changed file(s) outside mypy's files (src/*.py, lib, mypy.ini) not checked"
+    )
+
+
+def test_mypy_exclude_applies_to_the_changed_files(tmp_path: Path) -> None:
+    """Without `files`, the changed files are checked minus what `exclude` drops when mypy
+    discovers files (a directory matches with its trailing slash)."""
+    write(
+        tmp_path,
+        {
+            "setup.cfg": "[mypy]\nexclude = ^(build|generated)/\n",
+            "generated/g.py": BAD,
+            "app.py": BAD,
+        },
+    )
+    scope = scope_of(modified("generated/g.py", 1), modified("app.py", 1))
+    out = run(scope, mypy_only(tmp_path), tmp_path)
+    assert [f.location.path for f in out.findings if f.location] == ["app.py"]
+    assert "1 changed file(s) excluded by mypy's exclude (setup.cfg) not checked" in out.notes
+
+
+def test_mypy_selection_reads_configuration_as_mypy_does(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            # mypy.ini comes first, even with setup.cfg and pyproject also configuring mypy.
+            "mypy.ini": (
+                "[mypy]\nfiles = src,\nexclude = (?x)(\n    _old\\.py$\n  | /vendor/\n  )\n"
+            ),
+            "pyproject.toml": '[tool.mypy]\nfiles = ["tests"]\n',
+            "src/a.py": "",
+        },
+    )
+    files = ["src/a.py", "src/b_old.py", "src/x/vendor/v.py", "src/.hidden/h.py", "src/r.txt"]
+    assert mypy_config.select(tmp_path, files)[0] == ["src/a.py"]
+    (tmp_path / "mypy.ini").unlink()
+    assert mypy_config.select(tmp_path, ["src/a.py", "tests/t.py"])[0] == ["tests/t.py"]
+    (tmp_path / "pyproject.toml").write_text('[tool.mypy]\npackages = ["pkg"]\n')
+    assert mypy_config.select(tmp_path, ["src/a.py"]) == (["src/a.py"], "")
+
+
+def test_mypy_runs_with_a_cache_projects_with_num_workers_need(tmp_path: Path) -> None:
+    """`--cache-dir=/dev/null` made mypy refuse parallel mode; the throwaway cache lives outside
+    the checkout, which stays as it was."""
+    root = tmp_path / "project"
+    write(root, {"mypy.ini": "[mypy]\nnum_workers = 2\n", "a.py": BAD})
+    out = run(scope_of(modified("a.py", 1)), mypy_only(root), root)
+    assert out.status == "COMPLETED", out.notes
+    assert [f.rule for f in out.findings] == ["assignment"]
+    assert sorted(p.name for p in root.iterdir()) == ["a.py", "mypy.ini"]
+
+
+def test_mypy_argument_list_does_not_grow_with_the_change(tmp_path: Path) -> None:
+    many = [f"pkg/module_{n:05d}_{'x' * 60}.py" for n in range(5000)]
+    call = Invocation([*many, "@odd.py", "-dash.py"], tmp_path, tmp_path)
+    argv = mypy.argv(call)
+    assert argv is not None and len(" ".join(argv)) < 1000
+    listing = (tmp_path / "mypy-files.txt").read_text().splitlines()
+    assert listing == [*many, "./@odd.py", "-dash.py"]
+    assert argv[-2:] == ["--", f"@{tmp_path / 'mypy-files.txt'}"]
+
+
+def test_mypy_reads_files_whose_names_look_like_options(tmp_path: Path) -> None:
+    names = ["@odd.py", "-dash.py", "my dir/ünï.py"]
+    write(tmp_path, {"mypy.ini": "[mypy]\n", **{n: BAD for n in names}})
+    out = run(scope_of(*(modified(n, 1) for n in names)), mypy_only(tmp_path), tmp_path)
+    assert sorted(f.location.path for f in out.findings if f.location) == sorted(names)
+
+
+def _venv_with_typed_dependency(root: Path) -> Path:
+    """A real venv (as a project's .venv or .tox env lies in its checkout) holding a typed
+    package the project imports; verify-dag's interpreter does not have it."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
+    python = root / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    write(Path(site), {"fakedep/__init__.py": "def half(n: int) -> int:\n    return n // 2\n"})
+    (Path(site) / "fakedep" / "py.typed").write_text("")
+    return python
+
+
+def test_mypy_resolves_imports_in_the_projects_environment(tmp_path: Path) -> None:
+    python = _venv_with_typed_dependency(tmp_path / ".venv")
+    write(tmp_path, {"mypy.ini": "[mypy]\n", "a.py": 'from fakedep import half\nhalf("2")\n'})
+    scope = scope_of(FileChange(path="a.py", status="added"))
+    ours = run(scope, mypy_only(tmp_path), tmp_path)
+    assert [(f.rule, f.severity, f.issue_class) for f in ours.findings] == [
+        ("import-not-found", 3, "environment")
+    ]
+    theirs = static.run(scope, mypy_only(tmp_path), tmp_path, 60, python=python)
+    assert [
+        (f.rule, f.severity, f.location.line if f.location else 0) for f in theirs.findings
+    ] == [("arg-type", 7, 2)]
+
+
+CASCADE = """\
+from missing_star import *
+from missing_lib import Base, deco
+import yaml_not_here
+
+
+class C(Base):
+    pass
+
+
+@deco
+def f(x: int) -> int:
+    return x
+
+
+def g() -> int:
+    return thing()
+
+
+wrong: int = "a real type error"
+"""
+
+
+def test_a_missing_dependency_is_one_finding_not_a_cascade(tmp_path: Path) -> None:
+    """Strict mypy without the project's dependencies: the imports it cannot resolve and what
+    follows only from them (subclassing Any, an untyped decorator, returning Any, names from a
+    star import) are one environment finding; the real type error keeps its 7."""
+    write(tmp_path, {"mypy.ini": "[mypy]\nstrict = true\n", "a.py": CASCADE})
+    out = run(scope_of(FileChange(path="a.py", status="added")), mypy_only(tmp_path), tmp_path)
+    got = [
+        (f.rule, f.severity, f.issue_class, f.location.line if f.location else 0)
+        for f in out.findings
+    ]
+    assert got == [
+        ("import-not-found", 3, "environment", 1),
+        ("assignment", 7, "correctness", 19),
+    ]
+    one = out.findings[0]
+    assert '"missing_star", "missing_lib", "yaml_not_here"' in one.title
+    assert "4 finding(s) follow only from that" in one.description
+    assert "a.py:16 [name-defined]" in one.description
+
+
+def test_consequences_alone_anchor_the_missing_dependency_finding(tmp_path: Path) -> None:
+    """The import is on an unchanged line; what follows from it on a changed line is still the
+    one environment finding, on that changed line, never the import's line off the diff."""
+    write(tmp_path, {"mypy.ini": "[mypy]\nstrict = true\n", "a.py": CASCADE})
+    out = run(scope_of(modified("a.py", 6, 19)), mypy_only(tmp_path), tmp_path)
+    got = [(f.rule, f.severity, f.location.line if f.location else 0) for f in out.findings]
+    assert got == [("import-not-found", 3, 6), ("assignment", 7, 19)]
+
+
+# -- severity tables ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("invalid-syntax", (7, "correctness")),
+        ("E999", (7, "correctness")),
+        ("F821", (7, "correctness")),
+        ("F706", (7, "correctness")),
+        ("F524", (7, "correctness")),
+        ("F523", (5, "correctness")),
+        ("F811", (5, "correctness")),
+        ("B006", (4, "correctness")),
+        ("ANN001", (2, "style")),
+        ("UP006", (2, "style")),
+        ("I001", (2, "style")),
+        ("E501", (2, "style")),
+        ("E711", (3, "style")),
+    ],
+)
+def test_ruff_severity_follows_the_rule(code: str, expected: tuple[int, str]) -> None:
+    assert ruff.rate(RawFinding("a.py", 1, 1, code, "m")) == expected
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("arg-type", (7, "correctness")),
+        ("call-arg", (7, "correctness")),
+        ("attr-defined", (7, "correctness")),
+        ("return-value", (7, "correctness")),
+        ("some-future-code", (7, "correctness")),
+        ("no-untyped-def", (2, "style")),
+        ("no-any-return", (3, "style")),
+        ("import-untyped", (3, "environment")),
+    ],
+)
+def test_mypy_severity_follows_the_error_code(code: str, expected: tuple[int, str]) -> None:
+    assert mypy.rate(RawFinding("a.py", 1, 1, code, "m")) == expected
+
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "static.md"
+
+
+def _doc_table(heading: str) -> dict[str, tuple[int, str]]:
+    text = DOCS.read_text(encoding="utf-8")
+    section = text.split(f"\n### {heading}\n", 1)[1].split("\n#", 1)[0]
+    rows: dict[str, tuple[int, str]] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 3 and cells[1].isdigit():
+            rows[cells[0].strip("`").replace("(any other)", "")] = (int(cells[1]), cells[2])
+    return rows
+
+
+def test_the_documented_tables_are_the_tables_in_use() -> None:
+    assert _doc_table("ruff") == {k: (r.severity, r.issue_class) for k, r in ruff.RULES.items()}
+    assert _doc_table("mypy") == {k: (r.severity, r.issue_class) for k, r in mypy.CODES.items()}

@@ -3,7 +3,8 @@
 A spec says how to build the command line, which exit codes mean "ran", how to read the output
 and rate each finding, and (``discovery``) how triage tells that a project uses the tool. Running
 it is :mod:`verify_dag.tools.runner`'s business. Parsers are pure functions of the output so they
-can be tested on captured text.
+can be tested on captured text. Each tool's severities are one table of :class:`Rating` rows
+(docs/static.md prints them).
 """
 
 from __future__ import annotations
@@ -36,9 +37,36 @@ class RawFinding:
     severity: str = ""  # the tool's own word: error, warning, note, ... ("" when it gave none)
 
 
+@dataclass(frozen=True)
+class Invocation:
+    """What a spec builds one command line from."""
+
+    files: Sequence[str]  # repo-relative; every file at once for specs that take an argfile
+    workdir: Path  # the checkout the tool runs in (its configuration is read from there)
+    # A fresh directory outside the checkout, writable inside the sandbox and removed after the
+    # run: caches and argument files go there, never into the project.
+    scratch: Path
+    python: Path | None = None  # the project's interpreter, when its environment is known
+
+
+@dataclass(frozen=True)
+class Rating:
+    """One row of a tool's severity table: what a rule's finding means."""
+
+    severity: int  # 1-10, docs/report.md's scale
+    issue_class: IssueClass
+    why: str  # the reason, as docs/static.md prints it
+
+
 Parser = Callable[[str, str, Path], list[RawFinding]]
 # (finding) -> (severity 1-10, issue class); see each spec for the mapping and why.
 Rater = Callable[[RawFinding], tuple[int, IssueClass]]
+# (workdir, files the spec applies to) -> (the files the project's configuration gives the tool,
+# a remark naming the rest and why, "" when none were left out).
+Selector = Callable[[Path, Sequence[str]], tuple[list[str], str]]
+# (findings on scoped lines, everything the run printed, workdir) -> what is reported: a tool
+# whose findings depend on each other (mypy's missing imports) settles them as a whole.
+Settler = Callable[[list[RawFinding], list[RawFinding], Path], list[RawFinding]]
 
 
 @dataclass(frozen=True)
@@ -58,8 +86,8 @@ class Discovery:
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
-    # scoped file paths (repo-relative) -> argv; None when the tool cannot be found at all.
-    argv: Callable[[Sequence[str]], list[str] | None]
+    # -> argv; None when the tool cannot be found at all.
+    argv: Callable[[Invocation], list[str] | None]
     ok_exit_codes: frozenset[int]
     parse: Parser
     rate: Rater
@@ -70,6 +98,11 @@ class ToolSpec:
     # them (mypy's blocking syntax errors exit 2): seeing one means the tool did run.
     blocking_rules: frozenset[str] = frozenset()
     takes_files: bool = True
+    # The spec passes its files in a file the tool reads (never on the command line), so the
+    # runner gives it every file in one run: no argument list grows with the change.
+    argfile: bool = False
+    select: Selector | None = None  # None: every applicable file is the tool's
+    settle: Settler | None = None  # None: findings are reported one by one as printed
     # Undocumented exit codes (generic commands): a non-zero exit that came with parseable
     # diagnostics is read as "ran and found something"; without any, as "could not run".
     findings_explain_exit: bool = False

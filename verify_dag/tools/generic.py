@@ -13,13 +13,13 @@ a failure to run, which the static phase tells apart by whether any diagnostic c
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from pathlib import Path
 
 from verify_dag.models.findings import IssueClass
 from verify_dag.models.toolchain import Command
 from verify_dag.tools.base import (
     PY_SUFFIXES,
+    Invocation,
     Rater,
     RawFinding,
     ToolSpec,
@@ -132,7 +132,7 @@ def spec_for(command: Command) -> ToolSpec:
     """A spec for a discovered command; its argv ignores the file list (it runs as discovered)."""
     run_argv = resolve_argv(command.argv)
 
-    def argv(files: Sequence[str]) -> list[str] | None:
+    def argv(inv: Invocation) -> list[str] | None:
         return run_argv
 
     runner = Path(command.argv[0]).name if command.argv else ""

@@ -1,22 +1,27 @@
-"""mypy, read from its one-line text output.
+"""mypy, run as the project runs it, read from its one-line text output.
 
 The text format is used rather than `--output json`: JSON only exists since mypy 1.11 (we allow
 1.10) and is still marked experimental, while `path:line:col: severity: message  [code]` has been
 stable for years. Exit codes: 0 clean, 1 errors reported, 2 crash, bad usage or a blocking error
 (a syntax error stops type checking, but is still printed in the same format).
+
+What is checked is the project's choice (:mod:`~verify_dag.tools.mypy_config`): with configured
+targets mypy gets no file arguments; otherwise the changed files go in an argument file, which
+mypy's command line reads (`@file`, one argument a line), so no change is too large to check.
 """
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Sequence
 from pathlib import Path
 
 from verify_dag.models.findings import IssueClass
+from verify_dag.tools import mypy_config
 from verify_dag.tools.base import (
     PY_SUFFIXES,
     Discovery,
+    Invocation,
+    Rating,
     RawFinding,
     ToolSpec,
     python_tool_argv,
@@ -29,12 +34,12 @@ _LINE = re.compile(
 )
 
 
-def argv(files: Sequence[str]) -> list[str] | None:
+def argv(inv: Invocation) -> list[str] | None:
     base = python_tool_argv("mypy")
     if base is None:
         return None
     # Flags override anything the project's config says about the output shape.
-    return [
+    out = [
         *base,
         "--show-column-numbers",
         "--show-error-codes",
@@ -42,12 +47,22 @@ def argv(files: Sequence[str]) -> list[str] | None:
         "--no-color-output",
         "--no-pretty",
         "--hide-error-context",
-        # mypy's documented way to write no cache: the checkout stays untouched, and no cache
-        # shared between runs (or users) can feed one project's results to another.
-        f"--cache-dir={os.devnull}",
-        "--",
-        *files,
+        # A real cache, thrown away with the run: the checkout stays untouched, no cache is
+        # shared between runs (or users), and settings that need one (`num_workers`,
+        # incremental mode) work, which `--cache-dir=/dev/null` breaks.
+        f"--cache-dir={inv.scratch / 'cache'}",
     ]
+    if inv.python is not None:
+        # Imports resolve against the project's installed dependencies, not verify-dag's.
+        out.append(f"--python-executable={inv.python}")
+    if mypy_config.read(inv.workdir).targets:
+        return out  # the project's own invocation: mypy checks what its configuration names
+    listing = inv.scratch / "mypy-files.txt"
+    # One argument a line; a line starting with "@" would name another argument file, and
+    # "./" keeps it a path. A name holding a newline cannot be written so: it goes as it is.
+    lines = [f"./{p}" if p.startswith("@") else p for p in inv.files if "\n" not in p]
+    listing.write_text("".join(f"{p}\n" for p in lines), encoding="utf-8")
+    return [*out, "--", f"@{listing}", *(p for p in inv.files if "\n" in p)]
 
 
 def parse(stdout: str, stderr: str, workdir: Path) -> list[RawFinding]:
@@ -70,16 +85,120 @@ def parse(stdout: str, stderr: str, workdir: Path) -> list[RawFinding]:
     return out
 
 
-# These say the verification environment lacks the project's dependencies or their stubs (the
-# checkout is analysed with verify-dag's interpreter), not that the change is wrong.
-_ENVIRONMENT = frozenset({"import-not-found", "import-untyped"})
+_CORRECT: IssueClass = "correctness"
+_STYLE: IssueClass = "style"
+_ENV: IssueClass = "environment"
+
+# The severity table, by error code ("" is every code not listed). 7: the code is wrong for
+# what it calls or returns and fails, or does something else, when it runs; 5: a probable bug;
+# 2-3: annotation completeness and strictness, which never fail at run time.
+CODES: dict[str, Rating] = {
+    "syntax": Rating(7, _CORRECT, "syntax error: Python would not compile the file"),
+    "name-defined": Rating(7, _CORRECT, "a name that is not defined"),
+    "attr-defined": Rating(7, _CORRECT, "an attribute or module member that does not exist"),
+    "union-attr": Rating(7, _CORRECT, "an attribute one member of a union (often None) lacks"),
+    "call-arg": Rating(7, _CORRECT, "a call with missing, extra or unknown arguments"),
+    "arg-type": Rating(7, _CORRECT, "an argument of the wrong type"),
+    "call-overload": Rating(7, _CORRECT, "a call no overload accepts"),
+    "return-value": Rating(7, _CORRECT, "a return value of the wrong type"),
+    "return": Rating(7, _CORRECT, "a missing return statement"),
+    "assignment": Rating(7, _CORRECT, "an assignment of the wrong type"),
+    "index": Rating(7, _CORRECT, "an index the value does not support"),
+    "operator": Rating(7, _CORRECT, "an operand the operator does not support"),
+    "override": Rating(7, _CORRECT, "an override incompatible with its base class"),
+    "abstract": Rating(7, _CORRECT, "an abstract class instantiated"),
+    "misc": Rating(7, _CORRECT, "mypy's other type errors"),
+    "": Rating(7, _CORRECT, "any other error code: a type error"),
+    "no-redef": Rating(5, _CORRECT, "a name defined twice"),
+    "possibly-undefined": Rating(5, _CORRECT, "a name that may be unbound on some path"),
+    "comparison-overlap": Rating(5, _CORRECT, "a comparison that is always false"),
+    "truthy-bool": Rating(5, _CORRECT, "a value that is always true in a condition"),
+    "unreachable": Rating(4, _CORRECT, "code mypy proves unreachable"),
+    "redundant-expr": Rating(3, _STYLE, "a redundant condition"),
+    "var-annotated": Rating(3, _STYLE, "a variable mypy needs an annotation for"),
+    "no-any-return": Rating(3, _STYLE, "returning Any where a type is declared"),
+    "no-any-unimported": Rating(3, _STYLE, "a type that became Any through an import"),
+    "no-untyped-def": Rating(2, _STYLE, "a function without annotations"),
+    "no-untyped-call": Rating(2, _STYLE, "a call to an unannotated function"),
+    "untyped-decorator": Rating(2, _STYLE, "an unannotated decorator"),
+    "type-arg": Rating(2, _STYLE, "a generic type without its parameters"),
+    "unused-ignore": Rating(2, _STYLE, "a `# type: ignore` that ignores nothing"),
+    "ignore-without-code": Rating(2, _STYLE, "a `# type: ignore` without an error code"),
+    "redundant-cast": Rating(2, _STYLE, "a cast to the type the value already has"),
+    "import-not-found": Rating(3, _ENV, "a missing dependency: mypy cannot find the module"),
+    "import-untyped": Rating(3, _ENV, "a dependency without type information or stubs"),
+    "import": Rating(3, _ENV, "a missing dependency (older mypy versions)"),
+}
+
+_MISSING = frozenset({"import-not-found", "import-untyped", "import"})
+# What mypy reports because a module it could not import is Any: strict settings make errors of
+# using that Any. mypy already treats the missing module as Any (so nothing of its use is
+# checked); what it then says about the Any is about the environment, not the change.
+_FROM_ANY = frozenset(
+    {"no-any-return", "no-any-unimported", "no-untyped-call", "untyped-decorator"}
+)
+_ANY_MISC = re.compile(r'\(has type "Any"\)|Untyped decorator|contains "Any"|becomes "Any"')
+_STAR = re.compile(r"\bimport\s+\*")
+_QUOTED = re.compile(r'"([^"]+)"')
+_LISTED = 5  # consequences named in the missing-dependency finding's message
 
 
 def rate(f: RawFinding) -> tuple[int, IssueClass]:
-    """Every mypy error is a probable bug (7, correctness), except missing imports (3)."""
-    if f.code in _ENVIRONMENT:
-        return 3, "environment"
-    return 7, "correctness"
+    row = CODES.get(f.code or "", CODES[""])
+    return row.severity, row.issue_class
+
+
+def settle(kept: list[RawFinding], everything: list[RawFinding], workdir: Path) -> list[RawFinding]:
+    """Missing imports and what follows only from them become ONE missing-dependency finding.
+
+    The one finding sits on the first missing import on a changed line (else on the first
+    consequence there) and names the modules and the consequences it stands for. Consequences:
+    the Any codes above, and undefined names in a file that star-imports a missing module.
+    """
+    missing = [r for r in everything if r.code in _MISSING]
+    if not missing:
+        return kept
+    starred = {r.path for r in missing if _STAR.search(_line(workdir, r))}
+
+    def follows(r: RawFinding) -> bool:
+        if r.code in _FROM_ANY or (r.code == "misc" and _ANY_MISC.search(r.message)):
+            return True
+        return r.code == "name-defined" and r.path in starred
+
+    imports = [r for r in kept if r.code in _MISSING]
+    after = [r for r in kept if r.code not in _MISSING and follows(r)]
+    rest = [r for r in kept if r.code not in _MISSING and not follows(r)]
+    if not imports and not after:
+        return kept
+    modules = list(dict.fromkeys(m[1] for r in missing if (m := _QUOTED.search(r.message))))
+    shown = ", ".join(f'"{m}"' for m in modules[:_LISTED])
+    more = f" and {len(modules) - _LISTED} more" if len(modules) > _LISTED else ""
+    message = (
+        f"missing dependency: {shown}{more} cannot be imported where mypy ran (not installed "
+        "there, or without type information); mypy treats them as Any"
+    )
+    if after:
+        listed = "; ".join(f"{r.path}:{r.line} [{r.code}] {r.message}" for r in after[:_LISTED])
+        extra = f"; and {len(after) - _LISTED} more" if len(after) > _LISTED else ""
+        message += f". {len(after)} finding(s) follow only from that: {listed}{extra}"
+    anchor = (imports or after)[0]
+    one = RawFinding(
+        path=anchor.path,
+        line=anchor.line,
+        col=anchor.col,
+        code=anchor.code if imports else "import-not-found",
+        message=message,
+        severity="error",
+    )
+    return [one, *rest]
+
+
+def _line(workdir: Path, r: RawFinding) -> str:
+    try:
+        lines = (workdir / r.path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return lines[r.line - 1] if r.line and r.line <= len(lines) else ""
 
 
 SPEC = ToolSpec(
@@ -90,6 +209,9 @@ SPEC = ToolSpec(
     rate=rate,
     suffixes=PY_SUFFIXES,
     blocking_rules=frozenset({"syntax"}),
+    argfile=True,
+    select=mypy_config.select,
+    settle=settle,
     discovery=Discovery(
         kind="typecheck",
         argv=("mypy",),

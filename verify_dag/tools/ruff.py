@@ -8,7 +8,6 @@ Exit codes (docs.astral.sh/ruff/linter/#exit-codes): 0 no violations, 1 violatio
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,8 @@ from verify_dag.models.findings import IssueClass
 from verify_dag.tools.base import (
     PY_SUFFIXES,
     Discovery,
+    Invocation,
+    Rating,
     RawFinding,
     ToolSpec,
     python_tool_argv,
@@ -23,12 +24,13 @@ from verify_dag.tools.base import (
 )
 
 
-def argv(files: Sequence[str]) -> list[str] | None:
+def argv(inv: Invocation) -> list[str] | None:
     base = python_tool_argv("ruff")
     if base is None:
         return None
     # --no-fix: a project may set `fix = true`, and verification must never edit the checkout.
     # --force-exclude: files we name explicitly still honour the project's exclude settings.
+    # Ruff reads no argument files, so the runner chunks the file list instead.
     return [
         *base,
         "check",
@@ -37,7 +39,7 @@ def argv(files: Sequence[str]) -> list[str] | None:
         "--no-fix",
         "--force-exclude",
         "--",
-        *files,
+        *inv.files,
     ]
 
 
@@ -72,24 +74,44 @@ def parse(stdout: str, stderr: str, workdir: Path) -> list[RawFinding]:
     return out
 
 
-# Undefined names and code Python refuses to compile are bugs, whatever the linter calls them.
-# F82x: undefined names (F821 undefined name, F822 in __all__, F823 used before assignment).
-# F7xx: statements the compiler rejects (break outside loop, return outside function, ...).
-_BROKEN = ("F82", "F7", "E9", "invalid-syntax")
+_CORRECT: IssueClass = "correctness"
+_STYLE: IssueClass = "style"
+
+# The severity table: a rule code's longest matching prefix decides ("" matches every code).
+# 7 is code that fails when it runs (it does not compile, a name is not defined, a format call
+# raises); 5 a probable bug; 2-3 style, upgrades and completeness, which never fail at run time.
+RULES: dict[str, Rating] = {
+    "invalid-syntax": Rating(7, _CORRECT, "syntax error: Python refuses to compile the file"),
+    "E9": Rating(7, _CORRECT, "syntax or read error (E999, E902): the file cannot be compiled"),
+    "F7": Rating(7, _CORRECT, "a statement the compiler rejects (break outside a loop, ...)"),
+    "F82": Rating(7, _CORRECT, "undefined name, in `__all__` too, or used before assignment"),
+    "F50": Rating(7, _CORRECT, "a %-format that raises (wrong count or key, bad directive)"),
+    "F504": Rating(5, _CORRECT, "a %-format's unused named argument (ignored, not raised)"),
+    "F52": Rating(7, _CORRECT, "a `.format` call that raises (missing argument, bad string)"),
+    "F522": Rating(5, _CORRECT, "a `.format` call's unused named argument (ignored)"),
+    "F523": Rating(5, _CORRECT, "a `.format` call's unused positional argument (ignored)"),
+    "F": Rating(5, _CORRECT, "other pyflakes: unused imports and variables, redefinitions"),
+    "PLE": Rating(5, _CORRECT, "pylint errors: probable bugs"),
+    "B": Rating(4, _CORRECT, "bugbear: likely bugs, often deliberate"),
+    "S": Rating(4, "security", "bandit: a pattern that needs a security reading"),
+    "ANN": Rating(2, _STYLE, "annotation completeness"),
+    "UP": Rating(2, _STYLE, "pyupgrade: newer syntax for the same code"),
+    "I": Rating(2, _STYLE, "import order"),
+    "D": Rating(2, _STYLE, "docstring conventions"),
+    "E501": Rating(2, _STYLE, "line length"),
+    "": Rating(3, _STYLE, "every other rule: style"),
+}
+
+
+def rating(code: str | None) -> Rating:
+    """The table row of ``code``: its longest matching prefix."""
+    code = code or "invalid-syntax"
+    return RULES[max((p for p in RULES if code.startswith(p)), key=len)]
 
 
 def rate(f: RawFinding) -> tuple[int, IssueClass]:
-    """Severity: undefined names and syntax errors 7, other pyflakes (F) 5, everything else 3.
-
-    pyflakes rules find probable bugs (unused imports, redefinitions, unused variables), hence
-    correctness; the rest (pycodestyle, isort, pyupgrade, ...) are style.
-    """
-    code = f.code or ""
-    if code.startswith(_BROKEN):
-        return 7, "correctness"
-    if code.startswith("F"):
-        return 5, "correctness"
-    return 3, "style"
+    row = rating(f.code)
+    return row.severity, row.issue_class
 
 
 SPEC = ToolSpec(

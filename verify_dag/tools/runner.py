@@ -7,6 +7,7 @@ read and rated the same way wherever it is seen.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,7 @@ from verify_dag import util
 from verify_dag.models.findings import Finding, Location
 from verify_dag.models.toolchain import Command
 from verify_dag.sandbox import Policy
-from verify_dag.tools.base import RawFinding, ToolSpec
+from verify_dag.tools.base import Invocation, RawFinding, ToolSpec
 
 # Characters of file arguments per invocation: far below ARG_MAX, so `--scope=all` on a large
 # repository becomes several runs instead of an E2BIG.
@@ -31,34 +32,61 @@ class ToolRun:
     detail: str = ""  # the first lines of its stderr (stdout if stderr was empty), redacted
 
 
-def run(spec: ToolSpec, files: Sequence[str], workdir: Path, timeout: float) -> ToolRun:
-    """``spec`` over ``files`` (repo-relative) in ``workdir``, in chunks; stops at a failure."""
+def run(
+    spec: ToolSpec,
+    files: Sequence[str],
+    workdir: Path,
+    timeout: float,
+    python: Path | None = None,
+) -> ToolRun:
+    """``spec`` over ``files`` (repo-relative) in ``workdir``, in chunks; stops at a failure.
+
+    ``python`` is the project's interpreter when its environment is known: a spec that resolves
+    imports (mypy) then resolves them there. None keeps verify-dag's own.
+    """
     result = ToolRun(spec.name)
-    for chunk in _chunks(files, spec.takes_files):
-        argv = spec.argv(chunk)
-        if argv is None:
-            result.failure = f"{spec.name} is not installed (not importable, not on PATH)"
-            return result
-        # The project's config (mypy plugins, make recipes, npm scripts) executes repository
-        # code, so these run like the test suite: scrubbed environment, time limit, capped output.
-        res = util.run(
-            argv, cwd=workdir, timeout=timeout, env=util.scrubbed_env(), sandbox=Policy()
-        )
-        result.detail = _head(res.stderr) or _head(res.stdout)
-        if res.not_found:
-            result.failure = f"{argv[0]} was not found"
-            return result
-        if res.timed_out:
-            result.failure = f"timed out after {timeout:g}s"
-            return result
-        raw = spec.parse(res.stdout, res.stderr, workdir)
-        result.raw.extend(raw)
-        if res.returncode not in spec.ok_exit_codes and not _explained(spec, raw):
-            result.failure = f"exited {res.returncode}" + (
-                ", output truncated" if res.truncated else ""
+    # One scratch directory per run, outside the checkout, gone when the run is.
+    with tempfile.TemporaryDirectory(prefix="verify-dag-tool-") as tmp:
+        scratch = Path(tmp)
+        for chunk in _chunks(files, spec.takes_files, whole=spec.argfile):
+            argv = spec.argv(Invocation(chunk, workdir, scratch, python))
+            if argv is None:
+                result.failure = f"{spec.name} is not installed (not importable, not on PATH)"
+                return result
+            # The project's config (mypy plugins, make recipes, npm scripts) executes repository
+            # code, so these run like the test suite: scrubbed environment, time limit, capped
+            # output; the scratch directory is the one place besides the checkout it may write.
+            res = util.run(
+                argv,
+                cwd=workdir,
+                timeout=timeout,
+                env=util.scrubbed_env(),
+                sandbox=Policy(writable=(scratch,)),
             )
-            return result
+            result.detail = _head(res.stderr) or _head(res.stdout)
+            if res.not_found:
+                result.failure = f"{argv[0]} was not found"
+                return result
+            if res.timed_out:
+                result.failure = f"timed out after {timeout:g}s"
+                return result
+            raw = spec.parse(res.stdout, res.stderr, workdir)
+            result.raw.extend(raw)
+            if res.returncode not in spec.ok_exit_codes and not _explained(spec, raw):
+                result.failure = f"exited {res.returncode}" + (
+                    ", output truncated" if res.truncated else ""
+                )
+                return result
     return result
+
+
+def targets(spec: ToolSpec, files: Sequence[str], workdir: Path) -> tuple[list[str], str]:
+    """The files of ``files`` that are ``spec``'s to check in ``workdir``, as the project's
+    configuration says, and a remark on those it leaves out ("" when none)."""
+    mine = [p for p in files if spec.applies_to(p)]
+    if spec.select is None or not mine:
+        return mine, ""
+    return spec.select(workdir, mine)
 
 
 def title(spec: ToolSpec, r: RawFinding) -> str:
@@ -86,9 +114,12 @@ def finding(spec: ToolSpec, command: Command, r: RawFinding, source: str) -> Fin
     )
 
 
-def _chunks(files: Sequence[str], takes_files: bool) -> Iterator[list[str]]:
+def _chunks(files: Sequence[str], takes_files: bool, whole: bool) -> Iterator[list[str]]:
     if not takes_files:
         yield []
+        return
+    if whole:
+        yield list(files)
         return
     chunk: list[str] = []
     size = 0

@@ -1,9 +1,11 @@
 """Phase 4: run each discovered linter and type checker on the scoped files -> STATIC_SUMMARY.
 
-Only findings on scoped files AND on added or modified lines are kept: a finding on an untouched
-line is not this change's. A tool that could not run is never silent: it becomes a severity 7
-environment finding, and a phase in which no tool ran is NOT_RUN, never an empty pass (see
-docs/report.md for the statuses). Each tool runs through :mod:`verify_dag.tools.runner`.
+Each tool checks what the project's configuration gives it (mypy's ``files`` and ``exclude``,
+ruff's excludes); only findings on scoped files AND on added or modified lines are kept: a
+finding on an untouched line is not this change's. A tool that could not run is never silent: it
+becomes a severity 7 environment finding, and a phase in which no tool ran is NOT_RUN, never an
+empty pass (see docs/report.md for the statuses, docs/static.md for how each tool is run and
+rated). Each tool runs through :mod:`verify_dag.tools.runner`.
 """
 
 from __future__ import annotations
@@ -22,7 +24,15 @@ from verify_dag.tools.base import RawFinding
 SKILL = "static-analysis"
 
 
-def run(scope: Scope, toolchain: Toolchain, workdir: Path, timeout: float) -> SkillOutcome:
+def run(
+    scope: Scope,
+    toolchain: Toolchain,
+    workdir: Path,
+    timeout: float,
+    python: Path | None = None,
+) -> SkillOutcome:
+    """``python``: the project's test-environment interpreter, when it is known (see
+    :func:`verify_dag.tools.runner.run`)."""
     commands = [*toolchain.of("lint"), *toolchain.of("typecheck")]
     if not commands:
         return _skip("no linter or type checker discovered")
@@ -35,18 +45,27 @@ def run(scope: Scope, toolchain: Toolchain, workdir: Path, timeout: float) -> Sk
     # (tool, its findings' slice of `findings`, dropped-lines remark, failure); notes are
     # written once the baseline has classified the findings.
     runs: list[tuple[str, slice, str, str | None]] = []
+    left_out: list[str] = []  # tools the project's configuration gives none of the files
     applicable = ran = 0
     for command in commands:
         spec = tools.spec_for(command)
-        targets = [p for p in files if spec.applies_to(p)]
+        targets, remark = runner.targets(spec, files, workdir)
         if not targets:
+            if remark:
+                left_out.append(f"{spec.name}: {remark}")
             continue
         applicable += 1
-        result = runner.run(spec, targets, workdir, timeout)
+        result = runner.run(spec, targets, workdir, timeout, python)
         kept, outside = _in_scope(result.raw, scope)
+        if spec.settle is not None:
+            kept = spec.settle(kept, result.raw, workdir)
         start = len(findings)
         findings.extend(runner.finding(spec, command, r, SKILL) for r in kept)
-        dropped = f"{outside} outside scoped lines not reported" if outside else ""
+        dropped = ", ".join(
+            x
+            for x in (f"{outside} outside scoped lines not reported" if outside else "", remark)
+            if x
+        )
         runs.append((spec.name, slice(start, len(findings)), dropped, result.failure))
         if result.failure is None:
             ran += 1
@@ -55,14 +74,18 @@ def run(scope: Scope, toolchain: Toolchain, workdir: Path, timeout: float) -> Sk
     problems: list[str] = []
     if scope.old_commit is not None and any(f.location is not None for f in findings):
         # The workdir is a worktree of the verified repository: its object store has old_commit.
-        findings = baseline.classify(scope, toolchain, findings, str(workdir), timeout, problems)
+        findings = baseline.classify(
+            scope, toolchain, findings, str(workdir), timeout, problems, python
+        )
     notes = [_note(name, findings[part], dropped, failure) for name, part, dropped, failure in runs]
+    notes.extend(left_out)
     notes.extend(problems)
     names = ", ".join(tools.spec_for(c).name for c in commands)
     if not applicable:
+        why = f"; {'; '.join(left_out)}" if left_out else ""
         return _skip(
             f"no files a discovered analyser covers ({len(files)} scoped file(s); "
-            f"analysers: {names})"
+            f"analysers: {names}){why}"
         )
     if not ran:
         return SkillOutcome(

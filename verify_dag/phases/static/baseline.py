@@ -42,8 +42,10 @@ def classify(
     repo: str,
     timeout: float,
     problems: list[str] | None = None,
+    python: Path | None = None,
 ) -> list[Finding]:
-    """``findings`` with ``baseline`` set where it can be decided (see the module docstring)."""
+    """``findings`` with ``baseline`` set where it can be decided (see the module docstring);
+    ``python`` is the interpreter the static phase ran its tools with."""
     out = list(findings)
     if scope.old_commit is None:
         return out
@@ -65,7 +67,17 @@ def classify(
         with git.worktree(repo, scope.old_commit) as old_dir:
             for tool, indexes in pending.items():
                 _classify_tool(
-                    scope, toolchain, tool, indexes, out, sources, repo, old_dir, timeout, notes
+                    scope,
+                    toolchain,
+                    tool,
+                    indexes,
+                    out,
+                    sources,
+                    repo,
+                    old_dir,
+                    timeout,
+                    python,
+                    notes,
                 )
     except FatalError as exc:
         notes.append(
@@ -98,6 +110,7 @@ def _classify_tool(
     repo: str,
     old_dir: Path,
     timeout: float,
+    python: Path | None,
     notes: list[str],
 ) -> None:
     """Run ``tool`` once at the merge base and set ``baseline`` on ``out[i]`` for ``indexes``."""
@@ -111,10 +124,11 @@ def _classify_tool(
         ]
         for command in commands:
             spec = tools.spec_for(command)
-            targets = [p for p in old_files if spec.applies_to(p)]
+            # The base's own configuration decides what the tool checked there.
+            targets, _ = runner.targets(spec, old_files, old_dir)
             if not targets:
                 continue
-            result = runner.run(spec, targets, old_dir, timeout)
+            result = runner.run(spec, targets, old_dir, timeout, python)
             if result.failure is not None:
                 # Part of the old findings may be missing: "introduced" would be a guess.
                 notes.append(
