@@ -63,7 +63,12 @@ def _tester(st: RunState) -> list[SkillOutcome]:
     ):
         xml_file = Path(scratch) / "coverage.xml" if deep else None
         outcome, data = tester.run_with_coverage(
-            st.scope, st.toolchain, workdir, st.request.test_timeout, xml_file=xml_file
+            st.scope,
+            st.toolchain,
+            workdir,
+            st.request.test_timeout,
+            xml_file=xml_file,
+            per_test_timeout=st.request.per_test_timeout,
         )
         xml = _small_text(xml_file)
     if not deep:

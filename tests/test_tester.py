@@ -153,6 +153,22 @@ def test_timeout_is_blocked(tmp_path: Path) -> None:
     assert out.notes.startswith("tests could not run")
 
 
+def test_a_hanging_test_fails_alone_and_the_rest_still_count(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "tests/test_a.py": "import time\n\ndef test_hangs():\n    time.sleep(120)\n\n"
+            "def test_fine():\n    pass\n",
+            "tests/test_b.py": "def test_also_fine():\n    pass\n",
+        },
+    )
+    out, _ = tester.run_with_coverage(scope_of(), PYTEST, tmp_path, 100, per_test_timeout=2)
+    assert out.status == "FAILED", out.notes
+    assert out.notes.startswith("2 passed, 1 failed"), out.notes
+    (finding,) = out.findings
+    assert "test_hangs" in finding.title and "Timeout" in finding.description, finding
+
+
 def test_no_test_command_is_blocked_not_passed(tmp_path: Path) -> None:
     out = run(tmp_path, Toolchain())
     assert "no test command was discovered" in blocked_finding(out)

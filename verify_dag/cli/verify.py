@@ -146,6 +146,14 @@ def add_parsers(sub: Any) -> None:
         help="time limit of the test suite run (default 1800)",
     )
     v.add_argument(
+        "--per-test-timeout",
+        type=cli_args.seconds(),
+        default=300.0,
+        metavar="SECONDS",
+        help="time limit of each test (pytest-timeout, default 300): a hanging test fails "
+        "alone and the rest of the suite still counts",
+    )
+    v.add_argument(
         "--timeout",
         type=float,
         default=7200.0,
@@ -236,6 +244,7 @@ def _request(args: argparse.Namespace) -> Any:
         require_sandbox=args.require_sandbox,
         auto_fix_threshold=args.auto_fix_threshold,
         test_timeout=args.test_timeout,
+        per_test_timeout=args.per_test_timeout,
         completion=_criterion(args.completion),
         comment_density=_comment_density(),
         store=cli_args.store_dir(args.store),

@@ -52,6 +52,7 @@ class VerifyRequest(Frozen):
     epic_text: str | None = None
     plan_text: str | None = None
     test_timeout: float = 1800.0
+    per_test_timeout: float = 300.0  # pytest-timeout's limit on each test of the suite
     # $VERIFY_DAG_COMMENT_DENSITY as the client saw it: a run's own setting travels with the run,
     # so a worker on another host applies it too (it wins over the worker's environment).
     comment_density: str | None = None

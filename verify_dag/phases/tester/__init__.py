@@ -47,6 +47,7 @@ _PYTEST_EXIT = {
     4: "pytest was misused (bad command line or configuration)",
     5: "no tests were collected",
 }
+PER_TEST_TIMEOUT = 300.0
 _VERBOSITY = re.compile(r"^-(?:q+|v+)$|^--(?:quiet|verbose|verbosity=.*)$")
 
 
@@ -63,12 +64,14 @@ def run_with_coverage(
     cache_dir: Path | None = None,
     data_file: Path | None = None,
     xml_file: Path | None = None,
+    per_test_timeout: float = PER_TEST_TIMEOUT,
 ) -> tuple[SkillOutcome, CoverageData | None]:
     """The outcome, and the coverage of the scoped files measured in the same run (None when
     the suite did not run to completion or coverage could not be collected). ``data_file`` keeps
     the raw coverage.py data there instead of in a temporary directory; ``xml_file`` receives
     the scoped files' coverage as Cobertura XML (``coverage xml``), the input diff-cover reads to
-    re-check qa's changed-line figure, when coverage was collected."""
+    re-check qa's changed-line figure, when coverage was collected. ``per_test_timeout`` is
+    pytest-timeout's limit on each test, where pytest-timeout is in the env."""
     command = toolchain.test
     if command is None:
         return _blocked("no test command was discovered", ran=False), None
@@ -87,6 +90,7 @@ def run_with_coverage(
                 env,
                 data_file or Path(tmp) / ".coverage",
                 xml_file,
+                per_test_timeout,
             )
         return _other(command, workdir, timeout, env), None
 
@@ -132,6 +136,7 @@ def _pytest(
     env: Env,
     data_file: Path,
     xml_file: Path | None,
+    per_test_timeout: float = PER_TEST_TIMEOUT,
 ) -> tuple[SkillOutcome, CoverageData | None]:
     base, python = _pytest_argv(env, data_file)
     if base is None:
@@ -158,6 +163,7 @@ def _pytest(
             "junit_family=xunit1",
             "-p",
             junit.PLUGIN,
+            *_per_test_limit(env, kept, per_test_timeout),
         ]
         end = kept.index("--") if "--" in kept else len(kept)  # after `--`, all are paths
         argv = [*base, *quiet, *kept[:end], *ours, *kept[end:]]
@@ -217,6 +223,18 @@ def _pytest(
         evidence=_pytest_evidence(root, workdir, base, env, shown, res.returncode),
     )
     return outcome, measured
+
+
+def _per_test_limit(env: Env, kept: tuple[str, ...], seconds: float) -> list[str]:
+    """pytest-timeout's limit on each test, so that one hanging test fails alone and every other
+    result still counts. Given as an ini override, which pytest only warns about if the plugin
+    is somehow not loaded; a ``--timeout`` the project passes itself wins (the command line
+    beats the ini). Every env the tester builds has pytest-timeout; our own interpreter may not."""
+    if seconds <= 0 or any(a == "--timeout" or a.startswith("--timeout=") for a in kept):
+        return []
+    if env.python is None and not module_available("pytest_timeout"):
+        return []
+    return ["-o", f"timeout={seconds:g}"]
 
 
 def _shown(argv: list[str], paths: dict[str, str]) -> str:

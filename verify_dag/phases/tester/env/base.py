@@ -13,7 +13,7 @@ from pathlib import Path
 
 from verify_dag import util
 
-RECIPE = "verify-dag-env-1"  # part of every key: change it when the way envs are built changes
+RECIPE = "verify-dag-env-2"  # part of every key: change it when the way envs are built changes
 MARKER = ".verify-dag-ready"
 # Our own interpreter's path setup must not leak into the repository's env.
 PY_LEAKS = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "PIP_USER")
