@@ -203,3 +203,30 @@ def test_untouched_files_at_the_base_are_not_origins(repo: Repo) -> None:
         repo, {"a.py": KEEP, "other.py": TWO + KEEP}, {"a.py": KEEP + "\nX = 1\n", "b.py": TWO}
     )
     assert baselines(classify(repo, sc)) == {("F541", 2): "introduced"}
+
+
+MYPY = Toolchain(
+    commands=(Command(kind="typecheck", argv=("mypy",), source="test", exists=True, tool="mypy"),)
+)
+
+
+def test_mypy_at_the_base_runs_as_the_projects_configuration_says(repo: Repo) -> None:
+    """mypy checks its configured `files` at both commits (the whole of src/, no file
+    arguments): an old error on an edited line is pre-existing, a new one introduced, and a
+    changed test file outside `files` is neither checked nor reported."""
+    config = '[tool.mypy]\nfiles = ["src"]\n'
+    old = 'a: int = "old"\n'
+    new = 'import os\n\na: int =  "old"\nb: str = 1\n'  # the old error re-spaced, a new one
+    sc = branch(
+        repo,
+        {"pyproject.toml": config, "src/app.py": old, "tests/t.py": "x = 1\n"},
+        {"src/app.py": new, "tests/t.py": 'x: int = "not checked"\n'},
+    )
+    with git.worktree(repo.path, sc.new_commit) as workdir:
+        out = static.run(sc, MYPY, workdir, 120)
+    found = {(f.location.path, f.location.line): f.baseline for f in out.findings if f.location}
+    assert found == {("src/app.py", 3): "pre-existing", ("src/app.py", 4): "introduced"}
+    assert out.notes == (
+        "mypy (2 findings: 1 introduced, 1 pre-existing; 1 changed file(s) outside mypy's "
+        "files (src, pyproject.toml) not checked)"
+    )

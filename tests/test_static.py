@@ -596,3 +596,24 @@ def _doc_table(heading: str) -> dict[str, tuple[int, str]]:
 def test_the_documented_tables_are_the_tables_in_use() -> None:
     assert _doc_table("ruff") == {k: (r.severity, r.issue_class) for k, r in ruff.RULES.items()}
     assert _doc_table("mypy") == {k: (r.severity, r.issue_class) for k, r in mypy.CODES.items()}
+
+
+@pytest.mark.parametrize("mypy_files", ["", 'files = ["."]\n'])
+def test_no_finding_off_the_changed_lines(tmp_path: Path, mypy_files: str) -> None:
+    """Every line has a ruff and a mypy finding, in the changed file and in an untouched one;
+    whether mypy checks the changed files or its configured tree, only lines 2 and 3 of the
+    changed file are reported."""
+    bad = "".join(f'import os as o{n}\nv{n}: int = "s"\n' for n in range(3))
+    write(
+        tmp_path / "p",
+        {
+            "pyproject.toml": f'[tool.mypy]\n{mypy_files}[tool.ruff.lint]\nselect = ["F"]\n',
+            "a.py": bad,
+            "b.py": bad,
+        },
+    )
+    root = tmp_path / "p"
+    out = run(scope_of(modified("a.py", 2, 3)), discover(root), root)
+    where = sorted((f.tool, f.location.path, f.location.line) for f in out.findings if f.location)
+    assert where == [("mypy", "a.py", 2), ("ruff", "a.py", 3)]
+    assert all(f.location is not None for f in out.findings)
