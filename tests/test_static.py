@@ -485,6 +485,31 @@ def test_mypy_resolves_imports_in_the_projects_environment(tmp_path: Path) -> No
     ] == [("arg-type", 7, 2)]
 
 
+# A stand-in for the mypy a project pins in its environment: it prints what it was given.
+_PINNED_MYPY = (
+    "import sys\n"
+    "print('a.py:1:1: error: pinned mypy ran with ' + ' '.join(sys.argv[1:])[:300] + '  [misc]')\n"
+    "sys.exit(1)\n"
+)
+
+
+def test_the_mypy_the_projects_environment_installed_runs(tmp_path: Path) -> None:
+    """The version the project pins (and its plugins) when its environment has one; the
+    console script beside the interpreter says it is installed."""
+    python = _venv_with_typed_dependency(tmp_path / ".venv")
+    site = python.parent.parent / "lib"
+    (next(site.glob("python*/site-packages")) / "mypy").mkdir()
+    (next(site.glob("python*/site-packages")) / "mypy" / "__main__.py").write_text(_PINNED_MYPY)
+    write(tmp_path, {"mypy.ini": "[mypy]\n", "a.py": BAD})
+    scope = scope_of(FileChange(path="a.py", status="added"))
+    (ours,) = static.run(scope, mypy_only(tmp_path), tmp_path, 60, python=python).findings
+    assert ours.rule == "assignment"  # no console script: verify-dag's own mypy
+    (python.parent / "mypy").write_text("#!/bin/sh\n")
+    (pinned,) = static.run(scope, mypy_only(tmp_path), tmp_path, 60, python=python).findings
+    assert pinned.title.startswith("mypy misc: pinned mypy ran with --show-column-numbers")
+    assert f"--python-executable={python}" in pinned.description
+
+
 CASCADE = """\
 from missing_star import *
 from missing_lib import Base, deco

@@ -120,9 +120,15 @@ def module_available(module: str) -> bool:
         return False
 
 
-def python_tool_argv(module: str) -> list[str] | None:
-    """How to run a Python tool: our interpreter when it has the module (PATH does not matter),
-    else the executable on PATH, else None."""
+def python_tool_argv(module: str, python: Path | None = None) -> list[str] | None:
+    """How to run a Python tool: with ``python`` (the project's interpreter), that environment's
+    own copy when it installed one (the version the project pins, its plugins beside it), else
+    our interpreter when it has the module (PATH does not matter), else the executable on PATH,
+    else None."""
+    # An environment that installed the tool has its console script beside the interpreter;
+    # looking for it runs nothing of the project's.
+    if python is not None and (python.parent / module).is_file():
+        return [str(python), "-m", module]
     if module_available(module):
         return [sys.executable, "-m", module]
     exe = shutil.which(module)

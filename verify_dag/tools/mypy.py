@@ -35,7 +35,7 @@ _LINE = re.compile(
 
 
 def argv(inv: Invocation) -> list[str] | None:
-    base = python_tool_argv("mypy")
+    base = python_tool_argv("mypy", inv.python)
     if base is None:
         return None
     # Flags override anything the project's config says about the output shape.

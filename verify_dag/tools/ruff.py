@@ -25,7 +25,7 @@ from verify_dag.tools.base import (
 
 
 def argv(inv: Invocation) -> list[str] | None:
-    base = python_tool_argv("ruff")
+    base = python_tool_argv("ruff", inv.python)
     if base is None:
         return None
     # --no-fix: a project may set `fix = true`, and verification must never edit the checkout.
