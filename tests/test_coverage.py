@@ -278,3 +278,43 @@ def test_a_deep_run_keeps_its_coverage_data_for_diff_cover(tmp_path: Path) -> No
     plain = diff_cover(kept, repo.path, tmp_path / "dc.json", "--total-percent-float")
     assert (plain["total_num_lines"], plain["total_num_violations"]) == (12, 4)
     assert plain["total_percent_covered"] == 66.67
+
+
+def test_gaps_are_only_about_the_code_the_project_measures() -> None:
+    """Lines of a test helper no test ran, docs/conf.py, and (when the project declares its
+    coverage source) a changed file outside that source are not qa's business."""
+    changes = (
+        FileChange(path="tests/helpers.py", status="added"),
+        FileChange(path="docs/conf.py", status="modified"),
+        FileChange(path="src/pkg/core.py", status="modified"),
+        FileChange(path="tools/release.py", status="modified"),
+    )
+    helper = fc("tests/helpers.py", [1, 2, 3], [1])
+    data = CoverageData(files=(helper,))
+    findings = coverage.diff_coverage(scope_of(*changes), data).findings
+    # Nothing declared: the source files outside docs are still flagged, the helper is not.
+    assert [f.title for f in findings] == [
+        "No test changed for core.py",
+        "No test changed for release.py",
+    ]
+    declared = CoverageData(files=(helper, fc("src/pkg/core.py", [4], [])), source_declared=True)
+    result = coverage.diff_coverage(scope_of(*changes), declared)
+    assert [f.title for f in result.findings] == [
+        "line 4 not executed by any test",
+        "No test changed for core.py",
+    ]
+    assert (result.covered, result.total) == (1, 4)  # the helper still counts, as in diff-cover
+
+
+def test_the_projects_coverage_source_is_read_by_coverage_itself(tmp_path: Path) -> None:
+    repo = branch_repo(tmp_path / "repo")
+    pyproject = repo.path.joinpath("pyproject.toml").read_text(encoding="utf-8")
+    repo.write("pyproject.toml", '[tool.coverage.run]\nsource = ["src"]\n\n' + pyproject)
+    repo.commit("declare the coverage source")
+    sc = scope.run(VerifyRequest(repo=str(repo.path), scope="branch", base="base"))
+    _, data = tester.run_with_coverage(sc, PYTEST, repo.path, 120)
+    assert data is not None and data.source_declared
+    # The tests are not the project's measured code; src/unused.py is, though no test imports it.
+    assert [f.path for f in data.files] == ["src/shapes.py", "src/unused.py"]
+    titles = [f.title for f in coverage.diff_coverage(sc, data).findings]
+    assert "No test changed for unused.py" in titles

@@ -11,6 +11,11 @@ Findings, class "coverage" from qa:
   one. Both stay below 7: untested code is not a failure, and must not wake the debugger.
 - severity 3 for a changed source file whose tests were not touched at all in the diff (no
   changed test file matches its module name): a heuristic, hence the low severity.
+
+Both kinds are only about the code the project measures: a file coverage.py reported (the
+project's own ``[tool.coverage]`` / ``.coveragerc`` ``source``, ``include`` and ``omit`` decide
+that, since the suite ran under its configuration), never about test files, conftest, docs or
+configuration. Test files still count in the figure, as diff-cover counts them.
 """
 
 from __future__ import annotations
@@ -33,7 +38,12 @@ SKILL = "qa"
 _SOURCE_SUFFIXES = frozenset({".py", ".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".go", ".rb"})
 _TEST_AFFIX = re.compile(r"^tests?_|_(?:tests?|spec)$")
 _TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__", "spec"})
-_NOT_SOURCE = frozenset({"setup.py", "noxfile.py", "conftest.py", "manage.py"})
+_NOT_SOURCE = frozenset(
+    {"setup.py", "noxfile.py", "conftest.py", "manage.py", "fabfile.py", "conf.py"}
+)
+_NOT_CODE_DIRS = frozenset(
+    {"docs", "doc", "examples", "example", "scripts", "bench", "benchmarks", ".github"}
+)
 
 
 class AddedFunction(Frozen):
@@ -54,6 +64,9 @@ class CoverageData(Frozen):
 
     tool: str = "coverage.py"
     files: tuple[FileCoverage, ...] = ()
+    # Whether the project tells coverage.py what its code is (`source` or `include` in its
+    # configuration): then the files coverage reported are that code, and nothing else is.
+    source_declared: bool = False
 
 
 class QaResult(Frozen):
@@ -138,7 +151,26 @@ def measure(
             )
         )
     version = report.get("meta", {}).get("version", "")
-    return CoverageData(tool=f"coverage.py {version}".strip(), files=tuple(files))
+    return CoverageData(
+        tool=f"coverage.py {version}".strip(),
+        files=tuple(files),
+        source_declared=_source_declared(python, workdir, env, timeout),
+    )
+
+
+# coverage.py's own reading of the project's configuration (.coveragerc, setup.cfg, tox.ini,
+# pyproject.toml), asked of the suite's coverage.py rather than re-implemented.
+_ASK_SOURCE = (
+    "import coverage; c = coverage.Coverage(); "
+    "print(bool(c.config.source or c.config.run_include or c.config.source_pkgs))"
+)
+
+
+def _source_declared(python: str, workdir: Path, env: Mapping[str, str], timeout: float) -> bool:
+    res = util.run(
+        [python, "-c", _ASK_SOURCE], cwd=workdir, timeout=timeout, env=env, sandbox=Policy()
+    )
+    return res.returncode == 0 and res.stdout.strip() == "True"
 
 
 def _added_functions(path: Path, change: FileChange) -> tuple[AddedFunction, ...]:
@@ -166,8 +198,10 @@ def diff_coverage(scope: Scope, data: CoverageData) -> QaResult:
         executed = set(fc.executed)
         total += len(statements)
         covered += sum(1 for n in statements if n in executed)
-        findings.extend(_missing(fc, statements, executed))
-    findings.extend(_untested_files(scope))
+        if not _is_test(PurePosixPath(fc.path)):
+            findings.extend(_missing(fc, statements, executed))
+    measured = {fc.path for fc in data.files} if data.source_declared else None
+    findings.extend(_untested_files(scope, measured))
     return QaResult(covered=covered, total=total, findings=tuple(findings))
 
 
@@ -214,7 +248,10 @@ def _body(function: AddedFunction, statements: list[int]) -> list[int]:
     return [n for n in statements if function.start < n <= function.end]
 
 
-def _untested_files(scope: Scope) -> list[Finding]:
+def _untested_files(scope: Scope, measured: set[str] | None) -> list[Finding]:
+    """Changed source files whose tests the change did not touch: of the files coverage.py
+    reported when the project declares its code (``measured``), else of the files outside
+    documentation, example and script directories."""
     changed = [PurePosixPath(f.path) for f in scope.included if f.status != "deleted"]
     # What each changed test file is about: its name without the test affixes, and its folders.
     tested = [{_subject(t), *t.parts[:-1]} for t in changed if _is_test(t)]
@@ -222,6 +259,10 @@ def _untested_files(scope: Scope) -> list[Finding]:
     for path in changed:
         if path.suffix not in _SOURCE_SUFFIXES or path.name in _NOT_SOURCE or _is_test(path):
             continue
+        if measured is not None and path.suffix == ".py" and str(path) not in measured:
+            continue  # not code the project measures
+        if measured is None and _NOT_CODE_DIRS & {p.lower() for p in path.parts[:-1]}:
+            continue  # docs/conf.py, examples, scripts: not the code the tests are for
         module = (path.parent.name if path.stem in ("__init__", "index") else path.stem).lower()
         if module and not any(module in t or any(_token_of(module, s) for s in t) for t in tested):
             out.append(
