@@ -309,7 +309,8 @@ def _rerun(
         # A test the diff added is new: it cannot have failed there. pytest finding no such id
         # says no more than that, though: an inherited or generated test, or an id pytest does
         # not accept, is not found either. So "no" only when the diff adds the definition.
-        name = sig.nodeid.rsplit("::", 1)[-1].split("[", 1)[0]
+        # The name before the parameters: a parameter id may hold "::" itself (test_p[a::b]).
+        name = sig.nodeid.split("[", 1)[0].rsplit("::", 1)[-1]
         at_base = wt / (old or path)
         base_text = at_base.read_text(errors="replace") if at_base.is_file() else None
         if _defines(at_head(path), name) and not _defines(base_text, name):

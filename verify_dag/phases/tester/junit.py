@@ -1,8 +1,25 @@
 """The junit report the tester has pytest write (xunit1), read: counts in pytest's own words,
-per-test results, the failures; and the small plugin that makes the xpassed count exact."""
+per-test results under pytest's own node ids, the failures; and the small plugin that makes
+those exact.
+
+The plugin, loaded into the suite's pytest with -p, writes three things into the report:
+- each testcase's real node id (``item.nodeid``). xunit1 only names a test by its classname and
+  the file its function is defined in, so a test inherited from a base class in another module
+  (``tests/__init__.py`` defines ``test_clear``, ``tests/test_x.py`` has ``class TestX(Base)``)
+  cannot be named from them: rebuilt, it becomes ``tests/__init__.py::test_clear``, which pytest
+  rejects and which merges every class's copy of the test into one;
+- each test's own outcome, subtests left out: junit marks a test skipped when one of its
+  subtests skipped, and a non-strict xpass is a plain pass there;
+- pytest's own summary counts, from its terminal reporter, as one testsuite property. junit's
+  ``tests`` attribute counts every subtest report as a test (476 tests and 24 subtests become
+  "500 passed"); pytest prints "476 passed, 24 subtests passed".
+A report without them (pytest run without our plugin, no terminal reporter) is read from its
+testcases alone.
+"""
 
 from __future__ import annotations
 
+import json
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -15,21 +32,104 @@ from verify_dag.models.scope import Scope
 from verify_dag.phases.tester import records
 
 _MAX = 64 * 1024 * 1024  # a report bigger than this is not one pytest wrote for a test suite
-# A non-strict xpass is a plain pass in junit; this plugin, loaded into the suite's pytest with
-# -p, marks it with a property so its count is exact. Properties reach the report from the
-# item (junit reads them off the teardown report), hence item.user_properties.
 PLUGIN = "_verify_dag_outcomes"
-_XPASS = ("verify_dag_outcome", "xpassed")
+NODEID = "verify_dag_nodeid"
+OUTCOME = "verify_dag_outcome"
+COUNTS = "verify_dag_counts"
+# The plugin runs in the suite's own pytest, whatever its version (pytest 7 on), so it keeps to
+# public hooks and names junitxml's internals only where there is no public way: the LogXML
+# object, for a testsuite property (record_testsuite_property is a fixture, for tests).
 _PLUGIN_SOURCE = f"""\
+import json
+
 import pytest
 
+# pytest >= 9's own subtests (the subtests fixture, unittest's subTest) and pytest-subtests:
+# reports of a part of a test, never a test of their own.
+_SUBTEST_REPORTS = ("SubtestReport", "SubTestReport")
+_RANK = {{"passed": 0, "xpassed": 1, "skipped": 2, "xfailed": 3, "error": 4, "failed": 5}}
+_worst = {{}}
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    if report.when == "call" and report.passed and hasattr(report, "wasxfail"):
-        item.user_properties.append({_XPASS!r})
+
+def _subtest(report):
+    return type(report).__name__ in _SUBTEST_REPORTS
+
+
+def _outcome(report):
+    xfail = hasattr(report, "wasxfail")
+    if report.when == "call":
+        if xfail:
+            return "xfailed" if report.skipped else "xpassed" if report.passed else "failed"
+        return report.outcome
+    if report.failed:
+        return "error"
+    if report.skipped:
+        return "xfailed" if xfail else "skipped"
+    return "passed"
+
+
+def _add(report, *props):
+    # Under xdist the worker's copy of this plugin has already added them.
+    if not any(name == {NODEID!r} for name, _ in report.user_properties):
+        report.user_properties.extend(props)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logreport(report):
+    # tryfirst: junit writes a report's user_properties into the testcase it closes, so they
+    # must be there before junitxml sees the report. It closes a testcase on the teardown
+    # report, or on the call report too when a failure is followed by a teardown error (two
+    # testcases then): both carry the node id.
+    if _subtest(report):
+        return
+    key = (report.nodeid, getattr(report, "node", None))
+    now, seen = _outcome(report), _worst.get(key, "passed")
+    worst = now if _RANK[now] > _RANK[seen] else seen
+    if report.when == "call":
+        _add(report, ({NODEID!r}, report.nodeid))
+    if report.when == "teardown":
+        _worst.pop(key, None)
+        _add(report, ({NODEID!r}, report.nodeid), ({OUTCOME!r}, worst))
+    else:
+        _worst[key] = worst
+
+
+def _logxml(config):
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:
+        return None
+    stash = getattr(config, "stash", None) or getattr(config, "_store", None)
+    return stash.get(xml_key, None) if stash is not None else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session):
+    # tryfirst: before junitxml writes the report at its own sessionfinish.
+    xml = _logxml(session.config)
+    terminal = session.config.pluginmanager.get_plugin("terminalreporter")
+    if xml is None or terminal is None:
+        return
+    counts = {{}}
+    for category, reports in terminal.stats.items():
+        for report in reports:
+            if category:
+                if not getattr(report, "count_towards_summary", True):
+                    continue
+                word = category
+            elif _subtest(report) and report.when == "call":
+                # pytest 9 files passed and skipped subtests under no word at verbosity 0
+                # only: they are counted as it counts them at -q and -v.
+                if report.passed:
+                    word = "subtests passed"
+                elif report.skipped:
+                    word = "xfailed" if hasattr(report, "wasxfail") else "skipped"
+                else:
+                    continue
+            else:
+                continue
+            counts[word] = counts.get(word, 0) + 1
+    xml.add_global_property({COUNTS!r}, json.dumps(counts, sort_keys=True))
 """
 
 
@@ -47,33 +147,48 @@ def install_plugin(dest: Path) -> Path:
     return lib
 
 
+# pytest's words for what its summary counts beside the tests, in the order it prints them.
+# Warnings are not results, and deselected tests are left to the declared selection.
+_BESIDE = ("subtests passed", "subtests failed", "subtests skipped")
+_NOT_RESULTS = frozenset(("warnings", "deselected", *_BESIDE))
+_WORD = re.compile(r"^[a-z][a-z ]{0,39}$")  # a plugin's own category ("rerun"), not free text
+
+
 @dataclass(frozen=True)
 class Counts:
-    tests: int
-    failures: int
+    """pytest's summary figures. ``failed`` is pytest's too: it counts a failed subtest there."""
+
+    passed: int
+    failed: int
     errors: int
-    skipped: int  # junit's figure: xfailed tests are in it
+    skipped: int  # xfailed apart, as pytest prints them
     xfailed: int = 0
     xpassed: int = 0  # non-strict; junit counts them as passed (a strict one is a failure)
-
-    @property
-    def passed(self) -> int:
-        return max(0, self.tests - self.failures - self.errors - self.skipped - self.xpassed)
+    # What pytest counts apart from the tests, nonzero only: ("subtests passed", 24), ...
+    beside: tuple[tuple[str, int], ...] = ()
 
     def notes(self) -> str:
-        # pytest's own words; xfailed and xpassed only when there are any, as pytest does.
+        # pytest's own words; the others only when there are any, as pytest does.
         extra = "".join(
             f", {n} {word}"
-            for n, word in ((self.xfailed, "xfailed"), (self.xpassed, "xpassed"))
+            for word, n in (("xfailed", self.xfailed), ("xpassed", self.xpassed), *self.beside)
             if n
         )
         return (
-            f"{self.passed} passed, {self.failures} failed, {self.errors} errors, "
-            f"{self.skipped - self.xfailed} skipped{extra} (pytest junit)"
+            f"{self.passed} passed, {self.failed} failed, {self.errors} errors, "
+            f"{self.skipped} skipped{extra} (pytest junit)"
         )
 
 
 _RANK: dict[CaseOutcome, int] = {"passed": 0, "skipped": 1, "xfailed": 2, "error": 3, "failed": 4}
+_OUTCOMES: dict[str, CaseOutcome] = {
+    "passed": "passed",
+    "xpassed": "passed",
+    "skipped": "skipped",
+    "xfailed": "xfailed",
+    "error": "error",
+    "failed": "failed",
+}
 
 
 def cases(root: ET.Element, workdir: Path) -> list[CaseResult]:
@@ -100,15 +215,28 @@ def cases(root: ET.Element, workdir: Path) -> list[CaseResult]:
 
 
 def _case_outcome(tc: ET.Element) -> tuple[CaseOutcome, str | None]:
+    # A failure or error element is the test's, or one of its subtests': either way the test
+    # did not pass (pytest exits 1).
     if tc.find("failure") is not None:
         return "failed", None  # a strict xpass is a failure too ([XPASS(strict)])
     if tc.find("error") is not None:
         return "error", None
     skipped = tc.find("skipped")
-    if skipped is None:
-        return "passed", None
-    kind: CaseOutcome = "xfailed" if skipped.get("type") == "pytest.xfail" else "skipped"
-    return kind, skipped.get("message") or None
+    own = _OUTCOMES.get(_property(tc, OUTCOME) or "")
+    if own is None:
+        if skipped is None:
+            return "passed", None
+        own = "xfailed" if skipped.get("type") == "pytest.xfail" else "skipped"
+    # A skipped subtest leaves a skipped element in a test that passed: the test's own outcome
+    # decides.
+    reason = skipped.get("message") if skipped is not None else None
+    return own, (reason or None if own in ("skipped", "xfailed") else None)
+
+
+def _property(tc: ET.Element, name: str) -> str | None:
+    """The last value the testcase records under ``name`` (ours come after the test's own)."""
+    values = [p.get("value") for p in tc.iter("property") if p.get("name") == name]
+    return values[-1] if values else None
 
 
 def read(path: Path) -> ET.Element | None:
@@ -124,23 +252,69 @@ def read(path: Path) -> ET.Element | None:
 
 
 def counts(root: ET.Element) -> Counts:
-    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
-
-    def total(attr: str) -> int:
-        return sum(int(s.get(attr, "0") or 0) for s in suites)
-
-    testcases = list(root.iter("testcase"))
-    xfailed = sum(
-        1 for tc in testcases for sk in tc.findall("skipped") if sk.get("type") == "pytest.xfail"
-    )
-    xpassed = sum(
-        1
-        for tc in testcases
-        if problem(tc) is None
-        and any((p.get("name"), p.get("value")) == _XPASS for p in tc.iter("property"))
+    """pytest's summary counts as the plugin recorded them, else counted from the testcases."""
+    found = _summary(root)
+    if found is None:
+        return _counted(root)
+    beside = [(w, found[w]) for w in _BESIDE if found.get(w)]
+    beside += sorted(
+        (w, n) for w, n in found.items() if w not in _NOT_RESULTS and w not in _OUTCOMES
     )
     return Counts(
-        total("tests"), total("failures"), total("errors"), total("skipped"), xfailed, xpassed
+        passed=found.get("passed", 0),
+        failed=found.get("failed", 0),
+        errors=found.get("error", 0),
+        skipped=found.get("skipped", 0),
+        xfailed=found.get("xfailed", 0),
+        xpassed=found.get("xpassed", 0),
+        beside=tuple(beside),
+    )
+
+
+def _summary(root: ET.Element) -> dict[str, int] | None:
+    """The plugin's counts, summed over the report's testsuites; None unless every suite has
+    them in the shape the plugin writes."""
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    total: dict[str, int] = {}
+    for suite in suites:
+        props = suite.find("properties")
+        raw = next(
+            (
+                p.get("value", "")
+                for p in (props if props is not None else ())
+                if p.get("name") == COUNTS
+            ),
+            None,
+        )
+        try:
+            found = json.loads(raw) if raw is not None else None
+        except ValueError:
+            return None
+        if not isinstance(found, dict) or not all(
+            isinstance(w, str) and _WORD.match(w) and type(n) is int and n >= 0
+            for w, n in found.items()
+        ):
+            return None
+        for word, n in found.items():
+            total[word] = total.get(word, 0) + n
+    return total if suites else None
+
+
+def _counted(root: ET.Element) -> Counts:
+    # One testcase per test (two for a failure then a teardown error, as pytest counts it);
+    # junit's own `tests` attribute would count every subtest as a test.
+    seen = {"passed": 0, "xpassed": 0, "skipped": 0, "xfailed": 0, "error": 0, "failed": 0}
+    for tc in root.iter("testcase"):
+        outcome, _ = _case_outcome(tc)
+        xpass = outcome == "passed" and _property(tc, OUTCOME) == "xpassed"
+        seen["xpassed" if xpass else outcome] += 1
+    return Counts(
+        passed=seen["passed"],
+        failed=seen["failed"],
+        errors=seen["error"],
+        skipped=seen["skipped"],
+        xfailed=seen["xfailed"],
+        xpassed=seen["xpassed"],
     )
 
 
@@ -160,13 +334,27 @@ def error_messages(root: ET.Element, limit: int = 5) -> str:
 
 
 def nodeid(tc: ET.Element) -> str:
-    """Rebuild pytest's node id (path::Class::test) from the xunit1 attributes."""
+    """pytest's node id of the test: the one the plugin recorded, else rebuilt from the xunit1
+    attributes (a collection error, a report written without the plugin)."""
+    recorded = _property(tc, NODEID)
+    if recorded:
+        return recorded
     file, classname, name = tc.get("file"), tc.get("classname", ""), tc.get("name", "")
     if not file:
         return "::".join(p for p in (classname, name) if p)
     module = file.removesuffix(".py").replace("/", ".")
-    inner = classname[len(module) + 1 :] if classname.startswith(module + ".") else ""
-    return "::".join(p for p in (file, *inner.split("."), name) if p)
+    if classname == module or classname.startswith(module + "."):
+        inner = classname[len(module) + 1 :]
+        return "::".join(p for p in (file, *inner.split("."), name) if p)
+    # Defined in another module than the one that collected it (a base class's test, an
+    # imported test function): the classname is the collecting module's dotted path then the
+    # classes, and classes are the trailing capitalised parts.
+    parts = classname.split(".")
+    split = len(parts)
+    while split > 1 and parts[split - 1][:1].isupper():
+        split -= 1
+    path = "/".join(parts[:split]) + ".py"
+    return "::".join(p for p in (path, *parts[split:], name) if p)
 
 
 _TRACE_PATH = re.compile(r"^(?P<path>[^\s:]+\.py):(?P<line>\d+):", re.MULTILINE)
