@@ -69,10 +69,11 @@ def _changed_finding(changed: list[CaseResult]) -> Finding:
         title=f"Every test in {where} was skipped",
         severity=CHANGED_SEVERITY,
         description=(
-            f"All {n} test{'s' if n != 1 else ''} collected from the changed test "
-            f"file{'s' if len(files) != 1 else ''} ({', '.join(files[:10])}"
-            f"{', ...' if len(files) > 10 else ''}) were skipped, so none of them checked the "
-            "change: a skipped test is not a pass. " + _reasons(changed)
+            f"{'The only test' if n == 1 else f'All {n} tests'} collected from the changed "
+            f"test file{'s' if len(files) != 1 else ''} ({', '.join(files[:10])}"
+            f"{', ...' if len(files) > 10 else ''}) {'was' if n == 1 else 'were'} skipped: no "
+            "test of the change's own checked it, and a skipped test is not a pass. "
+            + _reasons(changed)
         ),
         source=SKILL,
         issue_class="coverage",
