@@ -12,6 +12,7 @@ from verify_dag import evidence, git, report, store
 from verify_dag.models import Report, ReportResult, RunState, SkillOutcome
 from verify_dag.phases import debugger, engineer, exerciser, scope, static, tester, triage
 from verify_dag.phases.tester import coverage
+from verify_dag.phases.tester import env as testenv
 from verify_dag.phases.triage import gating
 from verify_dag.reviewers import composition_skips
 from verify_dag.tasks.app import app
@@ -46,8 +47,13 @@ def _triage(st: RunState) -> RunState:
 @state_phase("static")
 def _static(st: RunState) -> RunState:
     assert st.scope is not None and st.toolchain is not None
-    with git.worktree(st.request.repo, st.scope.new_commit) as workdir:
-        outcome = static.run(st.scope, st.toolchain, workdir, st.request.tool_timeout)
+    with (
+        git.worktree(st.request.repo, st.scope.new_commit) as workdir,
+        testenv.interpreter(workdir, st.toolchain) as python,
+    ):
+        outcome = static.run(
+            st.scope, st.toolchain, workdir, st.request.tool_timeout, python=python
+        )
     return st.model_copy(update={"static": outcome})
 
 

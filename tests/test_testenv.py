@@ -410,9 +410,7 @@ def test_tox_commands_select_the_same_tests_as_a_venv_built_by_hand(tmp_path: Pa
     assert outcome.status == "PASSED", outcome.findings
     assert outcome.notes == (junit_counts(tmp_path / "junit.xml") + "; env from tox env py")
     assert outcome.notes.startswith("2 passed, 0 failed, 0 errors, 0 skipped")
-    assert outcome.reason == (
-        "test command discovered: pytest -q tests/unit (tox.ini [testenv] commands)"
-    )
+    assert outcome.reason == ("test command discovered: pytest -q tests/unit (tox env py commands)")
 
 
 PY = f"py{sys.version_info.major}{sys.version_info.minor}"
@@ -502,3 +500,34 @@ def test_dependency_groups_and_a_vcs_version_without_tox(tmp_path: Path) -> None
     assert outcome.status == "PASSED", outcome.findings
     assert outcome.notes.startswith("2 passed, 0 failed"), outcome.notes
     assert "pyproject.toml [dependency-groups] test" in outcome.notes
+
+
+def test_a_tox_env_that_runs_unittest_runs_as_declared(tmp_path: Path) -> None:
+    """tox's own commands decide the suite: unittest, run by tox, with unittest's counts."""
+    repo = make_repo(tmp_path / "repo")
+    repo.write(
+        "tox.ini",
+        "[tox]\nenvlist = py\nskipsdist = true\n\n"
+        "[testenv]\nskip_install = true\ncommands = python -m unittest discover -s tests -v\n",
+    )
+    repo.write(
+        "tests/test_u.py",
+        "import unittest\n\n\nclass T(unittest.TestCase):\n"
+        "    def test_sub(self):\n        for i in range(3):\n"
+        "            with self.subTest(i=i):\n                self.assertGreaterEqual(i, 0)\n\n"
+        "    def test_two(self):\n        self.assertEqual(1 + 1, 2)\n\n"
+        "    @unittest.skip('later')\n    def test_later(self):\n        pass\n",
+    )
+    repo.commit("unittest suite")
+    outcome, data = tester.run_with_coverage(
+        whole("tests/test_u.py"),
+        triage.discover(repo.path),
+        repo.path,
+        300,
+        cache_dir=tmp_path / "cache",
+    )
+    assert outcome.status == "PASSED", outcome.findings
+    assert outcome.notes == (
+        "tox run -e py exited 0; unittest: Ran 3 tests, OK (skipped=1); env from tox env py"
+    ), outcome.notes
+    assert data is None

@@ -35,7 +35,7 @@ from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.phases.tester import coverage, coverage_files, junit, pytest_command, records
 from verify_dag.phases.tester import env as testenv
 from verify_dag.phases.tester.coverage import CoverageData
-from verify_dag.phases.tester.env.base import Env, clean
+from verify_dag.phases.tester.env.base import Env, Runner, clean
 from verify_dag.sandbox import Policy
 from verify_dag.tools.base import PYTHON_NAMES, module_available, python_tool_argv, resolve_argv
 
@@ -81,6 +81,12 @@ def run_with_coverage(
     ):
         if env.error is not None:
             return _unprovisioned(env), None
+        if env.runner is not None and env.runner.commands:
+            # tox built the env: what its commands run is the suite its maintainers run.
+            found = _tox_pytest(env.runner)
+            if found is None:
+                return _other(command, workdir, timeout, env, tox=True), None
+            command = found
         if command.tool == "pytest":
             return _pytest(
                 scope,
@@ -321,11 +327,43 @@ def _unprovisioned(env: Env) -> SkillOutcome:
     )
 
 
-def _other(command: Command, workdir: Path, timeout: float, env: Env) -> SkillOutcome:
-    argv = resolve_argv(command.argv)
-    if env.python is not None and Path(command.argv[0]).name in PYTHON_NAMES:
+def _tox_pytest(runner: Runner) -> Command | None:
+    """The first of a tox env's commands that runs pytest, as the tester's test command."""
+    for argv in runner.commands:
+        if pytest_command.args(argv) is not None:
+            return Command(
+                kind="test",
+                argv=argv,
+                source=f"tox env {runner.name} commands",
+                exists=True,
+                tool="pytest",
+            )
+    return None
+
+
+def _other(
+    command: Command, workdir: Path, timeout: float, env: Env, *, tox: bool = False
+) -> SkillOutcome:
+    """A suite that is not pytest's: its exit code is the result. ``tox``: the tox env's own
+    commands, run by tox as declared (unittest, a script, ...)."""
+    if tox and env.runner is not None:
+        argv = env.runner.own_commands()
+        command = Command(
+            kind="test",
+            argv=("tox", "run", "-e", env.runner.name),
+            source=f"tox env {env.runner.name} commands: "
+            + "; ".join(shlex.join(a) for a in env.runner.commands),
+            exists=True,
+        )
+        env_writable = env.writable
+    else:
+        env_writable = ()
+        argv = resolve_argv(command.argv)
+    if not tox and env.python is not None and Path(command.argv[0]).name in PYTHON_NAMES:
         argv[0] = str(env.python)  # `python -m X` runs in the repository's env when it has one
-    res = util.run(argv, cwd=workdir, timeout=timeout, env=_env(env), sandbox=Policy())
+    res = util.run(
+        argv, cwd=workdir, timeout=timeout, env=_env(env), sandbox=Policy(writable=env_writable)
+    )
     if res.not_found:
         return _blocked(f"{command.argv[0]} was not found ({_label(command)})", ran=False)
     if res.timed_out:
@@ -347,14 +385,15 @@ def _other(command: Command, workdir: Path, timeout: float, env: Env) -> SkillOu
         per_test=False,
         inventory=records.inventory(runner, _environment(env)),
     )
+    summary = _unittest_summary(res.stdout + "\n" + res.stderr)
+    counted = f"; {summary}" if summary else " (no per-test counts from this runner)"
     if res.returncode == 0:
         return SkillOutcome(
             skill=SKILL,
             status="PASSED",
             reason=reason,
             evidence=suite,
-            notes=f"{command.display()} exited 0 (no per-test counts from this "
-            "runner)" + _env_note(env),
+            notes=f"{command.display()} exited 0{counted}" + _env_note(env),
         )
     finding = Finding(
         title=f"Test command failed: {command.display()}",
@@ -369,8 +408,23 @@ def _other(command: Command, workdir: Path, timeout: float, env: Env) -> SkillOu
         reason=reason,
         findings=(finding,),
         evidence=suite,
-        notes=f"{command.display()} exited {res.returncode} (no per-test counts from this runner)",
+        notes=f"{command.display()} exited {res.returncode}{counted}" + _env_note(env),
     )
+
+
+_UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in [\d.]+s\s*$", re.MULTILINE)
+_UNITTEST_END = re.compile(r"^(OK|FAILED|NO TESTS RAN)(?: \(([^)]*)\))?\s*$", re.MULTILINE)
+
+
+def _unittest_summary(text: str) -> str | None:
+    """unittest's own last summary, in its words ("Ran 929 tests: OK (skipped=3)"): the counts
+    a suite run by ``python -m unittest`` gives, when it gives them."""
+    ran = _UNITTEST_RAN.findall(text)
+    end = _UNITTEST_END.findall(text)
+    if not ran or not end:
+        return None
+    word, detail = end[-1]
+    return f"unittest: Ran {ran[-1]} tests, {word}" + (f" ({detail})" if detail else "")
 
 
 def _label(command: Command) -> str:

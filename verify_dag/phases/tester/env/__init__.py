@@ -120,6 +120,22 @@ def runtime(workdir: Path, toolchain: Toolchain, cache_dir: Path | None = None) 
         yield layer(env, workdir, Path(tmp) / "run-env")
 
 
+@contextlib.contextmanager
+def interpreter(
+    workdir: Path, toolchain: Toolchain, cache_dir: Path | None = None
+) -> Iterator[Path | None]:
+    """The interpreter of the env the suite runs in, for the static tools of the same checkout
+    (mypy resolves the project's imports with it; a ruff or mypy the env installed is the
+    version the project pins), for the duration of the block. None when the project declares
+    nothing to install or its env cannot be built: the tester reports why, the static tools
+    then run on verify-dag's own. Built once: the tester reuses the cached env."""
+    if not toolchain.of("lint") and not toolchain.of("typecheck"):
+        yield None
+        return
+    with runtime(workdir, toolchain, cache_dir) as env:
+        yield env.python if env.error is None else None
+
+
 def layer(env: Env, workdir: Path, dest: Path, timeout: float = 900) -> Env:
     """A per-run venv over the cached ``env`` with the project installed editable from
     ``workdir``. The cached env's site-packages is added with ``site.addsitedir`` from a .pth

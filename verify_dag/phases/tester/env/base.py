@@ -29,6 +29,11 @@ class Runner:
     name: str
     work_dir: Path
     variables: tuple[tuple[str, str], ...] = ()  # what tox itself needs in its environment
+    commands: tuple[tuple[str, ...], ...] = ()  # the env's own `commands`, as tox resolved them
+
+    def own_commands(self) -> list[str]:
+        """The env's declared commands, run by tox as its maintainers run them."""
+        return [*self.tox, "--skip-pkg-install"]
 
     def command(self, argv: Sequence[str]) -> list[str]:
         # tox substitutes {...} in every value, overrides too: a literal brace is escaped.

@@ -21,6 +21,7 @@ import contextlib
 import hashlib
 import os
 import re
+import shlex
 import sys
 import time
 import tomllib
@@ -249,6 +250,7 @@ def build(workdir: Path, cache: Path, tox_dir: Path, choice: Choice, deadline: f
         path_dirs=(bin_dir,),
         notes=choice.notes,
         runner=Runner(
+            commands=_argvs(choice.env.commands),
             tox=tuple(base),
             name=name,
             work_dir=tox_dir,
@@ -258,6 +260,21 @@ def build(workdir: Path, cache: Path, tox_dir: Path, choice: Choice, deadline: f
         ),
         writable=(tox_dir,),
     )
+
+
+def _argvs(commands: str) -> tuple[tuple[str, ...], ...]:
+    """``tox config``'s ``commands`` value, one command per line, as argument vectors."""
+    out = []
+    for line in commands.splitlines():
+        try:
+            argv = shlex.split(line.strip())
+        except ValueError:
+            continue
+        if argv[:1] == ["-"]:
+            argv = argv[1:]  # tox's "ignore the exit code" prefix
+        if argv:
+            out.append(tuple(argv))
+    return tuple(out)
 
 
 def _left(deadline: float) -> float:
