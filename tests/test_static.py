@@ -390,6 +390,22 @@ def test_mypy_does_not_run_when_no_changed_file_is_in_its_files(tmp_path: Path) 
     )
 
 
+def test_a_configured_file_the_checkout_lacks_does_not_stop_mypy(tmp_path: Path) -> None:
+    """A release's sdist leaves out the noxfile its mypy `files` names: plain `mypy` would stop
+    at "can't read file", which says nothing about the change."""
+    write(
+        tmp_path,
+        {"pyproject.toml": '[tool.mypy]\nfiles = ["src", "noxfile.py"]\n', "src/a.py": BAD},
+    )
+    out = run(scope_of(modified("src/a.py", 1)), mypy_only(tmp_path), tmp_path)
+    assert out.status == "COMPLETED", out.notes
+    assert [f.rule for f in out.findings] == ["assignment"]
+    assert (
+        out.notes
+        == "mypy (1 finding, mypy's files name what this checkout lacks, left out: noxfile.py)"
+    )
+
+
 def test_mypy_exclude_applies_to_the_changed_files(tmp_path: Path) -> None:
     """Without `files`, the changed files are checked minus what `exclude` drops when mypy
     discovers files (a directory matches with its trailing slash)."""
@@ -417,6 +433,7 @@ def test_mypy_selection_reads_configuration_as_mypy_does(tmp_path: Path) -> None
             ),
             "pyproject.toml": '[tool.mypy]\nfiles = ["tests"]\n',
             "src/a.py": "",
+            "tests/t.py": "",
         },
     )
     files = ["src/a.py", "src/b_old.py", "src/x/vendor/v.py", "src/.hidden/h.py", "src/r.txt"]

@@ -5,9 +5,9 @@ The text format is used rather than `--output json`: JSON only exists since mypy
 stable for years. Exit codes: 0 clean, 1 errors reported, 2 crash, bad usage or a blocking error
 (a syntax error stops type checking, but is still printed in the same format).
 
-What is checked is the project's choice (:mod:`~verify_dag.tools.mypy_config`): with configured
-targets mypy gets no file arguments; otherwise the changed files go in an argument file, which
-mypy's command line reads (`@file`, one argument a line), so no change is too large to check.
+What is checked is the project's choice (:mod:`~verify_dag.tools.mypy_config`): its configured
+targets, or else the changed files. File names go in an argument file, which mypy's command line
+reads (`@file`, one argument a line), so no change is too large to check.
 """
 
 from __future__ import annotations
@@ -55,14 +55,22 @@ def argv(inv: Invocation) -> list[str] | None:
     if inv.python is not None:
         # Imports resolve against the project's installed dependencies, not verify-dag's.
         out.append(f"--python-executable={inv.python}")
-    if mypy_config.read(inv.workdir).targets:
-        return out  # the project's own invocation: mypy checks what its configuration names
+    config = mypy_config.read(inv.workdir)
+    if config.files:
+        # The project's own targets; none of them here: plain `mypy` fails and says why.
+        files = [p or "." for p in mypy_config.configured(config, inv.workdir)[0]]
+        if not files:
+            return out
+    elif config.targets:
+        return out  # packages or modules: the project's own invocation is plain `mypy`
+    else:
+        files = list(inv.files)
     listing = inv.scratch / "mypy-files.txt"
     # One argument a line; a line starting with "@" would name another argument file, and
     # "./" keeps it a path. A name holding a newline cannot be written so: it goes as it is.
-    lines = [f"./{p}" if p.startswith("@") else p for p in inv.files if "\n" not in p]
+    lines = [f"./{p}" if p.startswith("@") else p for p in files if "\n" not in p]
     listing.write_text("".join(f"{p}\n" for p in lines), encoding="utf-8")
-    return [*out, "--", f"@{listing}", *(p for p in inv.files if "\n" in p)]
+    return [*out, "--", f"@{listing}", *(p for p in files if "\n" in p)]
 
 
 def parse(stdout: str, stderr: str, workdir: Path) -> list[RawFinding]:

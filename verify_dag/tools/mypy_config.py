@@ -1,11 +1,13 @@
 """Which changed files the project's mypy configuration makes mypy's business.
 
-mypy itself decides what it checks: when the configuration names its targets (``files``,
-``packages``, ``modules``), mypy runs with no file arguments, as the project runs it, and its
-findings are filtered to the changed lines afterwards. What is read here only decides whether
-mypy runs at all (no changed file inside its ``files``: it does not) and which changed files the
-report names as left out; without configured targets the changed files are passed to mypy, minus
-those its ``exclude`` would skip when it discovers files, as ``mypy .`` would.
+mypy itself decides what it checks: when the configuration names its targets, mypy checks them
+as the project runs it (``packages`` and ``modules``: no file arguments; ``files``: its entries,
+globs expanded, as arguments, which mypy treats exactly as its configured ``files``, minus any
+entry this checkout lacks), and its findings are filtered to the changed lines afterwards. What
+is read here otherwise decides whether mypy runs at all (no changed file inside its ``files``: it
+does not) and which changed files the report names as left out; without configured targets the
+changed files are passed to mypy, minus those its ``exclude`` would skip when it discovers
+files, as ``mypy .`` would.
 
 The configuration is found as mypy finds it (the first of mypy.ini, .mypy.ini, pyproject.toml
 with ``[tool.mypy]``, setup.cfg with ``[mypy]``), and read with mypy's rules: comma-separated or
@@ -65,15 +67,32 @@ def select(workdir: Path, files: Sequence[str]) -> tuple[list[str], str]:
     config = read(workdir)
     if config.targets and not config.files:
         return list(files), ""  # packages or modules: mypy resolves them, nothing to narrow
+    absent: list[str] = []
     if config.files:
-        entries = _expand(config.files, workdir)
+        entries, absent = configured(config, workdir)
         inside = [p for p in files if any(_found(p, e, config.exclude) for e in entries)]
         why = f"outside mypy's files ({', '.join(config.files)}, {config.source})"
     else:
         inside = [p for p in files if _found(p, "", config.exclude)]
         why = f"excluded by mypy's exclude ({config.source})"
     left = len(files) - len(inside)
-    return inside, f"{left} changed file(s) {why} not checked" if left else ""
+    remarks = [f"{left} changed file(s) {why} not checked" if left else ""]
+    if absent and inside:
+        remarks.append(f"mypy's files name what this checkout lacks, left out: {', '.join(absent)}")
+    return inside, "; ".join(r for r in remarks if r)
+
+
+def configured(config: Config, workdir: Path) -> tuple[list[str], list[str]]:
+    """``files`` as the paths mypy gets (globs expanded), and the entries that name nothing.
+
+    mypy treats its configured ``files`` exactly as file arguments, so these are passed as
+    such. What names nothing here is left out: a file the released sources do not ship (a
+    noxfile named in ``files`` but absent from an sdist) would stop mypy before it checks
+    anything, which says nothing about the change.
+    """
+    paths = _expand(config.files, workdir)
+    found = [p for p in paths if (workdir / p).exists()]
+    return found, [p or "." for p in paths if p not in found]
 
 
 def _section(path: Path) -> dict[str, Any] | None:
