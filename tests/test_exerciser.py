@@ -422,3 +422,34 @@ def test_findings_as_the_real_phases_report_them(scenario: Repo) -> None:
     assert statuses["ruff F841"] == "NOT_APPLICABLE"  # ruff again on the same code proves nothing
     assert statuses["Test failed"] == "CONFIRMED"
     assert out.status == "BLOCKED" and out.notes.startswith("NO_EXERCISE_STRATEGY")
+
+
+def test_a_failing_test_re_runs_through_tox_as_the_tester_ran_it(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The failure depends on tox's set_env: re-run outside tox it would pass, and the exerciser
+    would call a real failure NOT_REPRODUCED."""
+    monkeypatch.setenv("VERIFY_DAG_CACHE", str(tmp_path / "cache"))
+    repo.write(
+        "tox.ini",
+        "[tox]\nenvlist = py\nskipsdist = true\n\n[testenv]\nskip_install = true\n"
+        "deps = pytest\nset_env =\n    FROM_TOX = yes\ncommands = pytest {posargs}\n",
+    )
+    repo.write(
+        "tests/test_env.py",
+        "import os\n\n\ndef test_only_under_tox():\n"
+        "    assert os.environ.get('FROM_TOX') != 'yes'\n",
+    )
+    sha = repo.commit("a test that fails in the tox env")
+    nodeid = "tests/test_env.py::test_only_under_tox"
+    tests = SkillOutcome(
+        skill="tester",
+        status="FAILED",
+        findings=(
+            _finding(f"Test failed: {nodeid}", "tests/test_env.py", 4, "tester", nodeid=nodeid),
+        ),
+    )
+    out = exerciser.run(state_for(repo, sha, outcomes=(tests,)))
+    (verified,) = out.verifications
+    assert verified.status == "CONFIRMED", verified.evidence
+    assert "1 failed" in verified.evidence

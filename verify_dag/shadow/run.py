@@ -93,6 +93,7 @@ def verify(job: ShadowJob, dispatch: Dispatch) -> ClaimVerdict:
                 surface = dataclasses.replace(
                     surface,
                     python=str(tenv.python),
+                    runner=tenv.runner,
                     env=testenv.suite_env(tenv, {"PYTHONDONTWRITEBYTECODE": "1"}),
                 )
             return verifiers.verify(claim, surface, budget, round=dispatch.round)

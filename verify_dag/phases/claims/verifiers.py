@@ -16,6 +16,7 @@ the guards need.
 from __future__ import annotations
 
 import math
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from verify_dag.phases.claims.anchors import (
 )
 from verify_dag.phases.claims.budget import Budget, BudgetExhausted
 from verify_dag.phases.claims.models import Claim, ClaimVerdict
+from verify_dag.phases.tester.env.base import Runner
 from verify_dag.sandbox import Policy
 from verify_dag.tools import runner
 from verify_dag.tools.base import ToolSpec
@@ -49,6 +51,9 @@ class Surface(Where):
     workdir: Path | None = None  # a checkout of the commit (static and test claims)
     env: dict[str, str] = field(default_factory=util.scrubbed_env)
     python: str = sys.executable  # the tests' interpreter (a provisioned venv's, when any)
+    # Set when tox built the tests' env: a test re-runs through tox, with the env's set_env and
+    # commands_pre, as the tester ran it.
+    runner: Runner | None = None
     toolchain: Toolchain | None = None  # to find analysers that are not in tools.REGISTRY
     tool_cap: float = math.inf  # a caller's own per-command limits; the budget bounds them too
     test_cap: float = math.inf
@@ -217,6 +222,9 @@ def _static(claim: Claim, anchor: Anchor, s: Surface, budget: Budget) -> ClaimVe
     )
 
 
+_PYTEST_SUMMARY = re.compile(r"\b(?:passed|failed|errors?|skipped|no tests ran)\b.* in [\d.]+s")
+
+
 def _test(claim: Claim, s: Surface, budget: Budget) -> ClaimVerdict:
     nodeid = claim.nodeid or ""
     cached = s.memo.get(("test", nodeid))
@@ -235,13 +243,20 @@ def _test(claim: Claim, s: Surface, budget: Budget) -> ClaimVerdict:
         nodeid,
     ]
     timeout = budget.limit(s.test_cap)
-    res = util.run(argv, cwd=s.workdir, timeout=timeout, env=s.env, sandbox=Policy())
+    writable: tuple[Path, ...] = ()
+    if s.runner is not None:
+        argv, writable = s.runner.command(argv), (s.runner.work_dir,)
+    res = util.run(
+        argv, cwd=s.workdir, timeout=timeout, env=s.env, sandbox=Policy(writable=writable)
+    )
     shown = f"`python -m pytest -q -p no:cacheprovider {nodeid}`"
     if res.timed_out:
         budget.cut(timeout, s.test_cap, shown)
         return unverifiable(claim, s, f"{shown} timed out after {timeout:g}s", method="test")
     lines = [ln for ln in res.stdout.splitlines() if ln.strip()]
-    summary = lines[-1].strip() if lines else gates.excerpt(res.stderr, 160)
+    # pytest's own summary line: the last line, unless tox printed its own after it.
+    ends = [ln for ln in lines if _PYTEST_SUMMARY.search(ln)] or lines
+    summary = ends[-1].strip() if ends else gates.excerpt(res.stderr, 160)
     error = next((ln.strip() for ln in lines if ln.startswith("E ")), "")
     path = nodeid.split("::", 1)[0]
     common = {

@@ -69,7 +69,7 @@ def _run(state: RunState) -> SkillOutcome:
         with testenv.runtime(wt, state.toolchain or Toolchain()) as tenv:
             if tenv.error is None and tenv.python is not None:
                 test_env = testenv.suite_env(tenv, {"PYTHONDONTWRITEBYTECODE": "1"})
-                verified, vnote = verify_issues(state, wt, test_env, str(tenv.python))
+                verified, vnote = verify_issues(state, wt, test_env, str(tenv.python), tenv.runner)
             else:
                 verified, vnote = verify_issues(state, wt, env)
         ex = sandboxed.exercise(eng, wt, env, state.request.completion)

@@ -27,6 +27,7 @@ from verify_dag.phases.claims import phrasing, verifiers
 from verify_dag.phases.claims.budget import Budget
 from verify_dag.phases.claims.models import ClaimVerdict
 from verify_dag.phases.exerciser.exercise import SKILL
+from verify_dag.phases.tester.env.base import Runner
 
 MAX_ATTEMPTS = 30  # reported issues tried per run; the rest are named in the notes
 VERIFY_BUDGET = 900.0  # seconds for all reproduction attempts together
@@ -43,7 +44,11 @@ _SAME_TOOL = (
 
 
 def verify_issues(
-    state: RunState, wt: Path, env: dict[str, str], python: str = sys.executable
+    state: RunState,
+    wt: Path,
+    env: dict[str, str],
+    python: str = sys.executable,
+    runner: Runner | None = None,
 ) -> tuple[list[Verification], str]:
     """Try each reported issue once, deterministically; returns the entries and a summary."""
     seen: dict[tuple[str | None, int | None, str], Finding] = {}
@@ -66,6 +71,7 @@ def verify_issues(
         workdir=wt,
         env=env,
         python=python,
+        runner=runner,
         toolchain=state.toolchain,
         tool_cap=min(request.tool_timeout, TOOL_CAP),
         test_cap=min(request.test_timeout, TEST_CAP),
