@@ -18,7 +18,7 @@ from verify_dag.models.findings import Finding, SkillOutcome
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.phases.static import baseline
-from verify_dag.tools import runner
+from verify_dag.tools import pinned, runner
 from verify_dag.tools.base import RawFinding
 
 SKILL = "static-analysis"
@@ -42,6 +42,7 @@ def run(
         if f.status != "deleted" and not f.binary and (workdir / f.path).is_file()
     ]
     findings: list[Finding] = []
+    pins = pinned.read(workdir)
     # (tool, its findings' slice of `findings`, dropped-lines remark, failure); notes are
     # written once the baseline has classified the findings.
     runs: list[tuple[str, slice, str, str | None]] = []
@@ -59,6 +60,9 @@ def run(
         kept, outside = _in_scope(result.raw, scope)
         if spec.settle is not None:
             kept = spec.settle(kept, result.raw, workdir)
+        kept, unhooked = _hooked(kept, pins.get(spec.name))
+        if unhooked:
+            remark = ", ".join(x for x in (remark, unhooked) if x)
         start = len(findings)
         findings.extend(runner.finding(spec, command, r, SKILL) for r in kept)
         dropped = ", ".join(
@@ -117,6 +121,17 @@ def _note(name: str, found: list[Finding], dropped: str, failure: str | None) ->
         parts += [f"{counts[None]} not classified"] if counts[None] else []
         detail, sep = f"{detail}: {', '.join(parts)}", "; "
     return f"{name} ({detail}{sep + dropped if dropped else ''})"
+
+
+def _hooked(raw: list[RawFinding], pin: pinned.Pin | None) -> tuple[list[RawFinding], str]:
+    """The findings in files the project's pre-commit hook for the tool is handed (its
+    ``files`` and ``exclude``): where the project runs the tool through pre-commit, a file
+    the hook never sees is not checked by it. Also (kept, remark on what was left out)."""
+    if pin is None:
+        return raw, ""
+    kept = [r for r in raw if pin.applies(r.path)]
+    gone = len(raw) - len(kept)
+    return kept, (f"{gone} in files its pre-commit hook excludes not reported" if gone else "")
 
 
 def _skip(reason: str) -> SkillOutcome:

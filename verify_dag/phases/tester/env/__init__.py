@@ -43,10 +43,12 @@ from verify_dag.paths import cache_root
 from verify_dag.phases.tester.env import nox as testenv_nox
 from verify_dag.phases.tester.env import npm as testenv_npm
 from verify_dag.phases.tester.env import plan as testenv_plan
+from verify_dag.phases.tester.env import tools as testenv_tools
 from verify_dag.phases.tester.env import tox as testenv_tox
 from verify_dag.phases.tester.env.base import MARKER, PY_LEAKS, Env, clean, pip_env, tail, uv_bin
 from verify_dag.phases.tester.env.plan import SKIP, Plan
 from verify_dag.sandbox import Policy
+from verify_dag.tools import pinned
 
 # The build's copy keeps .git: a version derived from git tags (setuptools-scm, hatch-vcs,
 # versioneer) is read from it while the project's metadata is generated.
@@ -132,8 +134,24 @@ def interpreter(
     if not toolchain.of("lint") and not toolchain.of("typecheck"):
         yield None
         return
-    with runtime(workdir, toolchain, cache_dir) as env:
-        yield env.python if env.error is None else None
+    root = cache_dir if cache_dir is not None else cache_root()
+    with runtime(workdir, toolchain, root) as env:
+        project = env.python if env.error is None else None
+        pins = pinned.read(workdir)
+        if not pins:
+            yield project
+            return
+        built = testenv_tools.build(list(pins.values()), _cached_python(env), root)
+        yield built.python or project
+
+
+def _cached_python(env: Env) -> Path | None:
+    """The interpreter of the cached env, not of a per-run layer over it (:func:`layer` puts
+    its own bin first on the path): a tools venv over it outlives this run."""
+    if env.error is not None or env.python is None or not env.path_dirs:
+        return None
+    python = env.path_dirs[-1] / "python"
+    return python if python.exists() else None
 
 
 def layer(env: Env, workdir: Path, dest: Path, timeout: float = 900) -> Env:

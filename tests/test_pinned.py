@@ -1,0 +1,103 @@
+"""Linters at the versions a project's pre-commit config pins, on the files its hooks are handed:
+the config read, the pinned versions really installed by uv, and static findings filtered."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from conftest import write
+
+from verify_dag.models.scope import FileChange, Scope
+from verify_dag.models.toolchain import Toolchain
+from verify_dag.phases import static
+from verify_dag.phases.tester.env import tools as testenv_tools
+from verify_dag.phases.triage import discover
+from verify_dag.tools import pinned
+
+CONFIG = """\
+files: ^(src|tests)/
+repos:
+  - repo: https://github.com/astral-sh/ruff-pre-commit
+    rev: v0.6.9
+    hooks:
+      - id: ruff
+        args: [--fix]
+      - id: ruff-format
+  - repo: https://github.com/pre-commit/mirrors-mypy
+    rev: 'v1.11.2'
+    hooks:
+      - id: mypy
+        files: ^src/
+        exclude: ^src/generated/
+        additional_dependencies: [iniconfig==2.0.0]
+  - repo: https://github.com/PyCQA/autoflake
+    rev: v2.3.1
+    hooks:
+      - id: autoflake
+"""
+
+
+def test_the_pins_and_where_each_hook_applies(tmp_path: Path) -> None:
+    write(tmp_path, {".pre-commit-config.yaml": CONFIG})
+    pins = pinned.read(tmp_path)
+    assert sorted(pins) == ["mypy", "ruff"]  # autoflake is no PyPI mirror of ours
+    assert pins["ruff"].requirement == "ruff==0.6.9"
+    assert (pins["mypy"].requirement, pins["mypy"].extra) == ("mypy==1.11.2", ("iniconfig==2.0.0",))
+    mypy = pins["mypy"]
+    assert mypy.applies("src/pkg/mod.py")
+    assert not mypy.applies("tests/test_mod.py")  # the hook's files
+    assert not mypy.applies("src/generated/out.py")  # the hook's exclude
+    assert not pins["ruff"].applies("docs/conf.py")  # the config's top-level files
+    assert pins["ruff"].applies("tests/test_mod.py")
+
+
+def test_unreadable_or_absent_configs_pin_nothing(tmp_path: Path) -> None:
+    assert pinned.read(tmp_path) == {}
+    write(tmp_path, {".pre-commit-config.yaml": "repos: [\n"})
+    assert pinned.read(tmp_path) == {}
+
+
+def test_the_pinned_versions_are_installed_over_the_projects_env(tmp_path: Path) -> None:
+    write(tmp_path / "repo", {".pre-commit-config.yaml": CONFIG})
+    pins = list(pinned.read(tmp_path / "repo").values())
+    built = testenv_tools.build(pins, None, tmp_path / "cache")
+    assert built.error is None and built.python is not None, built.error
+    versions = (
+        subprocess.run(
+            [str(built.python), "-m", "ruff", "--version"], capture_output=True, text=True
+        ).stdout
+        + subprocess.run(
+            [str(built.python), "-m", "mypy", "--version"], capture_output=True, text=True
+        ).stdout
+    )
+    assert "ruff 0.6.9" in versions and "mypy 1.11.2" in versions, versions
+    again = testenv_tools.build(pins, None, tmp_path / "cache")
+    assert again.python == built.python  # cached by what it holds
+
+
+def test_findings_in_files_the_hook_excludes_are_not_reported(tmp_path: Path) -> None:
+    bad = 'x: int = "changed"\n'
+    write(
+        tmp_path,
+        {
+            ".pre-commit-config.yaml": CONFIG,
+            "pyproject.toml": "[tool.mypy]\nstrict = true\n",
+            "src/pkg/__init__.py": bad,
+            "tests/test_pkg.py": bad,
+        },
+    )
+    toolchain = Toolchain(
+        commands=tuple(c for c in discover(tmp_path).commands if c.tool == "mypy")
+    )
+    scope = Scope(
+        mode="branch",
+        new_commit="0" * 40,
+        included=(
+            FileChange(path="src/pkg/__init__.py", status="added"),
+            FileChange(path="tests/test_pkg.py", status="added"),
+        ),
+    )
+    out = static.run(scope, toolchain, tmp_path, 120)
+    assert [f.location.path for f in out.findings if f.location] == ["src/pkg/__init__.py"]
+    assert "1 in files its pre-commit hook excludes not reported" in out.notes, out.notes
