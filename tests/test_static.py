@@ -598,6 +598,13 @@ def test_consequences_alone_anchor_the_missing_dependency_finding(tmp_path: Path
         ("I001", (2, "style")),
         ("E501", (2, "style")),
         ("E711", (3, "style")),
+        ("S101", (4, "security")),
+        ("SIM201", (3, "style")),  # flake8-simplify, not bandit's S
+        ("FBT001", (3, "style")),  # flake8-boolean-trap, not pyflakes
+        ("INP001", (3, "style")),
+        ("DTZ005", (3, "style")),
+        ("BLE001", (3, "style")),
+        ("PLE0101", (5, "correctness")),
     ],
 )
 def test_ruff_severity_follows_the_rule(code: str, expected: tuple[int, str]) -> None:

@@ -77,7 +77,8 @@ def parse(stdout: str, stderr: str, workdir: Path) -> list[RawFinding]:
 _CORRECT: IssueClass = "correctness"
 _STYLE: IssueClass = "style"
 
-# The severity table: a rule code's longest matching prefix decides ("" matches every code).
+# The severity table: a rule code's longest matching prefix decides ("" matches every code; a
+# prefix of letters only matches that whole linter name).
 # 7 is code that fails when it runs (it does not compile, a name is not defined, a format call
 # raises); 5 a probable bug; 2-3 style, upgrades and completeness, which never fail at run time.
 RULES: dict[str, Rating] = {
@@ -106,7 +107,16 @@ RULES: dict[str, Rating] = {
 def rating(code: str | None) -> Rating:
     """The table row of ``code``: its longest matching prefix."""
     code = code or "invalid-syntax"
-    return RULES[max((p for p in RULES if code.startswith(p)), key=len)]
+    return RULES[max((p for p in RULES if _matches(p, code)), key=len)]
+
+
+def _matches(prefix: str, code: str) -> bool:
+    """A prefix of letters is a whole linter's name: "S" is bandit (S101), not flake8-simplify
+    (SIM201); "F" is pyflakes, not flake8-boolean-trap (FBT001)."""
+    if not code.startswith(prefix):
+        return False
+    rest = code[len(prefix) :]
+    return not prefix or not rest or prefix[-1].isdigit() or rest[0].isdigit()
 
 
 def rate(f: RawFinding) -> tuple[int, IssueClass]:
