@@ -423,6 +423,32 @@ def test_mypy_exclude_applies_to_the_changed_files(tmp_path: Path) -> None:
     assert "1 changed file(s) excluded by mypy's exclude (setup.cfg) not checked" in out.notes
 
 
+def test_a_source_and_its_stub_changed_together_are_checked_through_the_stub(
+    tmp_path: Path,
+) -> None:
+    """mypy refuses both files of one module on its command line ("Duplicate module"), and its
+    own discovery reads the stub: the stub is checked, the source is named as left out."""
+    write(
+        tmp_path,
+        {
+            "mypy.ini": "[mypy]\n",
+            "src/pkg/__init__.py": "",
+            "src/pkg/v.py": BAD,
+            "src/pkg/v.pyi": "def f() -> int: ...\nx: int = 'stub'\n",
+        },
+    )
+    scope = scope_of(modified("src/pkg/v.py", 1), modified("src/pkg/v.pyi", 2))
+    out = run(scope, mypy_only(tmp_path), tmp_path)
+    assert out.status == "COMPLETED", out.notes
+    assert [(f.location.path, f.rule) for f in out.findings if f.location] == [
+        ("src/pkg/v.pyi", "assignment")
+    ]
+    assert out.notes == (
+        "mypy (1 finding, 1 changed file(s) with a .pyi stub beside them (mypy checks the "
+        "stub) not checked)"
+    )
+
+
 def test_mypy_selection_reads_configuration_as_mypy_does(tmp_path: Path) -> None:
     write(
         tmp_path,

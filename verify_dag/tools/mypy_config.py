@@ -13,7 +13,8 @@ The configuration is found as mypy finds it (the first of mypy.ini, .mypy.ini, p
 with ``[tool.mypy]``, setup.cfg with ``[mypy]``), and read with mypy's rules: comma-separated or
 list entries, globs expanded recursively, directories searched for .py/.pyi files except
 hidden, ``__pycache__``, ``site-packages`` and ``node_modules`` entries and whatever an
-``exclude`` regex finds in the path (``dir/`` for a directory, searched, forward slashes).
+``exclude`` regex finds in the path (``dir/`` for a directory, searched, forward slashes), and a
+module's stub (.pyi) found instead of its source.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import glob
 import os
 import re
 import tomllib
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,18 +70,36 @@ def select(workdir: Path, files: Sequence[str]) -> tuple[list[str], str]:
     if config.targets and not config.files:
         return list(files), ""  # packages or modules: mypy resolves them, nothing to narrow
     absent: list[str] = []
+    entries = [""]
     if config.files:
         entries, absent = configured(config, workdir)
-        inside = [p for p in files if any(_found(p, e, config.exclude) for e in entries)]
-        why = f"outside mypy's files ({', '.join(config.files)}, {config.source})"
-    else:
-        inside = [p for p in files if _found(p, "", config.exclude)]
-        why = f"excluded by mypy's exclude ({config.source})"
-    left = len(files) - len(inside)
-    remarks = [f"{left} changed file(s) {why} not checked" if left else ""]
+    inside: list[str] = []
+    left: Counter[str] = Counter()
+    for path in files:
+        reasons = {_skipped(path, e, config.exclude) for e in entries}
+        # Under an entry but skipped there says more than outside the others.
+        why = min(reasons, key=["", "exclude", "hidden", "outside"].index)
+        # mypy finds the stub of a module before its source (`mypy .`, or a directory in
+        # `files`), and two files of one module on its command line stop it ("Duplicate
+        # module"): a source whose stub is beside it is checked through the stub.
+        if not why and path not in entries and path.endswith(".py"):
+            why = "stub" if (workdir / f"{path}i").is_file() else ""
+        if why:
+            left[why] += 1
+        else:
+            inside.append(path)
+    where = {
+        "outside": f"outside mypy's files ({', '.join(config.files)}, {config.source})",
+        "exclude": f"excluded by mypy's exclude ({config.source})",
+        "hidden": "in directories mypy's discovery skips (hidden, __pycache__, vendored)",
+        "stub": "with a .pyi stub beside them (mypy checks the stub)",
+    }
+    remarks = [
+        f"{left[k]} changed file(s) {text} not checked" for k, text in where.items() if left[k]
+    ]
     if absent and inside:
         remarks.append(f"mypy's files name what this checkout lacks, left out: {', '.join(absent)}")
-    return inside, "; ".join(r for r in remarks if r)
+    return inside, "; ".join(remarks)
 
 
 def configured(config: Config, workdir: Path) -> tuple[list[str], list[str]]:
@@ -146,22 +166,20 @@ def _expand(entries: Sequence[str], workdir: Path) -> list[str]:
     return out
 
 
-def _found(path: str, entry: str, exclude: Sequence[str]) -> bool:
-    """Whether mypy, given ``entry`` ("" is the checkout), checks ``path``."""
+def _skipped(path: str, entry: str, exclude: Sequence[str]) -> str:
+    """ "" when mypy, given ``entry`` ("" is the checkout), checks ``path``; else why not."""
     if path == entry:
-        return True  # a file named explicitly is checked whatever exclude says
-    if entry and not path.startswith(entry + "/"):
-        return False
-    if Path(path).suffix not in PY_SUFFIXES:
-        return False
+        return ""  # a file named explicitly is checked whatever exclude says
+    if (entry and not path.startswith(entry + "/")) or Path(path).suffix not in PY_SUFFIXES:
+        return "outside"
     parts = path[len(entry) + 1 if entry else 0 :].split("/")
     for depth, name in enumerate(parts, 1):
         if name in _SKIPPED_NAMES or name.startswith("."):
-            return False
+            return "hidden"
         sub = "/".join(filter(None, (entry, *parts[:depth])))
         if any(_search(rx, sub + ("/" if depth < len(parts) else "")) for rx in exclude):
-            return False
-    return True
+            return "exclude"
+    return ""
 
 
 def _search(pattern: str, text: str) -> bool:
