@@ -515,14 +515,17 @@ def _venv_with_typed_dependency(root: Path) -> Path:
 
 
 def test_mypy_resolves_imports_in_the_projects_environment(tmp_path: Path) -> None:
-    python = _venv_with_typed_dependency(tmp_path / ".venv")
-    write(tmp_path, {"mypy.ini": "[mypy]\n", "a.py": 'from fakedep import half\nhalf("2")\n'})
+    """The environment lies outside the checkout (as verify-dag's own envs do): the sandbox
+    still shows it to mypy."""
+    python = _venv_with_typed_dependency(tmp_path / "envs" / "project")
+    root = tmp_path / "checkout"
+    write(root, {"mypy.ini": "[mypy]\n", "a.py": 'from fakedep import half\nhalf("2")\n'})
     scope = scope_of(FileChange(path="a.py", status="added"))
-    ours = run(scope, mypy_only(tmp_path), tmp_path)
+    ours = run(scope, mypy_only(root), root)
     assert [(f.rule, f.severity, f.issue_class) for f in ours.findings] == [
         ("import-not-found", 3, "environment")
     ]
-    theirs = static.run(scope, mypy_only(tmp_path), tmp_path, 60, python=python)
+    theirs = static.run(scope, mypy_only(root), root, 60, python=python)
     assert [
         (f.rule, f.severity, f.location.line if f.location else 0) for f in theirs.findings
     ] == [("arg-type", 7, 2)]

@@ -7,6 +7,7 @@ read and rated the same way wherever it is seen.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +46,11 @@ def run(
     imports (mypy) then resolves them there. None keeps verify-dag's own.
     """
     result = ToolRun(spec.name)
+    env = util.scrubbed_env()
+    if python is not None:
+        # Inside the project's environment: its scripts first on PATH, which is also what makes
+        # the sandbox show the environment (read-only) wherever it lives.
+        env["PATH"] = os.pathsep.join(p for p in (str(python.parent), env.get("PATH")) if p)
     # One scratch directory per run, outside the checkout, gone when the run is.
     with tempfile.TemporaryDirectory(prefix="verify-dag-tool-") as tmp:
         scratch = Path(tmp)
@@ -60,7 +66,7 @@ def run(
                 argv,
                 cwd=workdir,
                 timeout=timeout,
-                env=util.scrubbed_env(),
+                env=env,
                 sandbox=Policy(writable=(scratch,)),
             )
             result.detail = _head(res.stderr) or _head(res.stdout)
