@@ -87,8 +87,19 @@ def unpack(archive: Path, into: Path) -> Path:
 
 
 def strip_generated(tree: Path) -> None:
-    """Remove what setuptools-scm would read instead of git (see the module docstring)."""
-    (tree / "PKG-INFO").unlink(missing_ok=True)
+    """Remove what setuptools-scm would read instead of git (see the module docstring).
+
+    Some sdists (hatch's, with an explicit include list) ship their README only inside
+    PKG-INFO, and the build of a checkout reads README.md (hatch-fancy-pypi-readme's
+    fragments): the project's checkout has it, so it is rebuilt from PKG-INFO's body.
+    """
+    pkg_info = tree / "PKG-INFO"
+    if pkg_info.exists() and not list(tree.glob("README*")):
+        text = pkg_info.read_text(encoding="utf-8")
+        headers, _, body = text.partition("\n\n")
+        name = "README.rst" if "text/x-rst" in headers else "README.md"
+        (tree / name).write_text(body, encoding="utf-8")
+    pkg_info.unlink(missing_ok=True)
     for info in list(tree.glob("*.egg-info")) + list(tree.glob("src/*.egg-info")):
         shutil.rmtree(info)
 

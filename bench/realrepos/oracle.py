@@ -93,6 +93,30 @@ def oracle(case: Case, corpus: Path) -> dict[str, object]:
     }
 
 
+# pytest's order of words in its summary line (json.dumps may have sorted them).
+ORDER = (
+    "ran",
+    "failed",
+    "passed",
+    "skipped",
+    "deselected",
+    "xfailed",
+    "xpassed",
+    "warnings",
+    "errors",
+    "error",
+    "subtests failed",
+    "subtests passed",
+    "subtests skipped",
+)
+
+
+def counts_text(counts: dict[str, int]) -> str:
+    rank = {word: i for i, word in enumerate(ORDER)}
+    words = sorted(counts, key=lambda w: rank.get(w, len(ORDER)))
+    return ", ".join(f"{counts[w]} {w}" for w in words)
+
+
 def write_table(results: dict[str, dict[str, object]]) -> None:
     """The oracle's figures into README.md, between its markers."""
     lines = ["| case | command | counts | exit | install | tests |", "|---|---|---|---|---|---|"]
@@ -108,7 +132,7 @@ def write_table(results: dict[str, dict[str, object]]) -> None:
             continue
         counts = r["counts"]
         assert isinstance(counts, dict)
-        text = ", ".join(f"{n} {w}" for w, n in counts.items())
+        text = counts_text(counts)
         lines.append(
             f"| {case.name} | `{r['command']}` | {text} | {r['exit']} "
             f"| {r['install_s']} s | {r['test_s']} s |"
@@ -130,15 +154,16 @@ def main() -> None:
         return
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / "oracle.json"
-    results = json.loads(path.read_text()) if path.exists() else {}
     for case in CASES:
         if args.case and case.name not in args.case:
             continue
         result = oracle(case, args.corpus.resolve())
         print(json.dumps(result), flush=True)
+        # Read again before writing: another run of this script may have added cases meanwhile.
+        results = json.loads(path.read_text()) if path.exists() else {}
         results[case.name] = result
-        path.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
-    write_table(results)
+        path.write_text(json.dumps(results, indent=2) + "\n")
+    write_table(json.loads(path.read_text()))
 
 
 if __name__ == "__main__":

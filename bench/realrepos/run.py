@@ -19,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import oracle
 from cases import CASES, Case
 
 HERE = Path(__file__).resolve().parent
@@ -89,7 +90,7 @@ def row(
     # The end of each severe finding's description: where an installer's or a tool's reason is.
     detail = [f"{i['title']}: ...{i['description'][-400:]}" for i in issues if i["severity"] >= 7]
     stuck = [
-        f"{name} {s['status']}: {s['notes'][:300]}"
+        f"{name} {s['status']}: {s['notes'][:160]}"
         for name, s in skills.items()
         if s["status"] in ("BLOCKED", "NOT_RUN") and _EXPECTED_NOT_RUN not in s["notes"]
     ]
@@ -105,6 +106,7 @@ def row(
         "static_notes": skills.get("static-analysis", {}).get("notes", ""),
         "by_severity": dict(sorted(Counter(i["severity"] for i in issues).items(), reverse=True)),
         "severe": severe,
+        "severe_groups": grouped(issues),
         "severe_detail": detail,
         "stuck": stuck,
         "exit": code,
@@ -112,12 +114,28 @@ def row(
     }
 
 
+def grouped(issues: list[dict[str, Any]]) -> list[str]:
+    """Severity 7+ issues grouped by severity, rule and top directory, largest group first."""
+    groups: Counter[str] = Counter()
+    for i in issues:
+        if i["severity"] < 7:
+            continue
+        rule = i["title"].split(":")[0]
+        where = f" in {i['location']['path'].split('/')[0]}" if i.get("location") else ""
+        base = f" [{i['baseline']}]" if i.get("baseline") else ""
+        groups[f"{i['severity']} {rule}{where}{base}"] += 1
+    top = [f"{n}x {key}" for key, n in groups.most_common(6)]
+    if len(groups) > 6:
+        top.append(f"... {len(groups) - 6} more groups")
+    return top
+
+
 def cell(items: list[str]) -> str:
     return "<br>".join(x.replace("|", "\\|").replace("\n", " ") for x in items) or "-"
 
 
 def counts_text(counts: dict[str, int] | None) -> str:
-    return ", ".join(f"{n} {w}" for w, n in counts.items()) if counts else "-"
+    return oracle.counts_text(counts) if counts else "-"
 
 
 def table(rows: list[dict[str, Any]], label: str, main_rev: str) -> str:
@@ -139,7 +157,8 @@ def table(rows: list[dict[str, Any]], label: str, main_rev: str) -> str:
         sev = ", ".join(f"{n}x{s}" for s, n in r["by_severity"].items()) or "none"
         lines.append(
             f"| {r['case']} | {r['shape']} | {counts_text(r['oracle'])} "
-            f"| {r['tester_status']}: {counts_text(r['tester'])} | {sev} | {cell(r['severe'])} "
+            f"| {r['tester_status']}: {counts_text(r['tester'])} | {sev} "
+            f"| {cell(r['severe_groups'])} "
             f"| {cell(r['stuck'])} | {r['exit']} | {r['wall_s']} s |"
         )
     return "\n".join(lines)
