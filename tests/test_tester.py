@@ -486,7 +486,9 @@ def test_declared_arguments_after_a_double_dash_stay_paths(tmp_path: Path) -> No
     assert out.status == "PASSED", out.findings
     assert out.notes == "1 passed, 0 failed, 0 errors, 0 skipped (pytest junit)"
     assert out.evidence is not None
-    assert out.evidence.command.endswith("-p _verify_dag_outcomes -- tests/test_a.py")
+    assert out.evidence.command.endswith(
+        "-p _verify_dag_outcomes -o timeout=300 -- tests/test_a.py"
+    )
     assert " -q " not in out.evidence.command  # the declared -v stands
 
 

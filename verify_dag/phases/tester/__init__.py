@@ -19,7 +19,6 @@ junit report (junit) and coverage.py's files after the run (coverage_files).
 from __future__ import annotations
 
 import importlib.metadata
-import os
 import re
 import shlex
 import sys
@@ -32,14 +31,31 @@ from verify_dag.models.evidence import SuiteEvidence
 from verify_dag.models.findings import Finding, SkillOutcome
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Command, Toolchain
-from verify_dag.phases.tester import coverage, coverage_files, junit, pytest_command, records
+from verify_dag.phases.tester import (
+    coverage,
+    coverage_files,
+    junit,
+    other,
+    pytest_command,
+    records,
+    skips,
+)
 from verify_dag.phases.tester import env as testenv
 from verify_dag.phases.tester.coverage import CoverageData
-from verify_dag.phases.tester.env.base import Env, Runner, clean
+from verify_dag.phases.tester.env.base import Env, Runner
+from verify_dag.phases.tester.outcome import (
+    SKILL,
+    blocked,
+    env_note,
+    environment,
+    label,
+    suite_env,
+    tail,
+    unprovisioned,
+)
 from verify_dag.sandbox import Policy
-from verify_dag.tools.base import PYTHON_NAMES, module_available, python_tool_argv, resolve_argv
+from verify_dag.tools.base import module_available, python_tool_argv
 
-SKILL = "tester"
 # pytest's documented exit codes other than 0 (all passed) and 1 (some failed).
 _PYTEST_EXIT = {
     2: "test execution was interrupted (collection errors or KeyboardInterrupt)",
@@ -74,18 +90,18 @@ def run_with_coverage(
     pytest-timeout's limit on each test, where pytest-timeout is in the env."""
     command = toolchain.test
     if command is None:
-        return _blocked("no test command was discovered", ran=False), None
+        return blocked("no test command was discovered", ran=False), None
     with (
         testenv.runtime(workdir, toolchain, cache_dir) as env,
         tempfile.TemporaryDirectory(prefix="verify-dag-test-") as tmp,
     ):
         if env.error is not None:
-            return _unprovisioned(env), None
+            return unprovisioned(env), None
         if env.runner is not None and env.runner.commands:
             # tox built the env: what its commands run is the suite its maintainers run.
             found = _tox_pytest(env.runner)
             if found is None:
-                return _other(command, workdir, timeout, env, tox=True), None
+                return other.run(command, workdir, timeout, env, tox=True), None
             command = found
         if command.tool == "pytest":
             return _pytest(
@@ -98,19 +114,7 @@ def run_with_coverage(
                 xml_file,
                 per_test_timeout,
             )
-        return _other(command, workdir, timeout, env), None
-
-
-def _env(env: Env, plugin_dir: Path | None = None) -> dict[str, str]:
-    # No bytecode files: the checkout should hold what was committed, nothing else.
-    out = testenv.suite_env(env, {"PYTHONDONTWRITEBYTECODE": "1"})
-    if plugin_dir is not None:
-        # Only our plugin's directory is added: it holds nothing the suite could import by
-        # accident.
-        out["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(plugin_dir), out.get("PYTHONPATH", "")) if p
-        )
-    return out
+        return other.run(command, workdir, timeout, env), None
 
 
 def _pytest_argv(env: Env, data_file: Path) -> tuple[list[str] | None, str | None]:
@@ -146,7 +150,7 @@ def _pytest(
 ) -> tuple[SkillOutcome, CoverageData | None]:
     base, python = _pytest_argv(env, data_file)
     if base is None:
-        return _blocked("pytest is not installed (not importable, not on PATH)", ran=False), None
+        return blocked("pytest is not installed (not importable, not on PATH)", ran=False), None
     data_file.parent.mkdir(parents=True, exist_ok=True)
     kept, dropped = pytest_command.selection(pytest_command.args(command.argv) or ())
     # The junit report and the coverage data live outside the checkout, so the suite's own files
@@ -177,30 +181,30 @@ def _pytest(
             env.command(argv),
             cwd=workdir,
             timeout=timeout,
-            env=_env(env, plugin_dir),
+            env=suite_env(env, plugin_dir),
             sandbox=Policy(writable=(Path(tmp), data_file.parent, *env.writable)),
         )
         if res.not_found:
-            return _blocked(f"{argv[0]} was not found", ran=False), None
+            return blocked(f"{argv[0]} was not found", ran=False), None
         if res.timed_out:
-            return _blocked(f"the suite timed out after {timeout:g}s", _tail(res)), None
+            return blocked(f"the suite timed out after {timeout:g}s", tail(res)), None
         root = junit.read(report)
         if res.returncode not in (0, 1):
             why = _PYTEST_EXIT.get(res.returncode, "pytest ended abnormally")
             errors = junit.error_messages(root) if root is not None else ""
-            return _blocked(f"pytest exited {res.returncode}: {why}", errors or _tail(res)), None
+            return blocked(f"pytest exited {res.returncode}: {why}", errors or tail(res)), None
         if root is None:
-            return _blocked("pytest wrote no readable junit report", _tail(res)), None
+            return blocked("pytest wrote no readable junit report", tail(res)), None
         shown = _shown(
             argv,
             {str(workdir.resolve()): ".", str(data_file): data_file.name, str(report): report.name},
         )
     measured = None
     if python is not None:
-        coverage_files.combine(python, data_file, workdir, _env(env))
-        measured = coverage.measure(python, data_file, workdir, scope, _env(env))
+        coverage_files.combine(python, data_file, workdir, suite_env(env))
+        measured = coverage.measure(python, data_file, workdir, scope, suite_env(env))
         if xml_file is not None:
-            coverage_files.cobertura(python, data_file, xml_file, workdir, _env(env), scope)
+            coverage_files.cobertura(python, data_file, xml_file, workdir, suite_env(env), scope)
     counts = junit.counts(root)
     findings = [
         junit.failure(tc, scope, SKILL)
@@ -216,15 +220,16 @@ def _pytest(
                 severity=9,
                 issue_class="test-failure",
                 source=SKILL,
-                description=f"pytest exited 1\n{_tail(res)}",
+                description=f"pytest exited 1\n{tail(res)}",
             )
         )
     failed = bool(findings)
+    findings += skips.findings(root, scope, workdir)  # a skipped test is not a pass, nor a failure
     outcome = SkillOutcome(
         skill=SKILL,
         status="FAILED" if failed else "PASSED",
-        notes=counts.notes() + _dropped_note(dropped) + _env_note(env),
-        reason=f"test command discovered: {_label(command)}",
+        notes=counts.notes() + _dropped_note(dropped) + env_note(env),
+        reason=f"test command discovered: {label(command)}",
         findings=tuple(findings),
         evidence=_pytest_evidence(root, workdir, base, env, shown, res.returncode),
     )
@@ -276,12 +281,8 @@ def _pytest_evidence(
         tests=tuple(cases[: records.MAX_TESTS]),
         counts=records.counts(c.outcome for c in cases),
         truncated=len(cases) > records.MAX_TESTS,
-        inventory=records.inventory(f"pytest {version or 'unknown'}", _environment(env)),
+        inventory=records.inventory(f"pytest {version or 'unknown'}", environment(env)),
     )
-
-
-def _environment(env: Env) -> str:
-    return env.source or "verify-dag's own interpreter (nothing declared to install)"
 
 
 def _pytest_version(base: list[str], env: Env) -> str | None:
@@ -295,36 +296,9 @@ def _pytest_version(base: list[str], env: Env) -> str | None:
         argv = [base[0], "-c", "import importlib.metadata as m; print(m.version('pytest'))"]
     else:
         argv = [base[0], "--version"]  # a pytest executable on PATH
-    res = util.run(argv, timeout=30, env=_env(env), sandbox=Policy())
+    res = util.run(argv, timeout=30, env=suite_env(env), sandbox=Policy())
     found = re.search(r"\d+(?:\.\w+)+", res.stdout + res.stderr)
     return found.group(0) if res.returncode == 0 and found else None
-
-
-def _env_note(env: Env) -> str:
-    if not env.source:
-        return ""
-    return f"; env from {env.source}" + (" (cached)" if env.reused else "")
-
-
-def _unprovisioned(env: Env) -> SkillOutcome:
-    reason = "the test environment could not be provisioned"
-    finding = Finding(
-        title="Test environment could not be provisioned",
-        severity=10,
-        source=SKILL,
-        issue_class="environment",
-        description=clean(
-            f"{reason} from {env.source or 'the declared dependencies'}: {env.error}. "
-            "The suite's result is unknown, not passing."
-        )[:4000],
-    )
-    return SkillOutcome(
-        skill=SKILL,
-        status="BLOCKED",
-        notes=f"tests could not run: {reason}",
-        reason=reason,
-        findings=(finding,),
-    )
 
 
 def _tox_pytest(runner: Runner) -> Command | None:
@@ -339,117 +313,3 @@ def _tox_pytest(runner: Runner) -> Command | None:
                 tool="pytest",
             )
     return None
-
-
-def _other(
-    command: Command, workdir: Path, timeout: float, env: Env, *, tox: bool = False
-) -> SkillOutcome:
-    """A suite that is not pytest's: its exit code is the result. ``tox``: the tox env's own
-    commands, run by tox as declared (unittest, a script, ...)."""
-    if tox and env.runner is not None:
-        argv = env.runner.own_commands()
-        command = Command(
-            kind="test",
-            argv=("tox", "run", "-e", env.runner.name),
-            source=f"tox env {env.runner.name} commands: "
-            + "; ".join(shlex.join(a) for a in env.runner.commands),
-            exists=True,
-        )
-        env_writable = env.writable
-    else:
-        env_writable = ()
-        argv = resolve_argv(command.argv)
-    if not tox and env.python is not None and Path(command.argv[0]).name in PYTHON_NAMES:
-        argv[0] = str(env.python)  # `python -m X` runs in the repository's env when it has one
-    res = util.run(
-        argv, cwd=workdir, timeout=timeout, env=_env(env), sandbox=Policy(writable=env_writable)
-    )
-    if res.not_found:
-        return _blocked(f"{command.argv[0]} was not found ({_label(command)})", ran=False)
-    if res.timed_out:
-        return _blocked(f"{command.display()} timed out after {timeout:g}s", _tail(res))
-    if res.returncode in (126, 127):
-        # The shell's "not executable" / "command not found", from inside make or npm.
-        return _blocked(
-            f"{command.display()} exited {res.returncode}: a command it runs is "
-            "missing or not executable",
-            _tail(res),
-        )
-    reason = f"test command discovered: {_label(command)}"
-    runner = Path(command.argv[0]).name
-    suite = SuiteEvidence(
-        runner=runner,
-        runner_version=None,
-        command=command.display(),
-        returncode=res.returncode,
-        per_test=False,
-        inventory=records.inventory(runner, _environment(env)),
-    )
-    summary = _unittest_summary(res.stdout + "\n" + res.stderr)
-    counted = f"; {summary}" if summary else " (no per-test counts from this runner)"
-    if res.returncode == 0:
-        return SkillOutcome(
-            skill=SKILL,
-            status="PASSED",
-            reason=reason,
-            evidence=suite,
-            notes=f"{command.display()} exited 0{counted}" + _env_note(env),
-        )
-    finding = Finding(
-        title=f"Test command failed: {command.display()}",
-        severity=9,
-        source=SKILL,
-        issue_class="test-failure",
-        description=f"exited {res.returncode}\n{_tail(res)}",
-    )
-    return SkillOutcome(
-        skill=SKILL,
-        status="FAILED",
-        reason=reason,
-        findings=(finding,),
-        evidence=suite,
-        notes=f"{command.display()} exited {res.returncode}{counted}" + _env_note(env),
-    )
-
-
-_UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in [\d.]+s\s*$", re.MULTILINE)
-_UNITTEST_END = re.compile(r"^(OK|FAILED|NO TESTS RAN)(?: \(([^)]*)\))?\s*$", re.MULTILINE)
-
-
-def _unittest_summary(text: str) -> str | None:
-    """unittest's own last summary, in its words ("Ran 929 tests: OK (skipped=3)"): the counts
-    a suite run by ``python -m unittest`` gives, when it gives them."""
-    ran = _UNITTEST_RAN.findall(text)
-    end = _UNITTEST_END.findall(text)
-    if not ran or not end:
-        return None
-    word, detail = end[-1]
-    return f"unittest: Ran {ran[-1]} tests, {word}" + (f" ({detail})" if detail else "")
-
-
-def _label(command: Command) -> str:
-    return f"{command.display()} ({command.source})"
-
-
-def _blocked(reason: str, detail: str = "", *, ran: bool = True) -> SkillOutcome:
-    finding = Finding(
-        title="Tests could not run",
-        severity=10,
-        source=SKILL,
-        issue_class="environment",
-        description=f"{reason}. The suite's result is unknown, not passing."
-        + (f"\n{detail}" if detail else ""),
-    )
-    return SkillOutcome(
-        skill=SKILL,
-        status="BLOCKED",
-        notes=f"tests could not run: {reason}",
-        reason=reason,
-        ran=ran,
-        findings=(finding,),
-    )
-
-
-def _tail(res: util.Result, lines: int = 30) -> str:
-    text = "\n".join(t for t in (res.stdout.strip(), res.stderr.strip()) if t)
-    return util.redact("\n".join(text.splitlines()[-lines:]))

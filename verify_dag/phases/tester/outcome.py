@@ -1,0 +1,86 @@
+"""What every tester outcome shares: the shapes of a suite that could not run, and the notes
+and labels both runners (pytest's and any other) put on theirs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from verify_dag import util
+from verify_dag.models.findings import Finding, SkillOutcome
+from verify_dag.models.toolchain import Command
+from verify_dag.phases.tester import env as testenv
+from verify_dag.phases.tester.env.base import Env, clean
+
+SKILL = "tester"
+
+
+def suite_env(env: Env, plugin_dir: Path | None = None) -> dict[str, str]:
+    # No bytecode files: the checkout should hold what was committed, nothing else.
+    out = testenv.suite_env(env, {"PYTHONDONTWRITEBYTECODE": "1"})
+    if plugin_dir is not None:
+        # Only our plugin's directory is added: it holds nothing the suite could import by
+        # accident.
+        out["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(plugin_dir), out.get("PYTHONPATH", "")) if p
+        )
+    return out
+
+
+def environment(env: Env) -> str:
+    return env.source or "verify-dag's own interpreter (nothing declared to install)"
+
+
+def env_note(env: Env) -> str:
+    if not env.source:
+        return ""
+    return f"; env from {env.source}" + (" (cached)" if env.reused else "")
+
+
+def unprovisioned(env: Env) -> SkillOutcome:
+    reason = "the test environment could not be provisioned"
+    finding = Finding(
+        title="Test environment could not be provisioned",
+        severity=10,
+        source=SKILL,
+        issue_class="environment",
+        description=clean(
+            f"{reason} from {env.source or 'the declared dependencies'}: {env.error}. "
+            "The suite's result is unknown, not passing."
+        )[:4000],
+    )
+    return SkillOutcome(
+        skill=SKILL,
+        status="BLOCKED",
+        notes=f"tests could not run: {reason}",
+        reason=reason,
+        findings=(finding,),
+    )
+
+
+def label(command: Command) -> str:
+    return f"{command.display()} ({command.source})"
+
+
+def blocked(reason: str, detail: str = "", *, ran: bool = True) -> SkillOutcome:
+    finding = Finding(
+        title="Tests could not run",
+        severity=10,
+        source=SKILL,
+        issue_class="environment",
+        description=f"{reason}. The suite's result is unknown, not passing."
+        + (f"\n{detail}" if detail else ""),
+    )
+    return SkillOutcome(
+        skill=SKILL,
+        status="BLOCKED",
+        notes=f"tests could not run: {reason}",
+        reason=reason,
+        ran=ran,
+        findings=(finding,),
+    )
+
+
+def tail(res: util.Result, lines: int = 30) -> str:
+    text = "\n".join(t for t in (res.stdout.strip(), res.stderr.strip()) if t)
+    return util.redact("\n".join(text.splitlines()[-lines:]))
