@@ -6,19 +6,17 @@ of the merge base (``old_commit`` for staged/unstaged snapshots), through util.r
 limit and a scrubbed environment, and gets a Diagnosis: PRE_EXISTING yes | no | undetermined,
 COMMAND, EVIDENCE and TOUCHED_BY_DIFF.
 
-Tests. A failing test is re-run alone (under its old path when the diff renamed its file). One
-that does not exist at the base is "no": it cannot have failed there. A test that fails at the
-base is "yes" only when it fails the same way: the exception class named on pytest's crash line
-(``path:line: ExcType``) is the same on both sides (line numbers are not compared: they move
-between commits). When the branch's failure records no class (a repository that sets
-``--tb=short``), the first line of the failure message is compared instead.
+Tests. A failing test is re-run alone (under its old path when the diff renamed its file), in
+the base's own env (through tox when tox builds it). One the base lacks is "no" only when the diff
+adds its definition, else "undetermined". One that fails at the base is "yes" only when it fails
+the same way: the exception class of pytest's crash line (``path:line: ExcType``; line numbers
+move), or without one (``--tb=short``) the first line of the failure message.
 
-Exerciser failures (a gate, an EXERCISE command, the completion criterion) are checked by
-re-running the whole exercise at the base: see :mod:`~verify_dag.phases.debugger.exercise`.
-
-Either way, a failure with a different or unreadable signature at the base is "undetermined",
-never "yes": the change may have turned one failure into another. So is anything that could not
-be run there (no base commit, a checkout or environment that fails, a timeout, a usage error).
+Exerciser failures (a gate, an EXERCISE command, the completion criterion) re-run the whole
+exercise at the base (:mod:`~verify_dag.phases.debugger.exercise`). Either way, a different or
+unreadable signature at the base is "undetermined", never "yes" (the change may have turned one
+failure into another), as is anything that could not run there (no base, a checkout or env that
+fails, a timeout, a usage error).
 """
 
 from __future__ import annotations
@@ -28,7 +26,7 @@ import re
 import shlex
 import time
 from collections.abc import Callable
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from verify_dag import git, skills, util
 from verify_dag.errors import VerifyDagError
@@ -39,13 +37,16 @@ from verify_dag.phases.debugger import exercise as debugger_exercise
 from verify_dag.phases.debugger.signature import (
     PreExisting,
     Signature,
+    defines,
     excerpt,
     touched,
     undetermined,
+    unsafe,
 )
 from verify_dag.phases.exerciser import exercise
 from verify_dag.phases.tester import env as testenv
 from verify_dag.phases.tester import pytest_command
+from verify_dag.phases.tester.env.base import Runner
 from verify_dag.sandbox import Policy
 from verify_dag.tools.base import python_tool_argv
 
@@ -188,7 +189,7 @@ def _diagnose(state: RunState, sigs: list[Signature]) -> list[Diagnosis]:
     argv = pytest_argv()
     todo: list[Signature] = []
     for sig in (s for s in sigs if not s.exercised):
-        why = sig.why_not or _unsafe(sig.key) or no_base
+        why = sig.why_not or unsafe(sig.key) or no_base
         if not why and argv is None:
             why = "pytest is not installed (not importable, not on PATH)"
         if not why and len(todo) >= MAX_RERUNS:
@@ -239,6 +240,7 @@ def _diagnose(state: RunState, sigs: list[Signature]) -> list[Diagnosis]:
                             scoped,
                             renamed,
                             lambda path: git.read_file(repo, head, path),
+                            env.runner,
                         )
                         if left > 1
                         else undetermined(sig, "not re-run: time budget spent", scoped)
@@ -254,20 +256,6 @@ def _diagnose(state: RunState, sigs: list[Signature]) -> list[Diagnosis]:
     return [results[s.key] for s in sigs]
 
 
-def _defines(text: str | None, name: str) -> bool:
-    """Whether a Python source defines a function or method ``name`` at some indentation."""
-    pattern = rf"^[ \t]*(?:async[ \t]+)?def[ \t]+{re.escape(name)}\b"
-    return text is not None and re.search(pattern, text, re.MULTILINE) is not None
-
-
-def _unsafe(nodeid: str) -> str:
-    # Node ids become arguments: one that looks like an option or leaves the worktree is refused.
-    path = PurePosixPath(nodeid.split("::", 1)[0])
-    if nodeid.startswith("-") or path.is_absolute() or ".." in path.parts:
-        return f"refused to re-run {nodeid!r}: not a repository-relative test id"
-    return ""
-
-
 def _rerun(
     argv: list[str],
     env: dict[str, str],
@@ -278,8 +266,10 @@ def _rerun(
     scoped: set[str],
     renamed: dict[str, str],
     at_head: Callable[[str], str | None],
+    runner: Runner | None = None,
 ) -> Diagnosis:
-    """``sig``'s test re-run at the base; ``at_head`` reads a file of the verified commit."""
+    """``sig``'s test re-run at the base; ``at_head`` reads a file of the verified commit.
+    ``runner``: tox built the base's env, and the test runs through tox as the suite did."""
     assert sig.nodeid is not None
     path, sep, rest = sig.nodeid.partition("::")
     old = renamed.get(path)
@@ -287,8 +277,10 @@ def _rerun(
     # --tb=long after the repository's addopts: the crash line `path:line: ExcType` is what the
     # signature is read from, and a repository's --tb=short/line/no would drop it.
     cmd = [*argv, "-q", "-p", "no:cacheprovider", f"--rootdir={wt}", "--tb=long", nodeid]
-    res = util.run(cmd, cwd=wt, timeout=timeout, env=env, sandbox=Policy())
-    command = f"{shlex.join(cmd)}  (cwd: {wt}, a scratch worktree of {base})"
+    run, writable = (runner.command(cmd), (runner.work_dir,)) if runner else (cmd, ())
+    res = util.run(run, cwd=wt, timeout=timeout, env=env, sandbox=Policy(writable=writable))
+    via = f", through tox env {runner.name}" if runner else ""
+    command = f"{shlex.join(cmd)}  (cwd: {wt}, a scratch worktree of {base}{via})"
     output = "\n".join(t for t in (res.stdout.strip(), res.stderr.strip()) if t)
 
     def verdict(pre: PreExisting, why: str) -> Diagnosis:
@@ -313,7 +305,7 @@ def _rerun(
         name = sig.nodeid.split("[", 1)[0].rsplit("::", 1)[-1]
         at_base = wt / (old or path)
         base_text = at_base.read_text(errors="replace") if at_base.is_file() else None
-        if _defines(at_head(path), name) and not _defines(base_text, name):
+        if defines(at_head(path), name) and not defines(base_text, name):
             return verdict(
                 "no",
                 "pytest exited 4: the test does not exist at the merge base, so it "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Literal
 
 from verify_dag import util
@@ -56,3 +57,17 @@ def excerpt(why: str, output: str) -> str:
         # Cut on a line boundary: a half line of a traceback reads as a different message.
         text = "...\n" + text[len(text) - room + 4 :].split("\n", 1)[-1]
     return f"{why}\n{text}"[:EVIDENCE_CAP] if text else why[:EVIDENCE_CAP]
+
+
+def defines(text: str | None, name: str) -> bool:
+    """Whether a Python source defines a function or method ``name`` at some indentation."""
+    pattern = rf"^[ \t]*(?:async[ \t]+)?def[ \t]+{re.escape(name)}\b"
+    return text is not None and re.search(pattern, text, re.MULTILINE) is not None
+
+
+def unsafe(nodeid: str) -> str:
+    # Node ids become arguments: one that looks like an option or leaves the worktree is refused.
+    path = PurePosixPath(nodeid.split("::", 1)[0])
+    if nodeid.startswith("-") or path.is_absolute() or ".." in path.parts:
+        return f"refused to re-run {nodeid!r}: not a repository-relative test id"
+    return ""
