@@ -814,3 +814,26 @@ def test_schemas_are_valid() -> None:
             ]
         }
     )
+
+
+def test_a_missing_dependency_claim_is_not_refuted_by_a_re_run(
+    calc: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """mypy's import-not-found finding sits on whatever changed line its cascade touched: a
+    re-run that finds no import-not-found at that line proves nothing either way."""
+    report = findings_file(
+        tmp_path,
+        [
+            {
+                "id": "dep",
+                "title": 'mypy import-not-found: Cannot find module "missing_lib"',
+                "tool": "mypy",
+                "rule": "import-not-found",
+                "location": {"path": "src/calc.py", "line": 9},
+            }
+        ],
+    )
+    _, doc = shadow(calc, report, "--all", capsys=capsys)
+    dep = by_id(doc)["dep"]
+    assert dep["verdict"] == "UNVERIFIABLE", dep["detail"]
+    assert "lacks a dependency" in dep["detail"]

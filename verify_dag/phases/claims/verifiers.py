@@ -166,6 +166,9 @@ def spec_for(tool: str, s: Surface) -> ToolSpec | None:
     return None
 
 
+_ENVIRONMENT_RULES = frozenset({"import-not-found", "import-untyped"})
+
+
 def _static(claim: Claim, anchor: Anchor, s: Surface, budget: Budget) -> ClaimVerdict:
     tool, rule, path, line = claim.tool or "", claim.rule or "", claim.path or "", anchor.line
     spec = spec_for(tool, s)
@@ -173,11 +176,23 @@ def _static(claim: Claim, anchor: Anchor, s: Surface, budget: Budget) -> ClaimVe
         return unverifiable(
             claim, s, f"{tool} is not an analyser verify-dag can re-run here", method="static"
         )
+    if rule in _ENVIRONMENT_RULES:
+        # One finding for a dependency the analyser could not import, anchored on whatever
+        # changed line it touched: not a fact about that line a re-run could check.
+        return unverifiable(
+            claim,
+            s,
+            f"{tool} {rule} says the environment lacks a dependency; a re-run cannot check that "
+            "against one line",
+            method="static",
+        )
     key = ("static", spec.name, path)
     cached = s.memo.get(key)
     if not isinstance(cached, runner.ToolRun):
         timeout = budget.limit(s.tool_cap)
-        cached = runner.run(spec, [path], s.workdir, timeout)
+        # In the project's env when the surface has one, as the static phase ran it.
+        python = Path(s.python) if s.python != sys.executable else None
+        cached = runner.run(spec, [path], s.workdir, timeout, python)
         if cached.failure is not None and cached.failure.startswith("timed out"):
             budget.cut(timeout, s.tool_cap, f"{tool} on {path}")
         s.memo[key] = cached
