@@ -531,3 +531,40 @@ def test_a_tox_env_that_runs_unittest_runs_as_declared(tmp_path: Path) -> None:
         "tox run -e py exited 0; unittest: Ran 3 tests, OK (skipped=1); env from tox env py"
     ), outcome.notes
     assert data is None
+
+
+def test_poetry_and_pdm_test_groups_are_installed(tmp_path: Path) -> None:
+    """poetry's groups in poetry's own constraint language, read by poetry-core; pdm's legacy
+    dev-dependencies; both become the env's requirements."""
+    poetry = (
+        '[build-system]\nrequires = ["poetry-core>=2"]\n'
+        'build-backend = "poetry.core.masonry.api"\n\n'
+        '[tool.poetry]\nname = "verify-dag-poetry"\nversion = "0.1.0"\ndescription = ""\n'
+        'authors = ["x <x@example.com>"]\npackages = [{include = "vdpoetry"}]\n\n'
+        '[tool.poetry.dependencies]\npython = "^3.9"\n\n'
+        '[tool.poetry.group.test.dependencies]\npytest = "*"\niniconfig = "^2.0"\n'
+    )
+    repo = write(
+        tmp_path / "poetry",
+        {
+            "pyproject.toml": poetry,
+            "vdpoetry/__init__.py": "X = 1\n",
+            "tests/test_p.py": "import iniconfig  # noqa: F401\n\ndef test_p():\n    pass\n",
+        },
+    )
+    plan = testenv_plan.read(repo)
+    assert plan is not None and plan.group_lines == ("pytest", "iniconfig (>=2.0,<3.0)")
+    assert "pyproject.toml [tool.poetry.group.test]" in plan.source
+    outcome, _ = tester.run_with_coverage(
+        whole("tests/test_p.py"), PYTEST, repo, 600, cache_dir=tmp_path / "cache"
+    )
+    assert outcome.status == "PASSED", outcome.findings
+    pdm = write(
+        tmp_path / "pdm",
+        {
+            "pyproject.toml": '[tool.pdm.dev-dependencies]\ntest = ["pytest", "iniconfig>=2", '
+            '"-e file:///${PROJECT_ROOT}/#egg=me"]\n'
+        },
+    )
+    found = testenv_plan.read(pdm)
+    assert found is not None and found.group_lines == ("pytest", "iniconfig>=2")

@@ -260,7 +260,7 @@ def _test(claim: Claim, s: Surface, budget: Budget) -> ClaimVerdict:
     timeout = budget.limit(s.test_cap)
     writable: tuple[Path, ...] = ()
     if s.runner is not None:
-        argv, writable = s.runner.command(argv), (s.runner.work_dir,)
+        argv, writable = s.runner.command(argv), s.runner.writable
     res = util.run(
         argv, cwd=s.workdir, timeout=timeout, env=s.env, sandbox=Policy(writable=writable)
     )

@@ -17,7 +17,9 @@ from verify_dag import tools
 from verify_dag.models.findings import Finding, SkillOutcome
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Command, Toolchain
+from verify_dag.paths import cache_root
 from verify_dag.phases.static import baseline
+from verify_dag.phases.tester.env import tox as testenv_tox
 from verify_dag.tools import pinned, runner
 from verify_dag.tools.base import RawFinding
 
@@ -56,7 +58,11 @@ def run(
                 left_out.append(f"{spec.name}: {remark}")
             continue
         applicable += 1
-        result = runner.run(spec, targets, workdir, timeout, python)
+        tool_python, unprovisioned = _declared_env(command, workdir, python, timeout)
+        if unprovisioned is not None:
+            result = runner.ToolRun(spec.name, failure=unprovisioned)
+        else:
+            result = runner.run(spec, targets, workdir, timeout, tool_python)
         kept, outside = _in_scope(result.raw, scope)
         if spec.settle is not None:
             kept = spec.settle(kept, result.raw, workdir)
@@ -121,6 +127,22 @@ def _note(name: str, found: list[Finding], dropped: str, failure: str | None) ->
         parts += [f"{counts[None]} not classified"] if counts[None] else []
         detail, sep = f"{detail}: {', '.join(parts)}", "; "
     return f"{name} ({detail}{sep + dropped if dropped else ''})"
+
+
+def _declared_env(
+    command: Command, workdir: Path, python: Path | None, timeout: float
+) -> tuple[Path | None, str | None]:
+    """The interpreter whose env runs ``command``, and why it could not be built (None when it
+    was). A tool that is not installed here but that a tox env declares (pyright in a typing
+    env) is provisioned from that declaration by tox; only when that fails is it NOT run,
+    with the installer's reason."""
+    name = testenv_tox.declaring_env(command.source)
+    if command.exists or name is None:
+        return python, None
+    env = testenv_tox.provision(workdir, name, cache_root(), timeout)
+    if env.error is not None:
+        return None, f"tox could not provision env {name} that declares it: {env.error}"
+    return env.python, None
 
 
 def _hooked(raw: list[RawFinding], pin: pinned.Pin | None) -> tuple[list[RawFinding], str]:

@@ -53,6 +53,7 @@ from verify_dag.tools import pinned
 # The build's copy keeps .git: a version derived from git tags (setuptools-scm, hatch-vcs,
 # versioneer) is read from it while the project's metadata is generated.
 _COPY_SKIP = SKIP - {".git"}
+_GROUP_LINES = ".verify-dag-dev-groups.txt"  # pdm's and poetry's test groups, in the build copy
 
 
 def provision(
@@ -258,6 +259,9 @@ def _build(workdir: Path, plan: Plan, env_dir: Path, deadline: float) -> tuple[s
         argv = [*pip, "install", "--report", str(report), "pytest", *testenv_tox.EXTRA_DEPS]
         for req in plan.requirements:
             argv += ["-r", req]
+        if plan.group_lines:
+            (src / _GROUP_LINES).write_text("\n".join(plan.group_lines) + "\n", encoding="utf-8")
+            argv += ["-r", _GROUP_LINES]
         argv += [plan.project] if plan.project else []
         # Build backends and setup.py files run here: sandboxed, with the index but no
         # credentials, writing only the env being built and the scratch copy.

@@ -31,6 +31,12 @@ class Runner:
     variables: tuple[tuple[str, str], ...] = ()  # what tox itself needs in its environment
     commands: tuple[tuple[str, ...], ...] = ()  # the env's own `commands`, as tox resolved them
 
+    @property
+    def writable(self) -> tuple[Path, ...]:
+        """What a run through tox writes: its work directory, and uv's cache beside it under
+        verify-dag's cache (tox-uv's lock runner syncs the env from uv.lock on every run)."""
+        return (self.work_dir, self.work_dir.parent.parent / "uv")
+
     def own_commands(self) -> list[str]:
         """The env's declared commands, run by tox as its maintainers run them."""
         return [*self.tox, "--skip-pkg-install"]

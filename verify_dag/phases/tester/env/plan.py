@@ -45,6 +45,8 @@ class Plan:
     project: str | None  # "." or ".[extra]": the project's own dependencies are wanted
     source: str
     hashed: tuple[str, ...]  # repo-relative files and directories whose bytes make the key
+    # pdm's and poetry's own dev groups, as PEP 508 lines (a requirements file in the build copy)
+    group_lines: tuple[str, ...] = ()
 
 
 def read(workdir: Path) -> Plan | None:
@@ -54,8 +56,6 @@ def read(workdir: Path) -> Plan | None:
     declared, extra, groups = _project(workdir)
     spec = (f".[{extra}]" if extra else ".") if declared else None
     sources = list(reqs) + [f"pyproject.toml [dependency-groups] {g}" for g in groups]
-    if not reqs and not groups and spec is None:
-        return None
     hashed = {p for p in ("pyproject.toml", "setup.py", "setup.cfg") if (workdir / p).is_file()}
     for req in reqs:
         hashed |= {req, *_references(workdir, _lines(workdir / req), os.path.dirname(req))}
@@ -64,7 +64,37 @@ def read(workdir: Path) -> Plan | None:
         spec = None  # `-e .` in a requirements file: the project comes in from there
     elif spec is not None:
         sources.append(f"{declared} {spec}")
-    return Plan(tuple(reqs), groups, spec, ", ".join(sources), tuple(sorted(hashed)))
+    lines, named = _tool_groups(workdir)
+    sources += named
+    if not reqs and not groups and not lines and spec is None:
+        return None
+    return Plan(tuple(reqs), groups, spec, ", ".join(sources), tuple(sorted(hashed)), tuple(lines))
+
+
+def _tool_groups(workdir: Path) -> tuple[list[str], list[str]]:
+    """(requirement lines, where they come from) of the test groups pdm or poetry declare in
+    their own tables. pdm's are PEP 508 already; poetry's constraints (``^8.0``) are poetry's
+    own language, so poetry-core, which defines it, turns them into PEP 508."""
+    pyproject = workdir / "pyproject.toml"
+    if not pyproject.is_file():
+        return [], []
+    tool = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {})
+    lines: list[str] = []
+    named: list[str] = []
+    pdm = tool.get("pdm", {}).get("dev-dependencies", {}) if isinstance(tool, dict) else {}
+    for group in (g for g in _GROUPS if isinstance(pdm, dict) and g in pdm):
+        # `-e file:///${PROJECT_ROOT}/...`: the project itself, which comes in as the project.
+        lines += [str(r) for r in pdm[group] if "${PROJECT_ROOT}" not in str(r)]
+        named.append(f"pyproject.toml [tool.pdm.dev-dependencies] {group}")
+    poetry = tool.get("poetry", {}) if isinstance(tool, dict) else {}
+    if isinstance(poetry, dict) and (poetry.get("group") or poetry.get("dev-dependencies")):
+        from poetry.core.factory import Factory  # imported late: only poetry projects need it
+
+        package = Factory().create_poetry(workdir).package
+        for group in sorted(set(_GROUPS) & package.dependency_group_names()):
+            lines += [d.to_pep_508() for d in package.dependency_group(group).dependencies]
+            named.append(f"pyproject.toml [tool.poetry.group.{group}]")
+    return lines, named
 
 
 def _test_requirements(workdir: Path) -> list[str]:
@@ -132,7 +162,7 @@ def _inside(workdir: Path, path: Path) -> bool:
 def key(workdir: Path, plan: Plan) -> str:
     h = hashlib.sha256(
         f"{RECIPE}\0{sys.version}\0{os.path.realpath(sys.executable)}\0"
-        f"{plan.requirements}\0{plan.groups}\0{plan.project}\0".encode()
+        f"{plan.requirements}\0{plan.groups}\0{plan.group_lines}\0{plan.project}\0".encode()
     )
     for rel in plan.hashed:
         for path in _files(workdir / rel):

@@ -219,12 +219,44 @@ def runtime(workdir: Path, cache: Path, timeout: float = 900) -> Iterator[Env]:
         yield build(workdir, cache, tox_dir, choice, deadline)
 
 
-def build(workdir: Path, cache: Path, tox_dir: Path, choice: Choice, deadline: float) -> Env:
+_SECTION = re.compile(r"\[testenv:([^\]\s]+)\]")
+
+
+def declaring_env(source: str) -> str | None:
+    """The tox env a discovered command came from ("tox.ini [testenv:typing] commands")."""
+    m = _SECTION.search(source) if source.startswith(("tox.ini", "setup.cfg")) else None
+    return m.group(1) if m else None
+
+
+def provision(workdir: Path, name: str, cache: Path, timeout: float = 900) -> Env:
+    """tox env ``name`` of ``workdir``, built by tox from its declaration (deps, dependency
+    groups, extras), for a tool one of its commands runs: the tool at the version the project
+    declares, on that env's PATH. Built under the lock, used after it read-only."""
+    deadline = time.monotonic() + timeout
+    # A work directory of its own: the static phase builds these while it holds the test env's.
+    tox_dir = work_dir(workdir, cache).with_name(work_dir(workdir, cache).name + "-tools")
+    tox_dir.parent.mkdir(parents=True, exist_ok=True)
+    (cache / "uv").mkdir(parents=True, exist_ok=True)
+    with file_lock(tox_dir.with_suffix(".lock"), deadline) as got:
+        if not got:
+            return Env(source="tox", error="timed out waiting for another run using the tox env")
+        tox_dir.mkdir(exist_ok=True)
+        return build(workdir, cache, tox_dir, Choice(ToxEnv(name, "", "")), deadline, extra=())
+
+
+def build(
+    workdir: Path,
+    cache: Path,
+    tox_dir: Path,
+    choice: Choice,
+    deadline: float,
+    extra: tuple[str, ...] = EXTRA_DEPS,
+) -> Env:
     """``tox run --notest``: the env's deps and the package, built and installed by tox."""
     assert choice.env is not None
     name = choice.env.name
     base = [*tox_argv(), "run", "-e", name, "--workdir", str(tox_dir)]
-    for dep in EXTRA_DEPS:
+    for dep in extra:
         base += ["-x", f"testenv:{name}.deps+={dep}"]
     source = f"tox env {name}"
     res = util.run(
@@ -249,6 +281,7 @@ def build(workdir: Path, cache: Path, tox_dir: Path, choice: Choice, deadline: f
         source=source,
         path_dirs=(bin_dir,),
         notes=choice.notes,
+        writable=(tox_dir, cache / "uv"),  # as Runner.writable says
         runner=Runner(
             commands=_argvs(choice.env.commands),
             tox=tuple(base),
@@ -258,7 +291,6 @@ def build(workdir: Path, cache: Path, tox_dir: Path, choice: Choice, deadline: f
                 (k, v) for k, v in tox_env(cache).items() if k.startswith(("UV_", "TOX_", "NO_"))
             ),
         ),
-        writable=(tox_dir,),
     )
 
 
