@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import write
 
 from verify_dag.models.scope import FileChange, Scope
@@ -101,3 +102,29 @@ def test_findings_in_files_the_hook_excludes_are_not_reported(tmp_path: Path) ->
     out = static.run(scope, toolchain, tmp_path, 120)
     assert [f.location.path for f in out.findings if f.location] == ["src/pkg/__init__.py"]
     assert "1 in files its pre-commit hook excludes not reported" in out.notes, out.notes
+
+
+def test_a_linter_a_tox_env_declares_is_provisioned_by_tox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """flake8 is not installed here; the project's tox env `lint` declares it, at a pinned
+    version: tox builds that env and flake8 runs from it, instead of "could not run"."""
+    monkeypatch.setenv("VERIFY_DAG_CACHE", str(tmp_path / "cache"))
+    repo = tmp_path / "repo"
+    write(
+        repo,
+        {
+            "tox.ini": "[tox]\nenvlist = py\n\n[testenv]\ncommands = pytest\n\n"
+            "[testenv:lint]\nskip_install = true\ndeps = flake8==7.1.1\ncommands = flake8 src\n",
+            "src/a.py": "import os\n",
+        },
+    )
+    (flake8,) = [c for c in discover(repo).commands if c.argv[0] == "flake8"]
+    assert not flake8.exists  # the premise: nothing here has flake8
+    scope = Scope(
+        mode="branch", new_commit="0" * 40, included=(FileChange(path="src/a.py", status="added"),)
+    )
+    out = static.run(scope, Toolchain(commands=(flake8,)), repo, 300)
+    titles = [f.title for f in out.findings]
+    assert any("F401" in t for t in titles), (titles, out.notes)
+    assert not any("could not run" in t for t in titles)
