@@ -13,7 +13,7 @@ from verify_dag.models.scope import FileChange, LineRange, Scope
 from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.phases import static
 from verify_dag.phases.triage import discover
-from verify_dag.tools import REGISTRY, generic, mypy, mypy_config, ruff
+from verify_dag.tools import REGISTRY, generic, mypy, mypy_config, ruff, runner
 from verify_dag.tools.base import Discovery, Invocation, RawFinding, ToolSpec
 
 
@@ -695,3 +695,110 @@ def test_no_finding_off_the_changed_lines(tmp_path: Path, mypy_files: str) -> No
     where = sorted((f.tool, f.location.path, f.location.line) for f in out.findings if f.location)
     assert where == [("mypy", "a.py", 2), ("ruff", "a.py", 3)]
     assert all(f.location is not None for f in out.findings)
+
+
+def declared_spec(root: Path, tool: str) -> ToolSpec:
+    """The spec the static phase runs for the tool triage discovered in ``root``."""
+    (command,) = [c for c in discover(root).commands if c.tool == tool]
+    return (mypy if tool == "mypy" else ruff).for_command(command)
+
+
+def test_mypy_checks_the_targets_of_the_projects_own_command_line(tmp_path: Path) -> None:
+    """tox runs `mypy pkg`: a changed test file is not mypy's business, however wrong."""
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": "[tool.mypy]\n",
+            "tox.ini": "[testenv]\ncommands =\n    types: mypy pkg\n",
+            "pkg/a.py": 'x: int = "a"\n',
+            "tests/t.py": 'y: int = "b"\n',
+        },
+    )
+    spec = declared_spec(tmp_path, "mypy")
+    targets, remark = runner.targets(spec, ["pkg/a.py", "tests/t.py"], tmp_path)
+    assert targets == ["pkg/a.py"]
+    assert remark == (
+        "1 changed file(s) outside mypy's targets (pkg, tox.ini [testenv] commands) not checked"
+    )
+    result = runner.run(spec, targets, tmp_path, 120)
+    assert result.failure is None
+    assert [(r.path, r.code) for r in result.raw] == [("pkg/a.py", "assignment")]
+    # Nothing of the change inside its targets: mypy is not run.
+    assert runner.targets(spec, ["tests/t.py"], tmp_path)[0] == []
+
+
+def test_mypy_gets_the_check_options_of_the_projects_command_line(tmp_path: Path) -> None:
+    files = {"pkg/a.py": "def f(x):\n    return x\n"}
+    write(tmp_path / "plain", {**files, "Makefile": "lint:\n\tmypy pkg\n"})
+    write(tmp_path / "strict", {**files, "Makefile": "lint:\n\tmypy --strict pkg --pretty\n"})
+    codes = {}
+    for name in ("plain", "strict"):
+        root = tmp_path / name
+        result = runner.run(declared_spec(root, "mypy"), ["pkg/a.py"], root, 120)
+        assert result.failure is None
+        codes[name] = [r.code for r in result.raw]
+    # --strict is passed on; --pretty is not (the run reads mypy's one-line output).
+    assert codes == {"plain": [], "strict": ["no-untyped-def"]}
+
+
+def test_stubtest_has_mypy_check_its_modules_with_mypy_defaults(tmp_path: Path) -> None:
+    """stubtest builds the modules it names with mypy's defaults (no --mypy-config-file): the
+    project's setup.cfg [mypy] strictness is not what it checks with, and tests are outside."""
+    write(
+        tmp_path,
+        {
+            "Makefile": "check:\n\tstubtest pkg.more\n",
+            "setup.cfg": "[mypy]\ndisallow_untyped_defs = true\n",
+            "pkg/__init__.py": "",
+            "pkg/more.py": "def f(x):\n    return x\n",
+            "pkg/more.pyi": 'def f(x): ...\nv: int = "s"\n',
+            "tests/t.py": "def g(x):\n    return x\n",
+        },
+    )
+    spec = declared_spec(tmp_path, "mypy")
+    changed = ["pkg/more.py", "pkg/more.pyi", "tests/t.py"]
+    targets, remark = runner.targets(spec, changed, tmp_path)
+    assert targets == ["pkg/more.pyi"]
+    assert "1 changed file(s) outside mypy's targets (pkg.more, Makefile target check)" in remark
+    assert "1 changed file(s) with a .pyi stub beside them (mypy checks the stub)" in remark
+    assert "stubtest's comparison of the stubs with the running code is not run" in remark
+    result = runner.run(spec, targets, tmp_path, 120)
+    assert result.failure is None
+    assert [(r.path, r.line, r.code) for r in result.raw] == [("pkg/more.pyi", 2, "assignment")]
+
+
+def test_ruff_checks_its_declared_targets_with_the_declared_rules(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "Makefile": "check:\n\truff check pkg --select F401 --output-format=concise\n",
+            "pyproject.toml": '[tool.ruff.lint]\nselect = ["F"]\n',
+            "pkg/a.py": "import os\nprint(undefined_name)\n",
+            "docs/conf.py": "import sys\n",
+        },
+    )
+    spec = declared_spec(tmp_path, "ruff")
+    targets, remark = runner.targets(spec, ["pkg/a.py", "docs/conf.py"], tmp_path)
+    assert targets == ["pkg/a.py"]
+    assert remark == (
+        "1 changed file(s) outside ruff's targets (pkg, Makefile target check) not checked"
+    )
+    result = runner.run(spec, targets, tmp_path, 120)
+    assert result.failure is None
+    assert [r.code for r in result.raw] == ["F401"]  # F821 is not among the declared rules
+
+
+def test_declared_command_lines_read_as_each_tool_reads_them() -> None:
+    d = mypy_config.declared(
+        ("mypy", "--python-version", "3.11", "-n", "2", "--html-report", "out", "-m", "a", "b")
+    )
+    assert d is not None
+    assert (d.options, d.modules, d.files) == (("--python-version=3.11", "-n2"), ("a",), ("b",))
+    assert mypy_config.declared(("mypy", "-c", "x = 1")) is None
+    assert mypy_config.declared(("stubtest", "--check-typeshed")) is None
+    s = mypy_config.declared(("stubtest", "--allowlist", "al.txt", "--mypy-config-file=m.ini", "p"))
+    assert s is not None and (s.packages, s.config) == (("p",), "m.ini")
+    r = ruff.declared(("ruff", "--config", "r.toml", "check", "--fix", "--ignore", "E501", "."))
+    assert r is not None and r.argv() == ("ruff", "check", "--config=r.toml", "--ignore=E501")
+    assert ruff.declared(("ruff", "format", "src")) is None
+    assert ruff.declared(("ruff", "check", "-")) is None

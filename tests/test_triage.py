@@ -321,3 +321,115 @@ def test_engineer_commands_come_first_and_are_checked(tmp_path: Path) -> None:
     assert lint and lint[0].exists is False
     assert any("no-such-linter-xyz" in n for n in tc.notes)
     assert tc.test is not None and tc.test.argv == ("make", "test")
+
+
+def test_tox_mypy_invocations_in_any_env_give_mypy_their_targets(tmp_path: Path) -> None:
+    """attrs: tox runs mypy on typing examples and the stubs, under factor conditions."""
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": "[tool.mypy]\npretty = true\n",
+            "tox.ini": "[testenv]\ncommands =\n    tests: pytest {posargs}\n"
+            "    mypy: mypy typing-examples\n    mypy: mypy src/a/__init__.pyi\n",
+            "src/a/__init__.pyi": "",
+        },
+    )
+    mypy = one(discover(tmp_path), "typecheck", "mypy")
+    assert mypy.argv == ("mypy", "typing-examples", "src/a/__init__.pyi")
+    assert mypy.source == "tox.ini [testenv] commands"
+
+
+def test_makefile_ruff_and_stubtest_lines_are_kept_with_their_targets(tmp_path: Path) -> None:
+    """more-itertools: `make check` runs ruff on two directories and stubtest on two
+    modules; mypy is only configured in setup.cfg. Options that only shape output go."""
+    write(
+        tmp_path,
+        {
+            "Makefile": "all: check\n\ncheck:\n\truff format --check .\n"
+            "\truff check pkg tests --select E,F --output-format=concise --fix\n"
+            "\tstubtest pkg.more pkg.recipes\n",
+            "setup.cfg": "[mypy]\nstrict = true\n",
+            "pkg/__init__.py": "",
+        },
+    )
+    tc = discover(tmp_path)
+    ruff = one(tc, "lint", "ruff")
+    assert ruff.argv == ("ruff", "check", "--select=E,F", "pkg", "tests")
+    assert ruff.source == "Makefile target check"
+    mypy = one(tc, "typecheck", "mypy")
+    assert (mypy.argv, mypy.source) == (("stubtest", "pkg.more", "pkg.recipes"), ruff.source)
+
+
+def test_several_mypy_command_lines_merge_to_shared_options_and_all_targets(
+    tmp_path: Path,
+) -> None:
+    write(
+        tmp_path,
+        {
+            ".github/workflows/ci.yml": "jobs:\n  t:\n    steps:\n"
+            "      - run: python -m mypy --strict --html-report out src\n"
+            "      - run: uv run mypy --strict --warn-unreachable -p tools\n",
+            "Makefile": "lint:\n\tstubtest pkg\n",
+            "src/a.py": "",
+        },
+    )
+    mypy = one(discover(tmp_path), "typecheck", "mypy")
+    # mypy's own lines count before stubtest's; the report and the option only one sets go.
+    assert mypy.argv == ("mypy", "--strict", "-p", "tools", "src")
+    assert mypy.source == ".github/workflows/ci.yml run"
+
+
+def test_a_mypy_line_without_targets_leaves_the_configuration_to_decide(
+    tmp_path: Path,
+) -> None:
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": '[tool.mypy]\nfiles = ["src"]\n',
+            "tox.ini": "[testenv:types]\ncommands = mypy --strict\n\tmypy --strict tests\n",
+            "src/a.py": "",
+        },
+    )
+    assert one(discover(tmp_path), "typecheck", "mypy").argv == ("mypy", "--strict")
+
+
+def test_lines_needing_a_shell_or_checking_nothing_are_not_targets(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": "[tool.mypy]\n[tool.ruff]\n",
+            "Makefile": "lint:\n\tmypy $(SOURCES)\n\tmypy --version\n\truff format src\n"
+            "\truff check src -\n\truff check src\n",
+            "a.py": "",
+        },
+    )
+    tc = discover(tmp_path)
+    assert one(tc, "typecheck", "mypy").argv == ("mypy",)
+    # Only the line that checks files names ruff's targets (`-` is stdin).
+    assert one(tc, "lint", "ruff").argv == ("ruff", "check", "src")
+
+
+def test_pre_commit_hooks_give_options_and_with_pass_filenames_false_targets(
+    tmp_path: Path,
+) -> None:
+    write(
+        tmp_path,
+        {
+            ".pre-commit-config.yaml": "repos:\n"
+            "- repo: https://github.com/astral-sh/ruff-pre-commit\n  rev: v0.6.9\n  hooks:\n"
+            "  - id: ruff\n    args: [--fix, --select, I]\n"
+            "- repo: local\n  hooks:\n  - id: types\n    name: types\n    language: system\n"
+            "    entry: python -m mypy --strict\n    args: [src]\n    pass_filenames: false\n",
+            "src/a.py": "",
+        },
+    )
+    tc = discover(tmp_path)
+    ruff = one(tc, "lint", "ruff")
+    # pre-commit hands ruff the changed files: its rules count, no targets.
+    assert ruff.argv == ("ruff", "check", "--select=I")
+    assert ruff.source == ".pre-commit-config.yaml hook ruff"
+    mypy = one(tc, "typecheck", "mypy")
+    assert (mypy.argv, mypy.source) == (
+        ("mypy", "--strict", "src"),
+        ".pre-commit-config.yaml hook types",
+    )

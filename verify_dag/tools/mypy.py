@@ -13,9 +13,12 @@ reads (`@file`, one argument a line), so no change is too large to check.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from verify_dag.models.findings import IssueClass
+from verify_dag.models.toolchain import Command
 from verify_dag.tools import mypy_config
 from verify_dag.tools.base import (
     PY_SUFFIXES,
@@ -34,13 +37,19 @@ _LINE = re.compile(
 )
 
 
-def argv(inv: Invocation) -> list[str] | None:
+def argv(inv: Invocation, declared: mypy_config.Declared | None = None) -> list[str] | None:
+    """``declared``: the project's own mypy command line, whose options and targets count."""
     base = python_tool_argv("mypy", inv.python)
     if base is None:
         return None
+    out = [*base]
+    if declared is not None:
+        # The project's options first: the output flags below then win where they differ.
+        out.extend(declared.options)
+        if declared.program == "stubtest":
+            out.append(f"--config-file={_stubtest_config(declared, inv.scratch)}")
     # Flags override anything the project's config says about the output shape.
-    out = [
-        *base,
+    out += [
         "--show-column-numbers",
         "--show-error-codes",
         "--no-error-summary",
@@ -56,7 +65,20 @@ def argv(inv: Invocation) -> list[str] | None:
         # Imports resolve against the project's installed dependencies, not verify-dag's.
         out.append(f"--python-executable={inv.python}")
     config = mypy_config.read(inv.workdir)
-    if config.files:
+    if declared is not None and declared.targets:
+        # The project's own targets, as its command line names them; none of them here: mypy
+        # is not run (select gives it no file), and plain `mypy` would fail and say why.
+        out += [t for m in declared.modules for t in ("-m", m)]
+        out += [t for p in declared.packages for t in ("-p", p)]
+        files = [
+            p or "."
+            for p in mypy_config.configured(mypy_config.Config(files=declared.files), inv.workdir)[
+                0
+            ]
+        ]
+        if not files:
+            return out
+    elif config.files:
         # The project's own targets; none of them here: plain `mypy` fails and says why.
         files = [p or "." for p in mypy_config.configured(config, inv.workdir)[0]]
         if not files:
@@ -71,6 +93,33 @@ def argv(inv: Invocation) -> list[str] | None:
     lines = [f"./{p}" if p.startswith("@") else p for p in files if "\n" not in p]
     listing.write_text("".join(f"{p}\n" for p in lines), encoding="utf-8")
     return [*out, "--", f"@{listing}", *(p for p in files if "\n" in p)]
+
+
+def _stubtest_config(declared: mypy_config.Declared, scratch: Path) -> str:
+    """The configuration stubtest builds with: the one it is given, else mypy's defaults (an
+    empty one: stubtest reads no configuration file of its own accord)."""
+    if declared.config:
+        return declared.config
+    empty = scratch / "stubtest-defaults.ini"
+    empty.write_text("[mypy]\n", encoding="utf-8")
+    return str(empty)
+
+
+def for_command(command: Command) -> ToolSpec:
+    """The spec that runs mypy as ``command`` declares it: the project's own command line
+    (targets and options, from tox, a Makefile or CI), or plain SPEC when it was discovered
+    from configuration alone."""
+    declared = mypy_config.declared(command.argv, command.source)
+    if declared is None or declared.argv() == ("mypy",):
+        return SPEC
+
+    def build(inv: Invocation) -> list[str] | None:
+        return argv(inv, declared)
+
+    def select(workdir: Path, files: Sequence[str]) -> tuple[list[str], str]:
+        return mypy_config.select(workdir, files, declared)
+
+    return replace(SPEC, argv=build, select=select)
 
 
 def parse(stdout: str, stderr: str, workdir: Path) -> list[RawFinding]:

@@ -8,10 +8,13 @@ Exit codes (docs.astral.sh/ruff/linter/#exit-codes): 0 no violations, 1 violatio
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from verify_dag.models.findings import IssueClass
+from verify_dag.models.toolchain import Command
 from verify_dag.tools.base import (
     PY_SUFFIXES,
     Discovery,
@@ -24,7 +27,8 @@ from verify_dag.tools.base import (
 )
 
 
-def argv(inv: Invocation) -> list[str] | None:
+def argv(inv: Invocation, declared: Declared | None = None) -> list[str] | None:
+    """``declared``: the project's own `ruff check` command line, whose options count."""
     base = python_tool_argv("ruff", inv.python)
     if base is None:
         return None
@@ -34,6 +38,7 @@ def argv(inv: Invocation) -> list[str] | None:
     return [
         *base,
         "check",
+        *(declared.options if declared is not None else ()),
         "--output-format=json",
         "--no-cache",
         "--no-fix",
@@ -41,6 +46,134 @@ def argv(inv: Invocation) -> list[str] | None:
         "--",
         *inv.files,
     ]
+
+
+# `ruff check` options that decide what is reported (the rules, their files, the settings
+# they read), passed on from the project's command line; the others are about output, caches
+# and fixing, which the run sets itself. Those with a value, to tell it from a target.
+_PASSED = frozenset(
+    {
+        *("--select", "--ignore", "--extend-select", "--extend-ignore", "--per-file-ignores"),
+        *("--extend-per-file-ignores", "--target-version", "--exclude", "--extend-exclude"),
+        *("--config", "--line-length", "--extension", "--dummy-variable-rgx", "--preview"),
+        *("--no-preview", "--respect-gitignore", "--no-respect-gitignore", "--isolated"),
+        "--ignore-noqa",
+    }
+)
+_VALUED = frozenset(
+    {
+        *("--select", "--ignore", "--extend-select", "--extend-ignore", "--per-file-ignores"),
+        *("--extend-per-file-ignores", "--target-version", "--exclude", "--extend-exclude"),
+        *("--config", "--line-length", "--extension", "--dummy-variable-rgx"),
+        *("--output-format", "--output-file", "-o", "--fixable", "--unfixable"),
+        *("--extend-fixable", "--extend-unfixable", "--cache-dir", "--stdin-filename"),
+        "--color",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Declared:
+    """The project's own `ruff check` command line (or the union of several)."""
+
+    options: tuple[str, ...] = ()  # one token each (`--select=E,F`), passed on
+    targets: tuple[str, ...] = ()  # paths as written; () is the whole checkout, as `ruff check`
+    source: str = ""
+
+    def argv(self) -> tuple[str, ...]:
+        """As a command line :func:`declared` reads back (the toolchain's Command.argv)."""
+        return ("ruff", "check", *self.options, *self.targets)
+
+    def covers(self, path: str) -> bool:
+        return not self.targets or any(_under(path, t) for t in self.targets)
+
+
+def declared(argv: Sequence[str], source: str = "") -> Declared | None:
+    """A `ruff check ...` command line (global options may come before `check`) as its
+    targets and the options that configure the check; None when it is no `ruff check` or
+    reads its code from stdin."""
+    if not argv or argv[0] != "ruff":
+        return None
+    tokens = list(argv[1:])
+    options: list[str] = []
+    targets: list[str] = []
+    command = False
+    while tokens:
+        tok = tokens.pop(0)
+        if tok == "--":
+            targets.extend(tokens)
+            break
+        if not tok.startswith("-"):
+            if not command:
+                if tok != "check":
+                    return None  # `ruff format`, `ruff rule`, ...
+                command = True
+            else:
+                targets.append(tok)
+            continue
+        if tok == "-":
+            return None
+        name, eq, value = tok.partition("=")
+        if name in _VALUED and not eq:
+            value = tokens.pop(0) if tokens else ""
+        if name in ("--stdin-filename", "-h", "--help", "-V", "--version"):
+            return None
+        if name in _PASSED:
+            options.append(f"{name}={value}" if name in _VALUED else name)
+    if not command:
+        return None
+    whole = not targets or any(_norm(t) == "" for t in targets)
+    return Declared(tuple(options), () if whole else tuple(targets), source)
+
+
+def merged(invocations: Sequence[Declared]) -> Declared | None:
+    """One Declared for several: the union of their targets (one of them on the whole
+    checkout makes it the whole), with the options they all share."""
+    if not invocations:
+        return None
+    first = invocations[0]
+    options = tuple(o for o in first.options if all(o in d.options for d in invocations[1:]))
+    whole = any(not d.targets for d in invocations)
+    targets = () if whole else tuple(dict.fromkeys(t for d in invocations for t in d.targets))
+    sources = "; ".join(dict.fromkeys(d.source for d in invocations if d.source))
+    return Declared(options, targets, sources)
+
+
+def select(declared: Declared, files: Sequence[str]) -> tuple[list[str], str]:
+    """The changed files inside the project's ruff targets, and a remark on the rest."""
+    inside = [p for p in files if declared.covers(p)]
+    left = len(files) - len(inside)
+    where = f"{', '.join(declared.targets)}, {declared.source}"
+    remark = f"{left} changed file(s) outside ruff's targets ({where}) not checked"
+    return inside, remark if left else ""
+
+
+def for_command(command: Command) -> ToolSpec:
+    """The spec that runs ruff as ``command`` declares it, or plain SPEC when it was
+    discovered from configuration alone."""
+    found = declared(command.argv, command.source)
+    if found is None or found.argv() == ("ruff", "check"):
+        return SPEC
+    decl = found
+
+    def build(inv: Invocation) -> list[str] | None:
+        return argv(inv, decl)
+
+    def choose(workdir: Path, files: Sequence[str]) -> tuple[list[str], str]:
+        return select(decl, files)
+
+    return replace(SPEC, argv=build, select=choose)
+
+
+def _norm(target: str) -> str:
+    text = Path(target).as_posix()
+    text = "" if text == "." else text
+    return text[2:] if text.startswith("./") else text.rstrip("/")
+
+
+def _under(path: str, target: str) -> bool:
+    t = _norm(target)
+    return not t or path == t or path.startswith(t + "/")
 
 
 def parse(stdout: str, stderr: str, workdir: Path) -> list[RawFinding]:

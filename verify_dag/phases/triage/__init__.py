@@ -16,6 +16,7 @@ import shlex
 from pathlib import Path
 
 from verify_dag.models.toolchain import Command, CommandKind, EngineerContext, Toolchain
+from verify_dag.phases.triage import invocations
 from verify_dag.phases.triage.sources import (
     Candidate,
     Found,
@@ -57,6 +58,7 @@ def discover(workdir: Path, engineer: EngineerContext | None = None) -> Toolchai
                 if argv:
                     found.candidates.append(Candidate(kind, argv, source, 0, body=line))
                     found.scan(line, source)
+                    found.declare(line, source)
                     if kind == "test":
                         found.pytest_line(line, source, 0)
     read_pyproject(workdir, found)
@@ -77,6 +79,9 @@ def discover(workdir: Path, engineer: EngineerContext | None = None) -> Toolchai
             Candidate("lint", ("go", "vet", "./..."), "go.mod", 30),
         ]
     read_ci(workdir, found)
+    for hook in invocations.read_precommit(workdir):
+        found.invocations.append(hook)
+        found.signal(hook.tool, hook.source)
     return _assemble(workdir, found)
 
 
@@ -129,11 +134,16 @@ def _python_commands(workdir: Path, found: Found) -> list[Command]:
         out.append(_pytest(found))
     for name, d in discoverable().items():
         if name in sig or (has_py and d.default_source is not None):
+            argv, source = d.argv, _join(sig[name]) if name in sig else str(d.default_source)
+            # As the project runs it, where it says how: its targets and check options.
+            own = invocations.merge(name, [x for x in found.invocations if x.tool == name])
+            if own is not None and own[0] != d.argv:
+                argv, source = own
             out.append(
                 Command(
                     kind=d.kind,
-                    argv=d.argv,
-                    source=_join(sig[name]) if name in sig else str(d.default_source),
+                    argv=argv,
+                    source=source,
                     exists=python_tool_argv(d.module) is not None,
                     tool=name,
                 )

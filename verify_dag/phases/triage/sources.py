@@ -6,6 +6,9 @@ tool (pytest, or an analyser of the tools registry with a ``discovery``) is conf
 candidate commands. Nothing is executed.
 """
 
+# Long module: one reader per config format, side by side, each small; they share Found and the
+# command-line classification, and apart they would only import each other.
+
 from __future__ import annotations
 
 import configparser
@@ -21,6 +24,7 @@ from typing import Any
 from verify_dag import tools
 from verify_dag.models.toolchain import CommandKind
 from verify_dag.phases.tester import pytest_command
+from verify_dag.phases.triage import invocations
 from verify_dag.tools.base import Discovery, module_available
 
 _SHELL_ONLY = re.compile(r"[$`|<>*]|^\w+=")  # needs a shell; commands run without one
@@ -99,6 +103,9 @@ class Found:
     notes: list[str] = field(default_factory=list)
     # Declared pytest command lines (kind "test"): the tester keeps their arguments.
     pytest: list[Candidate] = field(default_factory=list)
+    # The project's own command lines of the tools verify-dag runs itself: their targets and
+    # options are what those tools check and how.
+    invocations: list[invocations.Line] = field(default_factory=list)
 
     def signal(self, tool: str, source: str) -> None:
         sources = self.signals.setdefault(tool, [])
@@ -108,6 +115,13 @@ class Found:
     def scan(self, text: str, source: str) -> None:
         for tool in structured().findall(text):
             self.signal(tool, source)
+
+    def declare(self, text: str, source: str) -> None:
+        """Record ``text`` as a declared mypy/stubtest/ruff command line when it is one."""
+        line = invocations.read(invocations.unfactor(text), source)
+        if line is not None:
+            self.invocations.append(line)
+            self.signal(line.tool, source)  # stubtest is mypy's, though it does not say so
 
     def pytest_line(self, text: str, source: str, rank: int) -> None:
         """Record ``text`` as a declared pytest command when it is one."""
@@ -217,6 +231,7 @@ def read_makefile(workdir: Path, found: Found) -> None:
     if path is None:
         return
     recipes: dict[str, list[str]] = {}
+    prerequisites: dict[str, list[str]] = {}
     current: list[str] | None = None
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         if line.startswith("\t"):
@@ -228,6 +243,11 @@ def read_makefile(workdir: Path, found: Found) -> None:
         if m and not line.lstrip().startswith("#"):
             for target in m.group(1).split():
                 current = recipes.setdefault(target, [])
+                prerequisites.setdefault(target, []).extend(m.group(2).split(";")[0].split())
+    for target in _reached(recipes, prerequisites):
+        for line in recipes[target]:
+            for part in re.split(r"&&|;", line):
+                found.declare(part, f"{path.name} target {target}")
     for target, (kind, rank) in _MAKE_TARGETS.items():
         if target in recipes:
             body = "\n".join(recipes[target])
@@ -238,6 +258,20 @@ def read_makefile(workdir: Path, found: Found) -> None:
             found.candidates.append(
                 Candidate(kind, ("make", target), f"{path.name} target {target}", rank, body)
             )
+
+
+def _reached(recipes: dict[str, list[str]], prerequisites: dict[str, list[str]]) -> list[str]:
+    """The targets triage reads (test, check, lint, ...) and those they depend on, in order:
+    the recipes a `make check` runs."""
+    out: list[str] = []
+    todo = [t for t in _MAKE_TARGETS if t in recipes]
+    while todo:
+        target = todo.pop(0)
+        if target in out or target not in recipes:
+            continue
+        out.append(target)
+        todo.extend(prerequisites.get(target, []))
+    return out
 
 
 def read_package_json(workdir: Path, found: Found) -> None:
@@ -284,6 +318,7 @@ def _command_line(text: str, source: str, rank: int, found: Found) -> None:
     text = _RUNNER_PREFIX.sub("", text)
     if not text or text.startswith("#"):
         return
+    found.declare(text, source)
     if not re.match(
         r"^(?:pip3?|python3? -m pip|uv pip|apt|apt-get|brew|npm (?:ci|install))\b", text
     ):
