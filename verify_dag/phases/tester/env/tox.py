@@ -31,7 +31,7 @@ from pathlib import Path
 
 from verify_dag import util
 from verify_dag.files import file_lock
-from verify_dag.phases.tester.env.base import RECIPE, Env, Runner, clean, pip_env, tail
+from verify_dag.phases.tester.env.base import RECIPE, Env, Runner, clean, pip_env, tail, uv_bin
 from verify_dag.sandbox import Policy
 
 # What the tester adds to the project's own deps: coverage for its single measured run, and
@@ -258,6 +258,10 @@ def build(
     base = [*tox_argv(), "run", "-e", name, "--workdir", str(tox_dir)]
     for dep in extra:
         base += ["-x", f"testenv:{name}.deps+={dep}"]
+    if extra:
+        # tox-uv's lock runner syncs the env to uv.lock exactly on every run, deps and all
+        # overrides ignored: --inexact keeps what the tester adds (below) through each sync.
+        base += ["-x", f"testenv:{name}.uv_sync_flags+=--inexact"]
     source = f"tox env {name}"
     res = util.run(
         [*base, "--notest"],
@@ -274,6 +278,17 @@ def build(
             source=source, error=clean(f"tox run -e {name} --notest failed: {tail(res, 25)}")
         )
     bin_dir = tox_dir / name / "bin"
+    if extra:
+        # Installed again beside the env's own: a lock runner's env never took `deps`.
+        res = util.run(
+            [uv_bin(), "pip", "install", "--python", str(bin_dir / "python"), *extra],
+            cwd=workdir,
+            timeout=_left(deadline),
+            env=tox_env(cache),
+            sandbox=Policy(network=True, writable=(tox_dir, cache / "uv")),
+        )
+        if res.returncode != 0 or res.timed_out:
+            return Env(source=source, error=clean(f"adding {' '.join(extra)}: {tail(res)}"))
     return Env(
         python=bin_dir / "python",
         bin_dir=bin_dir,
@@ -287,8 +302,15 @@ def build(
             tox=tuple(base),
             name=name,
             work_dir=tox_dir,
-            variables=tuple(
-                (k, v) for k, v in tox_env(cache).items() if k.startswith(("UV_", "TOX_", "NO_"))
+            # Runs through tox have no network: tox-uv's lock runner, which syncs (and rebuilds
+            # the package) on every run, works from uv's cache the build filled.
+            variables=(
+                *(
+                    (k, v)
+                    for k, v in tox_env(cache).items()
+                    if k.startswith(("UV_", "TOX_", "NO_"))
+                ),
+                ("UV_OFFLINE", "1"),
             ),
         ),
     )
