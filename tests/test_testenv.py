@@ -568,3 +568,36 @@ def test_poetry_and_pdm_test_groups_are_installed(tmp_path: Path) -> None:
     )
     found = testenv_plan.read(pdm)
     assert found is not None and found.group_lines == ("pytest", "iniconfig>=2")
+
+
+def test_a_tox_uv_lock_runner_env_keeps_coverage_through_its_sync(tmp_path: Path) -> None:
+    """tox-uv's uv-venv-lock-runner syncs the env to uv.lock exactly, on every run and offline
+    inside the sandbox: the suite still runs under coverage, with the locked packages."""
+    from verify_dag.phases.tester.env.base import uv_bin
+
+    repo = make_repo(tmp_path / "repo")
+    repo.write(
+        "pyproject.toml",
+        '[build-system]\nrequires = ["setuptools>=68"]\nbuild-backend = "setuptools.build_meta"\n\n'
+        '[project]\nname = "verify-dag-locked"\nversion = "0.1"\nrequires-python = ">=3.9"\n\n'
+        '[dependency-groups]\ntest = ["pytest", "iniconfig"]\n\n'
+        "[tool.setuptools]\npackages = []\n",
+    )
+    repo.write(
+        "tox.ini",
+        "[tox]\nenvlist = py\n\n[testenv]\nrunner = uv-venv-lock-runner\n"
+        "dependency_groups = test\ncommands = pytest {posargs}\n",
+    )
+    repo.write("tests/test_l.py", "import iniconfig  # noqa: F401\n\ndef test_l():\n    pass\n")
+    subprocess.run([uv_bin(), "lock", "-q"], cwd=repo.path, check=True, capture_output=True)
+    repo.commit("locked")
+    outcome, data = tester.run_with_coverage(
+        whole("tests/test_l.py"),
+        triage.discover(repo.path),
+        repo.path,
+        600,
+        cache_dir=tmp_path / "cache",
+    )
+    assert outcome.status == "PASSED", outcome.findings
+    assert outcome.notes.startswith("1 passed, 0 failed"), outcome.notes
+    assert data is not None  # coverage.py ran inside the synced env
