@@ -29,6 +29,12 @@ class Case:
     # Environment the declaration sets (tox set_env / setenv).
     oracle_env: dict[str, str] = field(default_factory=dict)
     source: str = ""
+    # The type checker as the project declares it (pinned version, its extra deps, its
+    # command), for checking verify-dag's severity 7+ findings; empty where nothing is declared.
+    # --no-pretty and --show-error-codes only change how mypy prints, not what it reports.
+    static_install: tuple[str, ...] = ()
+    static_command: tuple[str, ...] = ()
+    static_source: str = ""
 
 
 CASES: list[Case] = [
@@ -41,6 +47,10 @@ CASES: list[Case] = [
         vcs_version=True,
         oracle_install=(".", "pytest>=8.4.2", "pytest-xdist>=3.8"),
         source="pyproject [dependency-groups] dev; no runner declared; testpaths=testing",
+        static_install=("mypy==2.4.0", "pytest==7.2.0", "tomli"),
+        static_command=("mypy", "--no-pretty", "--show-error-codes", "src", "testing"),
+        static_source=".pre-commit-config.yaml mirrors-mypy rev v2.4.0, additional_dependencies, "
+        "all python files",
     ),
     Case(
         "platformdirs",
@@ -107,6 +117,10 @@ CASES: list[Case] = [
         oracle_command=("python", "-m", "pytest", "-q", "tests"),
         source="pyproject [dependency-groups] dev, its test part (pre-commit, mypy, Sphinx, furo "
         "left out); no runner declared",
+        static_install=(".", "mypy==1.19.1", "pytest~=7.2", "PyYAML~=6.0"),
+        static_command=("mypy", "--no-pretty", "--show-error-codes"),
+        static_source="[dependency-groups] dev pins mypy==1.19.1; [tool.mypy] files = tomlkit, "
+        "tests",
     ),
     Case(
         "findpython",
@@ -129,6 +143,10 @@ CASES: list[Case] = [
         oracle_command=("python", "-m", "pytest", "-v", "--tb=short"),
         source="[tool.tox] env_run_base: dependency_groups tests (pytest-run-parallel only on "
         ">=3.13); --basetemp left out",
+        static_install=(".", "mypy", "pyright", "pytest"),
+        static_command=("mypy", "--no-pretty", "--show-error-codes"),
+        static_source="[tool.tox.env.typing]: dependency_groups typing, commands mypy "
+        "([tool.mypy] files)",
     ),
     Case(
         "attrs",
@@ -147,6 +165,17 @@ CASES: list[Case] = [
         ),
         oracle_command=("python", "-m", "pytest", "-n", "auto"),
         source="tox.ini [testenv] py311-tests: dependency_groups tests, commands pytest -n auto",
+        static_install=(
+            ".",
+            "mypy",
+            "cloudpickle",
+            "hypothesis",
+            "pympler",
+            "pytest",
+            "pytest-xdist[psutil]",
+        ),
+        static_command=("mypy", "--no-pretty", "--show-error-codes", "typing-examples"),
+        static_source="tox.ini mypy factor: commands mypy typing-examples (and the .pyi stubs)",
     ),
     Case(
         "pluggy",
@@ -159,6 +188,10 @@ CASES: list[Case] = [
         oracle_command=("python", "-m", "pytest"),
         oracle_env={"_PYTEST_SETUP_SKIP_PLUGGY_DEP": "1"},
         source="tox.ini [testenv] py311: dependency_groups testing, setenv; [pytest] in tox.ini",
+        static_install=("mypy==2.4.0", "pytest"),
+        static_command=("mypy", "--no-pretty", "--show-error-codes", "src", "testing"),
+        static_source=".pre-commit-config.yaml mirrors-mypy rev v2.4.0, files ^(src/|testing/), "
+        "deps pytest",
     ),
     Case(
         "pyproject-hooks",
@@ -180,6 +213,10 @@ CASES: list[Case] = [
         oracle_command=("python", "-m", "pytest"),
         oracle_env={"PIP_DISABLE_PIP_VERSION_CHECK": "1"},
         source="tox.ini [testenv] (skip_install = true): deps, commands pytest",
+        static_install=("mypy",),
+        static_command=("mypy", "--no-pretty", "--show-error-codes", "src"),
+        static_source="tox.ini [testenv:mypy]: deps mypy, commands mypy src (skip_install "
+        "inherited)",
     ),
     Case(
         "execnet",
@@ -192,6 +229,10 @@ CASES: list[Case] = [
         oracle_command=("python", "-m", "pytest", "testing"),
         oracle_env={"PYTHONWARNDEFAULTENCODING": "1"},
         source="tox.ini [testenv]: usedevelop, deps pytest pytest-timeout, setenv",
+        static_install=(".", "mypy", "pytest"),
+        static_command=("mypy", "--no-pretty", "--show-error-codes"),
+        static_source="[tool.mypy] files = src, testing; no pinned version or deps declared in "
+        "the sdist",
     ),
     Case(
         "packaging",
@@ -210,5 +251,18 @@ CASES: list[Case] = [
         ),
         oracle_command=("python", "-m", "pytest"),
         source="[dependency-groups] test; the noxfile is not in the sdist",
+        static_install=(
+            ".",
+            "mypy",
+            "coverage[toml]>=7.2.0",
+            "hypothesis>=6.0.0",
+            "pip>=21.1",
+            "pretend",
+            "pytest>=6.2.0",
+            "tomli_w",
+        ),
+        static_command=("mypy", "--no-pretty", "--show-error-codes", "src", "tests"),
+        static_source="[tool.mypy] files = src, tests, noxfile.py (noxfile.py is not in the "
+        "sdist, so named without it); the test group for imports",
     ),
 ]

@@ -53,6 +53,10 @@ def parse_counts(output: str) -> dict[str, int]:
     return {}
 
 
+# mypy's error line without --pretty: "path:line[:col]: error: message  [code]".
+_MYPY_ERROR = re.compile(r"^(\S+?\.pyi?):(\d+):(?:\d+:)? error: .*\[([\w-]+)\]$", re.M)
+
+
 def run(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> tuple[int, str, float]:
     start = time.monotonic()
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=3600)
@@ -143,12 +147,59 @@ def write_table(results: dict[str, dict[str, object]]) -> None:
     readme.write_text(head + begin + "\n" + "\n".join(lines) + "\n" + end + rest.split(end, 1)[1])
 
 
+def static(case: Case, corpus: Path) -> dict[str, object]:
+    """The project's declared type checker on the head: its errors as path:line:code."""
+    log = RESULTS / f"static-{case.name}.log"
+    log.write_text("")
+    with tempfile.TemporaryDirectory(prefix=f"static-{case.name}-") as tmp:
+        checkout = Path(tmp) / "checkout"
+        subprocess.run(["git", "clone", "-q", str(corpus / case.name), str(checkout)], check=True)
+        venv = Path(tmp) / "venv"
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        env = {
+            **os.environ,
+            "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
+            "VIRTUAL_ENV": str(venv),
+        }
+        env.pop("PYTHONPATH", None)
+        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
+        code, _, _ = run([*pip, *case.static_install], checkout, env, log)
+        if code:
+            return {"case": case.name, "install_exit": code}
+        cmd = [str(venv / "bin" / case.static_command[0]), *case.static_command[1:]]
+        code, output, run_s = run(cmd, checkout, env, log)
+    errors = sorted({f"{p}:{line}:{rule}" for p, line, rule in _MYPY_ERROR.findall(output)})
+    return {
+        "case": case.name,
+        "command": " ".join(case.static_command),
+        "exit": code,
+        "errors": errors,
+        "run_s": round(run_s, 1),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpus", type=Path, help="the directory make_corpus.py wrote")
     parser.add_argument("--case", action="append", help="only these cases (repeatable)")
     parser.add_argument("--table-only", action="store_true", help="only rewrite the table")
+    parser.add_argument(
+        "--static",
+        action="store_true",
+        help="run each case's declared type checker instead (results/static.json)",
+    )
     args = parser.parse_args()
+    if args.static:
+        RESULTS.mkdir(exist_ok=True)
+        path = RESULTS / "static.json"
+        for case in CASES:
+            if case.static_command and (not args.case or case.name in args.case):
+                result = static(case, args.corpus.resolve())
+                print(json.dumps(result)[:300], flush=True)
+                results = json.loads(path.read_text()) if path.exists() else {}
+                results[case.name] = result
+                path.write_text(json.dumps(results, indent=2) + "\n")
+        return
     if args.table_only:
         write_table(json.loads((RESULTS / "oracle.json").read_text()))
         return

@@ -26,7 +26,9 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 README = HERE / "README.md"
 MAIN = HERE.parent.parent
-_COUNT = re.compile(r"(\d+) ((?:subtests )?\w+)")
+_COUNT = re.compile(r"(?<![\w.])(\d+) ((?:subtests )?[a-z]+)\b")
+# The tester's note when it ran unittest as declared: "unittest: Ran 929 tests, OK".
+_UNITTEST = re.compile(r"unittest: (Ran \d+ tests?, (?:OK|FAILED)(?: \([^)]*\))?)")
 # Judgement reviewers with no model backend are NOT_RUN by design on this machine: not a finding.
 _EXPECTED_NOT_RUN = "no model backend configured"
 
@@ -52,8 +54,28 @@ def verify(case: Case, corpus: Path, out: Path, cache: str, cli: str) -> tuple[i
 
 
 def tester_counts(notes: str) -> dict[str, int]:
+    unittest = _UNITTEST.search(notes)
+    if unittest:  # the same words the oracle reads from unittest's own summary
+        ran, _, end = unittest.group(1).partition(", ")
+        return oracle.parse_counts(f"{ran} in 0s\n{end}\n")
     head = notes.split(";")[0]
     return {word: int(n) for n, word in _COUNT.findall(head)}
+
+
+def type_check(case: Case, issues: list[dict[str, Any]], static: dict[str, Any] | None) -> str:
+    """How many of verify-dag's severity 7+ mypy findings the project's own mypy reports too."""
+    mine = [
+        f"{i['location']['path']}:{i['location'].get('line')}:{i['title'].split(':')[0][5:]}"
+        for i in issues
+        if i["severity"] >= 7 and i["title"].startswith("mypy ") and i.get("location")
+    ]
+    if not mine:
+        return "-"
+    if not case.static_command:
+        return f"0 of {len(mine)} (the project declares no mypy run over these files)"
+    if static is None or "errors" not in static:
+        return f"? of {len(mine)} (no static oracle result)"
+    return f"{sum(1 for m in mine if m in set(static['errors']))} of {len(mine)}"
 
 
 def row(
@@ -63,6 +85,7 @@ def row(
     wall: float,
     stderr: str,
     oracle: dict[str, Any],
+    static: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     if report is None:
         return {
@@ -107,6 +130,7 @@ def row(
         "by_severity": dict(sorted(Counter(i["severity"] for i in issues).items(), reverse=True)),
         "severe": severe,
         "severe_groups": grouped(issues),
+        "mypy_confirmed": type_check(case, issues, static),
         "severe_detail": detail,
         "stuck": stuck,
         "exit": code,
@@ -144,21 +168,21 @@ def table(rows: list[dict[str, Any]], label: str, main_rev: str) -> str:
         f"Run `{label}` on verify-dag {main_rev}, {time.strftime('%Y-%m-%d %H:%M UTC', now)}.",
         "",
         "| case | shape | oracle | tester | findings by severity | severity >= 7 "
-        "| BLOCKED / NOT_RUN | exit | time |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| of those from mypy, the project's mypy reports | BLOCKED / NOT_RUN | exit | time |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if "error" in r:
             lines.append(
                 f"| {r['case']} | {r['shape']} | {counts_text(r['oracle'])} | - | - | - "
-                f"| run failed: {r['error'][-200:]} | {r['exit']} | {r['wall_s']} s |"
+                f"| - | run failed: {r['error'][-200:]} | {r['exit']} | {r['wall_s']} s |"
             )
             continue
         sev = ", ".join(f"{n}x{s}" for s, n in r["by_severity"].items()) or "none"
         lines.append(
             f"| {r['case']} | {r['shape']} | {counts_text(r['oracle'])} "
             f"| {r['tester_status']}: {counts_text(r['tester'])} | {sev} "
-            f"| {cell(r['severe_groups'])} "
+            f"| {cell(r['severe_groups'])} | {r['mypy_confirmed']} "
             f"| {cell(r['stuck'])} | {r['exit']} | {r['wall_s']} s |"
         )
     return "\n".join(lines)
@@ -197,6 +221,8 @@ def main() -> None:
     corpus = args.corpus.resolve()
     oracle_path = RESULTS / "oracle.json"
     oracles = json.loads(oracle_path.read_text()) if oracle_path.exists() else {}
+    static_path = RESULTS / "static.json"
+    statics = json.loads(static_path.read_text()) if static_path.exists() else {}
     out_dir = RESULTS / args.label
     out_dir.mkdir(parents=True, exist_ok=True)
     rows_path = RESULTS / f"{args.label}.json"
@@ -226,14 +252,18 @@ def main() -> None:
                     old["wall_s"],
                     old.get("error", ""),
                     oracles.get(case.name, {}),
+                    statics.get(case.name),
                 )
             continue
         code, wall, stderr = verify(case, corpus, out, args.cache, args.cli)
         report = json.loads(out.read_text()) if out.exists() else None
-        rows[case.name] = row(case, report, code, wall, stderr, oracles.get(case.name, {}))
+        rows[case.name] = row(
+            case, report, code, wall, stderr, oracles.get(case.name, {}), statics.get(case.name)
+        )
         print(json.dumps(rows[case.name]), flush=True)
         ordered = [rows[c.name] for c in CASES if c.name in rows]
         rows_path.write_text(json.dumps(ordered, indent=2) + "\n")
+        write_table(table(ordered, args.label, rev), args.label)  # a long run shows progress
     rows_path.write_text(
         json.dumps([rows[c.name] for c in CASES if c.name in rows], indent=2) + "\n"
     )
