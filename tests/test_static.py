@@ -802,3 +802,22 @@ def test_declared_command_lines_read_as_each_tool_reads_them() -> None:
     assert r is not None and r.argv() == ("ruff", "check", "--config=r.toml", "--ignore=E501")
     assert ruff.declared(("ruff", "format", "src")) is None
     assert ruff.declared(("ruff", "check", "-")) is None
+
+
+def test_a_declared_config_file_is_the_configuration_mypy_reads(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": '[tool.mypy]\nfiles = ["tests"]\n',
+            "tox.ini": "[testenv:types]\ncommands = mypy --config-file ci/mypy.ini\n",
+            "ci/mypy.ini": "[mypy]\nfiles = src\n",
+            "src/a.py": 'x: int = "a"\n',
+            "tests/t.py": 'y: int = "b"\n',
+        },
+    )
+    spec = declared_spec(tmp_path, "mypy")
+    targets, remark = runner.targets(spec, ["src/a.py", "tests/t.py"], tmp_path)
+    assert targets == ["src/a.py"]
+    assert remark == "1 changed file(s) outside mypy's files (src, ci/mypy.ini) not checked"
+    result = runner.run(spec, targets, tmp_path, 120)
+    assert [(r.path, r.code) for r in result.raw] == [("src/a.py", "assignment")]

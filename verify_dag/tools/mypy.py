@@ -64,7 +64,7 @@ def argv(inv: Invocation, declared: mypy_config.Declared | None = None) -> list[
     if inv.python is not None:
         # Imports resolve against the project's installed dependencies, not verify-dag's.
         out.append(f"--python-executable={inv.python}")
-    config = mypy_config.read(inv.workdir)
+    config = mypy_config.read_for(inv.workdir, declared)
     if declared is not None and declared.targets:
         # The project's own targets, as its command line names them; none of them here: mypy
         # is not run (select gives it no file), and plain `mypy` would fail and say why.

@@ -51,9 +51,10 @@ class Config:
     targets: bool = False  # files, packages or modules set: plain `mypy` knows what to check
 
 
-def read(workdir: Path) -> Config:
-    """The configuration mypy would use when started in ``workdir``."""
-    for name in _NAMES:
+def read(workdir: Path, names: Sequence[str] = _NAMES) -> Config:
+    """The configuration mypy would use when started in ``workdir`` (``names``: the one
+    file a `--config-file` names instead)."""
+    for name in names:
         path = workdir / name
         if not path.is_file():
             continue
@@ -61,7 +62,7 @@ def read(workdir: Path) -> Config:
         # mypy stops at its own files even without a [mypy] section; shared files count only
         # with one, and an unreadable file is passed over as mypy passes it over.
         if section is None:
-            if name in ("mypy.ini", ".mypy.ini") and _readable_ini(path):
+            if (names is not _NAMES or name in ("mypy.ini", ".mypy.ini")) and _readable_ini(path):
                 return Config(source=name)
             continue
         files = _entries(section.get("files"))
@@ -71,6 +72,17 @@ def read(workdir: Path) -> Config:
     return Config()
 
 
+def read_for(workdir: Path, declared: Declared | None) -> Config:
+    """The configuration mypy runs with for the project's command line ``declared``: the file
+    its `--config-file` names, stubtest's (none: mypy's defaults), or else mypy's own choice."""
+    if declared is None:
+        return read(workdir)
+    if declared.program == "stubtest":
+        return read(workdir, (declared.config,)) if declared.config else Config()
+    named = [o.partition("=")[2] for o in declared.options if o.startswith("--config-file=")]
+    return read(workdir, named[-1:]) if named else read(workdir)
+
+
 def select(
     workdir: Path, files: Sequence[str], declared: Declared | None = None
 ) -> tuple[list[str], str]:
@@ -78,7 +90,7 @@ def select(
 
     ``declared``: the targets of the project's own mypy command line (tox, a Makefile, CI),
     which mypy checks instead of any configured ``files``."""
-    config = read(workdir)
+    config = read_for(workdir, declared)
     absent: list[str] = []
     entries = [""]
     if declared is not None and declared.targets:
