@@ -433,3 +433,19 @@ def test_pre_commit_hooks_give_options_and_with_pass_filenames_false_targets(
         ("mypy", "--strict", "src"),
         ".pre-commit-config.yaml hook types",
     )
+
+
+def test_makefile_targets_that_ci_runs_are_read_for_tool_lines(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            ".github/workflows/ci.yml": "jobs:\n  t:\n    steps:\n"
+            "      - run: make -j2 requirements types\n",
+            "Makefile": "requirements:\n\tpip install -r r.txt\n"
+            "types: stubs\n\tmypy src\nstubs:\n\tmypy typings\nother:\n\tmypy other\n",
+            "src/a.py": "",
+        },
+    )
+    mypy = one(discover(tmp_path), "typecheck", "mypy")
+    assert mypy.argv == ("mypy", "src", "typings")  # `other` is never run
+    assert mypy.source == "Makefile target types; Makefile target stubs"

@@ -20,6 +20,7 @@ from verify_dag.phases.triage import invocations
 from verify_dag.phases.triage.sources import (
     Candidate,
     Found,
+    declare_make_targets,
     discoverable,
     read_ci,
     read_ini_files,
@@ -79,6 +80,7 @@ def discover(workdir: Path, engineer: EngineerContext | None = None) -> Toolchai
             Candidate("lint", ("go", "vet", "./..."), "go.mod", 30),
         ]
     read_ci(workdir, found)
+    declare_make_targets(found, found.make_named)
     for hook in invocations.read_precommit(workdir):
         found.invocations.append(hook)
         found.signal(hook.tool, hook.source)

@@ -106,6 +106,11 @@ class Found:
     # The project's own command lines of the tools verify-dag runs itself: their targets and
     # options are what those tools check and how.
     invocations: list[invocations.Line] = field(default_factory=list)
+    # The Makefile's recipes and prerequisites, the targets whose recipes were read for
+    # declared lines, and the targets CI or tox run with `make`.
+    makefile: tuple[str, dict[str, list[str]], dict[str, list[str]]] | None = None
+    made: set[str] = field(default_factory=set)
+    make_named: list[str] = field(default_factory=list)
 
     def signal(self, tool: str, source: str) -> None:
         sources = self.signals.setdefault(tool, [])
@@ -244,10 +249,8 @@ def read_makefile(workdir: Path, found: Found) -> None:
             for target in m.group(1).split():
                 current = recipes.setdefault(target, [])
                 prerequisites.setdefault(target, []).extend(m.group(2).split(";")[0].split())
-    for target in _reached(recipes, prerequisites):
-        for line in recipes[target]:
-            for part in re.split(r"&&|;", line):
-                found.declare(part, f"{path.name} target {target}")
+    found.makefile = (path.name, recipes, prerequisites)
+    declare_make_targets(found, list(_MAKE_TARGETS))
     for target, (kind, rank) in _MAKE_TARGETS.items():
         if target in recipes:
             body = "\n".join(recipes[target])
@@ -260,18 +263,22 @@ def read_makefile(workdir: Path, found: Found) -> None:
             )
 
 
-def _reached(recipes: dict[str, list[str]], prerequisites: dict[str, list[str]]) -> list[str]:
-    """The targets triage reads (test, check, lint, ...) and those they depend on, in order:
-    the recipes a `make check` runs."""
-    out: list[str] = []
-    todo = [t for t in _MAKE_TARGETS if t in recipes]
+def declare_make_targets(found: Found, targets: list[str]) -> None:
+    """Read the recipes of ``targets`` and of the targets they depend on (what `make check`
+    runs) for the project's own mypy and ruff lines, each target once."""
+    if found.makefile is None:
+        return
+    name, recipes, prerequisites = found.makefile
+    todo = [t for t in targets if t in recipes]
     while todo:
         target = todo.pop(0)
-        if target in out or target not in recipes:
+        if target in found.made or target not in recipes:
             continue
-        out.append(target)
+        found.made.add(target)
+        for line in recipes[target]:
+            for part in re.split(r"&&|;", line):
+                found.declare(part, f"{name} target {target}")
         todo.extend(prerequisites.get(target, []))
-    return out
 
 
 def read_package_json(workdir: Path, found: Found) -> None:
@@ -319,6 +326,8 @@ def _command_line(text: str, source: str, rank: int, found: Found) -> None:
     if not text or text.startswith("#"):
         return
     found.declare(text, source)
+    if text.startswith("make "):  # its recipes are read once every reader has run
+        found.make_named.extend(w for w in text.split()[1:] if w[:1] != "-" and "=" not in w)
     if not re.match(
         r"^(?:pip3?|python3? -m pip|uv pip|apt|apt-get|brew|npm (?:ci|install))\b", text
     ):
