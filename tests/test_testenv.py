@@ -601,3 +601,39 @@ def test_a_tox_uv_lock_runner_env_keeps_coverage_through_its_sync(tmp_path: Path
     assert outcome.status == "PASSED", outcome.findings
     assert outcome.notes.startswith("1 passed, 0 failed"), outcome.notes
     assert data is not None  # coverage.py ran inside the synced env
+
+
+def test_a_tox_toml_project_whose_package_env_wants_a_python_this_host_lacks(
+    tmp_path: Path,
+) -> None:
+    """tox.toml names envs `env.NAME` in overrides (the tester's commands must replace the env's
+    own), and a package env on a Python this host lacks is built on this one instead."""
+    repo = make_repo(tmp_path / "repo")
+    repo.write(
+        "pyproject.toml",
+        '[build-system]\nrequires = ["setuptools>=68"]\nbuild-backend = "setuptools.build_meta"\n\n'
+        '[project]\nname = "verify-dag-toml"\nversion = "0.1"\n\n'
+        "[tool.setuptools]\npackages = []\n",
+    )
+    repo.write(
+        "tox.toml",
+        f'env_list = ["{PY}"]\n\n[env_run_base]\ndeps = ["pytest"]\n'
+        'set_env.FROM_TOX = "yes"\ncommands = [["pytest", "-q", "tests"], ["python", "-c", '
+        '"raise SystemExit(3)"]]\n\n[env_pkg_base]\nbase_python = ["3.99"]\n',
+    )
+    repo.write(
+        "tests/test_t.py",
+        "import os\n\ndef test_t():\n    assert os.environ['FROM_TOX'] == 'yes'\n",
+    )
+    repo.commit("tox.toml")
+    outcome, _ = tester.run_with_coverage(
+        whole("tests/test_t.py"),
+        triage.discover(repo.path),
+        repo.path,
+        600,
+        cache_dir=tmp_path / "cache",
+    )
+    # The env's second command (exit 3) never ran: only the tester's pytest line did.
+    assert outcome.status == "PASSED", outcome.findings
+    assert outcome.notes.startswith("1 passed, 0 failed"), outcome.notes
+    assert outcome.reason.endswith(f"(tox env {PY} commands)"), outcome.reason

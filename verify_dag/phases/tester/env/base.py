@@ -30,6 +30,7 @@ class Runner:
     work_dir: Path
     variables: tuple[tuple[str, str], ...] = ()  # what tox itself needs in its environment
     commands: tuple[tuple[str, ...], ...] = ()  # the env's own `commands`, as tox resolved them
+    section: str = ""  # how tox's --override names the env: `testenv:NAME` (ini), `env.NAME`
 
     @property
     def writable(self) -> tuple[Path, ...]:
@@ -44,14 +45,15 @@ class Runner:
     def command(self, argv: Sequence[str]) -> list[str]:
         # tox substitutes {...} in every value, overrides too: a literal brace is escaped.
         line = shlex.join(argv).replace("{", r"\{").replace("}", r"\}")
+        section = self.section or f"testenv:{self.name}"
         return [
             *self.tox,
             "--skip-pkg-install",
             # tox passes only what pass_env names: the tester's plugin directory is on it.
             "-x",
-            f"testenv:{self.name}.pass_env+=PYTHONPATH",
+            f"{section}.pass_env+=PYTHONPATH",
             "-x",
-            f"testenv:{self.name}.commands={line}",
+            f"{section}.commands={line}",
         ]
 
 

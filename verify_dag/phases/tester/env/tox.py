@@ -42,6 +42,7 @@ EXTRA_DEPS = ("coverage[toml]", "pytest-timeout")
 _RUNS_TESTS = re.compile(r"(?:^|[\s/])(?:pytest|py\.test|unittest|trial|stestr)\b|-m\s+pytest")
 _PY_FACTOR = re.compile(r"^(?:py|python)?(\d)\.?(\d+)$|^py(\d)(\d+)$")
 _DECLARING = ("tox.ini", "tox.toml", "pyproject.toml", "setup.cfg")
+_LOG_LINE = re.compile(r"^\S+: [\w-]+> ")
 
 
 @dataclass(frozen=True)
@@ -136,15 +137,17 @@ def choose(workdir: Path, cache: Path, tox_dir: Path, deadline: float) -> Choice
         # tox provisions itself (a newer tox, declared plugins) from the index if [tox] requires.
         sandbox=Policy(network=True, writable=(tox_dir, cache / "uv")),
     )
-    if res.returncode != 0 or res.timed_out:
-        return Choice(None, error=f"tox config failed: {tail(res)}")
+    # tox config exits non-zero when some env cannot be evaluated (an interpreter this host
+    # lacks: "# Exception: Skip(...)"), and still prints every env it could.
     envs = parse_config(res.stdout)
+    if res.timed_out or (res.returncode != 0 and not envs):
+        return Choice(None, error=f"tox config failed: {tail(res)}")
     tests = [e for e in envs if _RUNS_TESTS.search(e.commands)]
     if not tests:
         return Choice(None, notes=("tox declares no environment that runs tests",))
     ours = f"py{sys.version_info.major}{sys.version_info.minor}"
     for env in tests:
-        if _matches(env.base_python):
+        if _matches(env.base_python) and "# Exception:" not in env.commands:
             return Choice(env)
     first = tests[0]
     factors = first.name.split("-")
@@ -163,8 +166,10 @@ def parse_config(text: str) -> list[ToxEnv]:
     with indented continuation lines), in tox's order."""
     cfg = configparser.ConfigParser(interpolation=None, strict=False, delimiters=("=",))
     cfg.optionxform = str  # type: ignore[assignment,method-assign]
+    # tox's own log lines ("ROOT: venv> uv venv ...") come on the same stream: not config.
+    kept = [ln for ln in text.splitlines() if not _LOG_LINE.match(ln)]
     try:
-        cfg.read_string(text)
+        cfg.read_string("\n".join(kept))
     except configparser.Error:
         return []
     out = []
@@ -256,21 +261,30 @@ def build(
     assert choice.env is not None
     name = choice.env.name
     base = [*tox_argv(), "run", "-e", name, "--workdir", str(tox_dir)]
+    # --override names an env's section as the config format does: TOML `env.NAME`, ini
+    # `testenv:NAME` (an override naming the other is silently ignored).
+    toml = _toml_config(workdir)
+    section = f"env.{name}" if toml else f"testenv:{name}"
     for dep in extra:
-        base += ["-x", f"testenv:{name}.deps+={dep}"]
+        base += ["-x", f"{section}.deps+={dep}"]
     if extra:
         # tox-uv's lock runner syncs the env to uv.lock exactly on every run, deps and all
         # overrides ignored: --inexact keeps what the tester adds (below) through each sync.
-        base += ["-x", f"testenv:{name}.uv_sync_flags+=--inexact"]
+        base += ["-x", f"{section}.uv_sync_flags+=--inexact"]
     source = f"tox env {name}"
-    res = util.run(
-        [*base, "--notest"],
-        cwd=workdir,
-        timeout=_left(deadline),
-        env=tox_env(cache),
-        # The package's build backend and tox's installers run here: the index, no credentials.
-        sandbox=Policy(network=True, writable=(tox_dir, cache / "uv")),
-    )
+    notes = choice.notes
+    res = _notest(base, workdir, cache, tox_dir, deadline)
+    pkg = _missing_pkg_python(res.stdout + res.stderr, name)
+    if res.returncode != 0 and pkg:
+        # The package env asks for an interpreter this host lacks (a default_base_python of a
+        # newer Python): the package is built on this one instead, as a maintainer without
+        # that Python would; the test env itself is unchanged.
+        ours = f"py{sys.version_info.major}{sys.version_info.minor}"
+        # The packaging envs' base section: [pkgenv] in ini configs, env_pkg_base in TOML.
+        pkg_section = "env_pkg_base" if toml else "pkgenv"
+        base += ["-x", f"{pkg_section}.base_python={ours}"]
+        notes = (*notes, f"tox's package env {pkg} built on this Python ({ours})")
+        res = _notest(base, workdir, cache, tox_dir, deadline)
     if res.timed_out:
         return Env(source=source, error=f"tox run -e {name} --notest timed out")
     if res.returncode != 0:
@@ -295,9 +309,10 @@ def build(
         key=tox_dir.name,
         source=source,
         path_dirs=(bin_dir,),
-        notes=choice.notes,
+        notes=notes,
         writable=(tox_dir, cache / "uv"),  # as Runner.writable says
         runner=Runner(
+            section=section,
             commands=_argvs(choice.env.commands),
             tox=tuple(base),
             name=name,
@@ -313,6 +328,48 @@ def build(
                 ("UV_OFFLINE", "1"),
             ),
         ),
+    )
+
+
+# tox's words when a package env's interpreter is missing, and uv's when tox-uv makes the venv.
+_PKG_SKIPPED = re.compile(r"could not find python interpreter .* for package environment (\S+)")
+_VENV_FAILED = re.compile(r"^(\S+): exit \d+ .* venv ", re.MULTILINE)
+
+
+def _missing_pkg_python(output: str, name: str) -> str | None:
+    """The package env whose interpreter this host lacks, when that is why the build failed."""
+    if m := _PKG_SKIPPED.search(output):
+        return m.group(1)
+    m = _VENV_FAILED.search(output)
+    if m and m.group(1) != name and "No interpreter found" in output:
+        return m.group(1)
+    return None
+
+
+def _toml_config(workdir: Path) -> bool:
+    """Whether tox reads a TOML configuration (tox.toml, or pyproject's native [tool.tox])."""
+    if (workdir / "tox.ini").is_file():
+        return False
+    if (workdir / "tox.toml").is_file():
+        return True
+    try:
+        table = tomllib.loads((workdir / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return False
+    tox = table.get("tool", {}).get("tox", {})
+    return isinstance(tox, dict) and "legacy_tox_ini" not in tox
+
+
+def _notest(
+    base: list[str], workdir: Path, cache: Path, tox_dir: Path, deadline: float
+) -> util.Result:
+    return util.run(
+        [*base, "--notest"],
+        cwd=workdir,
+        timeout=_left(deadline),
+        env=tox_env(cache),
+        # The package's build backend and tox's installers run here: the index, no credentials.
+        sandbox=Policy(network=True, writable=(tox_dir, cache / "uv")),
     )
 
 
