@@ -821,3 +821,21 @@ def test_a_declared_config_file_is_the_configuration_mypy_reads(tmp_path: Path) 
     assert remark == "1 changed file(s) outside mypy's files (src, ci/mypy.ini) not checked"
     result = runner.run(spec, targets, tmp_path, 120)
     assert [(r.path, r.code) for r in result.raw] == [("src/a.py", "assignment")]
+
+
+def test_the_static_phase_runs_mypy_and_ruff_on_the_targets_tox_names(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": "[tool.mypy]\n[tool.ruff.lint]\nselect = ['F']\n",
+            "tox.ini": "[testenv]\ncommands =\n    types: mypy pkg\n    lint: ruff check pkg\n",
+            "pkg/a.py": 'x: int = "a"\n',
+            "tests/t.py": 'import os\ny: int = "b"\n',
+        },
+    )
+    added = (FileChange(path=p, status="added") for p in ("pkg/a.py", "tests/t.py"))
+    out = run(scope_of(*added), discover(tmp_path), tmp_path)
+    where = [(f.tool, f.location.path) for f in out.findings if f.location]
+    assert where == [("mypy", "pkg/a.py")]
+    outside = "1 changed file(s) outside {}'s targets (pkg, tox.ini [testenv] commands)"
+    assert outside.format("mypy") in out.notes and outside.format("ruff") in out.notes

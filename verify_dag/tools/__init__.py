@@ -12,6 +12,8 @@ finding, and (``discovery``) which config files mean a project uses it; plus its
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from verify_dag.models.toolchain import Command
 from verify_dag.tools import generic, mypy, ruff
 from verify_dag.tools.base import ToolSpec
@@ -20,8 +22,17 @@ from verify_dag.tools.base import ToolSpec
 REGISTRY: dict[str, ToolSpec] = {spec.name: spec for spec in (ruff.SPEC, mypy.SPEC)}
 
 
+# A registry tool the project runs itself (its targets and options on the command) gets the
+# spec that honours them.
+_DECLARED: dict[str, Callable[[Command], ToolSpec]] = {
+    "ruff": ruff.for_command,
+    "mypy": mypy.for_command,
+}
+
+
 def spec_for(command: Command) -> ToolSpec:
     """The spec a toolchain command runs with."""
     if command.tool is not None and command.tool in REGISTRY:
-        return REGISTRY[command.tool]
+        declared = _DECLARED.get(command.tool)
+        return declared(command) if declared is not None else REGISTRY[command.tool]
     return generic.spec_for(command)
