@@ -80,7 +80,10 @@ def oracle(case: Case, corpus: Path) -> dict[str, object]:
             "VIRTUAL_ENV": str(venv),
             **case.oracle_env,
         }
-        env.pop("PYTHONPATH", None) if "PYTHONPATH" not in case.oracle_env else None
+        # The caller's PYTHON* settings are not the project's: tox passes none of them on
+        # (PYTHONDONTWRITEBYTECODE=1 here failed execnet's test_dont_write_bytecode).
+        for key in [k for k in env if k.startswith("PYTHON") and k not in case.oracle_env]:
+            del env[key]
         pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
         code, _, install_s = run([*pip, *case.oracle_install], checkout, env, log)
         if code:

@@ -113,7 +113,7 @@ def row(
     # The end of each severe finding's description: where an installer's or a tool's reason is.
     detail = [f"{i['title']}: ...{i['description'][-400:]}" for i in issues if i["severity"] >= 7]
     stuck = [
-        f"{name} {s['status']}: {s['notes'][:160]}"
+        f"{name} {s['status']}: {s['notes'].split(';')[0][:160]}"
         for name, s in skills.items()
         if s["status"] in ("BLOCKED", "NOT_RUN") and _EXPECTED_NOT_RUN not in s["notes"]
     ]
@@ -164,8 +164,13 @@ def counts_text(counts: dict[str, int] | None) -> str:
 
 def table(rows: list[dict[str, Any]], label: str, main_rev: str) -> str:
     now = time.gmtime()
+    others = sorted({r["revision"] for r in rows if r.get("revision", main_rev) != main_rev})
+    also = "".join(
+        f" {', '.join(r['case'] for r in rows if r.get('revision') == o)} on {o}." for o in others
+    )
     lines = [
-        f"Run `{label}` on verify-dag {main_rev}, {time.strftime('%Y-%m-%d %H:%M UTC', now)}.",
+        f"Run `{label}` on verify-dag {main_rev}, {time.strftime('%Y-%m-%d %H:%M UTC', now)}."
+        + (f" Re-run later:{also}" if also else ""),
         "",
         "| case | shape | oracle | tester | findings by severity | severity >= 7 "
         "| of those from mypy, the project's mypy reports | BLOCKED / NOT_RUN | exit | time |",
@@ -254,12 +259,15 @@ def main() -> None:
                     oracles.get(case.name, {}),
                     statics.get(case.name),
                 )
+                if "revision" in old:
+                    rows[case.name]["revision"] = old["revision"]
             continue
         code, wall, stderr = verify(case, corpus, out, args.cache, args.cli)
         report = json.loads(out.read_text()) if out.exists() else None
         rows[case.name] = row(
             case, report, code, wall, stderr, oracles.get(case.name, {}), statics.get(case.name)
         )
+        rows[case.name]["revision"] = rev  # cases re-run later name their own
         print(json.dumps(rows[case.name]), flush=True)
         ordered = [rows[c.name] for c in CASES if c.name in rows]
         rows_path.write_text(json.dumps(ordered, indent=2) + "\n")
