@@ -444,7 +444,8 @@ def test_tox_builds_the_env_with_factor_deps_set_env_commands_pre_and_a_vcs_vers
     tox_ini = (
         f"[tox]\nenvlist = {PY}-{{cov,plain}}, lint\n\n"
         "[testenv]\ndeps =\n    pytest\n    cov: iniconfig\n"
-        "set_env =\n    VERIFY_DAG_FROM_TOX = yes\n"
+        # A project's own PYTHONPATH: tox passes the tester's no more, its plugin still loads.
+        "set_env =\n    VERIFY_DAG_FROM_TOX = yes\n    PYTHONPATH = {toxinidir}/src\n"
         "commands_pre = python -c \"open('{envtmpdir}/pre', 'w').write('done')\"\n"
         "commands = pytest {posargs}\n\n"
         "[testenv:lint]\ndeps = ruff\ncommands = ruff check .\n"
@@ -637,3 +638,27 @@ def test_a_tox_toml_project_whose_package_env_wants_a_python_this_host_lacks(
     assert outcome.status == "PASSED", outcome.findings
     assert outcome.notes.startswith("1 passed, 0 failed"), outcome.notes
     assert outcome.reason.endswith(f"(tox env {PY} commands)"), outcome.reason
+
+
+def test_a_native_tool_tox_table_in_pyproject_runs_the_testers_commands(tmp_path: Path) -> None:
+    """[tool.tox] in pyproject.toml: tox's overrides name its tables tool.tox.env.NAME."""
+    repo = make_repo(tmp_path / "repo")
+    repo.write(
+        "pyproject.toml",
+        '[build-system]\nrequires = ["setuptools>=68"]\nbuild-backend = "setuptools.build_meta"\n\n'
+        '[project]\nname = "verify-dag-native"\nversion = "0.1"\n\n'
+        "[tool.setuptools]\npackages = []\n\n"
+        f'[tool.tox]\nenv_list = ["{PY}"]\n\n[tool.tox.env_run_base]\ndeps = ["pytest"]\n'
+        'commands = [["pytest", "-q", "tests"], ["python", "-c", "raise SystemExit(3)"]]\n',
+    )
+    repo.write("tests/test_n.py", "def test_n():\n    pass\n")
+    repo.commit("native tox table")
+    outcome, _ = tester.run_with_coverage(
+        whole("tests/test_n.py"),
+        triage.discover(repo.path),
+        repo.path,
+        600,
+        cache_dir=tmp_path / "cache",
+    )
+    assert outcome.status == "PASSED", outcome.findings
+    assert outcome.notes.startswith("1 passed, 0 failed"), outcome.notes

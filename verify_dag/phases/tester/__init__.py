@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib.metadata
 import re
 import shlex
+import shutil
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
@@ -42,7 +43,7 @@ from verify_dag.phases.tester import (
 )
 from verify_dag.phases.tester import env as testenv
 from verify_dag.phases.tester.coverage import CoverageData
-from verify_dag.phases.tester.env.base import Env, Runner
+from verify_dag.phases.tester.env.base import Env, Runner, purelib
 from verify_dag.phases.tester.outcome import (
     SKILL,
     blocked,
@@ -158,6 +159,12 @@ def _pytest(
     with tempfile.TemporaryDirectory(prefix="verify-dag-junit-") as tmp:
         report = Path(tmp) / "junit.xml"
         plugin_dir = junit.install_plugin(Path(tmp) / "plugin")
+        if env.runner is not None and env.python is not None:
+            # tox passes PYTHONPATH only where the project's set_env does not set its own: the
+            # plugin goes into the env itself, which is verify-dag's (cached, locked) copy.
+            site = purelib(env.python)
+            if site is not None:
+                shutil.copy(plugin_dir / f"{junit.PLUGIN}.py", site / f"{junit.PLUGIN}.py")
         # The declared selection first, ours after it: where both set one value, ours wins.
         # xunit1, not xunit2: only xunit1 testcases carry the `file` and `line` attributes that
         # locate a failure (pytest drops them under xunit2).

@@ -105,3 +105,10 @@ def uv_bin() -> str:
         return str(find_uv_bin())
     except (ImportError, FileNotFoundError):
         return shutil.which("uv") or "uv"
+
+
+def purelib(python: Path) -> Path | None:
+    """The site-packages of the venv of ``python``: a venv's POSIX layout, read off the disk
+    (running the interpreter would need a sandbox that shows where the venv lives)."""
+    found = sorted((python.parent.parent / "lib").glob("python*/site-packages"))
+    return found[0] if len(found) == 1 else None

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from verify_dag import util
 from verify_dag.files import file_lock, write_atomic
-from verify_dag.phases.tester.env.base import MARKER, RECIPE, clean, pip_env, tail, uv_bin
+from verify_dag.phases.tester.env.base import MARKER, RECIPE, clean, pip_env, purelib, tail, uv_bin
 from verify_dag.sandbox import Policy
 from verify_dag.tools.pinned import Pin
 
@@ -70,11 +70,11 @@ def _build(
         return f"python -m venv failed: {tail(res)}"
     python = venv / "bin" / "python"
     if project is not None:
-        purelib = _purelib(python)
-        theirs = _purelib(project)
-        if purelib is None or theirs is None:
+        ours = purelib(python)
+        theirs = purelib(project)
+        if ours is None or theirs is None:
             return "could not locate the site-packages of the tools' or the project's env"
-        (purelib / "_verify_dag_project.pth").write_text(
+        (ours / "_verify_dag_project.pth").write_text(
             f"import site; site.addsitedir({str(theirs)!r})\n", encoding="utf-8"
         )
     uv_cache = cache / "uv"
@@ -89,18 +89,6 @@ def _build(
     if res.returncode != 0 or res.timed_out:
         return f"installing {' '.join(wanted)} failed: {tail(res)}"
     return None
-
-
-def _purelib(python: Path) -> Path | None:
-    """The site-packages of the venv of ``python``, as that interpreter names it."""
-    res = util.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-        timeout=60,
-        env=pip_env(),
-        sandbox=Policy(),  # the env's .pth files are the project's dependencies' code
-    )
-    path = Path(res.stdout.strip()) if res.returncode == 0 and res.stdout.strip() else None
-    return path if path is not None and path.is_dir() else None
 
 
 def _left(deadline: float) -> float:

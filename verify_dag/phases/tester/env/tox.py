@@ -263,8 +263,8 @@ def build(
     base = [*tox_argv(), "run", "-e", name, "--workdir", str(tox_dir)]
     # --override names an env's section as the config format does: TOML `env.NAME`, ini
     # `testenv:NAME` (an override naming the other is silently ignored).
-    toml = _toml_config(workdir)
-    section = f"env.{name}" if toml else f"testenv:{name}"
+    toml = _toml_prefix(workdir)
+    section = f"{toml}env.{name}" if toml is not None else f"testenv:{name}"
     for dep in extra:
         base += ["-x", f"{section}.deps+={dep}"]
     if extra:
@@ -281,7 +281,7 @@ def build(
         # that Python would; the test env itself is unchanged.
         ours = f"py{sys.version_info.major}{sys.version_info.minor}"
         # The packaging envs' base section: [pkgenv] in ini configs, env_pkg_base in TOML.
-        pkg_section = "env_pkg_base" if toml else "pkgenv"
+        pkg_section = f"{toml}env_pkg_base" if toml is not None else "pkgenv"
         base += ["-x", f"{pkg_section}.base_python={ours}"]
         notes = (*notes, f"tox's package env {pkg} built on this Python ({ours})")
         res = _notest(base, workdir, cache, tox_dir, deadline)
@@ -346,18 +346,23 @@ def _missing_pkg_python(output: str, name: str) -> str | None:
     return None
 
 
-def _toml_config(workdir: Path) -> bool:
-    """Whether tox reads a TOML configuration (tox.toml, or pyproject's native [tool.tox])."""
+def _toml_prefix(workdir: Path) -> str | None:
+    """How tox's --override names this configuration's TOML tables: "" for tox.toml,
+    "tool.tox." for pyproject's native [tool.tox]; None for an ini configuration."""
     if (workdir / "tox.ini").is_file():
-        return False
-    if (workdir / "tox.toml").is_file():
-        return True
+        return None
+    if (workdir / "setup.cfg").is_file():
+        cfg = _ini(workdir / "setup.cfg")
+        if cfg is not None and cfg.has_section("tox:tox"):
+            return None
     try:
         table = tomllib.loads((workdir / "pyproject.toml").read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-        return False
-    tox = table.get("tool", {}).get("tox", {})
-    return isinstance(tox, dict) and "legacy_tox_ini" not in tox
+        table = {}
+    tox = table.get("tool", {}).get("tox")
+    if isinstance(tox, dict):
+        return None if "legacy_tox_ini" in tox else "tool.tox."
+    return "" if (workdir / "tox.toml").is_file() else None
 
 
 def _notest(
