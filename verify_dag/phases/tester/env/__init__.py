@@ -45,7 +45,16 @@ from verify_dag.phases.tester.env import npm as testenv_npm
 from verify_dag.phases.tester.env import plan as testenv_plan
 from verify_dag.phases.tester.env import tools as testenv_tools
 from verify_dag.phases.tester.env import tox as testenv_tox
-from verify_dag.phases.tester.env.base import MARKER, PY_LEAKS, Env, clean, pip_env, tail, uv_bin
+from verify_dag.phases.tester.env.base import (
+    MARKER,
+    PY_LEAKS,
+    Env,
+    clean,
+    left,
+    pip_env,
+    tail,
+    uv_bin,
+)
 from verify_dag.phases.tester.env.plan import SKIP, Plan
 from verify_dag.sandbox import Policy
 from verify_dag.tools import pinned
@@ -251,7 +260,7 @@ def _build(workdir: Path, plan: Plan, env_dir: Path, deadline: float) -> tuple[s
             workdir, src, symlinks=True, ignore=lambda d, names: _COPY_SKIP & set(names)
         )
         venv = [sys.executable, "-m", "venv", *(["--without-pip"] if _own_pip() else [])]
-        res = util.run([*venv, str(env_dir)], timeout=_left(deadline), env=pip_env())
+        res = util.run([*venv, str(env_dir)], timeout=left(deadline), env=pip_env())
         if res.returncode != 0 or res.timed_out:
             return f"python -m venv failed: {tail(res)}", False
         pip = _pip(env_dir / "bin" / "python")
@@ -266,7 +275,7 @@ def _build(workdir: Path, plan: Plan, env_dir: Path, deadline: float) -> tuple[s
         # Build backends and setup.py files run here: sandboxed, with the index but no
         # credentials, writing only the env being built and the scratch copy.
         build = Policy(network=True, writable=(env_dir, Path(tmp)))
-        res = util.run(argv, cwd=src, timeout=_left(deadline), env=pip_env(), sandbox=build)
+        res = util.run(argv, cwd=src, timeout=left(deadline), env=pip_env(), sandbox=build)
         if res.timed_out:
             return f"installing from {plan.source} timed out", False
         if res.returncode != 0:
@@ -280,7 +289,7 @@ def _build(workdir: Path, plan: Plan, env_dir: Path, deadline: float) -> tuple[s
             res = util.run(
                 [uv_bin(), "pip", "install", "--python", str(env_dir / "bin" / "python"), *groups],
                 cwd=src,
-                timeout=_left(deadline),
+                timeout=left(deadline),
                 env={**pip_env(), "UV_CACHE_DIR": str(uv_cache)},
                 sandbox=Policy(network=True, writable=(env_dir, Path(tmp), uv_cache)),
             )
@@ -291,7 +300,7 @@ def _build(workdir: Path, plan: Plan, env_dir: Path, deadline: float) -> tuple[s
             res = util.run(
                 [*pip, "uninstall", "-y", *names],
                 cwd=tmp,
-                timeout=_left(deadline),
+                timeout=left(deadline),
                 env=pip_env(),
                 sandbox=build,
             )
@@ -303,7 +312,7 @@ def _build(workdir: Path, plan: Plan, env_dir: Path, deadline: float) -> tuple[s
             util.run(
                 [*pip, "install", *_build_requires(src)],
                 cwd=tmp,
-                timeout=_left(deadline),
+                timeout=left(deadline),
                 env=pip_env(),
                 sandbox=build,
             )
@@ -350,7 +359,3 @@ def _purelib(venv: Path) -> Path:
     return Path(
         sysconfig.get_path("purelib", "venv", vars={"base": str(venv), "platbase": str(venv)})
     )
-
-
-def _left(deadline: float) -> float:
-    return max(1.0, deadline - time.monotonic())

@@ -4,9 +4,13 @@ they hand back, the lock and marker of a cache entry, and the environment their 
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 import shlex
 import shutil
+import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,3 +116,21 @@ def purelib(python: Path) -> Path | None:
     (running the interpreter would need a sandbox that shows where the venv lives)."""
     found = sorted((python.parent.parent / "lib").glob("python*/site-packages"))
     return found[0] if len(found) == 1 else None
+
+
+def cache_dir(workdir: Path, cache: Path, kind: str, declaring: tuple[str, ...]) -> Path:
+    """``cache/kind/KEY``: one directory per declaration (the bytes of the ``declaring`` files
+    present in ``workdir``) and interpreter, for the envs a runner (tox, nox) builds there."""
+    h = hashlib.sha256(
+        f"{RECIPE}\0{kind}\0{sys.version}\0{os.path.realpath(sys.executable)}".encode()
+    )
+    for name in declaring:
+        path = workdir / name
+        if path.is_file():
+            h.update(name.encode() + b"\0" + path.read_bytes())
+    return cache / kind / h.hexdigest()[:24]
+
+
+def left(deadline: float) -> float:
+    """Seconds to a ``time.monotonic()`` deadline, at least one."""
+    return max(1.0, deadline - time.monotonic())

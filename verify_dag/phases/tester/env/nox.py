@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -27,7 +26,7 @@ from pathlib import Path
 
 from verify_dag import util
 from verify_dag.files import file_lock
-from verify_dag.phases.tester.env.base import RECIPE, Env, clean, tail, uv_bin
+from verify_dag.phases.tester.env.base import Env, cache_dir, clean, left, tail, uv_bin
 from verify_dag.phases.tester.env.tox import EXTRA_DEPS, tox_env
 from verify_dag.sandbox import Policy
 
@@ -51,12 +50,8 @@ def _env(cache: Path) -> dict[str, str]:
 
 
 def _dir(workdir: Path, cache: Path) -> Path:
-    h = hashlib.sha256(f"{RECIPE}\0nox\0{sys.version}\0{os.path.realpath(sys.executable)}".encode())
-    for name in _DECLARING:
-        path = workdir / name
-        if path.is_file():
-            h.update(name.encode() + b"\0" + path.read_bytes())
-    return cache / "nox" / h.hexdigest()[:24]
+    """nox's work directory for this declaration and interpreter."""
+    return cache_dir(workdir, cache, "nox", _DECLARING)
 
 
 def _runs_tests(workdir: Path) -> set[str]:
@@ -104,7 +99,7 @@ def runtime(workdir: Path, cache: Path, timeout: float = 900) -> Iterator[Env]:
         res = util.run(
             [*_nox(), "--list", "--json", "--envdir", str(envdir)],
             cwd=workdir,
-            timeout=_left(deadline),
+            timeout=left(deadline),
             env=_env(cache),
             sandbox=policy,
         )
@@ -140,7 +135,7 @@ def _build(
             "uv",
         ],
         cwd=workdir,
-        timeout=_left(deadline),
+        timeout=left(deadline),
         env=_env(cache),
         sandbox=policy,
     )
@@ -164,7 +159,7 @@ def _build(
             *EXTRA_DEPS,
         ],
         cwd=workdir,
-        timeout=_left(deadline),
+        timeout=left(deadline),
         env=_env(cache),
         sandbox=policy,
     )
@@ -177,7 +172,3 @@ def _build(
         source=source,
         path_dirs=(bin_dir,),
     )
-
-
-def _left(deadline: float) -> float:
-    return max(1.0, deadline - time.monotonic())

@@ -22,7 +22,16 @@ from pathlib import Path
 
 from verify_dag import util
 from verify_dag.files import file_lock, write_atomic
-from verify_dag.phases.tester.env.base import MARKER, RECIPE, clean, pip_env, purelib, tail, uv_bin
+from verify_dag.phases.tester.env.base import (
+    MARKER,
+    RECIPE,
+    clean,
+    left,
+    pip_env,
+    purelib,
+    tail,
+    uv_bin,
+)
 from verify_dag.sandbox import Policy
 from verify_dag.tools.pinned import Pin
 
@@ -63,7 +72,7 @@ def _build(
 ) -> str | None:
     res = util.run(
         [sys.executable, "-m", "venv", "--without-pip", str(venv)],
-        timeout=_left(deadline),
+        timeout=left(deadline),
         env=pip_env(),
     )
     if res.returncode != 0 or res.timed_out:
@@ -81,7 +90,7 @@ def _build(
     uv_cache.mkdir(parents=True, exist_ok=True)
     res = util.run(
         [uv_bin(), "pip", "install", "--python", str(python), *wanted],
-        timeout=_left(deadline),
+        timeout=left(deadline),
         env={**pip_env(), "UV_CACHE_DIR": str(uv_cache), "UV_PYTHON_DOWNLOADS": "never"},
         # Only wheels and sdists of the pinned tools and their declared extras are built here.
         sandbox=Policy(network=True, writable=(venv, uv_cache)),
@@ -89,7 +98,3 @@ def _build(
     if res.returncode != 0 or res.timed_out:
         return f"installing {' '.join(wanted)} failed: {tail(res)}"
     return None
-
-
-def _left(deadline: float) -> float:
-    return max(1.0, deadline - time.monotonic())

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import configparser
 import contextlib
-import hashlib
-import os
 import re
 import shlex
 import sys
@@ -31,7 +29,16 @@ from pathlib import Path
 
 from verify_dag import util
 from verify_dag.files import file_lock
-from verify_dag.phases.tester.env.base import RECIPE, Env, Runner, clean, pip_env, tail, uv_bin
+from verify_dag.phases.tester.env.base import (
+    Env,
+    Runner,
+    cache_dir,
+    clean,
+    left,
+    pip_env,
+    tail,
+    uv_bin,
+)
 from verify_dag.sandbox import Policy
 
 # What the tester adds to the project's own deps: coverage for its single measured run, and
@@ -116,12 +123,7 @@ def tox_env(cache: Path) -> dict[str, str]:
 
 def work_dir(workdir: Path, cache: Path) -> Path:
     """tox's work directory for this declaration and interpreter."""
-    h = hashlib.sha256(f"{RECIPE}\0tox\0{sys.version}\0{os.path.realpath(sys.executable)}".encode())
-    for name in _DECLARING:
-        path = workdir / name
-        if path.is_file():
-            h.update(name.encode() + b"\0" + path.read_bytes())
-    return cache / "tox" / h.hexdigest()[:24]
+    return cache_dir(workdir, cache, "tox", _DECLARING)
 
 
 def choose(workdir: Path, cache: Path, tox_dir: Path, deadline: float) -> Choice:
@@ -132,7 +134,7 @@ def choose(workdir: Path, cache: Path, tox_dir: Path, deadline: float) -> Choice
     res = util.run(
         [*tox_argv(), "config", "--workdir", str(tox_dir), "-k", "commands", "base_python"],
         cwd=workdir,
-        timeout=_left(deadline),
+        timeout=left(deadline),
         env=tox_env(cache),
         # tox provisions itself (a newer tox, declared plugins) from the index if [tox] requires.
         sandbox=Policy(network=True, writable=(tox_dir, cache / "uv")),
@@ -297,7 +299,7 @@ def build(
         res = util.run(
             [uv_bin(), "pip", "install", "--python", str(bin_dir / "python"), *extra],
             cwd=workdir,
-            timeout=_left(deadline),
+            timeout=left(deadline),
             env=tox_env(cache),
             sandbox=Policy(network=True, writable=(tox_dir, cache / "uv")),
         )
@@ -371,7 +373,7 @@ def _notest(
     return util.run(
         [*base, "--notest"],
         cwd=workdir,
-        timeout=_left(deadline),
+        timeout=left(deadline),
         env=tox_env(cache),
         # The package's build backend and tox's installers run here: the index, no credentials.
         sandbox=Policy(network=True, writable=(tox_dir, cache / "uv")),
@@ -391,7 +393,3 @@ def _argvs(commands: str) -> tuple[tuple[str, ...], ...]:
         if argv:
             out.append(tuple(argv))
     return tuple(out)
-
-
-def _left(deadline: float) -> float:
-    return max(1.0, deadline - time.monotonic())
