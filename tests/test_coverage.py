@@ -318,3 +318,13 @@ def test_the_projects_coverage_source_is_read_by_coverage_itself(tmp_path: Path)
     assert [f.path for f in data.files] == ["src/shapes.py", "src/unused.py"]
     titles = [f.title for f in coverage.diff_coverage(sc, data).findings]
     assert "No test changed for unused.py" in titles
+
+
+def test_qa_says_when_the_package_ran_from_an_installed_copy() -> None:
+    data = CoverageData(installed_copy="tox env py311")
+    out = coverage.qa_outcome(coverage.diff_coverage(scope_of(), data))
+    assert out.notes == (
+        "no changed executable lines; the project ran from the copy tox env py311 installed, not "
+        "from the checkout: its changed lines are not measured, only the checkout's own files "
+        "(tests) are"
+    )

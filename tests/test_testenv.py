@@ -468,6 +468,8 @@ def test_tox_builds_the_env_with_factor_deps_set_env_commands_pre_and_a_vcs_vers
     assert outcome.notes.startswith("4 passed, 0 failed, 0 errors, 0 skipped"), outcome.notes
     assert outcome.notes.endswith(f"; env from tox env {PY}-cov"), outcome.notes
     assert data is not None  # coverage was measured inside tox's env
+    # tox installed an sdist of the package: its lines ran from that copy, and qa says so.
+    assert data.installed_copy == f"tox env {PY}-cov"
 
 
 def test_tox_without_an_env_for_this_python_runs_the_test_env_on_it(tmp_path: Path) -> None:

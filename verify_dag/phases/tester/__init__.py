@@ -210,6 +210,8 @@ def _pytest(
     if python is not None:
         coverage_files.combine(python, data_file, workdir, suite_env(env))
         measured = coverage.measure(python, data_file, workdir, scope, suite_env(env))
+        if measured is not None and _installed_copy(env):
+            measured = measured.model_copy(update={"installed_copy": env.source})
         if xml_file is not None:
             coverage_files.cobertura(python, data_file, xml_file, workdir, suite_env(env), scope)
     counts = junit.counts(root)
@@ -241,6 +243,23 @@ def _pytest(
         evidence=_pytest_evidence(root, workdir, base, env, shown, res.returncode),
     )
     return outcome, measured
+
+
+_EDITABLE = re.compile(r'"editable"\s*:\s*true')
+
+
+def _installed_copy(env: Env) -> bool:
+    """Whether a tox or nox env installed the project as a wheel or sdist (what tox does by
+    default) rather than editable: pip and uv record an editable install in direct_url.json."""
+    if not (env.runner is not None or env.source.startswith("nox ")) or env.python is None:
+        return False
+    site = purelib(env.python)
+    if site is None:
+        return False
+    return not any(
+        _EDITABLE.search(p.read_text(encoding="utf-8", errors="replace"))
+        for p in site.glob("*.dist-info/direct_url.json")
+    )
 
 
 def _per_test_limit(env: Env, kept: tuple[str, ...], seconds: float) -> list[str]:

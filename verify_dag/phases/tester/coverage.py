@@ -67,12 +67,16 @@ class CoverageData(Frozen):
     # Whether the project tells coverage.py what its code is (`source` or `include` in its
     # configuration): then the files coverage reported are that code, and nothing else is.
     source_declared: bool = False
+    # Set (to the env's name) when the suite imported the project from a copy its env installed
+    # (a tox or nox env building a wheel or sdist): that copy's lines are not the checkout's.
+    installed_copy: str = ""
 
 
 class QaResult(Frozen):
     covered: int
     total: int
     findings: tuple[Finding, ...] = ()
+    note: str = ""
 
     @property
     def percent(self) -> float | None:
@@ -202,7 +206,13 @@ def diff_coverage(scope: Scope, data: CoverageData) -> QaResult:
             findings.extend(_missing(fc, statements, executed))
     measured = {fc.path for fc in data.files} if data.source_declared else None
     findings.extend(_untested_files(scope, measured))
-    return QaResult(covered=covered, total=total, findings=tuple(findings))
+    note = (
+        f"the project ran from the copy {data.installed_copy} installed, not from the checkout: "
+        "its changed lines are not measured, only the checkout's own files (tests) are"
+        if data.installed_copy
+        else ""
+    )
+    return QaResult(covered=covered, total=total, findings=tuple(findings), note=note)
 
 
 def _missing(fc: FileCoverage, statements: list[int], executed: set[int]) -> list[Finding]:
@@ -310,7 +320,7 @@ def qa_outcome(result: QaResult) -> SkillOutcome:
     return SkillOutcome(
         skill=SKILL,
         status="COMPLETED",
-        notes=notes,
+        notes=f"{notes}; {result.note}" if result.note else notes,
         findings=result.findings,
         reason="changed-line coverage from the tester's run",
     )
