@@ -128,3 +128,49 @@ def test_a_linter_a_tox_env_declares_is_provisioned_by_tox(
     titles = [f.title for f in out.findings]
     assert any("F401" in t for t in titles), (titles, out.notes)
     assert not any("could not run" in t for t in titles)
+
+
+FAKE_RUFF = """\
+import json, os, sys
+
+def main():
+    # A stand-in for the ruff the project's tox env pins: it says which copy ran.
+    target = sys.argv[-1]
+    print(json.dumps([{"code": "X999", "message": "the tox env's ruff ran",
+                       "filename": os.path.abspath(target), "location": {"row": 1, "column": 1}}]))
+    return 1
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+"""
+
+
+def test_ruff_a_named_tox_env_runs_comes_from_that_env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ruff is installed here, but the project runs it from its tox env `lint`, which pins its
+    own copy: that copy is the one that runs."""
+    monkeypatch.setenv("VERIFY_DAG_CACHE", str(tmp_path / "cache"))
+    repo = tmp_path / "repo"
+    write(
+        repo,
+        {
+            "tox.ini": "[tox]\nenvlist = py\n\n[testenv]\ncommands = pytest\n\n"
+            "[testenv:lint]\nskip_install = true\ndeps = ./vendor/fakeruff\n"
+            "commands = ruff check src\n",
+            "vendor/fakeruff/pyproject.toml": '[build-system]\nrequires = ["setuptools>=68"]\n'
+            'build-backend = "setuptools.build_meta"\n\n[project]\nname = "fake-ruff-pin"\n'
+            'version = "0.0.1"\n\n[project.scripts]\nruff = "ruff.__main__:main"\n\n'
+            '[tool.setuptools]\npackages = ["ruff"]\n',
+            "vendor/fakeruff/ruff/__init__.py": "",
+            "vendor/fakeruff/ruff/__main__.py": FAKE_RUFF,
+            "src/a.py": "x = 1\n",
+        },
+    )
+    (ruff,) = [c for c in discover(repo).commands if c.tool == "ruff"]
+    assert ruff.exists and "[testenv:lint]" in ruff.source, ruff
+    scope = Scope(
+        mode="branch", new_commit="0" * 40, included=(FileChange(path="src/a.py", status="added"),)
+    )
+    out = static.run(scope, Toolchain(commands=(ruff,)), repo, 300)
+    assert [f.title for f in out.findings] == ["ruff X999: the tox env's ruff ran"], out.notes

@@ -133,16 +133,20 @@ def _declared_env(
     command: Command, workdir: Path, python: Path | None, timeout: float
 ) -> tuple[Path | None, str | None]:
     """The interpreter whose env runs ``command``, and why it could not be built (None when it
-    was). A tool that is not installed here but that a tox env declares (pyright in a typing
-    env) is provisioned from that declaration by tox; only when that fails is it NOT run,
-    with the installer's reason."""
+    was). A tool that a named tox env runs is provisioned from that env's declaration by tox:
+    one not installed here (pyright in a typing env) is NOT run only when that fails, with the
+    installer's reason; ruff or mypy then run from that env, at the version it pins."""
     name = testenv_tox.declaring_env(command.source)
-    if command.exists or name is None:
+    if name is None or (command.exists and command.tool is None):
         return python, None
+    # ruff or mypy run by a named tox env: that env holds the version the project pins (and,
+    # unless it skips the install, the project and its dependencies for mypy's imports).
     env = testenv_tox.provision(workdir, name, cache_root(), timeout)
-    if env.error is not None:
-        return None, f"tox could not provision env {name} that declares it: {env.error}"
-    return env.python, None
+    if env.error is None:
+        return env.python, None
+    if command.exists:
+        return python, None  # verify-dag's own copy, as when nothing is pinned
+    return None, f"tox could not provision env {name} that declares it: {env.error}"
 
 
 def _hooked(raw: list[RawFinding], pin: pinned.Pin | None) -> tuple[list[RawFinding], str]:
