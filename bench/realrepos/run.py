@@ -163,14 +163,23 @@ def counts_text(counts: dict[str, int] | None) -> str:
 
 
 def table(rows: list[dict[str, Any]], label: str, main_rev: str) -> str:
-    now = time.gmtime()
-    others = sorted({r["revision"] for r in rows if r.get("revision", main_rev) != main_rev})
-    also = "".join(
-        f" {', '.join(r['case'] for r in rows if r.get('revision') == o)} on {o}." for o in others
+    revisions = sorted({r.get("revision", main_rev) for r in rows})
+    if len(revisions) == 1:
+        where = f"on verify-dag {revisions[0]}"
+    else:  # cases re-run on a later revision name it
+        where = "; ".join(
+            ", ".join(r["case"] for r in rows if r.get("revision", main_rev) == rev)
+            + f" on verify-dag {rev}"
+            for rev in revisions
+        )
+    # When each report was written, not when this table was: --table-only rebuilds it later.
+    written = [float(r["ran_at"]) for r in rows if "ran_at" in r] or [time.time()]
+    span = "-".join(
+        sorted({time.strftime("%H:%M", time.gmtime(t)) for t in (min(written), max(written))})
     )
+    day = time.strftime("%Y-%m-%d", time.gmtime(min(written)))
     lines = [
-        f"Run `{label}` on verify-dag {main_rev}, {time.strftime('%Y-%m-%d %H:%M UTC', now)}."
-        + (f" Re-run later:{also}" if also else ""),
+        f"Run `{label}`, reports written {day} {span} UTC: {where}.",
         "",
         "| case | shape | oracle | tester | findings by severity | severity >= 7 "
         "| of those from mypy, the project's mypy reports | BLOCKED / NOT_RUN | exit | time |",
@@ -261,6 +270,10 @@ def main() -> None:
                 )
                 if "revision" in old:
                     rows[case.name]["revision"] = old["revision"]
+                # Rows from before ran_at was kept: the report file's time is when it ran.
+                ran_at = old.get("ran_at") or (out.stat().st_mtime if out.exists() else None)
+                if ran_at is not None:
+                    rows[case.name]["ran_at"] = ran_at
             continue
         code, wall, stderr = verify(case, corpus, out, args.cache, args.cli)
         report = json.loads(out.read_text()) if out.exists() else None
@@ -268,6 +281,7 @@ def main() -> None:
             case, report, code, wall, stderr, oracles.get(case.name, {}), statics.get(case.name)
         )
         rows[case.name]["revision"] = rev  # cases re-run later name their own
+        rows[case.name]["ran_at"] = time.time()
         print(json.dumps(rows[case.name]), flush=True)
         ordered = [rows[c.name] for c in CASES if c.name in rows]
         rows_path.write_text(json.dumps(ordered, indent=2) + "\n")
