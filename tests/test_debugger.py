@@ -425,3 +425,10 @@ def test_a_run_that_stops_after_the_exerciser_stopped_at_the_debugger(two_commit
     assert by_skill["exerciser"].status == "FAILED"
     assert by_skill["debugger"].status == "NOT_RUN"
     assert by_skill["debugger"].notes == "not run: verification stopped at debugger: worker lost"
+
+
+def test_pytests_summary_is_read_past_the_lines_tox_prints_after_it() -> None:
+    from verify_dag.phases.debugger import _counts
+
+    out = "F\n1 failed, 2 passed in 0.12s\npy311: exit 1 (0.5 seconds)\n  py311: FAIL code 1\n"
+    assert _counts(out + "  evaluation failed :( (0.6 seconds)\n") == {"failed": 1, "passed": 2}

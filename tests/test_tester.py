@@ -524,3 +524,21 @@ def test_a_change_of_thousands_of_files_still_measures_coverage(tmp_path: Path) 
     assert measured["calc.py"].executed == (1, 2)
     # The Cobertura file for diff-cover is written too, with the scoped file in it.
     assert 'filename="calc.py"' in xml.read_text(encoding="utf-8")
+
+
+def test_the_suite_writes_bytecode_as_usual_but_not_into_the_checkout(tmp_path: Path) -> None:
+    """Suites test sys.dont_write_bytecode (execnet does): the tester must not change it, and
+    the checkout still ends up holding only what was committed."""
+    write(
+        tmp_path,
+        {
+            "tests/test_b.py": "import sys\n\n"
+            "def test_b():\n    assert not sys.dont_write_bytecode\n",
+            "tests/helper.py": "X = 1\n",
+            "tests/test_imports.py": "def test_i():\n    from tests import helper  # noqa: F401\n",
+            "tests/__init__.py": "",
+        },
+    )
+    out = run(tmp_path)
+    assert out.status == "PASSED", out.findings
+    assert not list(tmp_path.rglob("__pycache__"))

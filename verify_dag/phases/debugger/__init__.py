@@ -380,10 +380,13 @@ def _base_signature(output: str) -> tuple[str | None, str]:
 
 
 def _counts(stdout: str) -> dict[str, int]:
-    lines = [ln for ln in stdout.splitlines() if ln.strip()]
+    # pytest's summary: the last line with counts (through tox, tox's own lines follow it).
     out: dict[str, int] = {}
-    for n, kind in _COUNT.findall(lines[-1] if lines else ""):
-        out[kind.removesuffix("s") if kind == "errors" else kind] = int(n)
+    for line in reversed(stdout.splitlines()):
+        if found := _COUNT.findall(line):
+            for n, kind in found:
+                out[kind.removesuffix("s") if kind == "errors" else kind] = int(n)
+            break
     return out
 
 

@@ -16,8 +16,15 @@ SKILL = "tester"
 
 
 def suite_env(env: Env, plugin_dir: Path | None = None) -> dict[str, str]:
-    # No bytecode files: the checkout should hold what was committed, nothing else.
-    out = testenv.suite_env(env, {"PYTHONDONTWRITEBYTECODE": "1"})
+    """The suite's environment. Its bytecode goes beside the plugin, in the run's scratch
+    directory, so the checkout holds what was committed; the suite itself still writes
+    bytecode as usual (PYTHONDONTWRITEBYTECODE would change ``sys.dont_write_bytecode``, which
+    suites test: execnet's test_dont_write_bytecode failed under it)."""
+    if plugin_dir is None:
+        out = testenv.suite_env(env, {"PYTHONDONTWRITEBYTECODE": "1"})
+    else:
+        out = testenv.suite_env(env, {"PYTHONPYCACHEPREFIX": str(plugin_dir.parent / "pycache")})
+        out.pop("PYTHONDONTWRITEBYTECODE", None)  # the caller's own, too
     if plugin_dir is not None:
         # Only our plugin's directory is added: it holds nothing the suite could import by
         # accident.
