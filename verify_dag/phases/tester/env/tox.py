@@ -342,10 +342,10 @@ def _missing_pkg_python(output: str, name: str) -> str | None:
     """The package env whose interpreter this host lacks, when that is why the build failed."""
     if m := _PKG_SKIPPED.search(output):
         return m.group(1)
+    # uv's own words vary (no such interpreter, one it could not query): the package env's
+    # venv step failing is what counts.
     m = _VENV_FAILED.search(output)
-    if m and m.group(1) != name and "No interpreter found" in output:
-        return m.group(1)
-    return None
+    return m.group(1) if m and m.group(1) != name else None
 
 
 def _toml_prefix(workdir: Path) -> str | None:
