@@ -53,7 +53,7 @@ from verify_dag.phases.tester.env.base import (
     left,
     pip_env,
     tail,
-    uv_bin,
+    uv_install,
 )
 from verify_dag.phases.tester.env.plan import SKIP, Plan
 from verify_dag.sandbox import Policy
@@ -284,14 +284,13 @@ def _build(workdir: Path, plan: Plan, env_dir: Path, deadline: float) -> tuple[s
             # PEP 735 groups (include-group too) by uv, which implements them; pip learnt
             # --group only in 25.1.
             groups = [a for g in plan.groups for a in ("--group", f"pyproject.toml:{g}")]
-            uv_cache = env_dir.parent.parent / "uv"  # beside envs/, as tox's and nox's
-            uv_cache.mkdir(parents=True, exist_ok=True)
-            res = util.run(
-                [uv_bin(), "pip", "install", "--python", str(env_dir / "bin" / "python"), *groups],
+            res = uv_install(
+                env_dir / "bin" / "python",
+                groups,
+                cache=env_dir.parent.parent,  # envs/ sits under verify-dag's cache root
+                deadline=deadline,
                 cwd=src,
-                timeout=left(deadline),
-                env={**pip_env(), "UV_CACHE_DIR": str(uv_cache)},
-                sandbox=Policy(network=True, writable=(env_dir, Path(tmp), uv_cache)),
+                writable=(Path(tmp),),
             )
             if res.returncode != 0 or res.timed_out:
                 return f"uv pip install of {plan.source} failed: {tail(res)}", False

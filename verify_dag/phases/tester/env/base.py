@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verify_dag import util
+from verify_dag.sandbox import Policy
 
 RECIPE = "verify-dag-env-2"  # part of every key: change it when the way envs are built changes
 MARKER = ".verify-dag-ready"
@@ -134,3 +135,26 @@ def cache_dir(workdir: Path, cache: Path, kind: str, declaring: tuple[str, ...])
 def left(deadline: float) -> float:
     """Seconds to a ``time.monotonic()`` deadline, at least one."""
     return max(1.0, deadline - time.monotonic())
+
+
+def uv_install(
+    python: Path,
+    args: Sequence[str],
+    *,
+    cache: Path,
+    deadline: float,
+    cwd: Path | None = None,
+    writable: tuple[Path, ...] = (),
+) -> util.Result:
+    """``uv pip install ARGS`` into the venv of ``python``: uv's cache under verify-dag's
+    ``cache`` (the sandbox's HOME is private), never a downloaded interpreter, sandboxed with
+    the index and no credentials, writing only that venv, uv's cache and ``writable``."""
+    uv_cache = cache / "uv"
+    uv_cache.mkdir(parents=True, exist_ok=True)
+    return util.run(
+        [uv_bin(), "pip", "install", "--python", str(python), *args],
+        cwd=cwd,
+        timeout=left(deadline),
+        env={**pip_env(), "UV_CACHE_DIR": str(uv_cache), "UV_PYTHON_DOWNLOADS": "never"},
+        sandbox=Policy(network=True, writable=(python.parent.parent, uv_cache, *writable)),
+    )

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from verify_dag import util
 from verify_dag.files import file_lock
-from verify_dag.phases.tester.env.base import Env, cache_dir, clean, left, tail, uv_bin
+from verify_dag.phases.tester.env.base import Env, cache_dir, clean, left, tail, uv_bin, uv_install
 from verify_dag.phases.tester.env.tox import EXTRA_DEPS, tox_env
 from verify_dag.sandbox import Policy
 
@@ -148,20 +148,8 @@ def _build(
     if not venvs:
         return Env(source=source, error=f"nox -s {name} --install-only made no venv")
     bin_dir = venvs[-1] / "bin"
-    res = util.run(
-        [
-            uv_bin(),
-            "pip",
-            "install",
-            "--python",
-            str(bin_dir / "python"),
-            "pytest",
-            *EXTRA_DEPS,
-        ],
-        cwd=workdir,
-        timeout=left(deadline),
-        env=_env(cache),
-        sandbox=policy,
+    res = uv_install(
+        bin_dir / "python", ["pytest", *EXTRA_DEPS], cache=cache, deadline=deadline, cwd=workdir
     )
     if res.returncode != 0 or res.timed_out:
         return Env(source=source, error=clean(f"adding coverage to the nox venv: {tail(res)}"))

@@ -30,9 +30,8 @@ from verify_dag.phases.tester.env.base import (
     pip_env,
     purelib,
     tail,
-    uv_bin,
+    uv_install,
 )
-from verify_dag.sandbox import Policy
 from verify_dag.tools.pinned import Pin
 
 
@@ -86,15 +85,7 @@ def _build(
         (ours / "_verify_dag_project.pth").write_text(
             f"import site; site.addsitedir({str(theirs)!r})\n", encoding="utf-8"
         )
-    uv_cache = cache / "uv"
-    uv_cache.mkdir(parents=True, exist_ok=True)
-    res = util.run(
-        [uv_bin(), "pip", "install", "--python", str(python), *wanted],
-        timeout=left(deadline),
-        env={**pip_env(), "UV_CACHE_DIR": str(uv_cache), "UV_PYTHON_DOWNLOADS": "never"},
-        # Only wheels and sdists of the pinned tools and their declared extras are built here.
-        sandbox=Policy(network=True, writable=(venv, uv_cache)),
-    )
+    res = uv_install(python, wanted, cache=cache, deadline=deadline)
     if res.returncode != 0 or res.timed_out:
         return f"installing {' '.join(wanted)} failed: {tail(res)}"
     return None

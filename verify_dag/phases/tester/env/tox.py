@@ -37,7 +37,7 @@ from verify_dag.phases.tester.env.base import (
     left,
     pip_env,
     tail,
-    uv_bin,
+    uv_install,
 )
 from verify_dag.sandbox import Policy
 
@@ -296,13 +296,7 @@ def build(
     bin_dir = tox_dir / name / "bin"
     if extra:
         # Installed again beside the env's own: a lock runner's env never took `deps`.
-        res = util.run(
-            [uv_bin(), "pip", "install", "--python", str(bin_dir / "python"), *extra],
-            cwd=workdir,
-            timeout=left(deadline),
-            env=tox_env(cache),
-            sandbox=Policy(network=True, writable=(tox_dir, cache / "uv")),
-        )
+        res = uv_install(bin_dir / "python", extra, cache=cache, deadline=deadline, cwd=workdir)
         if res.returncode != 0 or res.timed_out:
             return Env(source=source, error=clean(f"adding {' '.join(extra)}: {tail(res)}"))
     return Env(
