@@ -265,4 +265,19 @@ CASES: list[Case] = [
         static_source="[tool.mypy] files = src, tests, noxfile.py (noxfile.py is not in the "
         "sdist, so named without it); the test group for imports",
     ),
+    Case(
+        "click",
+        "click",
+        "8.1.7",
+        "8.1.8",
+        "flit, tox.ini with pinned requirements files, tox typing env (mypy, pyright)",
+        oracle_install=(".", "-r", "requirements/tests.txt"),
+        oracle_command=("python", "-m", "pytest", "-v", "--tb=short"),
+        source="tox.ini [testenv]: deps -r requirements/tests.txt, package wheel, "
+        "commands pytest -v --tb=short --basetemp={envtmpdir}",
+        static_install=(".", "-r", "requirements/typing.txt"),
+        static_command=("mypy", "--no-pretty", "--show-error-codes"),
+        static_source="tox.ini [testenv:typing]: deps -r requirements/typing.txt, commands mypy "
+        "([tool.mypy] files = src/click, tests/typing)",
+    ),
 ]
