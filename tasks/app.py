@@ -36,6 +36,7 @@ ROUTES = {
     "verify_dag.engineer": "git",
     "verify_dag.triage": "git",
     "verify_dag.collect": "git",
+    "verify_dag.reviews": "git",
     "verify_dag.report": "git",
     "verify_dag.static": "static",
     "verify_dag.review.*": "review",

@@ -14,9 +14,10 @@ from typing import Any
 
 from celery import states
 
-from verify_dag import repos, sandbox
+from verify_dag import repos, resultcache, sandbox
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import RunState, SkillOutcome
+from verify_dag.models.findings import CacheHit
 from verify_dag.models.state import Phase
 from verify_dag.tasks.app import app
 
@@ -37,6 +38,15 @@ def previous_result(task: Any) -> Any | None:
     if meta.get("status") == states.SUCCESS:
         return meta.get("result")
     return None
+
+
+def cached(outcome: SkillOutcome, hits: list[CacheHit]) -> SkillOutcome:
+    """``outcome`` saying which of its parts came from the result cache, in its notes too."""
+    if not hits:
+        return outcome
+    said = "; ".join(f"{h.what} (stored {h.stored or 'earlier'})" for h in hits)
+    notes = f"{outcome.notes}; from the result cache: {said}" if outcome.notes else said
+    return outcome.model_copy(update={"cached": (*outcome.cached, *hits), "notes": notes})
 
 
 def isolated(outcome: SkillOutcome, used: set[str]) -> SkillOutcome:
@@ -73,15 +83,20 @@ def state_phase(phase: Phase) -> Callable[[StatePhase], Callable[..., dict[str, 
                 return state
             progress(task, st.run_id, phase)
             try:
-                with sandbox.tracking(required=st.request.require_sandbox) as used:
+                with (
+                    sandbox.tracking(required=st.request.require_sandbox) as used,
+                    resultcache.session(enabled=not st.request.no_cache) as hits,
+                ):
                     out = fn(repos.localize(st))
                 # The localized request names this host's copy of the repository; the next
                 # task, maybe on another host, localizes the run's own name again.
-                added = tuple(isolated(o, used) for o in out.outcomes[len(st.outcomes) :])
+                added = tuple(
+                    cached(isolated(o, used), hits) for o in out.outcomes[len(st.outcomes) :]
+                )
                 static = (
                     out.static
                     if out.static == st.static or out.static is None
-                    else (isolated(out.static, used))
+                    else cached(isolated(out.static, used), hits)
                 )
                 out = out.model_copy(
                     update={
@@ -117,8 +132,11 @@ def header_phase(skill: str) -> Callable[[HeaderPhase], Callable[..., list[dict[
                 return []
             progress(task, st.run_id, skill)
             try:
-                with sandbox.tracking(required=st.request.require_sandbox) as used:
-                    outcomes = [isolated(o, used) for o in fn(repos.localize(st))]
+                with (
+                    sandbox.tracking(required=st.request.require_sandbox) as used,
+                    resultcache.session(enabled=not st.request.no_cache) as hits,
+                ):
+                    outcomes = [cached(isolated(o, used), hits) for o in fn(repos.localize(st))]
             except sandbox.SandboxRequired as exc:
                 outcomes = [
                     SkillOutcome(

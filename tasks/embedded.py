@@ -16,12 +16,16 @@ from typing import Any
 from celery.worker import WorkController
 from celery.worker import state as worker_state
 
+from verify_dag import skills
 from verify_dag.tasks.app import QUEUES, app
 
 log = logging.getLogger(__name__)
 
-# The tester and the reviewers run side by side in the chord, so one thread is not enough.
-CONCURRENCY = 4
+# Wide enough for the widest chord: the tester beside static analysis, then every review-queue
+# skill at once (at deep all of them can be due). Model calls wait on the network, not on a core,
+# so a thread each costs nothing; a narrower pool would queue them one behind another. Fleet
+# workers size their own pools: the review queue's consumers stay the fleet-wide cap.
+CONCURRENCY = 2 + sum(1 for s in skills.SKILLS.values() if s.queue == "review")
 START_TIMEOUT = 30.0
 
 

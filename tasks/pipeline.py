@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from celery.result import AsyncResult
 
-from verify_dag import evidence, git, report, store
+from verify_dag import evidence, report, store, workspace
 from verify_dag.models import Report, ReportResult, RunState, SkillOutcome
 from verify_dag.phases import debugger, engineer, exerciser, scope, static, tester, triage
 from verify_dag.phases.tester import coverage
 from verify_dag.phases.tester import env as testenv
+from verify_dag.phases.tester import memo as tester_memo
 from verify_dag.phases.triage import gating
 from verify_dag.reviewers import composition_skips
+from verify_dag.tasks import workspaces
 from verify_dag.tasks.app import app
 from verify_dag.tasks.base import failed, header_phase, previous_result, progress, state_phase
 
@@ -39,7 +42,7 @@ def _engineer(st: RunState) -> RunState:
 def _triage(st: RunState) -> RunState:
     """Job A (toolchain) always; Job B (assignments and gating) reads files only at deep."""
     assert st.scope is not None
-    with git.worktree(st.request.repo, st.scope.new_commit) as workdir:
+    with workspace.checkout(st.run_id, st.request.repo, st.scope.new_commit) as workdir:
         st = st.model_copy(update={"toolchain": triage.discover(workdir, st.engineer)})
         return st.model_copy(update={"triage": gating.run(st, workdir)})
 
@@ -47,26 +50,61 @@ def _triage(st: RunState) -> RunState:
 @state_phase("static")
 def _static(st: RunState) -> RunState:
     assert st.scope is not None and st.toolchain is not None
+    toolchain = st.toolchain
     with (
-        git.worktree(st.request.repo, st.scope.new_commit) as workdir,
-        testenv.interpreter(workdir, st.toolchain) as python,
+        workspace.checkout(st.run_id, st.request.repo, st.scope.new_commit) as workdir,
+        contextlib.ExitStack() as held,
     ):
+        got: list[tuple[Path | None, bool]] = []
+
+        def python() -> tuple[Path | None, bool]:
+            # The project's env, built (or taken shared) only once a tool is not in the
+            # result cache, and held until static is done.
+            if not got:
+                got.append(held.enter_context(testenv.interpreter(workdir, toolchain)))
+            return got[0]
+
         outcome = static.run(
-            st.scope, st.toolchain, workdir, st.request.tool_timeout, python=python
+            st.scope,
+            toolchain,
+            workdir,
+            st.request.tool_timeout,
+            python,
+            st.run_id,
+            # Whose tool caches (mypy's) to keep: this host's copy of the repository, the same
+            # path for every run of a local repository or of a URL (its mirror).
+            project=st.request.repo,
         )
     return st.model_copy(update={"static": outcome})
 
 
 @header_phase("tester")
 def _tester(st: RunState) -> list[SkillOutcome]:
-    """The suite runs once, with coverage. At deep, qa's changed-line coverage comes from that
-    same run here (collect merges it with qa's judgement pass from the review queue)."""
+    """The suite runs once, with coverage only at deep. At deep, qa's changed-line coverage
+    comes from that same run here (collect merges it with qa's judgement pass from the review
+    queue). A suite already run on the same inputs comes from the result cache."""
     assert st.scope is not None and st.toolchain is not None
     deep = st.request.depth == "deep"
-    with (
-        git.worktree(st.request.repo, st.scope.new_commit) as workdir,
-        tempfile.TemporaryDirectory(prefix="verify-dag-cov-") as scratch,
-    ):
+    with workspace.checkout(st.run_id, st.request.repo, st.scope.new_commit) as workdir:
+        entry = tester_memo.key(
+            st.scope,
+            st.toolchain,
+            workdir,
+            test_timeout=st.request.test_timeout,
+            per_test_timeout=st.request.per_test_timeout,
+            measure=deep,
+        )
+        known = tester_memo.get(entry)
+        if known is not None:
+            return known
+        outcomes = _run_suite(st, workdir, deep)
+    tester_memo.put(entry, outcomes)
+    return outcomes
+
+
+def _run_suite(st: RunState, workdir: Path, deep: bool) -> list[SkillOutcome]:
+    assert st.scope is not None and st.toolchain is not None
+    with tempfile.TemporaryDirectory(prefix="verify-dag-cov-") as scratch:
         xml_file = Path(scratch) / "coverage.xml" if deep else None
         outcome, data = tester.run_with_coverage(
             st.scope,
@@ -75,6 +113,8 @@ def _tester(st: RunState) -> list[SkillOutcome]:
             st.request.test_timeout,
             xml_file=xml_file,
             per_test_timeout=st.request.per_test_timeout,
+            # Coverage only where something reads it: qa's changed-line figure, at deep.
+            measure=deep,
         )
         xml = _small_text(xml_file)
     if not deep:
@@ -116,15 +156,17 @@ def _debugger(st: RunState) -> RunState:
     return st.model_copy(update={"outcomes": (*st.outcomes, debugger.run(st))})
 
 
-def collect(st: RunState, results: list[list[dict[str, Any]]]) -> RunState:
-    """The fan-in: header outcomes in header order, then the composition's skips.
+def collect(st: RunState, results: list[Any]) -> RunState:
+    """The fan-in: the tester's outcomes, then the reviewers' in their order, then the
+    composition's skips. A part that is not a list of outcomes (static's own state, when no
+    reviewer followed it) carries none.
 
     A skill can arrive in two parts (qa's deterministic coverage from the tester task, its
     judgement from the review task): they become one outcome with both parts' findings.
     """
     merged: dict[str, SkillOutcome] = {}
     for part in results:
-        for raw in part:
+        for raw in part if isinstance(part, list) else ():
             o = SkillOutcome.model_validate(raw)
             merged[o.skill] = merged[o.skill].combine(o) if o.skill in merged else o
     outcomes = [*merged.values(), *composition_skips(st)]
@@ -156,10 +198,17 @@ def test_task(self: Any, state: dict[str, Any]) -> list[dict[str, Any]]:
     return _tester(self, state)
 
 
+@app.task(name="verify_dag.reviews", bind=True)
+def reviews_task(self: Any, results: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The reviewers' fan-in: their outcomes as one list, in header order."""
+    return [raw for part in results for raw in part]
+
+
 @app.task(name="verify_dag.collect", bind=True)
-def collect_task(self: Any, results: list[list[dict[str, Any]]], context_id: str) -> dict[str, Any]:
-    """Chord body. A chord body only receives the header's results, so the run's state is read
-    back from the static task's stored result (its id is fixed when the canvas is built)."""
+def collect_task(self: Any, results: list[Any], context_id: str) -> dict[str, Any]:
+    """Chord body. A chord body only receives the header's results (the tester's outcomes and
+    the reviewers'), so the run's state is read back from the static task's stored result (its
+    id is fixed when the canvas is built)."""
     done = previous_result(self)
     if done is not None:
         return dict(done)
@@ -192,7 +241,10 @@ def report_task(self: Any, state: dict[str, Any]) -> dict[str, Any]:
     progress(self, st.run_id, "report")
     doc = report.build(st)
     report.validate(doc.model_dump(mode="json"))
-    return _stored(st, doc, report.markdown(doc)).model_dump(mode="json")
+    result = _stored(st, doc, report.markdown(doc)).model_dump(mode="json")
+    # The run is over: its checkouts go, here and on every worker that made one.
+    workspaces.release(st.run_id)
+    return result
 
 
 def _stored(st: RunState, doc: Report, markdown: str) -> ReportResult:

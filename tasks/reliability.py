@@ -43,7 +43,7 @@ from typing import Any
 
 from celery import signals
 
-from verify_dag import sandbox
+from verify_dag import sandbox, workspace
 from verify_dag.errors import UsageError
 
 log = logging.getLogger(__name__)
@@ -305,6 +305,8 @@ def install(app: Any) -> TaskHeartbeat:
         for_workers(app)
         # Sandboxes a killed predecessor on this host left running go before this one works.
         sandbox.worker_started()
+        # So do the workspaces of runs that ended while no worker here heard of it.
+        workspace.sweep()
 
     signals.worker_init.connect(on_worker_init, weak=False)
     return handlers

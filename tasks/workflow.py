@@ -2,11 +2,17 @@
 
 The DAG (docs/verify.md, "Phase order")::
 
-    scope -> engineer -> triage -> static
-      -> chord([test, review.<skill> ...], collect) -> exerciser -> debugger -> report
+    scope -> engineer -> triage
+      -> chord([test, static -> chord([review.<skill> ...], reviews)], collect)
+      -> exerciser -> debugger -> report
 
-The debugger comes after the exerciser: it fires on tester and exerciser failures alike, and the
-exerciser does not read the debugger's diagnoses.
+Static analysis runs beside the suite, and the judgement reviewers, which read its summary, after
+it: the run takes as long as the longer of the two branches, not their sum. The reviewers' own
+fan-in is a chord too (``reviews`` flattens their outcomes into one list): a plain group at the
+end of a chain inside a chord header makes Celery join it with a 0.5 s poll, a chord does not
+(measured on the memory and Redis backends, Celery 5.7). The debugger comes after the exerciser:
+it fires on tester and exerciser failures alike, and the exerciser does not read the debugger's
+diagnoses.
 
 Every signature gets an explicit task id up front so a client can follow the run phase by phase
 (and a redelivered task keeps its id, which is what idempotency is keyed on). The run id is the
@@ -66,9 +72,10 @@ def _due(gate: skills.Gate, request: VerifyRequest) -> bool:
 
 
 def header_tasks(request: VerifyRequest) -> list[str]:
-    """The chord header: the tester, then one task per review-queue skill of the depth's
-    composition that the request makes due, in the registry's order (verify_dag/skills.py).
-    Triage-gated skills get their task too: it reads triage's decision when it runs."""
+    """The tasks whose outcomes the run collects: the tester, then one task per review-queue
+    skill of the depth's composition that the request makes due, in the registry's order
+    (verify_dag/skills.py). Triage-gated skills get their task too: it reads triage's decision
+    when it runs. The reviewers (all but the first) run after static analysis."""
     names = ["verify_dag.test"]
     for skill in skills.SKILLS.values():
         gate = skill.gates.get(request.depth)
@@ -101,18 +108,26 @@ def plan(request: VerifyRequest, run_id: str | None = None) -> Plan:
     scope = sig("verify_dag.scope", state, label="scope", task_id=run_id)
     engineer = sig("verify_dag.engineer", label="engineer skill")
     triage = sig("verify_dag.triage", label="triage")
+    test, *review_names = header_tasks(request)
+    tester = sig(test, label="test")
     static = sig("verify_dag.static", label="static analysis")
     static_id = phases[-1].task_id
-    header = [
+    reviews = [
         sig(name, label=name.removeprefix("verify_dag.").replace("review.", "review: "))
-        for name in header_tasks(request)
+        for name in review_names
     ]
+    # static, then its reviewers; the chain's result is the reviewers' outcomes, flattened.
+    analysis = (
+        chain(static, chord(reviews, sig("verify_dag.reviews", label="reviews")))
+        if (reviews)
+        else static
+    )
     collect = sig("verify_dag.collect", label="collect", context_id=static_id)
     exerciser = sig("verify_dag.exerciser", label="exerciser")
     debugger = sig("verify_dag.debugger", label="debugger")
     report = sig("verify_dag.report", label="report")
     canvas = chain(
-        scope, engineer, triage, static, chord(header, collect), exerciser, debugger, report
+        scope, engineer, triage, chord([tester, analysis], collect), exerciser, debugger, report
     )
     head = request.snapshot.head if request.snapshot is not None else None
     expect = Expected(repo=display_source(request.repo), head=head, store=request.store)

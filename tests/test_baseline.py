@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from conftest import Repo
 
 from verify_dag import git
@@ -12,6 +15,7 @@ from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.phases import scope as scope_phase
 from verify_dag.phases import static
 from verify_dag.phases.static import baseline
+from verify_dag.tools import runner
 
 RUFF = Toolchain(
     commands=(
@@ -230,3 +234,45 @@ def test_mypy_at_the_base_runs_as_the_projects_configuration_says(repo: Repo) ->
         "mypy (2 findings: 1 introduced, 1 pre-existing; 1 changed file(s) outside mypy's "
         "files (src, pyproject.toml) not checked)"
     )
+
+
+def test_nothing_runs_at_the_base_when_no_touched_file_lost_a_line_like_the_finding(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The merge base is checked out and linted only for files that could hold a finding's
+    origin: here the change only adds lines, so every finding is introduced without a run."""
+    sc = branch(repo, {"a.py": OLD}, {"a.py": OLD + "\n\ndef other():\n    y = 2\n"})
+    found = static_findings(repo, sc)
+    assert [f.rule for f in found] == ["F841"]
+
+    def no_checkout(*args: object) -> object:
+        raise AssertionError("the merge base was checked out")
+
+    monkeypatch.setattr(git, "worktree", no_checkout)
+    out = baseline.classify(sc, RUFF, found, str(repo.path), 60)
+    assert [f.baseline for f in out] == ["introduced"]
+
+
+def test_only_files_that_lost_a_like_line_are_linted_at_the_base(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two touched files; only b.py lost a line reading like the finding's: ruff at the base is
+    given b.py alone, and the finding moved from there stays pre-existing."""
+    moved = "import json\n"
+    sc = branch(
+        repo,
+        {"a.py": OLD, "b.py": moved + "X = 1\n"},
+        {"a.py": OLD.replace("sys.argv", "list(sys.argv)"), "b.py": "X = 1\n", "c.py": moved},
+    )
+    found = static_findings(repo, sc)
+    seen: list[list[str]] = []
+    real = runner._run
+
+    def spy(spec: Any, files: Any, *args: Any, **kwargs: Any) -> runner.ToolRun:
+        seen.append(sorted(files))
+        return real(spec, files, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "_run", spy)
+    out = baseline.classify(sc, RUFF, found, str(repo.path), 60)
+    assert seen == [["b.py"]]
+    assert baselines(out)[("F401", 1)] == "pre-existing"

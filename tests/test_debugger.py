@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import Repo, by_failure
 
-from verify_dag import git
+from verify_dag import git, workspace
 from verify_dag.errors import FatalError
 from verify_dag.models import (
     Command,
@@ -379,11 +379,11 @@ def test_never_raises(two_commits: Repo, monkeypatch: pytest.MonkeyPatch) -> Non
     )
 
     @contextmanager
-    def no_checkout(repo: object, sha: str) -> Iterator[Path]:
+    def no_checkout(run_id: str, repo: object, sha: str) -> Iterator[Path]:
         raise FatalError("disk full")
         yield Path()
 
-    monkeypatch.setattr(git, "worktree", no_checkout)
+    monkeypatch.setattr(workspace, "checkout", no_checkout)
     (d,) = debugger.run(state).diagnoses
     assert d.pre_existing == "undetermined" and "could not check out" in d.evidence
 

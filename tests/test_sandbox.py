@@ -300,7 +300,8 @@ def test_each_skill_says_which_isolation_its_repository_code_ran_under(tmp_path:
     by_skill = {s["skill"]: s.get("isolation") for s in doc["skillResults"]}
     assert by_skill["tester"] == by_skill["static-analysis"] == "bubblewrap"
     assert by_skill["reviewer"] is None  # a model call, not repository code
-    _rc, _doc, _err = verify(repo, tmp_path / "out.md", "--format=markdown")
+    # Run again, not from the result cache: a cached result ran no repository code at all.
+    _rc, _doc, _err = verify(repo, tmp_path / "out.md", "--format=markdown", "--no-cache")
     text = (tmp_path / "out.md").read_text(encoding="utf-8")
     (line,) = [t for t in text.splitlines() if t.startswith("> **Sandbox:**")]
     assert "static-analysis, tester" in line or "tester, static-analysis" in line

@@ -473,7 +473,7 @@ def test_tox_builds_the_env_with_factor_deps_set_env_commands_pre_and_a_vcs_vers
 
 
 def test_tox_without_an_env_for_this_python_runs_the_test_env_on_it(tmp_path: Path) -> None:
-    from verify_dag.phases.tester.env import tox as testenv_tox
+    from verify_dag.phases.tester.env import toxchoice as testenv_tox
 
     repo = write(
         tmp_path / "r",

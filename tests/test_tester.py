@@ -7,9 +7,10 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import make_repo
+from conftest import Repo, make_repo, verify_json
 
 from verify_dag.models.findings import SkillOutcome
 from verify_dag.models.scope import FileChange, LineRange, Scope
@@ -359,7 +360,7 @@ def test_an_engineer_skill_pytest_command_keeps_its_selection(tmp_path: Path) ->
     assert [c.nodeid for c in out.evidence.tests] == ["tests/unit/test_calc.py::test_a"]
     # What ran, with our additions after the repository's own selection; no scratch paths.
     assert out.evidence.command.startswith(
-        "python -m coverage run --branch --data-file=.coverage -m pytest -q tests -k test_a "
+        "python -m pytest -q tests -k test_a "
         "-p no:cacheprovider --rootdir=. --junitxml=junit.xml -o junit_family=xunit1"
     )
     assert str(tmp_path) not in out.evidence.command
@@ -542,3 +543,20 @@ def test_the_suite_writes_bytecode_as_usual_but_not_into_the_checkout(tmp_path: 
     out = run(tmp_path)
     assert out.status == "PASSED", out.findings
     assert not list(tmp_path.rglob("__pycache__"))
+
+
+def test_coverage_is_measured_only_where_something_reads_it(scenario: Repo, tmp_path: Path) -> None:
+    """Light runs the suite without coverage.py; deep runs it once, under coverage, for qa's
+    changed-line figure. The evidence bundle records the command that ran."""
+
+    def command(doc: dict[str, Any]) -> str:
+        bundle = tmp_path / "store" / doc["run"]["id"] / "evidence.json"
+        (result,) = json.loads(bundle.read_text(encoding="utf-8"))["results"]
+        return str(result["command"])
+
+    _, light = verify_json(scenario, tmp_path, "--scope=branch", "--base=base")
+    assert command(light).startswith("python -m pytest ")
+    _, deep = verify_json(scenario, tmp_path, "--scope=branch", "--base=base", "--depth=deep")
+    assert command(deep).startswith("python -m coverage run --branch")
+    qa = next(s for s in deep["skillResults"] if s["skill"] == "qa")
+    assert "changed-line coverage" in qa["notes"]

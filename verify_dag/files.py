@@ -46,26 +46,29 @@ def write_new(path: str, text: str, flag: str) -> None:
 
 
 @contextmanager
-def file_lock(path: Path, deadline: float | None = None) -> Iterator[bool]:
-    """An exclusive ``flock`` on ``path`` (created if missing) across this host's processes.
+def file_lock(path: Path, deadline: float | None = None, *, shared: bool = False) -> Iterator[bool]:
+    """An exclusive ``flock`` on ``path`` (created if missing) across this host's processes;
+    with ``shared``, a shared one (any number of holders, none exclusive).
 
     Without ``deadline`` it waits as long as it takes and yields True. With one (a
     ``time.monotonic()`` value) it yields False once the deadline passes without the lock; a
-    deadline already past means one try.
+    deadline already past means one try. Locks are per open file, so two threads of one
+    process exclude each other too; never take one while holding another on the same path.
     """
+    kind = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     with open(path, "a+b") as fh:
         if deadline is None:
-            fcntl.flock(fh, fcntl.LOCK_EX)
+            fcntl.flock(fh, kind)
         else:
             while True:
                 try:
-                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    fcntl.flock(fh, kind | fcntl.LOCK_NB)
                     break
                 except BlockingIOError:
                     if time.monotonic() >= deadline:
                         yield False
                         return
-                    time.sleep(0.2)
+                    time.sleep(0.05)
         try:
             yield True
         finally:

@@ -529,6 +529,47 @@ def read_file(repo: str | Path, commit: str, path: str) -> str | None:
     return res.stdout if res.returncode == 0 else None
 
 
+def read_files(repo: str | Path, commit: str, paths: Sequence[str]) -> dict[str, str | None]:
+    """Contents of ``paths`` at ``commit`` in one ``cat-file --batch`` (None: not a file there).
+    Text is decoded as UTF-8 with replacement, as :func:`read_file` does."""
+    out: dict[str, str | None] = {p: None for p in paths}
+    wanted = [p for p in dict.fromkeys(paths) if "\n" not in p]
+    if not wanted or not valid_ref(commit):
+        return out
+    request = "".join(f"{commit}:{p}\n" for p in wanted).encode("utf-8", "surrogateescape")
+    raw = _git(repo, "cat-file", "--batch", input_data=request).stdout_bytes
+    pos = 0
+    for path in wanted:
+        end = raw.find(b"\n", pos)
+        if end < 0:
+            break
+        header = raw[pos:end].split()
+        pos = end + 1
+        if len(header) == 3 and header[1] == b"blob":
+            size = int(header[2])
+            out[path] = raw[pos : pos + size].decode("utf-8", "replace")
+            pos += size + 1  # the content, then a newline
+        elif len(header) == 3:
+            pos += int(header[2]) + 1  # a tree or a link: not a file
+    for path in paths:
+        if "\n" in path:
+            out[path] = read_file(repo, commit, path)
+    return out
+
+
+def blobs(repo: str | Path, commit: str) -> dict[str, str]:
+    """Every file of ``commit`` (symlinks and submodules too) -> its object id: what the
+    result cache keys tool runs on, read without a checkout."""
+    res = _git(repo, "ls-tree", "-r", "-z", "--full-tree", commit)
+    out: dict[str, str] = {}
+    for entry in split_z(res.stdout):
+        meta, _, path = entry.partition("\t")
+        parts = meta.split()
+        if len(parts) == 3:
+            out[path] = parts[2]
+    return out
+
+
 def empty_tree(repo: str | Path) -> str:
     """The empty tree's id in this repository's hash format (sha1 or sha256)."""
     return _git(repo, "hash-object", "-t", "tree", "--stdin").stdout.strip()
@@ -582,7 +623,17 @@ def snapshot_worktree(repo: str | Path, parent: str) -> str:
 
 @contextmanager
 def worktree(repo: str | Path, sha: str) -> Iterator[Path]:
-    """A throwaway detached checkout of ``sha``, removed on exit.
+    """A throwaway detached checkout of ``sha``, removed on exit (see :func:`checkout_into`).
+    The pipeline's phases share one per commit instead (verify_dag/workspace.py)."""
+    parent = Path(tempfile.mkdtemp(prefix="verify-dag-wt-"))
+    try:
+        yield checkout_into(repo, sha, parent / "tree")
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+def checkout_into(repo: str | Path, sha: str, path: Path) -> Path:
+    """A detached checkout of ``sha`` at ``path`` (which must not exist yet); returns ``path``.
 
     It is a ``clone --shared`` (objects borrowed through alternates, so snapshot commits that no
     ref names are there too), not a ``git worktree``: linked worktrees keep their admin files in
@@ -592,24 +643,19 @@ def worktree(repo: str | Path, sha: str) -> Iterator[Path]:
     """
     if not valid_ref(sha):  # a caller's bug (an empty new_commit), not the user's input
         raise FatalError(f"cannot check out {sha!r}: not a commit")
-    parent = Path(tempfile.mkdtemp(prefix="verify-dag-wt-"))
-    path = parent / "tree"
-    try:
-        _git(
-            parent,
-            "clone",
-            "--shared",
-            "--no-checkout",
-            "--quiet",
-            "--",
-            str(Path(repo).resolve()),
-            str(path),
-        )
-        # No post-checkout hook or smudge filter runs here either (_no_programs).
-        _git(path, "-c", "advice.detachedHead=false", "checkout", "--detach", "--quiet", sha)
-        yield path
-    finally:
-        shutil.rmtree(parent, ignore_errors=True)
+    _git(
+        path.parent,
+        "clone",
+        "--shared",
+        "--no-checkout",
+        "--quiet",
+        "--",
+        str(Path(repo).resolve()),
+        str(path),
+    )
+    # No post-checkout hook or smudge filter runs here either (_no_programs).
+    _git(path, "-c", "advice.detachedHead=false", "checkout", "--detach", "--quiet", sha)
+    return path
 
 
 # --- diff-only workspace (codex-reviewer) ----------------------------------------------------

@@ -66,6 +66,9 @@ class Policy:
 
     network: bool = False  # provisioning needs the package index; nothing else does
     writable: tuple[Path, ...] = ()
+    # The working directory is writable unless the step is known only to read it (the static
+    # tools reading a checkout the run's other phases share).
+    cwd_writable: bool = True
 
 
 # Which isolation the repository code of the current step ran under; see :func:`tracking`.
@@ -242,8 +245,10 @@ def _bwrap_prefix(policy: Policy, workdir: Path | None, path_var: str) -> list[s
     # A hidden home or /run stays empty: nothing written there could look like it landed.
     scratch = {Path(p).resolve() for p in ("/tmp", "/var/tmp", "/dev/shm")}
     late = [p for p in hidden if p not in scratch]
-    writable = [p for p in (workdir, *policy.writable) if p is not None]
-    for path in _exposed(policy, writable, hidden, path_var):
+    own = workdir if policy.cwd_writable else None
+    writable = [p for p in (own, *policy.writable) if p is not None]
+    readable = [workdir] if workdir is not None and own is None else []
+    for path in _exposed(policy, writable, hidden, path_var, readable):
         argv += ["--ro-bind", str(path), str(path)]
     for path in dict.fromkeys(Path(p).resolve() for p in writable):
         if path.exists():
@@ -281,10 +286,16 @@ def _passwd_home() -> str:
         return ""
 
 
-def _exposed(policy: Policy, writable: list[Path], hidden: list[Path], path_var: str) -> list[Path]:
+def _exposed(
+    policy: Policy,
+    writable: list[Path],
+    hidden: list[Path],
+    path_var: str,
+    readable: Sequence[Path] = (),
+) -> list[Path]:
     """What the step needs from inside a hidden directory, read-only: the interpreter and
     verify-dag's installation, the venvs on PATH, verify-dag's cache of environments, the
-    objects a shared checkout borrows."""
+    objects a shared checkout borrows, and a working directory it may only read."""
     # verify-dag itself too: an editable install's finder points at a source tree that may
     # well live under a hidden directory (a checkout in /tmp or in a home).
     package = Path(__file__).resolve().parent.parent  # the package and its schemas link
@@ -302,7 +313,8 @@ def _exposed(policy: Policy, writable: list[Path], hidden: list[Path], path_var:
             # A venv's bin/ is nothing without its site-packages: the whole venv.
             venv = Path(entry).parent
             wanted.append(venv if (venv / "pyvenv.cfg").is_file() else Path(entry))
-    for path in writable:
+    wanted += readable
+    for path in [*writable, *readable]:
         wanted += _alternates(path)
     resolv = Path(os.path.realpath("/etc/resolv.conf"))
     if policy.network:

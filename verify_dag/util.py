@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
@@ -80,6 +80,8 @@ class Result:
     truncated: bool = False
     duration: float = 0.0
     not_found: bool = False
+    # stdout as it came, for output that is not text or whose byte counts matter (cat-file).
+    stdout_bytes: bytes = field(default=b"", repr=False)
 
 
 def _drain(stream: IO[bytes], cap: int, out: list[bytes], flags: list[bool]) -> None:
@@ -215,9 +217,11 @@ def run(
             _sandbox.kill_step(step)
     for t in readers:
         t.join(timeout=5)
+    raw = b"".join(out)
     res = Result(
         returncode=proc.returncode if not timed_out else -signal.SIGKILL,
-        stdout=b"".join(out).decode("utf-8", "replace"),
+        stdout=raw.decode("utf-8", "replace"),
+        stdout_bytes=raw,
         stderr=b"".join(err).decode("utf-8", "replace"),
         timed_out=timed_out,
         truncated=bool(flags),

@@ -165,6 +165,12 @@ def add_parsers(sub: Any) -> None:
         action="store_true",
         help="submit to the broker, print the run id and return (needs a broker)",
     )
+    v.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="compute everything again: take nothing from the result cache of earlier runs "
+        "and store nothing in it ($VERIFY_DAG_RESULT_CACHE, see docs/verify.md)",
+    )
     cli_args.add_broker(v)
     cli_args.add_store(v)
 
@@ -242,6 +248,7 @@ def _request(args: argparse.Namespace) -> Any:
         contract_text=cli_args.read_text(contract_path, "--contract"),
         skip_visual=args.skip_visual,
         require_sandbox=args.require_sandbox,
+        no_cache=args.no_cache,
         auto_fix_threshold=args.auto_fix_threshold,
         test_timeout=args.test_timeout,
         per_test_timeout=args.per_test_timeout,

@@ -78,6 +78,15 @@ class Verification(Frozen):
     evidence: str
 
 
+class CacheHit(Frozen):
+    """One part of a skill's result that came from the result cache (verify_dag/resultcache.py)
+    instead of being computed again: what it is, its entry, and when it was stored."""
+
+    what: str  # "mypy", "ruff: 3 of 4 files", "suite", "reply"
+    key: str  # the entry's sha256
+    stored: str | None = None  # ISO 8601 UTC
+
+
 class SkillOutcome(Frozen):
     skill: str
     status: Status
@@ -100,6 +109,8 @@ class SkillOutcome(Frozen):
     # The sandbox the skill's repository code ran in (sandbox.py modes, joined by "+" when a
     # skill's commands ran under more than one); None when it ran none.
     isolation: str | None = None
+    # The parts of this result taken from the result cache rather than computed in this run.
+    cached: tuple[CacheHit, ...] = ()
 
     def combine(self, other: SkillOutcome) -> SkillOutcome:
         """One skill that ran in two parts (deterministic rules and a model pass, say).
@@ -125,5 +136,6 @@ class SkillOutcome(Frozen):
                 "gates": (*self.gates, *other.gates),
                 "verifications": (*self.verifications, *other.verifications),
                 "coverage_xml": self.coverage_xml or other.coverage_xml,
+                "cached": (*self.cached, *other.cached),
             }
         )

@@ -147,12 +147,20 @@ class ReportTriage(_V1):
     gating: dict[str, GatingRow] | None = Field(default=None, exclude_if=_absent)
 
 
+class CachedPart(_V1):
+    what: str
+    key: str
+    stored: str | None = Field(default=None, exclude_if=_absent)
+
+
 class SkillResult(_V1):
     skill: str
     status: Status
     notes: str
     # The sandbox the skill's repository code ran in; absent when it ran none (docs/security.md).
     isolation: str | None = Field(default=None, exclude_if=_absent)
+    # The parts of the result taken from the result cache; absent when none was.
+    cached: tuple[CachedPart, ...] | None = Field(default=None, exclude_if=_absent)
 
 
 class IssueLocation(_V1):

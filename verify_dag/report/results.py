@@ -11,7 +11,7 @@ from typing import Literal
 
 from verify_dag import skills
 from verify_dag.models.findings import SkillOutcome
-from verify_dag.models.report import RunStatus, SkillReason, SkillResult
+from verify_dag.models.report import CachedPart, RunStatus, SkillReason, SkillResult
 from verify_dag.models.state import RunState
 
 # Statuses that mean a toolchain command actually ran and reported; FAILED counts, because
@@ -99,7 +99,14 @@ def outcomes(state: RunState) -> list[SkillOutcome]:
 
 def skill_results(all_outcomes: list[SkillOutcome]) -> tuple[SkillResult, ...]:
     return tuple(
-        SkillResult(skill=o.skill, status=o.status, notes=o.notes, isolation=o.isolation or None)
+        SkillResult(
+            skill=o.skill,
+            status=o.status,
+            notes=o.notes,
+            isolation=o.isolation or None,
+            cached=tuple(CachedPart(what=c.what, key=c.key, stored=c.stored) for c in o.cached)
+            or None,
+        )
         for o in all_outcomes
     )
 

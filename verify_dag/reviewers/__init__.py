@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from verify_dag import backends, git, skills
+from verify_dag import backends, skills, workspace
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import RunState, SkillOutcome
 from verify_dag.reviewers import comments, contract, runner
@@ -40,7 +40,9 @@ def comment_review(state: RunState) -> list[SkillOutcome]:
     assert state.scope is not None
     skill = "comment-review"
     try:
-        with git.worktree(state.request.repo, state.scope.new_commit) as workdir:
+        with workspace.checkout(
+            state.run_id, state.request.repo, state.scope.new_commit
+        ) as workdir:
             setting = state.request.comment_density
             env = {**os.environ, comments.DENSITY_ENV: setting} if setting else None
             found = comments.run(state.scope, workdir, env=env)

@@ -6,6 +6,7 @@ codex-reviewer's own statuses say so; docs/report.md), never in COMPLETED with z
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -14,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from verify_dag import backends, git, skills
+from verify_dag import backends, git, resultcache, skills, workspace
 from verify_dag.backends.parse import ParsedReply, Unparseable, parse_reply
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import Finding, RunState, SkillOutcome
@@ -119,23 +120,53 @@ def _ask(
     cwd: Path,
     blocked_when_unavailable: bool = False,
 ) -> SkillOutcome:
-    reply = backends.invoke(backend, prompt, cwd=cwd)
-    if reply.status != "ok":
-        # A missing CLI or missing auth is BLOCKED for codex-reviewer (its report statuses);
-        # a time-out, quota or empty reply is NOT_RUN for everyone (issue 3).
-        unavailable = reply.status in {"missing", "auth"}
-        status: Status = "BLOCKED" if blocked_when_unavailable and unavailable else "NOT_RUN"
-        return SkillOutcome(
-            skill=skill, status=status, reason=reason, notes=f"{reply.status}: {reply.reason}"
-        )
-    if _echoes(prompt, reply.text):
+    entry = _reply_key(skill, backend, prompt, cwd)
+    text = resultcache.get(_REPLY, entry, "reply") if entry is not None else None
+    fresh = not isinstance(text, str)
+    if not isinstance(text, str):
+        reply = backends.invoke(backend, prompt, cwd=cwd)
+        if reply.status != "ok":
+            # A missing CLI or missing auth is BLOCKED for codex-reviewer (its report statuses);
+            # a time-out, quota or empty reply is NOT_RUN for everyone (issue 3).
+            unavailable = reply.status in {"missing", "auth"}
+            status: Status = "BLOCKED" if blocked_when_unavailable and unavailable else "NOT_RUN"
+            return SkillOutcome(
+                skill=skill, status=status, reason=reason, notes=f"{reply.status}: {reply.reason}"
+            )
+        text = reply.text
+    if _echoes(prompt, text):
         # The prompt holds an example finding; a command that parrots it back did not review.
         return _not_run(skill, reason, "unparseable reply: the backend echoed the prompt back")
     try:
-        parsed = parse_reply(reply.text, skill)
+        parsed = parse_reply(text, skill)
     except Unparseable as exc:
         return _not_run(skill, reason, f"unparseable reply: {exc}")
+    if fresh and entry is not None:
+        resultcache.put(_REPLY, entry, text)
     return _outcome(skill, reason, parsed)
+
+
+_REPLY = "reply"
+
+
+def _reply_key(skill: str, backend: backends.Backend, prompt: str, cwd: Path) -> str | None:
+    """A reply's entry in the result cache: the prompt, the backend (kind, command template,
+    model, effort) and the tree the model may read in ``cwd``; None when ``cwd`` is not a git
+    checkout (a diff-only workspace is keyed by the prompt, which holds its whole diff)."""
+    tree = git.rev_parse(cwd, "HEAD^{tree}") if (cwd / ".git").exists() else "diff-only"
+    if tree is None:
+        return None
+    return resultcache.key(
+        resultcache.host_key(),
+        _REPLY,
+        skill,
+        backend.kind,
+        json.dumps(list(backend.command)),
+        backend.model or "",
+        backend.effort or "",
+        tree,
+        prompt,
+    )
 
 
 def _echoes(prompt: str, reply: str) -> bool:
@@ -146,7 +177,7 @@ def _echoes(prompt: str, reply: str) -> bool:
 @contextmanager
 def _checkout(state: RunState) -> Iterator[Path]:
     assert state.scope is not None
-    with git.worktree(state.request.repo, state.scope.new_commit) as path:
+    with workspace.checkout(state.run_id, state.request.repo, state.scope.new_commit) as path:
         yield path
 
 

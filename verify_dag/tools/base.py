@@ -47,6 +47,9 @@ class Invocation:
     # run: caches and argument files go there, never into the project.
     scratch: Path
     python: Path | None = None  # the project's interpreter, when its environment is known
+    # The tool's own incremental cache for this project, kept between runs (ToolSpec.own_cache),
+    # held by this run alone while it runs; None: use a throwaway one in ``scratch``.
+    cache: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,14 @@ class ToolSpec:
     # The spec passes its files in a file the tool reads (never on the command line), so the
     # runner gives it every file in one run: no argument list grows with the change.
     argfile: bool = False
+    # Each file's findings depend on that file alone (and the configuration and layout): the
+    # result cache keeps them file by file, so an edit re-checks only the edited file.
+    per_file: bool = False
+    # The tool keeps an incremental cache that is safe across commits (it checks each file's
+    # content before trusting an entry): the runner gives it a directory kept per project.
+    own_cache: bool = False
+    # The tool never writes into the checkout it checks: the sandbox mounts it read-only.
+    read_only: bool = False
     select: Selector | None = None  # None: every applicable file is the tool's
     settle: Settler | None = None  # None: findings are reported one by one as printed
     # Undocumented exit codes (generic commands): a non-zero exit that came with parseable

@@ -56,10 +56,12 @@ def argv(inv: Invocation, declared: mypy_config.Declared | None = None) -> list[
         "--no-color-output",
         "--no-pretty",
         "--hide-error-context",
-        # A real cache, thrown away with the run: the checkout stays untouched, no cache is
-        # shared between runs (or users), and settings that need one (`num_workers`,
-        # incremental mode) work, which `--cache-dir=/dev/null` breaks.
-        f"--cache-dir={inv.scratch / 'cache'}",
+        # A real cache outside the checkout: the project's own, kept between runs when the
+        # runner gives one (mypy re-checks a file whose content hash differs from its entry,
+        # and paths differ per checkout, so an entry of another commit is never trusted
+        # unchecked), else one thrown away with the run. `--cache-dir=/dev/null` would break
+        # settings that need a cache (`num_workers`, incremental mode).
+        f"--cache-dir={inv.cache or inv.scratch / 'cache'}",
     ]
     if inv.python is not None:
         # Imports resolve against the project's installed dependencies, not verify-dag's.
@@ -267,6 +269,9 @@ SPEC = ToolSpec(
     suffixes=PY_SUFFIXES,
     blocking_rules=frozenset({"syntax"}),
     argfile=True,
+    own_cache=True,
+    # Not read_only: with `num_workers` mypy's workers write their status files into the
+    # working directory (.mypy_worker.*.json).
     select=mypy_config.select,
     settle=settle,
     discovery=Discovery(

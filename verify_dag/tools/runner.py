@@ -2,22 +2,30 @@
 
 The static phase runs every analyser through here, and so do the static baseline (the same tool
 at the merge base) and the claim verifier (one analyser re-run on one file), so that a finding is
-read and rated the same way wherever it is seen.
+read and rated the same way wherever it is seen. The first two pass a :class:`Memo`: what a run
+found is then kept in the result cache (verify_dag/resultcache.py) and reused by any later run
+with the same inputs: file by file for a per-file tool, for the whole tree otherwise.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from verify_dag import util
+from verify_dag import git, resultcache, util
+from verify_dag.files import file_lock
 from verify_dag.models.findings import Finding, Location
 from verify_dag.models.toolchain import Command
+from verify_dag.paths import cache_root
 from verify_dag.sandbox import Policy
-from verify_dag.tools.base import Invocation, RawFinding, ToolSpec
+from verify_dag.tools import fetched
+from verify_dag.tools.base import PY_SUFFIXES, Invocation, RawFinding, ToolSpec
 
 # Characters of file arguments per invocation: far below ARG_MAX, so `--scope=all` on a large
 # repository becomes several runs instead of an E2BIG.
@@ -33,41 +41,213 @@ class ToolRun:
     detail: str = ""  # the first lines of its stderr (stdout if stderr was empty), redacted
 
 
+class Memo:
+    """What, besides the files it checks, decides a tool run's findings in one checkout: the
+    command (``identity``: the tool, the project's command line for it, where that was read)
+    and the checkout's content, read from git without touching the files."""
+
+    def __init__(self, identity: str, workdir: Path, project: str | None = None) -> None:
+        self.identity = resultcache.key(resultcache.host_key(), "tool", identity)
+        self.workdir = workdir
+        # The repository the checkout is of (its path or URL): whose tool caches to use.
+        self.project = project
+        self._tree: str | None = None
+        self._blobs: dict[str, str] | None = None
+        self._ctx: str | None = None
+
+    @classmethod
+    def of(cls, command: Command, workdir: Path, project: str | None = None) -> Memo | None:
+        """None when ``workdir`` is not a git checkout (nothing to key the content on)."""
+        memo = cls(json.dumps([command.argv, command.source, command.tool]), workdir, project)
+        return memo if memo.tree() else None
+
+    def tree(self) -> str:
+        if self._tree is None:
+            self._tree = git.rev_parse(self.workdir, "HEAD^{tree}") or ""
+        return self._tree
+
+    def blobs(self) -> dict[str, str]:
+        if self._blobs is None:
+            self._blobs = git.blobs(self.workdir, "HEAD")
+        return self._blobs
+
+    def whole(self, files: Sequence[str]) -> str:
+        """The entry of a run over ``files`` that reads the whole tree."""
+        return resultcache.key(self.identity, "tree", self.tree(), json.dumps(list(files)))
+
+    def per_file(self, path: str) -> str | None:
+        """The entry of ``path``'s findings from a per-file tool: that file's content, plus
+        everything that is not Python source (configuration, declarations, pins) and where the
+        Python files are (import sorting asks which modules are first-party). None for a file
+        git does not know in this commit."""
+        blob = self.blobs().get(path)
+        if blob is None:
+            return None
+        return resultcache.key(self.identity, "file", path, blob, self._context())
+
+    def _context(self) -> str:
+        if self._ctx is None:
+            rest = sorted(
+                (p, b if Path(p).suffix not in PY_SUFFIXES else "") for p, b in self.blobs().items()
+            )
+            self._ctx = resultcache.key(json.dumps(rest))
+        return self._ctx
+
+
+_KIND = "tool"
+
+
+def cached(spec: ToolSpec, files: Sequence[str], memo: Memo | None) -> ToolRun | None:
+    """The findings of ``spec`` over ``files`` when the result cache has all of them (the hit is
+    recorded for the report), else None."""
+    if memo is None or not resultcache.enabled():
+        return None
+    if spec.per_file and spec.takes_files:
+        found, _ = _per_file_hits(spec, files, memo)
+        if found is None or len(found) < len(files):
+            return None
+        return _assembled(spec, files, found, memo)
+    value = resultcache.get(_KIND, memo.whole(files), spec.name)
+    return _from_json(spec.name, value) if value is not None else None
+
+
+def _per_file_hits(
+    spec: ToolSpec, files: Sequence[str], memo: Memo
+) -> tuple[dict[str, tuple[list[RawFinding], str]] | None, dict[str, str]]:
+    """(file -> (its findings, when stored) for the files the cache has; None when a file has
+    no entry key at all), and every file's entry key."""
+    keys: dict[str, str] = {}
+    found: dict[str, tuple[list[RawFinding], str]] = {}
+    for path in files:
+        entry = memo.per_file(path)
+        if entry is None:
+            return None, keys
+        keys[path] = entry
+        got = resultcache.lookup(_KIND, entry)
+        if got is not None:
+            run = _from_json(spec.name, got[0])
+            if run is not None:
+                found[path] = (run.raw, got[1])
+    return found, keys
+
+
+def _assembled(
+    spec: ToolSpec,
+    files: Sequence[str],
+    found: dict[str, tuple[list[RawFinding], str]],
+    memo: Memo,
+) -> ToolRun:
+    run = ToolRun(spec.name, raw=[r for p in files for r in found[p][0]])
+    stored = min((found[p][1] for p in files), default="")
+    resultcache.hit(
+        f"{spec.name}: {len(files)} of {len(files)} file(s)",
+        memo.per_file(files[0]) or "",
+        stored,
+    )
+    return run
+
+
+def _to_json(run: ToolRun) -> dict[str, object]:
+    return {"raw": [asdict(r) for r in run.raw], "detail": run.detail}
+
+
+def _from_json(name: str, value: object) -> ToolRun | None:
+    try:
+        assert isinstance(value, dict)
+        raw = [RawFinding(**r) for r in value["raw"]]
+        return ToolRun(name, raw=raw, detail=str(value.get("detail", "")))
+    except (AssertionError, KeyError, TypeError):
+        return None
+
+
 def run(
     spec: ToolSpec,
     files: Sequence[str],
     workdir: Path,
     timeout: float,
     python: Path | None = None,
+    memo: Memo | None = None,
+    store: bool = True,
 ) -> ToolRun:
     """``spec`` over ``files`` (repo-relative) in ``workdir``, in chunks; stops at a failure.
 
     ``python`` is the project's interpreter when its environment is known: a spec that resolves
-    imports (mypy) then resolves them there. None keeps verify-dag's own.
+    imports (mypy) then resolves them there. None keeps verify-dag's own. With a ``memo`` the
+    result cache answers what it can (a per-file tool then runs on the other files only), and
+    a run that completed is stored there unless ``store`` is False (its environment was not
+    the one the project declares).
     """
+    hit = cached(spec, files, memo)
+    if hit is not None:
+        return hit
+    if memo is None or not resultcache.enabled():
+        # The tool's own incremental cache still applies: it checks what it reuses itself.
+        return _run(spec, files, workdir, timeout, python, memo)
+    if spec.per_file and spec.takes_files:
+        found, keys = _per_file_hits(spec, files, memo)
+        if found is None:  # a file git does not know: no keys, no cache
+            return _run(spec, files, workdir, timeout, python, memo)
+        todo = [p for p in files if p not in found]
+        result = _run(spec, todo, workdir, timeout, python, memo)
+        if result.failure is None and store:
+            for path in todo:
+                mine = ToolRun(spec.name, raw=[r for r in result.raw if r.path == path])
+                resultcache.put(_KIND, keys[path], _to_json(mine))
+        if found:
+            result.raw = [r for p in files if p in found for r in found[p][0]] + result.raw
+            resultcache.hit(
+                f"{spec.name}: {len(found)} of {len(files)} file(s)",
+                keys[next(iter(found))],
+                min(stored for _, stored in found.values()),
+            )
+        return result
+    result = _run(spec, files, workdir, timeout, python, memo)
+    if result.failure is None and store:
+        resultcache.put(_KIND, memo.whole(files), _to_json(result))
+    return result
+
+
+def _run(
+    spec: ToolSpec,
+    files: Sequence[str],
+    workdir: Path,
+    timeout: float,
+    python: Path | None = None,
+    memo: Memo | None = None,
+) -> ToolRun:
     result = ToolRun(spec.name)
-    env = util.scrubbed_env()
+    if spec.takes_files and not files:
+        return result
+    # A tool that fetched the rest of itself when its env was provisioned reads it from there.
+    env = util.scrubbed_env(fetched.variables())
     if python is not None:
         # Inside the project's environment: its scripts first on PATH, which is also what makes
         # the sandbox show the environment (read-only) wherever it lives.
         env["PATH"] = os.pathsep.join(p for p in (str(python.parent), env.get("PATH")) if p)
-    # One scratch directory per run, outside the checkout, gone when the run is.
-    with tempfile.TemporaryDirectory(prefix="verify-dag-tool-") as tmp:
+    # One scratch directory per run, outside the checkout, gone when the run is; and the
+    # tool's own cache of this project when it keeps one and no other run holds it now.
+    with (
+        tempfile.TemporaryDirectory(prefix="verify-dag-tool-") as tmp,
+        _own_cache(spec, memo) as cache,
+    ):
         scratch = Path(tmp)
+        writable = (scratch, *([cache] if cache is not None else []))
         for chunk in _chunks(files, spec.takes_files, whole=spec.argfile):
-            argv = spec.argv(Invocation(chunk, workdir, scratch, python))
+            argv = spec.argv(Invocation(chunk, workdir, scratch, python, cache))
             if argv is None:
                 result.failure = f"{spec.name} is not installed (not importable, not on PATH)"
                 return result
             # The project's config (mypy plugins, make recipes, npm scripts) executes repository
             # code, so these run like the test suite: scrubbed environment, time limit, capped
-            # output; the scratch directory is the one place besides the checkout it may write.
+            # output; the scratch directory is the one place besides the checkout it may write,
+            # and a tool known not to write its checkout (ruff, mypy) sees it read-only: the
+            # run's other phases read the same checkout.
             res = util.run(
                 argv,
                 cwd=workdir,
                 timeout=timeout,
                 env=env,
-                sandbox=Policy(writable=(scratch,)),
+                sandbox=Policy(writable=writable, cwd_writable=not spec.read_only),
             )
             result.detail = _head(res.stderr) or _head(res.stdout)
             if res.not_found:
@@ -118,6 +298,24 @@ def finding(spec: ToolSpec, command: Command, r: RawFinding, source: str) -> Fin
         rule=r.code,
         tool=spec.name,
     )
+
+
+@contextmanager
+def _own_cache(spec: ToolSpec, memo: Memo | None) -> Iterator[Path | None]:
+    """The tool's incremental cache of this project (``<cache>/tools/<tool>/<key>``), held
+    exclusively for the run; None when it keeps none, the project is unknown, or another run
+    holds it now (that run's tool is writing it: this one uses a throwaway cache)."""
+    if not spec.own_cache or memo is None or memo.project is None:
+        yield None
+        return
+    home = cache_root() / "tools" / spec.name / resultcache.key(memo.project, memo.identity)[:24]
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        yield None
+        return
+    with file_lock(home.with_suffix(".lock"), time.monotonic()) as got:
+        yield home if got else None
 
 
 def _chunks(files: Sequence[str], takes_files: bool, whole: bool) -> Iterator[list[str]]:

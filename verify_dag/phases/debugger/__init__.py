@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from verify_dag import git, skills, util
+from verify_dag import git, skills, util, workspace
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import Diagnosis, Finding, RunState, SkillOutcome
 from verify_dag.models.scope import Scope
@@ -208,7 +208,7 @@ def _diagnose(state: RunState, sigs: list[Signature]) -> list[Diagnosis]:
             # The base runs in the environment its own declarations provision, as the suite did
             # at HEAD: otherwise a missing package would pass for a pre-existing failure.
             with (
-                git.worktree(state.request.repo, base) as wt,
+                workspace.checkout(state.run_id, state.request.repo, base) as wt,
                 testenv.runtime(wt, toolchain) as env,
             ):
                 if env.error is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from verify_dag import git, util
+from verify_dag import util, workspace
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import Diagnosis, EngineerContext, RunState
 from verify_dag.phases import gates
@@ -45,7 +45,7 @@ def diagnose(
     criterion = state.request.completion
     env = util.scrubbed_env({"PYTHONDONTWRITEBYTECODE": "1"})  # as the exerciser's
     try:
-        with git.worktree(state.request.repo, base) as wt:
+        with workspace.checkout(state.run_id, state.request.repo, base) as wt:
             # The one implementation of "the exercise" (exerciser/exercise.py), with the verified
             # commit's declarations: the same commands, against the base's code.
             ex = sandboxed.exercise(eng, wt, env, criterion)

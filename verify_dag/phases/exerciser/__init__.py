@@ -14,11 +14,11 @@ Beside it: the exercise itself (:mod:`~verify_dag.phases.exerciser.exercise`), t
 
 from __future__ import annotations
 
-from verify_dag import git, util
+from verify_dag import util, workspace
 from verify_dag.models import EngineerContext, RunState, SkillOutcome, Toolchain, VerifyRequest
 from verify_dag.phases.exerciser import sandboxed
 from verify_dag.phases.exerciser.exercise import SKILL, completion_blocked
-from verify_dag.phases.exerciser.reproduce import verify_issues
+from verify_dag.phases.exerciser.reproduce import STATIC, verify_issues
 from verify_dag.phases.tester import env as testenv
 
 REASON = "exercises the change end to end"
@@ -62,16 +62,22 @@ def _run(state: RunState) -> SkillOutcome:
     eng = state.engineer or EngineerContext()
     # Scripts the repository declares may read this; nothing of ours is in it (docs/security.md).
     env = util.scrubbed_env({"PYTHONDONTWRITEBYTECODE": "1"})
-    with git.worktree(state.request.repo, scope.new_commit) as wt:
+    with workspace.checkout(state.run_id, state.request.repo, scope.new_commit) as wt:
         # Issues first, on the pristine checkout: whatever the app or an EXERCISE command writes
         # into the worktree must not change whether a finding reproduces.
-        # A failing test is re-run where the tester ran it: in the provisioned environment.
-        with testenv.runtime(wt, state.toolchain or Toolchain()) as tenv:
-            if tenv.error is None and tenv.python is not None:
-                test_env = testenv.suite_env(tenv, {"PYTHONDONTWRITEBYTECODE": "1"})
-                verified, vnote = verify_issues(state, wt, test_env, str(tenv.python), tenv.runner)
-            else:
-                verified, vnote = verify_issues(state, wt, env)
+        # A failing test is re-run where the tester ran it: in the provisioned environment (the
+        # run's own build of it). Static findings are not re-run, so they need none.
+        if not any(f.source != STATIC for o in state.outcomes for f in o.findings):
+            verified, vnote = verify_issues(state, wt, env)
+        else:
+            with testenv.runtime(wt, state.toolchain or Toolchain()) as tenv:
+                if tenv.error is None and tenv.python is not None:
+                    test_env = testenv.suite_env(tenv, {"PYTHONDONTWRITEBYTECODE": "1"})
+                    verified, vnote = verify_issues(
+                        state, wt, test_env, str(tenv.python), tenv.runner
+                    )
+                else:
+                    verified, vnote = verify_issues(state, wt, env)
         ex = sandboxed.exercise(eng, wt, env, state.request.completion)
     notes = "; ".join([ex.note, *ex.details, vnote, lens(state.request)])
     return SkillOutcome(

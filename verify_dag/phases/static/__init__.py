@@ -11,6 +11,7 @@ rated). Each tool runs through :mod:`verify_dag.tools.runner`.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from verify_dag import tools
@@ -26,15 +27,29 @@ from verify_dag.tools.base import RawFinding
 SKILL = "static-analysis"
 
 
+# The project env's interpreter (None: verify-dag's own) and whether that is a fallback from an
+# env the project declares but that could not be built; asked for only when a tool must run.
+ProjectPython = Callable[[], tuple[Path | None, bool]]
+
+
+def _known(python: Path | None) -> ProjectPython:
+    return lambda: (python, False)
+
+
 def run(
     scope: Scope,
     toolchain: Toolchain,
     workdir: Path,
     timeout: float,
-    python: Path | None = None,
+    python: Path | ProjectPython | None = None,
+    run_id: str | None = None,
+    project: str | None = None,
 ) -> SkillOutcome:
-    """``python``: the project's test-environment interpreter, when it is known (see
-    :func:`verify_dag.tools.runner.run`)."""
+    """``python``: the project's test-environment interpreter (see
+    :func:`verify_dag.tools.runner.run`), or how to get it: it is built only when a tool run is
+    not in the result cache. ``run_id``: the run whose checkout of the merge base the baseline
+    shares; ``project``: the repository (path or URL) whose tool caches the tools keep."""
+    env = python if callable(python) else _known(python)
     commands = [*toolchain.of("lint"), *toolchain.of("typecheck")]
     if not commands:
         return _skip("no linter or type checker discovered")
@@ -58,11 +73,18 @@ def run(
                 left_out.append(f"{spec.name}: {remark}")
             continue
         applicable += 1
-        tool_python, unprovisioned = _declared_env(command, workdir, python, timeout)
-        if unprovisioned is not None:
-            result = runner.ToolRun(spec.name, failure=unprovisioned)
-        else:
-            result = runner.run(spec, targets, workdir, timeout, tool_python)
+        memo = runner.Memo.of(command, workdir, project)
+        result = runner.cached(spec, targets, memo)
+        if result is None:
+            # Not (wholly) in the result cache: the tool runs, in the env it runs in.
+            env_python, degraded = env()
+            tool_python, unprovisioned = _declared_env(command, workdir, env_python, timeout)
+            if unprovisioned is not None:
+                result = runner.ToolRun(spec.name, failure=unprovisioned)
+            else:
+                result = runner.run(
+                    spec, targets, workdir, timeout, tool_python, memo, store=not degraded
+                )
         kept, outside = _in_scope(result.raw, scope)
         if spec.settle is not None:
             kept = spec.settle(kept, result.raw, workdir)
@@ -85,7 +107,7 @@ def run(
     if scope.old_commit is not None and any(f.location is not None for f in findings):
         # The workdir is a worktree of the verified repository: its object store has old_commit.
         findings = baseline.classify(
-            scope, toolchain, findings, str(workdir), timeout, problems, python
+            scope, toolchain, findings, str(workdir), timeout, problems, env, run_id, project
         )
     notes = [_note(name, findings[part], dropped, failure) for name, part, dropped, failure in runs]
     notes.extend(left_out)

@@ -1,9 +1,12 @@
 """Static baseline: was a static finding on changed code already there at the merge base?
 
-For each tool with findings on changed files, the same tool runs once on the old versions of the
-files the change touched (modified, deleted, renamed or copied from: the code that could have
-moved) in a throwaway worktree of ``scope.old_commit``, through the tool runner the static phase
-uses; files the change does not touch are not linted. A finding is "pre-existing" when the old run
+For each tool with findings on changed files, the same tool runs once at ``scope.old_commit``
+(in the run's checkout of it, through the tool runner the static phase uses, so an earlier run's
+answer comes from the result cache) on the old versions of the files that could hold a
+finding's origin: files the change touched (modified, deleted, renamed or copied from: the code
+that could have moved) that lost a line reading like a finding's line. A change whose findings
+all sit on lines no touched file lost is classified without running anything at the base, and
+files the change does not touch are never linted. A finding is "pre-existing" when the old run
 reported the same rule on a line with the same text (whitespace removed, so a line that moved or
 was re-indented still matches) and that old line does not survive unchanged into what its file
 became: an unchanged old line is still there outside the scoped lines, so it cannot be the
@@ -24,7 +27,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from verify_dag import git, tools
+from verify_dag import git, tools, workspace
 from verify_dag.errors import FatalError
 from verify_dag.models.findings import Finding
 from verify_dag.models.scope import Scope
@@ -42,10 +45,14 @@ def classify(
     repo: str,
     timeout: float,
     problems: list[str] | None = None,
-    python: Path | None = None,
+    python: Path | Callable[[], tuple[Path | None, bool]] | None = None,
+    run_id: str | None = None,
+    project: str | None = None,
 ) -> list[Finding]:
     """``findings`` with ``baseline`` set where it can be decided (see the module docstring);
-    ``python`` is the interpreter the static phase ran its tools with."""
+    ``python`` is the interpreter the static phase ran its tools with (or how to get it, when
+    a tool must run); ``run_id`` names the run whose checkouts the base shares (None: a
+    throwaway one)."""
     out = list(findings)
     if scope.old_commit is None:
         return out
@@ -63,21 +70,41 @@ def classify(
     if not pending:
         return out
     notes = problems if problems is not None else []
+    texts = _Texts(repo, scope)
+    wanted: dict[str, list[str]] = {}  # tool -> old files that could hold an origin
+    for tool, indexes in pending.items():
+        keys = {i: _key(out[i], texts) for i in indexes}
+        wanted[tool] = _candidates(sources, texts, {k[1] for k in keys.values()})
+        if not wanted[tool]:
+            # No touched file lost a line reading like any of these: nothing at the base can be
+            # their origin, and the tool need not run there.
+            for i in indexes:
+                out[i] = out[i].model_copy(update={"baseline": "introduced"})
+    pending = {tool: ix for tool, ix in pending.items() if wanted[tool]}
+    if not pending:
+        return out
+    checkout = (
+        workspace.checkout(run_id, repo, scope.old_commit)
+        if run_id is not None
+        else git.worktree(repo, scope.old_commit)
+    )
     try:
-        with git.worktree(repo, scope.old_commit) as old_dir:
+        with checkout as old_dir:
             for tool, indexes in pending.items():
                 _classify_tool(
-                    scope,
                     toolchain,
                     tool,
                     indexes,
                     out,
                     sources,
-                    repo,
+                    texts,
+                    wanted[tool],
                     old_dir,
                     timeout,
                     python,
                     notes,
+                    scope,
+                    project,
                 )
     except FatalError as exc:
         notes.append(
@@ -100,21 +127,64 @@ def _sources(scope: Scope) -> dict[str, str | None]:
     return out
 
 
+class _Texts:
+    """File contents at the change's two commits, read from git without a checkout, once."""
+
+    def __init__(self, repo: str, scope: Scope) -> None:
+        self.repo, self.scope = repo, scope
+        self._new: dict[str, list[str]] = {}
+        self._old: dict[str, list[str]] = {}
+
+    def new(self, path: str | None) -> list[str]:
+        if path is None:
+            return []
+        if path not in self._new:
+            self._new[path] = _lines(git.read_file(self.repo, self.scope.new_commit, path))
+        return self._new[path]
+
+    def old(self, paths: Sequence[str]) -> dict[str, list[str]]:
+        missing = [p for p in paths if p not in self._old]
+        if missing and self.scope.old_commit is not None:
+            found = git.read_files(self.repo, self.scope.old_commit, missing)
+            self._old.update({p: _lines(text) for p, text in found.items()})
+        return {p: self._old.get(p, []) for p in paths}
+
+
+def _key(f: Finding, texts: _Texts) -> _Key:
+    lines = texts.new(_path(f))
+    line = f.location.line if f.location is not None else None
+    return (f.rule or f.title, _norm(lines[line - 1] if line and line <= len(lines) else ""))
+
+
+def _candidates(sources: dict[str, str | None], texts: _Texts, wanted: set[str]) -> list[str]:
+    """Old files the change touched that lost a line whose text is one of ``wanted``."""
+    out = []
+    for path, lines in texts.old(sorted(sources)).items():
+        if not lines:
+            continue
+        new = texts.new(sources[path])
+        if any(_norm(lines[n - 1]) in wanted for n in _not_surviving(lines, new)):
+            out.append(path)
+    return out
+
+
 def _classify_tool(
-    scope: Scope,
     toolchain: Toolchain,
     tool: str,
     indexes: list[int],
     out: list[Finding],
     sources: dict[str, str | None],
-    repo: str,
+    texts: _Texts,
+    candidates: list[str],
     old_dir: Path,
     timeout: float,
-    python: Path | None,
+    python: Path | Callable[[], tuple[Path | None, bool]] | None,
     notes: list[str],
+    scope: Scope,
+    project: str | None = None,
 ) -> None:
     """Run ``tool`` once at the merge base and set ``baseline`` on ``out[i]`` for ``indexes``."""
-    old_files = sorted(p for p in sources if (old_dir / p).is_file())
+    old_files = [p for p in candidates if (old_dir / p).is_file()]
     old_raw: list[tuple[Command, RawFinding]] = []
     if old_files:
         commands = [
@@ -128,7 +198,13 @@ def _classify_tool(
             targets, _ = runner.targets(spec, old_files, old_dir)
             if not targets:
                 continue
-            result = runner.run(spec, targets, old_dir, timeout, python)
+            memo = runner.Memo.of(command, old_dir, project)
+            result = runner.cached(spec, targets, memo)
+            if result is None:
+                interpreter, degraded = python() if callable(python) else (python, False)
+                result = runner.run(
+                    spec, targets, old_dir, timeout, interpreter, memo, store=not degraded
+                )
             if result.failure is not None:
                 # Part of the old findings may be missing: "introduced" would be a guess.
                 notes.append(
@@ -136,26 +212,13 @@ def _classify_tool(
                     f"merge base ({result.failure})"
                 )
                 return
-            old_raw.extend((command, r) for r in result.raw if r.path in sources)
-    new_text: dict[str, list[str]] = {}
-
-    def text(path: str | None) -> list[str]:
-        if path is None:
-            return []
-        if path not in new_text:
-            new_text[path] = _lines(git.read_file(repo, scope.new_commit, path))
-        return new_text[path]
-
-    by_file = _old_keys(old_raw, sources, text, old_dir)
+            kept = set(old_files)
+            old_raw.extend((command, r) for r in result.raw if r.path in kept)
+    by_file = _old_keys(old_raw, sources, texts)
     anywhere: Counter[_Key] = Counter()
     for (_, key), n in by_file.items():
         anywhere[key] += n
-    keys: dict[int, _Key] = {}
-    for i in indexes:
-        f = out[i]
-        lines = text(_path(f))
-        line = f.location.line if f.location is not None else None
-        keys[i] = (f.rule or f.title, _norm(lines[line - 1] if line and line <= len(lines) else ""))
+    keys = {i: _key(out[i], texts) for i in indexes}
     # First the old finding's own file (a line moved within it), then anywhere the change touched
     # (a line moved into another file), so a copy elsewhere is the introduced one.
     matched: set[int] = set()
@@ -184,17 +247,15 @@ def _own_old_path(scope: Scope, path: str) -> str | None:
 def _old_keys(
     old_raw: list[tuple[Command, RawFinding]],
     sources: dict[str, str | None],
-    text: Callable[[str | None], list[str]],
-    old_dir: Path,
+    texts: _Texts,
 ) -> Counter[tuple[str | None, _Key]]:
     """Old findings that could be the origin of a new one, by old path and key."""
     keys: Counter[tuple[str | None, _Key]] = Counter()
-    old_text: dict[str, list[str]] = {}
     gone: dict[str, set[int]] = {}
+    old_text = texts.old(sorted({r.path for _, r in old_raw}))
     for command, r in old_raw:
-        if r.path not in old_text:
-            old_text[r.path] = _lines(_read(old_dir / r.path))
-            gone[r.path] = _not_surviving(old_text[r.path], text(sources[r.path]))
+        if r.path not in gone:
+            gone[r.path] = _not_surviving(old_text[r.path], texts.new(sources[r.path]))
         if r.line is None or r.line not in gone[r.path]:
             continue
         # Tools that give no rule code are matched on the title static would give the finding.
@@ -219,13 +280,6 @@ def _not_surviving(old: list[str], new: list[str]) -> set[int]:
 def _path(f: Finding) -> str:
     assert f.location is not None  # only findings with a location are pending
     return f.location.path
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_bytes().decode("utf-8", "replace")
-    except OSError:
-        return None
 
 
 def _lines(text: str | None) -> list[str]:

@@ -7,8 +7,9 @@ could not run (no command, an environment that could not be built, missing execu
 collection or usage errors, no tests, no readable report) are BLOCKED with a severity 10
 environment finding: a suite that did not run is never a pass.
 
-A pytest suite runs once, under coverage.py, so qa's changed-line coverage needs no second run,
-with the selection the repository declares for it (its pytest arguments, see
+A pytest suite runs once, under coverage.py when something reads the coverage (qa's changed-line
+coverage at deep: no second run is needed for it) and without it otherwise, with the selection the
+repository declares for it (its pytest arguments, see
 :mod:`~verify_dag.phases.tester.pytest_command`), so the counts are those of the repository's own
 run.
 Its junit report also gives the per-test results of the evidence bundle (verify_dag.evidence).
@@ -21,13 +22,13 @@ from __future__ import annotations
 import importlib.metadata
 import re
 import shlex
-import shutil
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from verify_dag import util
+from verify_dag import util, workspace
+from verify_dag.files import write_atomic
 from verify_dag.models.evidence import SuiteEvidence
 from verify_dag.models.findings import Finding, SkillOutcome
 from verify_dag.models.scope import Scope
@@ -69,7 +70,7 @@ _VERBOSITY = re.compile(r"^-(?:q+|v+)$|^--(?:quiet|verbose|verbosity=.*)$")
 
 
 def run(scope: Scope, toolchain: Toolchain, workdir: Path, timeout: float) -> SkillOutcome:
-    return run_with_coverage(scope, toolchain, workdir, timeout)[0]
+    return run_with_coverage(scope, toolchain, workdir, timeout, measure=False)[0]
 
 
 def run_with_coverage(
@@ -82,13 +83,15 @@ def run_with_coverage(
     data_file: Path | None = None,
     xml_file: Path | None = None,
     per_test_timeout: float = PER_TEST_TIMEOUT,
+    measure: bool = True,
 ) -> tuple[SkillOutcome, CoverageData | None]:
     """The outcome, and the coverage of the scoped files measured in the same run (None when
-    the suite did not run to completion or coverage could not be collected). ``data_file`` keeps
-    the raw coverage.py data there instead of in a temporary directory; ``xml_file`` receives
-    the scoped files' coverage as Cobertura XML (``coverage xml``), the input diff-cover reads to
-    re-check qa's changed-line figure, when coverage was collected. ``per_test_timeout`` is
-    pytest-timeout's limit on each test, where pytest-timeout is in the env."""
+    the suite did not run to completion, coverage could not be collected, or ``measure`` is
+    False: then the suite runs without coverage.py). ``data_file`` keeps the raw coverage.py
+    data there instead of in a temporary directory; ``xml_file`` receives the scoped files'
+    coverage as Cobertura XML (``coverage xml``), the input diff-cover reads to re-check qa's
+    changed-line figure, when coverage was collected. ``per_test_timeout`` is pytest-timeout's
+    limit on each test, where pytest-timeout is in the env."""
     command = toolchain.test
     if command is None:
         return blocked("no test command was discovered", ran=False), None
@@ -111,15 +114,16 @@ def run_with_coverage(
                 workdir,
                 timeout,
                 env,
-                data_file or Path(tmp) / ".coverage",
+                (data_file or Path(tmp) / ".coverage") if measure else None,
                 xml_file,
                 per_test_timeout,
             )
         return other.run(command, workdir, timeout, env), None
 
 
-def _pytest_argv(env: Env, data_file: Path) -> tuple[list[str] | None, str | None]:
-    """(how to start pytest, the interpreter that records coverage or None when it cannot)."""
+def _pytest_argv(env: Env, data_file: Path | None) -> tuple[list[str] | None, str | None]:
+    """(how to start pytest, the interpreter that records coverage or None when it cannot or
+    ``data_file`` is None: no coverage wanted)."""
     if env.python is not None:
         python = str(env.python)  # testenv always installs pytest and coverage there
     else:
@@ -127,6 +131,8 @@ def _pytest_argv(env: Env, data_file: Path) -> tuple[list[str] | None, str | Non
         if found is None or found[0] != sys.executable or not module_available("coverage"):
             return found, None
         python = sys.executable
+    if data_file is None:
+        return [python, "-m", "pytest"], None
     return [
         python,
         "-m",
@@ -145,14 +151,15 @@ def _pytest(
     workdir: Path,
     timeout: float,
     env: Env,
-    data_file: Path,
+    data_file: Path | None,
     xml_file: Path | None,
     per_test_timeout: float = PER_TEST_TIMEOUT,
 ) -> tuple[SkillOutcome, CoverageData | None]:
     base, python = _pytest_argv(env, data_file)
     if base is None:
         return blocked("pytest is not installed (not importable, not on PATH)", ran=False), None
-    data_file.parent.mkdir(parents=True, exist_ok=True)
+    if data_file is not None:
+        data_file.parent.mkdir(parents=True, exist_ok=True)
     kept, dropped = pytest_command.selection(pytest_command.args(command.argv) or ())
     # The junit report and the coverage data live outside the checkout, so the suite's own files
     # stay untouched.
@@ -164,7 +171,10 @@ def _pytest(
             # plugin goes into the env itself, which is verify-dag's (cached, locked) copy.
             site = purelib(env.python)
             if site is not None:
-                shutil.copy(plugin_dir / f"{junit.PLUGIN}.py", site / f"{junit.PLUGIN}.py")
+                # Replaced in one rename: a run of the same env beside this one may be
+                # importing it.
+                plugin = plugin_dir / f"{junit.PLUGIN}.py"
+                write_atomic(site / plugin.name, plugin.read_bytes())
         # The declared selection first, ours after it: where both set one value, ours wins.
         # xunit1, not xunit2: only xunit1 testcases carry the `file` and `line` attributes that
         # locate a failure (pytest drops them under xunit2).
@@ -184,12 +194,20 @@ def _pytest(
         ]
         end = kept.index("--") if "--" in kept else len(kept)  # after `--`, all are paths
         argv = [*base, *quiet, *kept[:end], *ours, *kept[end:]]
+        pycache = _pycache(workdir, Path(tmp))
         res = util.run(
-            env.command(argv),
+            env.command(argv, pycache),
             cwd=workdir,
             timeout=timeout,
-            env=suite_env(env, plugin_dir),
-            sandbox=Policy(writable=(Path(tmp), data_file.parent, *env.writable)),
+            env=suite_env(env, plugin_dir, pycache),
+            sandbox=Policy(
+                writable=(
+                    Path(tmp),
+                    pycache,
+                    *([data_file.parent] if data_file else []),
+                    *env.writable,
+                )
+            ),
         )
         if res.not_found:
             return blocked(f"{argv[0]} was not found", ran=False), None
@@ -204,10 +222,14 @@ def _pytest(
             return blocked("pytest wrote no readable junit report", tail(res)), None
         shown = _shown(
             argv,
-            {str(workdir.resolve()): ".", str(data_file): data_file.name, str(report): report.name},
+            {
+                str(workdir.resolve()): ".",
+                **({str(data_file): data_file.name} if data_file else {}),
+                str(report): report.name,
+            },
         )
     measured = None
-    if python is not None:
+    if python is not None and data_file is not None:
         coverage_files.combine(python, data_file, workdir, suite_env(env))
         measured = coverage.measure(python, data_file, workdir, scope, suite_env(env))
         if measured is not None and _installed_copy(env):
@@ -243,6 +265,16 @@ def _pytest(
         evidence=_pytest_evidence(root, workdir, base, env, shown, res.returncode),
     )
     return outcome, measured
+
+
+def _pycache(workdir: Path, scratch: Path) -> Path:
+    """Where the suite's bytecode goes: beside the run's checkout (kept for the run's other
+    re-runs of its tests, gone with the run), or in the scratch directory of a checkout that is
+    not a run's."""
+    home = workspace.home(workdir)
+    path = (home if home is not None else scratch) / "pycache"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 _EDITABLE = re.compile(r'"editable"\s*:\s*true')

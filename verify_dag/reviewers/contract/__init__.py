@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from verify_dag import git, skills
+from verify_dag import skills, workspace
 from verify_dag.models import Finding, Location, RunState, SkillOutcome
 from verify_dag.reviewers import runner
 from verify_dag.reviewers.contract.models import ContractVerdict
@@ -30,7 +30,7 @@ def review(state: RunState) -> list[SkillOutcome]:
         why = f"--scope={sc.mode} has no diff to hold against a contract"
         return [SkillOutcome(skill=SKILL, status="SKIPPED", ran=False, reason=why, notes=why)]
     shown = req.contract or "CONTRACT"
-    with git.worktree(req.repo, sc.new_commit) as workdir:
+    with workspace.checkout(state.run_id, req.repo, sc.new_commit) as workdir:
         verdict = verify_contract(
             workdir,
             workdir / Path(shown).name,

@@ -9,9 +9,11 @@ file serialises builders of one key. pytest and coverage are always installed in
 The project itself is NOT kept in the cached env: its code changes with every commit while the
 key only follows the declaring files, so a cached copy would be stale (and for src layouts it
 would be what the tests import). Its dependencies stay cached; the project is uninstalled after
-the build, and :func:`layer` installs it editable from the throwaway worktree into a per-run venv
-that sees the cached one. Editable keeps tracebacks and coverage on checkout paths; the per-run
-venv keeps concurrent runs of different commits from sharing one install.
+the build, and :func:`layer` installs it editable (with uv, pip where uv cannot) from the run's
+checkout into a venv of its own that sees the cached one. That layer is made once per run and
+checkout on a host (beside the checkout, :mod:`verify_dag.workspace`) and shared by the static
+tools, the suite and the exerciser. Editable keeps tracebacks and coverage on checkout paths;
+the per-run venv keeps concurrent runs of different commits from sharing one install.
 
 What the repository declares is read by :mod:`~verify_dag.phases.tester.env.plan`; node suites get
 their dependencies from :mod:`~verify_dag.phases.tester.env.npm`.
@@ -21,14 +23,10 @@ from __future__ import annotations
 
 import configparser
 import contextlib
-import functools
-import importlib.metadata
 import json
 import os
-import re
 import shutil
 import sys
-import sysconfig
 import tempfile
 import time
 import tomllib
@@ -36,10 +34,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from verify_dag import util
+from verify_dag import util, workspace
 from verify_dag.files import file_lock, write_atomic
 from verify_dag.models.toolchain import Toolchain
 from verify_dag.paths import cache_root
+from verify_dag.phases.tester.env import layer as testenv_layer
 from verify_dag.phases.tester.env import nox as testenv_nox
 from verify_dag.phases.tester.env import npm as testenv_npm
 from verify_dag.phases.tester.env import plan as testenv_plan
@@ -50,9 +49,12 @@ from verify_dag.phases.tester.env.base import (
     PY_LEAKS,
     Env,
     clean,
+    compile_site,
     left,
     pip_env,
+    purelib,
     tail,
+    uv_bin,
     uv_install,
 )
 from verify_dag.phases.tester.env.plan import SKIP, Plan
@@ -128,31 +130,38 @@ def runtime(workdir: Path, toolchain: Toolchain, cache_dir: Path | None = None) 
     if env.error is not None or not env.project:
         yield env
         return
+    home = workspace.home(workdir)
+    if home is not None:
+        yield testenv_layer.for_run(env, workdir, home)
+        return
     with tempfile.TemporaryDirectory(prefix="verify-dag-test-") as tmp:
-        yield layer(env, workdir, Path(tmp) / "run-env")
+        yield testenv_layer.layer(env, workdir, Path(tmp) / "run-env")
 
 
 @contextlib.contextmanager
 def interpreter(
     workdir: Path, toolchain: Toolchain, cache_dir: Path | None = None
-) -> Iterator[Path | None]:
+) -> Iterator[tuple[Path | None, bool]]:
     """The interpreter of the env the suite runs in, for the static tools of the same checkout
     (mypy resolves the project's imports with it; a ruff or mypy the env installed is the
-    version the project pins), for the duration of the block. None when the project declares
-    nothing to install or its env cannot be built: the tester reports why, the static tools
-    then run on verify-dag's own. Built once: the tester reuses the cached env."""
+    version the project pins), for the duration of the block; and whether the project declares
+    an env that could not be built (its interpreter is then None: the tester reports why, the
+    static tools run on verify-dag's own, and what they find is not kept in the result cache).
+    None, False when the project declares nothing to install. Built once per run: the tester
+    shares it."""
     if not toolchain.of("lint") and not toolchain.of("typecheck"):
-        yield None
+        yield None, False
         return
     root = cache_dir if cache_dir is not None else cache_root()
     with runtime(workdir, toolchain, root) as env:
         project = env.python if env.error is None else None
+        degraded = env.error is not None
         pins = pinned.read(workdir)
         if not pins:
-            yield project
+            yield project, degraded
             return
         built = testenv_tools.build(list(pins.values()), _cached_python(env), root)
-        yield built.python or project
+        yield built.python or project, degraded or built.python is None
 
 
 def _cached_python(env: Env) -> Path | None:
@@ -162,42 +171,6 @@ def _cached_python(env: Env) -> Path | None:
         return None
     python = env.path_dirs[-1] / "python"
     return python if python.exists() else None
-
-
-def layer(env: Env, workdir: Path, dest: Path, timeout: float = 900) -> Env:
-    """A per-run venv over the cached ``env`` with the project installed editable from
-    ``workdir``. The cached env's site-packages is added with ``site.addsitedir`` from a .pth
-    file, so its own .pth files (editable dependencies, namespace packages) still work."""
-    assert env.python is not None and env.bin_dir is not None
-    res = util.run(
-        [sys.executable, "-m", "venv", "--without-pip", str(dest)], timeout=timeout, env=pip_env()
-    )
-    if res.returncode != 0:
-        return replace(env, error=clean(f"could not create the run venv: {tail(res)}"))
-    (_purelib(dest) / "_verify_dag_base.pth").write_text(
-        f"import site; site.addsitedir({str(_purelib(env.bin_dir.parent))!r})\n", encoding="utf-8"
-    )
-    python = dest / "bin" / "python"
-    # --no-deps: the dependencies are in the cached env already; the worktree is throwaway, so
-    # the build files an editable install leaves in it (egg-info, build/) harm nothing.
-    argv = [*_pip(python), "install", "--no-deps", "-e", str(workdir)]
-    # The project's build backend runs here: sandboxed, with the index but no credentials.
-    build = Policy(network=True, writable=(dest,))
-    res = util.run(
-        [*argv, "--no-build-isolation"], cwd=workdir, timeout=timeout, env=pip_env(), sandbox=build
-    )
-    if res.returncode != 0 and not res.timed_out:
-        res = util.run(argv, cwd=workdir, timeout=timeout, env=pip_env(), sandbox=build)
-    if res.returncode != 0 or res.timed_out:
-        return replace(
-            env,
-            error=clean(
-                f"installing the project into the run venv failed ({env.source}): {tail(res)}"
-            ),
-        )
-    return replace(
-        env, python=python, bin_dir=python.parent, path_dirs=(python.parent, *env.path_dirs)
-    )
 
 
 # -- building ---------------------------------------------------------------------------------
@@ -222,6 +195,7 @@ def _python(workdir: Path, plan: Plan, envs: Path, deadline: float) -> Env:
         if error is not None:
             shutil.rmtree(env_dir, ignore_errors=True)
             return Env(key=key, source=plan.source, error=clean(error))
+        compile_site(env_dir / "bin" / "python", deadline)
         write_atomic(
             env_dir / MARKER,
             json.dumps({"source": plan.source, "project": project}).encode("utf-8"),
@@ -252,70 +226,77 @@ def _ready(env_dir: Path) -> bool | None:
 
 
 def _build(workdir: Path, plan: Plan, env_dir: Path, deadline: float) -> tuple[str | None, bool]:
-    """(error, whether the project was installed and removed again). pip runs in a copy of the
-    checkout: building local packages writes build/ and egg-info next to their sources."""
+    """(error, whether the project was installed and removed again). The installers run in a
+    copy of the checkout: building local packages writes build/ and egg-info next to their
+    sources. uv installs (``bench/bench_envbuild.py`` measures it against pip on the same
+    declarations); pip is the fallback for what uv refuses (an index only pip's own
+    configuration names, a legacy build uv does not run), with uv still installing PEP 735
+    groups, which pip learnt only in 25.1."""
     with tempfile.TemporaryDirectory(prefix="verify-dag-env-") as tmp:
         src = Path(tmp) / "src"
         shutil.copytree(
             workdir, src, symlinks=True, ignore=lambda d, names: _COPY_SKIP & set(names)
         )
-        venv = [sys.executable, "-m", "venv", *(["--without-pip"] if _own_pip() else [])]
+        own_pip = testenv_layer.own_pip()
+        venv = [sys.executable, "-m", "venv", *(["--without-pip"] if own_pip else [])]
         res = util.run([*venv, str(env_dir)], timeout=left(deadline), env=pip_env())
         if res.returncode != 0 or res.timed_out:
             return f"python -m venv failed: {tail(res)}", False
-        pip = _pip(env_dir / "bin" / "python")
-        report = Path(tmp) / "report.json"
-        argv = [*pip, "install", "--report", str(report), "pytest", *testenv_tox.EXTRA_DEPS]
-        for req in plan.requirements:
-            argv += ["-r", req]
+        python = env_dir / "bin" / "python"
         if plan.group_lines:
             (src / _GROUP_LINES).write_text("\n".join(plan.group_lines) + "\n", encoding="utf-8")
-            argv += ["-r", _GROUP_LINES]
-        argv += [plan.project] if plan.project else []
-        # Build backends and setup.py files run here: sandboxed, with the index but no
-        # credentials, writing only the env being built and the scratch copy.
-        build = Policy(network=True, writable=(env_dir, Path(tmp)))
-        res = util.run(argv, cwd=src, timeout=left(deadline), env=pip_env(), sandbox=build)
+        wanted = ["pytest", *testenv_tox.EXTRA_DEPS]
+        for req in plan.requirements:
+            wanted += ["-r", req]
+        wanted += ["-r", _GROUP_LINES] if plan.group_lines else []
+        wanted += [plan.project] if plan.project else []
+        groups = [a for g in plan.groups for a in ("--group", f"pyproject.toml:{g}")]
+        cache = env_dir.parent.parent  # envs/ sits under verify-dag's cache root
+        res = uv_install(
+            python, [*wanted, *groups], cache=cache, deadline=deadline, cwd=src, writable=(src,)
+        )
         if res.timed_out:
             return f"installing from {plan.source} timed out", False
         if res.returncode != 0:
-            return f"pip install from {plan.source} failed: {tail(res)}", False
-        if plan.groups:
-            # PEP 735 groups (include-group too) by uv, which implements them; pip learnt
-            # --group only in 25.1.
-            groups = [a for g in plan.groups for a in ("--group", f"pyproject.toml:{g}")]
-            res = uv_install(
-                env_dir / "bin" / "python",
-                groups,
-                cache=env_dir.parent.parent,  # envs/ sits under verify-dag's cache root
-                deadline=deadline,
-                cwd=src,
-                writable=(Path(tmp),),
-            )
-            if res.returncode != 0 or res.timed_out:
-                return f"uv pip install of {plan.source} failed: {tail(res)}", False
-        names = _installed_from(report, src)
+            error = _pip_install(python, wanted, src, env_dir, Path(tmp), deadline)
+            if error is not None:
+                return f"pip install from {plan.source} failed: {error}", False
+            if groups:
+                res = uv_install(
+                    python, groups, cache=cache, deadline=deadline, cwd=src, writable=(src,)
+                )
+                if res.returncode != 0 or res.timed_out:
+                    return f"uv pip install of {plan.source} failed: {tail(res)}", False
+        names = _installed_from(python, src)
         if names:
             res = util.run(
-                [*pip, "uninstall", "-y", *names],
+                [uv_bin(), "pip", "uninstall", "--python", str(python), *names],
                 cwd=tmp,
                 timeout=left(deadline),
                 env=pip_env(),
-                sandbox=build,
+                sandbox=Policy(writable=(env_dir,)),
             )
             if res.returncode != 0:
                 return f"removing the project from the cached env failed: {tail(res)}", False
             # Its build requirements, so that each run's editable install can skip build
             # isolation (seconds per run, and no index needed once the env is cached). Best
-            # effort: layer() falls back to an isolated build when they are not usable.
-            util.run(
-                [*pip, "install", *_build_requires(src)],
-                cwd=tmp,
-                timeout=left(deadline),
-                env=pip_env(),
-                sandbox=build,
-            )
+            # effort: the layer falls back to an isolated build when they are not usable.
+            uv_install(python, _build_requires(src), cache=cache, deadline=deadline, cwd=src)
     return None, bool(names)
+
+
+def _pip_install(
+    python: Path, wanted: list[str], src: Path, env_dir: Path, tmp: Path, deadline: float
+) -> str | None:
+    """pip's install of what uv refused; why it failed too, or None."""
+    argv = [*testenv_layer.pip(python), "install", *wanted]
+    # Build backends and setup.py files run here: sandboxed, with the index but no
+    # credentials, writing only the env being built and the scratch copy.
+    build = Policy(network=True, writable=(env_dir, tmp))
+    res = util.run(argv, cwd=src, timeout=left(deadline), env=pip_env(), sandbox=build)
+    if res.timed_out:
+        return "timed out"
+    return tail(res) if res.returncode != 0 else None
 
 
 def _build_requires(src: Path) -> list[str]:
@@ -327,34 +308,19 @@ def _build_requires(src: Path) -> list[str]:
     return [str(r) for r in requires] + extra
 
 
-def _installed_from(report: Path, src: Path) -> list[str]:
-    """Names of what pip installed from the checkout's root (the project), per its --report."""
-    data = json.loads(report.read_text(encoding="utf-8"))
-    return [
-        item["metadata"]["name"]
-        for item in data.get("install", ())
-        if item.get("download_info", {}).get("url") == src.resolve().as_uri()
-    ]
-
-
-@functools.cache
-def _own_pip() -> bool:
-    try:
-        version = importlib.metadata.version("pip")
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return tuple(int(p) for p in re.findall(r"\d+", version)[:2]) >= (22, 3)
-
-
-def _pip(python: Path) -> list[str]:
-    """pip for the env of ``python``. Our own pip driving it (--python, pip >= 22.3) spares
-    every venv the seconds ensurepip takes to install pip into it; else the env's own pip."""
-    if _own_pip():
-        return [sys.executable, "-m", "pip", "--python", str(python)]
-    return [str(python), "-m", "pip"]
-
-
-def _purelib(venv: Path) -> Path:
-    return Path(
-        sysconfig.get_path("purelib", "venv", vars={"base": str(venv), "platbase": str(venv)})
-    )
+def _installed_from(python: Path, src: Path) -> list[str]:
+    """Names of what the installer put in the env from the checkout's root (the project): the
+    distributions whose direct_url.json (PEP 610, written by pip and uv alike) points there."""
+    site = purelib(python)
+    if site is None:
+        return []
+    where = src.resolve().as_uri().rstrip("/")
+    names = []
+    for record in sorted(site.glob("*.dist-info/direct_url.json")):
+        try:
+            url = str(json.loads(record.read_text(encoding="utf-8")).get("url", ""))
+        except (OSError, ValueError, AttributeError):
+            continue
+        if url.rstrip("/") == where:
+            names.append(record.parent.name.removesuffix(".dist-info").rsplit("-", 1)[0])
+    return names

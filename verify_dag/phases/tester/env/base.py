@@ -4,18 +4,22 @@ they hand back, the lock and marker of a cache entry, and the environment their 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import os
 import re
 import shlex
 import shutil
 import sys
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
-from verify_dag import util
+from verify_dag import git, util
+from verify_dag.files import file_lock, write_atomic
 from verify_dag.sandbox import Policy
 
 RECIPE = "verify-dag-env-2"  # part of every key: change it when the way envs are built changes
@@ -47,19 +51,31 @@ class Runner:
         """The env's declared commands, run by tox as its maintainers run them."""
         return [*self.tox, "--skip-pkg-install"]
 
-    def command(self, argv: Sequence[str]) -> list[str]:
-        # tox substitutes {...} in every value, overrides too: a literal brace is escaped.
-        line = shlex.join(argv).replace("{", r"\{").replace("}", r"\}")
+    def command(self, argv: Sequence[str], pycache: Path | None = None) -> list[str]:
+        """``argv`` run by tox as the env's commands; ``pycache``: where their bytecode goes
+        (set by tox for the commands alone, not for tox itself)."""
+        line = _escaped(shlex.join(argv))
         section = self.section or f"testenv:{self.name}"
+        prefix = (
+            ["-x", f"{section}.set_env+=PYTHONPYCACHEPREFIX={_escaped(str(pycache))}"]
+            if pycache is not None
+            else []
+        )
         return [
             *self.tox,
             "--skip-pkg-install",
             # tox passes only what pass_env names: the tester's plugin directory is on it.
             "-x",
             f"{section}.pass_env+=PYTHONPATH",
+            *prefix,
             "-x",
             f"{section}.commands={line}",
         ]
+
+
+def _escaped(value: str) -> str:
+    # tox substitutes {...} in every value, overrides too: a literal brace is escaped.
+    return value.replace("{", r"\{").replace("}", r"\}")
 
 
 @dataclass(frozen=True)
@@ -76,9 +92,122 @@ class Env:
     runner: Runner | None = None  # set when tox built the env: commands run through tox
     writable: tuple[Path, ...] = ()  # what a command in the env writes besides its checkout
 
-    def command(self, argv: Sequence[str]) -> list[str]:
+    def command(self, argv: Sequence[str], pycache: Path | None = None) -> list[str]:
         """``argv`` as it runs in this env: through tox when tox built it, else as it is."""
-        return self.runner.command(argv) if self.runner is not None else list(argv)
+        return self.runner.command(argv, pycache) if self.runner is not None else list(argv)
+
+
+def env_json(env: Env) -> dict[str, Any]:
+    return json.loads(json.dumps(asdict(env), default=str))  # type: ignore[no-any-return]
+
+
+def env_from_json(data: dict[str, Any]) -> Env:
+    """An Env as :func:`env_json` wrote it (a marker file of a shared env)."""
+
+    def path(value: object) -> Path | None:
+        return Path(str(value)) if value else None
+
+    runner = data.get("runner")
+    return Env(
+        python=path(data.get("python")),
+        bin_dir=path(data.get("bin_dir")),
+        key=str(data.get("key", "")),
+        reused=bool(data.get("reused")),
+        source=str(data.get("source", "")),
+        project=bool(data.get("project")),
+        path_dirs=tuple(Path(p) for p in data.get("path_dirs", ())),
+        notes=tuple(data.get("notes", ())),
+        writable=tuple(Path(p) for p in data.get("writable", ())),
+        runner=None
+        if not runner
+        else Runner(
+            tox=tuple(runner["tox"]),
+            name=runner["name"],
+            work_dir=Path(runner["work_dir"]),
+            variables=tuple((k, v) for k, v in runner.get("variables", ())),
+            commands=tuple(tuple(c) for c in runner.get("commands", ())),
+            section=runner.get("section", ""),
+        ),
+    )
+
+
+def checkout_id(workdir: Path) -> str:
+    """What an env that installed the project from ``workdir`` holds: that checkout's code (its
+    path, which an editable install points at, and its commit)."""
+    return f"{workdir.resolve()}@{git.rev_parse(workdir, 'HEAD') or ''}"
+
+
+_INSTALLED = "verify-dag-installed.json"
+
+
+@contextlib.contextmanager
+def shared(env_dir: Path, want: str, build: Callable[[], Env], deadline: float) -> Iterator[Env]:
+    """A cached env (a tox or nox work directory) that the phases and runs of one checkout use
+    at once: held with a shared lock while it holds the project as checkout ``want`` installed
+    it, rebuilt by ``build`` under the exclusive lock when it holds another checkout's. The
+    static tools and the suite of one run then share one build, while a run of another commit
+    waits for them to finish instead of replacing the project under them. An Env without an
+    interpreter (an error, or nothing to run) is handed back as it is, unlocked."""
+    lock, marker = env_dir.with_suffix(".lock"), env_dir / _INSTALLED
+    while True:
+        with file_lock(lock, deadline, shared=True) as got:
+            if not got:
+                yield Env(error="timed out waiting for another run using the same env")
+                return
+            env = _installed(marker, want)
+            if env is not None:
+                yield env
+                return
+        with file_lock(lock, deadline) as got:
+            if not got:
+                yield Env(error="timed out waiting for another run using the same env")
+                return
+            failed: Env | None = None
+            if _installed(marker, want) is None:
+                marker.unlink(missing_ok=True)
+                built = build()
+                if built.error is not None or built.python is None:
+                    failed = built
+                else:
+                    record = {"want": want, "env": env_json(replace(built, reused=False))}
+                    write_atomic(marker, json.dumps(record).encode("utf-8"))
+        if failed is not None:
+            yield failed
+            return
+        # Built: take it shared, unless another checkout replaced it meanwhile (then again).
+
+
+def _installed(marker: Path, want: str) -> Env | None:
+    try:
+        record = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("want") != want:
+        return None
+    env = env_from_json(record["env"])
+    return env if env.python is not None and env.python.exists() else None
+
+
+_COMPILED = ".verify-dag-compiled"
+
+
+def compile_site(python: Path, deadline: float) -> None:
+    """Compile the env's site-packages to bytecode once, when the env is new: the suite runs
+    with it read-only, so what is not compiled here would be compiled again by every run (uv
+    installs without bytecode). Best effort: a file that does not compile is the suite's to
+    report when it imports it."""
+    venv = python.parent.parent
+    site = purelib(python)
+    if site is None or (venv / _COMPILED).exists():
+        return
+    res = util.run(
+        [str(python), "-m", "compileall", "-q", "-j", "0", str(site)],
+        timeout=left(deadline),
+        env=pip_env(),
+        sandbox=Policy(writable=(venv,)),
+    )
+    if not res.timed_out:
+        (venv / _COMPILED).touch()
 
 
 def clean(text: str) -> str:

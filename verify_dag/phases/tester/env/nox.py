@@ -7,9 +7,9 @@ what the session installs (the project included, built from the checkout). The s
 on that venv's interpreter with the tester's own pytest line; coverage and pytest-timeout are
 added to the venv by uv, as for every env the tester measures.
 
-nox's venvs live under verify-dag's cache, one directory per declaration and interpreter, and
-are locked while a run uses them (``--reuse-venv yes``: the session's installs still run, so the
-checkout's own code is what gets installed).
+nox's venvs live under verify-dag's cache, one directory per declaration and interpreter, built
+once per checkout and held shared while a run uses them (``--reuse-venv yes``: the session's
+installs still run, so the checkout's own code is what gets installed).
 """
 
 from __future__ import annotations
@@ -25,9 +25,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from verify_dag import util
-from verify_dag.files import file_lock
-from verify_dag.phases.tester.env.base import Env, cache_dir, clean, left, tail, uv_bin, uv_install
-from verify_dag.phases.tester.env.tox import EXTRA_DEPS, tox_env
+from verify_dag.phases.tester.env.base import (
+    Env,
+    cache_dir,
+    checkout_id,
+    clean,
+    compile_site,
+    left,
+    shared,
+    tail,
+    uv_bin,
+    uv_install,
+)
+from verify_dag.phases.tester.env.tox import EXTRA_DEPS
+from verify_dag.phases.tester.env.toxchoice import tox_env
 from verify_dag.sandbox import Policy
 
 _TEST_NAME = re.compile(r"^(?:tests?|pytest|unit|unittests?|test[-_].*|tests[-_].*)$")
@@ -84,16 +95,15 @@ def choose(sessions: list[dict[str, object]], testing: set[str]) -> str | None:
 
 @contextlib.contextmanager
 def runtime(workdir: Path, cache: Path, timeout: float = 900) -> Iterator[Env]:
-    """The chosen nox session's venv, built by nox and locked for the block; an Env with
-    neither python nor error when the noxfile has no test session for this interpreter."""
+    """The chosen nox session's venv, built by nox for this checkout and held shared for the
+    block (as tox's: :func:`~verify_dag.phases.tester.env.base.shared`); an Env with neither
+    python nor error when the noxfile has no test session for this interpreter."""
     deadline = time.monotonic() + timeout
     envdir = _dir(workdir, cache)
     envdir.parent.mkdir(parents=True, exist_ok=True)
     (cache / "uv").mkdir(parents=True, exist_ok=True)
-    with file_lock(envdir.with_suffix(".lock"), deadline) as got:
-        if not got:
-            yield Env(source="nox", error="timed out waiting for another run using the same env")
-            return
+
+    def build_env() -> Env:
         envdir.mkdir(exist_ok=True)
         policy = Policy(network=True, writable=(envdir, cache / "uv"))
         res = util.run(
@@ -108,13 +118,14 @@ def runtime(workdir: Path, cache: Path, timeout: float = 900) -> Iterator[Env]:
         except ValueError:
             sessions = None
         if not isinstance(sessions, list):
-            yield Env(source="nox", error=clean(f"nox --list failed: {tail(res)}"))
-            return
+            return Env(source="nox", error=clean(f"nox --list failed: {tail(res)}"))
         name = choose(sessions, _runs_tests(workdir))
         if name is None:
-            yield Env(source="nox", notes=("the noxfile has no test session for this Python",))
-            return
-        yield _build(workdir, cache, envdir, name, policy, deadline)
+            return Env(source="nox", notes=("the noxfile has no test session for this Python",))
+        return _build(workdir, cache, envdir, name, policy, deadline)
+
+    with shared(envdir, checkout_id(workdir), build_env, deadline) as env:
+        yield env
 
 
 def _build(
@@ -153,6 +164,7 @@ def _build(
     )
     if res.returncode != 0 or res.timed_out:
         return Env(source=source, error=clean(f"adding coverage to the nox venv: {tail(res)}"))
+    compile_site(bin_dir / "python", deadline)
     return Env(
         python=bin_dir / "python",
         bin_dir=bin_dir,

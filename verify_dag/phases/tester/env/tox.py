@@ -11,61 +11,55 @@ tox runs ``commands_pre`` and applies ``set_env`` exactly as for the project's m
 
 tox's work directory lives under verify-dag's cache, one per declaration (the bytes of the files
 tox reads) and interpreter, so an unchanged project reuses its env (tox itself decides when the
-deps changed) and concurrent runs never share one: the env is locked while a run uses it.
+deps changed). ``tox config``'s answer is kept there too. The env is built once per checkout and
+held shared by the phases that use it (static analysis and the suite side by side); a run of
+another checkout waits for them before tox installs its package.
 """
 
 from __future__ import annotations
 
 import configparser
 import contextlib
+import json
 import re
 import shlex
 import sys
 import time
 import tomllib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from verify_dag import util
-from verify_dag.files import file_lock
+from verify_dag.files import file_lock, write_atomic
 from verify_dag.phases.tester.env.base import (
     Env,
     Runner,
     cache_dir,
+    checkout_id,
     clean,
+    compile_site,
+    env_from_json,
+    env_json,
     left,
-    pip_env,
+    shared,
     tail,
     uv_install,
 )
+from verify_dag.phases.tester.env.toxchoice import (
+    Choice,
+    ToxEnv,
+    chosen,
+    tox_argv,
+    tox_env,
+)
 from verify_dag.sandbox import Policy
+from verify_dag.tools import fetched
 
 # What the tester adds to the project's own deps: coverage for its single measured run, and
 # pytest-timeout for the per-test time limit. Added through tox's own override (`deps+=`), the
 # same at build and at run, so tox never sees the deps change between the two.
 EXTRA_DEPS = ("coverage[toml]", "pytest-timeout")
-# A test environment runs one of these (the ones a lint or docs environment does not).
-_RUNS_TESTS = re.compile(r"(?:^|[\s/])(?:pytest|py\.test|unittest|trial|stestr)\b|-m\s+pytest")
-_PY_FACTOR = re.compile(r"^(?:py|python)?(\d)\.?(\d+)$|^py(\d)(\d+)$")
 _DECLARING = ("tox.ini", "tox.toml", "pyproject.toml", "setup.cfg")
-_LOG_LINE = re.compile(r"^\S+: [\w-]+> ")
-
-
-@dataclass(frozen=True)
-class ToxEnv:
-    """One tox environment of the project, as ``tox config`` resolved it."""
-
-    name: str
-    commands: str
-    base_python: str
-
-
-@dataclass(frozen=True)
-class Choice:
-    env: ToxEnv | None
-    error: str | None = None
-    notes: tuple[str, ...] = field(default_factory=tuple)
 
 
 def declared(workdir: Path) -> bool:
@@ -101,129 +95,32 @@ def _ini(path: Path) -> configparser.ConfigParser | None:
     return cfg
 
 
-def tox_argv() -> list[str]:
-    return [sys.executable, "-m", "tox"]
-
-
-def tox_env(cache: Path) -> dict[str, str]:
-    """The environment tox runs in: pip's (scrubbed, index settings kept), uv's cache under
-    verify-dag's cache (the sandbox's HOME is private), never a downloaded interpreter."""
-    env = pip_env()
-    env.update(
-        {
-            "UV_CACHE_DIR": str(cache / "uv"),
-            "UV_PYTHON_DOWNLOADS": "never",
-            "UV_NO_PROGRESS": "1",
-            "NO_COLOR": "1",
-            "TOX_COLORED": "no",
-        }
-    )
-    return env
-
-
 def work_dir(workdir: Path, cache: Path) -> Path:
     """tox's work directory for this declaration and interpreter."""
     return cache_dir(workdir, cache, "tox", _DECLARING)
 
 
-def choose(workdir: Path, cache: Path, tox_dir: Path, deadline: float) -> Choice:
-    """The tox environment the suite runs in: among tox's default environments, the first that
-    runs tests on this interpreter; else the first test environment with its Python factor
-    replaced by this interpreter's (``py312-cov`` becomes ``py311-cov``), as a maintainer on
-    this Python would run it."""
-    res = util.run(
-        [*tox_argv(), "config", "--workdir", str(tox_dir), "-k", "commands", "base_python"],
-        cwd=workdir,
-        timeout=left(deadline),
-        env=tox_env(cache),
-        # tox provisions itself (a newer tox, declared plugins) from the index if [tox] requires.
-        sandbox=Policy(network=True, writable=(tox_dir, cache / "uv")),
-    )
-    # tox config exits non-zero when some env cannot be evaluated (an interpreter this host
-    # lacks: "# Exception: Skip(...)"), and still prints every env it could.
-    envs = parse_config(res.stdout)
-    if res.timed_out or (res.returncode != 0 and not envs):
-        return Choice(None, error=f"tox config failed: {tail(res)}")
-    tests = [e for e in envs if _RUNS_TESTS.search(e.commands)]
-    if not tests:
-        return Choice(None, notes=("tox declares no environment that runs tests",))
-    ours = f"py{sys.version_info.major}{sys.version_info.minor}"
-    for env in tests:
-        if _matches(env.base_python) and "# Exception:" not in env.commands:
-            return Choice(env)
-    first = tests[0]
-    factors = first.name.split("-")
-    renamed = "-".join(ours if _PY_FACTOR.match(f) else f for f in factors)
-    if renamed == first.name:
-        renamed = f"{ours}-{first.name}" if first.name != "py" else ours
-    note = (
-        f"no tox environment runs on Python {sys.version_info.major}.{sys.version_info.minor}: "
-        f"ran {renamed!r} ({first.name!r} on this interpreter)"
-    )
-    return Choice(ToxEnv(renamed, first.commands, ours), notes=(note,))
-
-
-def parse_config(text: str) -> list[ToxEnv]:
-    """The environments of ``tox config`` output (ini: ``[testenv:NAME]`` and ``key = value``
-    with indented continuation lines), in tox's order."""
-    cfg = configparser.ConfigParser(interpolation=None, strict=False, delimiters=("=",))
-    cfg.optionxform = str  # type: ignore[assignment,method-assign]
-    # tox's own log lines ("ROOT: venv> uv venv ...") come on the same stream: not config.
-    kept = [ln for ln in text.splitlines() if not _LOG_LINE.match(ln)]
-    try:
-        cfg.read_string("\n".join(kept))
-    except configparser.Error:
-        return []
-    out = []
-    for section in cfg.sections():
-        if not section.startswith("testenv:"):
-            continue
-        body = cfg[section]
-        out.append(
-            ToxEnv(
-                name=section.removeprefix("testenv:"),
-                commands=body.get("commands", ""),
-                base_python=body.get("base_python", ""),
-            )
-        )
-    return out
-
-
-def _matches(base_python: str) -> bool:
-    """Whether tox's ``base_python`` value means this interpreter."""
-    major, minor = sys.version_info.major, sys.version_info.minor
-    for spec in re.split(r"[,\s]+", base_python.strip()):
-        name = Path(spec).name
-        if name in ("python", "python3", "py", "py3", f"python{major}", f"py{major}"):
-            return True
-        m = _PY_FACTOR.match(name.removeprefix("python"))
-        if m:
-            got = (m.group(1) or m.group(3), m.group(2) or m.group(4))
-            return got == (str(major), str(minor))
-    return False
-
-
 @contextlib.contextmanager
 def runtime(workdir: Path, cache: Path, timeout: float = 900) -> Iterator[Env]:
-    """The chosen tox environment of ``workdir``, built by tox and locked for the block. An
-    error is in ``Env.error``; an Env with neither python nor error means tox declares nothing
-    that runs tests (the caller falls back to what else the project declares)."""
+    """The chosen tox environment of ``workdir``, built by tox for this checkout and held shared
+    for the block (:func:`~verify_dag.phases.tester.env.base.shared`: the static tools and the
+    suite of one run use one build). An error is in ``Env.error``; an Env with neither python
+    nor error means tox declares nothing that runs tests (the caller falls back to what else
+    the project declares)."""
     deadline = time.monotonic() + timeout
     tox_dir = work_dir(workdir, cache)
     tox_dir.parent.mkdir(parents=True, exist_ok=True)
     (cache / "uv").mkdir(parents=True, exist_ok=True)
-    with file_lock(tox_dir.with_suffix(".lock"), deadline) as got:
-        if not got:
-            yield Env(
-                source="tox", error="timed out waiting for another run using the same tox env"
-            )
-            return
+
+    def build_env() -> Env:
         tox_dir.mkdir(exist_ok=True)
-        choice = choose(workdir, cache, tox_dir, deadline)
+        choice = chosen(workdir, cache, tox_dir, deadline)
         if choice.env is None:
-            yield Env(source="tox", error=choice.error, notes=choice.notes)
-            return
-        yield build(workdir, cache, tox_dir, choice, deadline)
+            return Env(source="tox", error=choice.error, notes=choice.notes)
+        return build(workdir, cache, tox_dir, choice, deadline)
+
+    with shared(tox_dir, checkout_id(workdir), build_env, deadline) as env:
+        yield env
 
 
 _SECTION = re.compile(r"\[testenv:([^\]\s]+)\]")
@@ -244,11 +141,29 @@ def provision(workdir: Path, name: str, cache: Path, timeout: float = 900) -> En
     tox_dir = work_dir(workdir, cache).with_name(work_dir(workdir, cache).name + "-tools")
     tox_dir.parent.mkdir(parents=True, exist_ok=True)
     (cache / "uv").mkdir(parents=True, exist_ok=True)
+    want = f"{name}\0{checkout_id(workdir)}"
     with file_lock(tox_dir.with_suffix(".lock"), deadline) as got:
         if not got:
             return Env(source="tox", error="timed out waiting for another run using the tox env")
         tox_dir.mkdir(exist_ok=True)
-        return build(workdir, cache, tox_dir, Choice(ToxEnv(name, "", "")), deadline, extra=())
+        marker = tox_dir / f"verify-dag-{name}.json"
+        try:
+            kept = json.loads(marker.read_text(encoding="utf-8"))
+            if kept.get("want") == want:
+                return env_from_json(kept["env"])  # this checkout built it already
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass
+        env = build(workdir, cache, tox_dir, Choice(ToxEnv(name, "", "")), deadline, extra=())
+        if env.error is None and env.bin_dir is not None:
+            # A wrapper that downloads its tool on first run (pyright) does it now, with the
+            # index, not in each sandboxed run without one.
+            why = fetched.warm(env.bin_dir, cache, left(deadline))
+            if why is not None:
+                return Env(source=env.source, error=clean(why))
+        if env.error is None:
+            record = {"want": want, "env": env_json(env)}
+            write_atomic(marker, json.dumps(record).encode("utf-8"))
+        return env
 
 
 def build(
@@ -299,6 +214,7 @@ def build(
         res = uv_install(bin_dir / "python", extra, cache=cache, deadline=deadline, cwd=workdir)
         if res.returncode != 0 or res.timed_out:
             return Env(source=source, error=clean(f"adding {' '.join(extra)}: {tail(res)}"))
+        compile_site(bin_dir / "python", deadline)
     return Env(
         python=bin_dir / "python",
         bin_dir=bin_dir,

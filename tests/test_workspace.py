@@ -1,0 +1,99 @@
+"""A run's workspace: one checkout per commit per host, shared by the run's phases and removed
+when the run ends; and the DAG that runs static analysis beside the suite."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Repo, verify_json
+
+from verify_dag import git, workspace
+from verify_dag.errors import FatalError
+from verify_dag.models import VerifyRequest
+from verify_dag.tasks import workflow
+
+
+def test_a_run_checks_out_each_commit_once_and_removes_it_at_the_end(
+    scenario: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[tuple[str, Path]] = []
+    real = git.checkout_into
+
+    def spy(repo: Any, sha: str, path: Path) -> Path:
+        made.append((sha, path))
+        return real(repo, sha, path)
+
+    monkeypatch.setattr(git, "checkout_into", spy)
+    rc, doc = verify_json(scenario, tmp_path, "--scope=branch", "--base=base")
+    assert rc == 1  # a failing test: the debugger checks the merge base out too
+    head, base = scenario.head(), scenario.git("rev-parse", "base")
+    assert sorted(sha for sha, _ in made) == sorted([head, base])
+    run_dir = workspace.run_dir(doc["run"]["id"])
+    assert all(path.is_relative_to(run_dir) for _, path in made)
+    assert not run_dir.exists()
+    assert not any(p.name.endswith(".gone") for p in workspace.root().iterdir())
+    # The phases that read the checkout did run on it: triage, static, tester, debugger.
+    tester = next(s for s in doc["skillResults"] if s["skill"] == "tester")
+    assert "1 passed, 1 failed" in tester["notes"]
+
+
+def test_a_checkout_is_made_once_and_shared(repo: Repo) -> None:
+    repo.write("a.py", "x = 1\n")
+    sha = repo.commit("one")
+    first = workspace.ensure("run-1", repo.path, sha)
+    (first / "marker").write_text("left by a phase\n")
+    again = workspace.ensure("run-1", repo.path, sha)
+    assert again == first and (again / "marker").exists()
+    assert workspace.home(first) == first.parent
+    assert workspace.home(repo.path) is None
+    other = workspace.ensure("run-2", repo.path, sha)
+    assert other != first
+    assert workspace.release("run-1") and not first.exists() and other.exists()
+    assert not workspace.release("run-1")
+
+
+def test_stale_workspaces_are_swept(repo: Repo) -> None:
+    repo.write("a.py", "x = 1\n")
+    sha = repo.commit("one")
+    old = workspace.ensure("old-run", repo.path, sha)
+    workspace.ensure("new-run", repo.path, sha)
+    past = time.time() - workspace.TTL - 60
+    os.utime(workspace.run_dir("old-run"), (past, past))
+    assert workspace.sweep() == 1
+    assert not old.exists() and workspace.run_dir("new-run").exists()
+
+
+def test_run_ids_cannot_name_other_directories(repo: Repo) -> None:
+    for bad in ("..", "a/b", "", "x" * 200):
+        with pytest.raises(FatalError):
+            workspace.run_dir(bad)
+
+
+def test_static_runs_beside_the_suite_and_the_reviewers_after_static() -> None:
+    """The canvas: the collecting chord's header is the tester and a chain of static analysis
+    then the reviewers' own chord; nothing the reviewers read is missing when they start."""
+    for depth in ("light", "deep"):
+        plan = workflow.plan(VerifyRequest(repo="/r", depth=depth))
+        tasks = plan.canvas.tasks
+        names = [getattr(t, "task", None) for t in tasks]
+        assert names[:3] == ["verify_dag.scope", "verify_dag.engineer", "verify_dag.triage"]
+        fan = tasks[3]
+        tester, analysis = fan.tasks
+        assert tester.task == "verify_dag.test"
+        static, reviews = analysis.tasks
+        assert static.task == "verify_dag.static"
+        assert reviews.body.task == "verify_dag.reviews"
+        assert all(t.task.startswith("verify_dag.review.") for t in reviews.tasks)
+        # Celery folds what follows a chord into its body: collect, then the rest of the run.
+        collect, *rest = fan.body.tasks
+        assert collect.task == "verify_dag.collect"
+        assert collect.kwargs["context_id"] == static.id
+        assert [t.task for t in rest] == [
+            "verify_dag.exerciser",
+            "verify_dag.debugger",
+            "verify_dag.report",
+        ]

@@ -1,0 +1,174 @@
+"""How tox is started, and which tox environment runs the suite: tox's own answer (``tox
+config``), asked once per declaration, interpreter and tox version and kept in tox's work
+directory.
+"""
+
+from __future__ import annotations
+
+import configparser
+import importlib.metadata
+import json
+import re
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from verify_dag import util
+from verify_dag.files import write_atomic
+from verify_dag.phases.tester.env.base import left, pip_env, tail
+from verify_dag.sandbox import Policy
+
+# A test environment runs one of these (the ones a lint or docs environment does not).
+_RUNS_TESTS = re.compile(r"(?:^|[\s/])(?:pytest|py\.test|unittest|trial|stestr)\b|-m\s+pytest")
+_PY_FACTOR = re.compile(r"^(?:py|python)?(\d)\.?(\d+)$|^py(\d)(\d+)$")
+_LOG_LINE = re.compile(r"^\S+: [\w-]+> ")
+
+
+def tox_argv() -> list[str]:
+    return [sys.executable, "-m", "tox"]
+
+
+def tox_env(cache: Path) -> dict[str, str]:
+    """The environment tox runs in: pip's (scrubbed, index settings kept), uv's cache under
+    verify-dag's cache (the sandbox's HOME is private), never a downloaded interpreter."""
+    env = pip_env()
+    env.update(
+        {
+            "UV_CACHE_DIR": str(cache / "uv"),
+            "UV_PYTHON_DOWNLOADS": "never",
+            "UV_NO_PROGRESS": "1",
+            "NO_COLOR": "1",
+            "TOX_COLORED": "no",
+        }
+    )
+    return env
+
+
+@dataclass(frozen=True)
+class ToxEnv:
+    """One tox environment of the project, as ``tox config`` resolved it."""
+
+    name: str
+    commands: str
+    base_python: str
+
+
+@dataclass(frozen=True)
+class Choice:
+    env: ToxEnv | None
+    error: str | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+_CHOICE = "verify-dag-choice.json"
+
+
+def chosen(workdir: Path, cache: Path, tox_dir: Path, deadline: float) -> Choice:
+    """:func:`choose`, asked of tox once per declaration, interpreter and tox version: the work
+    directory is keyed by the first two, and ``tox config`` costs a tox start (0.6 s)."""
+    marker = tox_dir / _CHOICE
+    version = _tox_version()
+    try:
+        kept = json.loads(marker.read_text(encoding="utf-8"))
+        if kept.get("tox") == version:
+            env = kept.get("env")
+            return Choice(ToxEnv(**env) if env else None, notes=tuple(kept.get("notes", ())))
+    except (OSError, ValueError, TypeError, AttributeError):
+        pass
+    choice = choose(workdir, cache, tox_dir, deadline)
+    if choice.error is None:
+        record = {
+            "tox": version,
+            "env": asdict(choice.env) if choice.env is not None else None,
+            "notes": list(choice.notes),
+        }
+        write_atomic(marker, json.dumps(record).encode("utf-8"))
+    return choice
+
+
+def _tox_version() -> str:
+    """tox's and its plugin's versions: what ``tox config`` answered with."""
+    found = []
+    for name in ("tox", "tox-uv"):
+        try:
+            found.append(f"{name} {importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            found.append(f"{name} none")
+    return ", ".join(found)
+
+
+def choose(workdir: Path, cache: Path, tox_dir: Path, deadline: float) -> Choice:
+    """The tox environment the suite runs in: among tox's default environments, the first that
+    runs tests on this interpreter; else the first test environment with its Python factor
+    replaced by this interpreter's (``py312-cov`` becomes ``py311-cov``), as a maintainer on
+    this Python would run it."""
+    res = util.run(
+        [*tox_argv(), "config", "--workdir", str(tox_dir), "-k", "commands", "base_python"],
+        cwd=workdir,
+        timeout=left(deadline),
+        env=tox_env(cache),
+        # tox provisions itself (a newer tox, declared plugins) from the index if [tox] requires.
+        sandbox=Policy(network=True, writable=(tox_dir, cache / "uv")),
+    )
+    # tox config exits non-zero when some env cannot be evaluated (an interpreter this host
+    # lacks: "# Exception: Skip(...)"), and still prints every env it could.
+    envs = parse_config(res.stdout)
+    if res.timed_out or (res.returncode != 0 and not envs):
+        return Choice(None, error=f"tox config failed: {tail(res)}")
+    tests = [e for e in envs if _RUNS_TESTS.search(e.commands)]
+    if not tests:
+        return Choice(None, notes=("tox declares no environment that runs tests",))
+    ours = f"py{sys.version_info.major}{sys.version_info.minor}"
+    for env in tests:
+        if _matches(env.base_python) and "# Exception:" not in env.commands:
+            return Choice(env)
+    first = tests[0]
+    factors = first.name.split("-")
+    renamed = "-".join(ours if _PY_FACTOR.match(f) else f for f in factors)
+    if renamed == first.name:
+        renamed = f"{ours}-{first.name}" if first.name != "py" else ours
+    note = (
+        f"no tox environment runs on Python {sys.version_info.major}.{sys.version_info.minor}: "
+        f"ran {renamed!r} ({first.name!r} on this interpreter)"
+    )
+    return Choice(ToxEnv(renamed, first.commands, ours), notes=(note,))
+
+
+def parse_config(text: str) -> list[ToxEnv]:
+    """The environments of ``tox config`` output (ini: ``[testenv:NAME]`` and ``key = value``
+    with indented continuation lines), in tox's order."""
+    cfg = configparser.ConfigParser(interpolation=None, strict=False, delimiters=("=",))
+    cfg.optionxform = str  # type: ignore[assignment,method-assign]
+    # tox's own log lines ("ROOT: venv> uv venv ...") come on the same stream: not config.
+    kept = [ln for ln in text.splitlines() if not _LOG_LINE.match(ln)]
+    try:
+        cfg.read_string("\n".join(kept))
+    except configparser.Error:
+        return []
+    out = []
+    for section in cfg.sections():
+        if not section.startswith("testenv:"):
+            continue
+        body = cfg[section]
+        out.append(
+            ToxEnv(
+                name=section.removeprefix("testenv:"),
+                commands=body.get("commands", ""),
+                base_python=body.get("base_python", ""),
+            )
+        )
+    return out
+
+
+def _matches(base_python: str) -> bool:
+    """Whether tox's ``base_python`` value means this interpreter."""
+    major, minor = sys.version_info.major, sys.version_info.minor
+    for spec in re.split(r"[,\s]+", base_python.strip()):
+        name = Path(spec).name
+        if name in ("python", "python3", "py", "py3", f"python{major}", f"py{major}"):
+            return True
+        m = _PY_FACTOR.match(name.removeprefix("python"))
+        if m:
+            got = (m.group(1) or m.group(3), m.group(2) or m.group(4))
+            return got == (str(major), str(minor))
+    return False
