@@ -234,6 +234,9 @@ def workers(
     block and stopped after it. Each consumes every queue unless ``queues`` gives its own
     (``{"w1": "git,static,test"}``)."""
     log_dir.mkdir(parents=True, exist_ok=True)
+    # A result cache of this group's own: a result an earlier test (or test session) stored
+    # for the same repository content would otherwise stand in for the run a test is about.
+    env = {"VERIFY_DAG_RESULT_CACHE": str(log_dir / "result-cache"), **env}
     procs: list[subprocess.Popen[bytes]] = []
     try:
         for name in names:

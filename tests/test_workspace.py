@@ -3,7 +3,10 @@ when the run ends; and the DAG that runs static analysis beside the suite."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -97,3 +100,45 @@ def test_static_runs_beside_the_suite_and_the_reviewers_after_static() -> None:
             "verify_dag.debugger",
             "verify_dag.report",
         ]
+
+
+@pytest.mark.redis
+def test_every_worker_host_removes_its_checkouts_when_the_run_ends(
+    scenario: Repo, tmp_path: Path
+) -> None:
+    """Two worker "hosts" (caches and mirrors of their own, sharing the broker and the store):
+    static analysis on one, the rest on the other. Each made the checkouts its tasks needed;
+    the report task's host removes its own and tells the other to remove its."""
+    from conftest import verify_branch
+    from redis_workers import fresh_db, logs, workers
+
+    broker = fresh_db(15)
+    store = tmp_path / "store"
+    base = {k: v for k, v in os.environ.items() if k != "VERIFY_DAG_BROKER_URL"}
+    caches = {name: tmp_path / name / "cache" for name in ("w1", "w2")}
+    env = {**base, "VERIFY_DAG_STORE": str(store)}
+    log_dir = tmp_path / "logs"
+    queues = {"w1": "git,test,exercise", "w2": "static,review"}
+    with contextlib.ExitStack() as stack:
+        for name, cache in caches.items():
+            own = {
+                **env,
+                "VERIFY_DAG_CACHE": str(cache),
+                "VERIFY_DAG_MIRRORS": str(cache.parent / "mirrors"),
+            }
+            stack.enter_context(workers(broker, [name], log_dir / name, own, queues=queues))
+        out = tmp_path / "report.json"
+        proc = subprocess.run(
+            verify_branch(scenario, f"--broker={broker}", f"--store={store}", "--format=json",
+                          f"--output={out}", "--timeout=120"),
+            capture_output=True, text=True, timeout=180, env=env,
+        )  # fmt: skip
+        assert proc.returncode == 1, proc.stderr + logs(log_dir / "w1") + logs(log_dir / "w2")
+        run_id = json.loads(out.read_text())["run"]["id"]
+        deadline = time.monotonic() + 20
+        left = [c / "runs" / run_id for c in caches.values()]
+        while any(p.exists() for p in left) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        for cache in caches.values():
+            assert (cache / "runs").is_dir(), f"{cache}: no checkout was made there"
+            assert not (cache / "runs" / run_id).exists(), logs(log_dir / "w2")

@@ -218,6 +218,8 @@ def main() -> int:
             )
     if mode == "hang":
         time.sleep(3600)
+    # A model's answer takes time: FAKE_MODEL_LATENCY seconds, spent waiting as on the network.
+    time.sleep(float(os.environ.get("FAKE_MODEL_LATENCY", "0") or 0))
     if mode == "crash":
         print("thread 'main' panicked at src/main.rs:1:1:\nfake model crashed", file=sys.stderr)
         return 101
