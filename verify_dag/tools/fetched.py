@@ -38,7 +38,7 @@ def warm(bin_dir: Path, cache: Path, timeout: float) -> str | None:
     is in the cache; why one could not fetch itself, or None."""
     for script, args in WARM.items():
         exe = bin_dir / script
-        if not exe.is_file():
+        if not exe.is_file() or _fetched(bin_dir, cache):
             continue
         target = Path(variables(cache)["PYRIGHT_PYTHON_CACHE_DIR"])
         target.mkdir(parents=True, exist_ok=True)
@@ -54,3 +54,18 @@ def warm(bin_dir: Path, cache: Path, timeout: float) -> str | None:
             said = "\n".join((res.stdout + res.stderr).strip().splitlines()[-6:])
             return f"{script} could not fetch its npm package: {util.redact(said)}"
     return None
+
+
+def _fetched(bin_dir: Path, cache: Path) -> bool:
+    """Whether the npm package of the env's pyright version is in the cache already (its first
+    run there left ``pyright-python/<version>/node_modules/pyright``)."""
+    sites = sorted((bin_dir.parent / "lib").glob("python*/site-packages"))
+    versions = [
+        d.name.removeprefix("pyright-").removesuffix(".dist-info")
+        for site in sites
+        for d in site.glob("pyright-*.dist-info")
+    ]
+    root = Path(variables(cache)["PYRIGHT_PYTHON_CACHE_DIR"]) / "pyright-python"
+    return bool(versions) and all(
+        (root / v / "node_modules" / "pyright" / "package.json").is_file() for v in versions
+    )

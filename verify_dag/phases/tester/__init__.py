@@ -44,7 +44,7 @@ from verify_dag.phases.tester import (
 )
 from verify_dag.phases.tester import env as testenv
 from verify_dag.phases.tester.coverage import CoverageData
-from verify_dag.phases.tester.env.base import Env, Runner, purelib
+from verify_dag.phases.tester.env.base import Env, Runner, purelib, pycache_prefix
 from verify_dag.phases.tester.outcome import (
     SKILL,
     blocked,
@@ -194,7 +194,7 @@ def _pytest(
         ]
         end = kept.index("--") if "--" in kept else len(kept)  # after `--`, all are paths
         argv = [*base, *quiet, *kept[:end], *ours, *kept[end:]]
-        pycache = _pycache(workdir, Path(tmp))
+        pycache = _pycache(workdir, Path(tmp), env)
         res = util.run(
             env.command(argv, pycache),
             cwd=workdir,
@@ -267,14 +267,12 @@ def _pytest(
     return outcome, measured
 
 
-def _pycache(workdir: Path, scratch: Path) -> Path:
-    """Where the suite's bytecode goes: beside the run's checkout (kept for the run's other
-    re-runs of its tests, gone with the run), or in the scratch directory of a checkout that is
-    not a run's."""
+def _pycache(workdir: Path, scratch: Path, env: Env) -> Path:
+    """Where the suite's bytecode goes: beside the run's checkout (gone with the run), or in the
+    scratch directory of a checkout that is not a run's; the env's own modules are read from
+    its compiled tree, linked in (env/base.py, pycache_prefix)."""
     home = workspace.home(workdir)
-    path = (home if home is not None else scratch) / "pycache"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return pycache_prefix(env, (home if home is not None else scratch) / "pycache")
 
 
 _EDITABLE = re.compile(r'"editable"\s*:\s*true')
@@ -351,6 +349,12 @@ def _pytest_version(base: list[str], env: Env) -> str | None:
         except importlib.metadata.PackageNotFoundError:
             return None
     if len(base) > 1 and base[1] == "-m":  # the provisioned env's interpreter
+        # Read off the env's site-packages (a layer's and the env it sits on): no process.
+        sites = [purelib(d / "python") for d in (env.path_dirs or [Path(base[0]).parent])]
+        for dist in importlib.metadata.distributions(
+            name="pytest", path=[str(s) for s in sites if s]
+        ):
+            return dist.version
         argv = [base[0], "-c", "import importlib.metadata as m; print(m.version('pytest'))"]
     else:
         argv = [base[0], "--version"]  # a pytest executable on PATH

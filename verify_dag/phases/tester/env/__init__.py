@@ -189,6 +189,8 @@ def _python(workdir: Path, plan: Plan, envs: Path, deadline: float) -> Env:
             )
         done = _ready(env_dir)
         if done is not None:
+            # An env cached before bytecode was compiled at build gets it now, once.
+            compile_site(env_dir / "bin" / "python", deadline)
             return _env(env_dir, key, plan.source, reused=True, project=done)
         shutil.rmtree(env_dir, ignore_errors=True)  # a half-built env from a run that died
         error, project = _build(workdir, plan, env_dir, deadline)
