@@ -23,8 +23,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from celery import signals
 from pairs import machine
+from tasktimes import TaskTimes
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "realrepos"))
@@ -35,22 +35,8 @@ from verify_dag import git as vgit  # noqa: E402
 from verify_dag.cli import main as cli  # noqa: E402
 
 OLD, NEW = "2.17.13", "2.17.14"
-_spans: dict[str, list[float]] = {}
-_names: dict[str, str] = {}
 _checkouts: list[tuple[str, float]] = []
 _lock = threading.Lock()
-
-
-def _start(task_id: str | None = None, task: Any = None, **_: Any) -> None:
-    with _lock:
-        if task_id:
-            _names[task_id], _spans[task_id] = task.name, [time.perf_counter()]
-
-
-def _end(task_id: str | None = None, **_: Any) -> None:
-    with _lock:
-        if task_id in _spans:
-            _spans[task_id].append(time.perf_counter())
 
 
 def _counted_checkout(real: Any) -> Any:
@@ -83,8 +69,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    signals.task_prerun.connect(_start, weak=False)
-    signals.task_postrun.connect(_end, weak=False)
+    times = TaskTimes()
     vgit.checkout_into = _counted_checkout(vgit.checkout_into)
     print(f"machine: {machine()}")
     with tempfile.TemporaryDirectory(prefix="bench-bigrepo-") as tmp:
@@ -99,7 +84,7 @@ def main() -> None:
         per_task: dict[str, list[float]] = defaultdict(list)
         walls = []
         for n in range(args.runs + 1):  # the first run builds the envs: uncounted
-            _spans.clear()
+            times.clear()
             _checkouts.clear()
             start = time.perf_counter()
             code = cli(
@@ -111,9 +96,8 @@ def main() -> None:
                 print(f"warm-up: exit {code}, {wall:.1f} s")
                 continue
             walls.append(wall)
-            for task_id, span in _spans.items():
-                if len(span) == 2:
-                    per_task[_names[task_id]].append(span[1] - span[0])
+            for name, values in times.durations().items():
+                per_task[name].extend(values)
             shown = ", ".join(f"{sha} {t:.2f} s" for sha, t in _checkouts)
             print(f"run {n}: {wall:.2f} s, exit {code}; checkouts: {len(_checkouts)} ({shown})")
         print(f"wall: median {statistics.median(walls):.2f} s")

@@ -33,19 +33,18 @@ def uv() -> str:
 
 
 def build(installer: str, checkout: Path, venvs: Path, install: tuple[str, ...]) -> list[str]:
-    """One shell line: a fresh venv, then the installer into it."""
+    """One shell line: a fresh venv without pip (as verify-dag makes them), then the installer
+    into it: uv, or this interpreter's pip driving it (``pip --python``, as verify-dag's
+    fallback does)."""
     venv = venvs / installer
     python = venv / "bin" / "python"
     if installer == "uv":
         into = f"{uv()} pip install -q --python {python}"
     else:
-        into = f"{python} -m pip install -q"
+        into = f"{sys.executable} -m pip --python {python} install -q"
     args = " ".join(install)
-    return [
-        "sh",
-        "-c",
-        f"rm -rf {venv} && {sys.executable} -m venv {venv} && cd {checkout} && {into} {args}",
-    ]
+    make = f"{sys.executable} -m venv --without-pip {venv}"
+    return ["sh", "-c", f"rm -rf {venv} && {make} && cd {checkout} && {into} {args}"]
 
 
 def main() -> None:

@@ -27,13 +27,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
-from typing import Any
 
-from celery import signals
 from pairs import machine
+from tasktimes import TaskTimes
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
@@ -41,31 +39,6 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 from fakes import install  # noqa: E402  # tests/fakes: the fake model CLI
 
 from verify_dag.cli import main as cli  # noqa: E402
-
-_spans: dict[str, list[float]] = {}
-_names: dict[str, str] = {}
-_lock = threading.Lock()
-
-
-def _start(task_id: str | None = None, task: Any = None, **_: Any) -> None:
-    with _lock:
-        if task_id:
-            _names[task_id] = task.name
-            _spans[task_id] = [time.perf_counter()]
-
-
-def _end(task_id: str | None = None, **_: Any) -> None:
-    with _lock:
-        if task_id in _spans:
-            _spans[task_id].append(time.perf_counter())
-
-
-def durations() -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {}
-    for task_id, span in _spans.items():
-        if len(span) == 2:
-            out.setdefault(_names[task_id], []).append(span[1] - span[0])
-    return out
 
 
 def critical_path(d: dict[str, list[float]]) -> float:
@@ -129,8 +102,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--latency", type=float, default=3.0)
     args = parser.parse_args()
-    signals.task_prerun.connect(_start, weak=False)
-    signals.task_postrun.connect(_end, weak=False)
+    times = TaskTimes()
     print(f"machine: {machine()}")
     with tempfile.TemporaryDirectory(prefix="bench-fanout-") as tmp:
         work = Path(tmp)
@@ -149,8 +121,7 @@ def main() -> None:
         ratios = []
         for n in range(args.runs + 1):  # the first run builds what later runs reuse: uncounted
             change(repo, n)
-            _spans.clear()
-            _names.clear()
+            times.clear()
             out = work / f"report-{n}.json"
             start = time.perf_counter()
             code = cli(
@@ -158,7 +129,7 @@ def main() -> None:
                  "--format=json", f"--output={out}"]
             )  # fmt: skip
             wall = time.perf_counter() - start
-            d = durations()
+            d = times.durations()
             path = critical_path(d)
             reviewers = sorted(k.removeprefix("verify_dag.review.") for k in d if ".review." in k)
             if n == 0:
