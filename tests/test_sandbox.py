@@ -391,3 +391,42 @@ def test_require_sandbox_on_a_broker_stops_at_a_worker_without_it(
     assert "must run in a bubblewrap sandbox" in doc["error"]["message"]
     assert suite_result(doc)["status"] == "NOT_RUN"
     assert "isolation" not in suite_result(doc)
+
+
+def test_a_step_reads_its_own_checkout_but_not_other_runs_or_projects_cached_data(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Other runs' checkouts, other projects' tool caches and every cached result live in the
+    cache the sandbox exposes for its environments: repository code sees only what its own
+    step is given (its checkout, its writable scratch), never the rest."""
+    need_bubblewrap()
+    from verify_dag import paths, util, workspace
+    from verify_dag.sandbox import Policy
+
+    monkeypatch.setenv(paths.CACHE_VAR, str(tmp_path / "cache"))
+    monkeypatch.delenv(paths.RESULT_CACHE_VAR, raising=False)
+    repo.write("a.py", "print('mine')\n")
+    sha = repo.commit("one")
+    mine = workspace.ensure("this-run", repo.path, sha)
+    theirs = workspace.ensure("other-run", repo.path, sha)
+    secrets = {
+        "another run's checkout": theirs / "a.py",
+        "another project's tool cache": paths.tools_root() / "mypy" / "x" / "secret.json",
+        "a cached result": paths.results_root() / "suite" / "ab" / "entry.json",
+    }
+    for path in secrets.values():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("not yours\n")
+    env = util.scrubbed_env()
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    own = util.run(["cat", "a.py"], cwd=mine, env=env, sandbox=Policy(writable=(scratch,)))
+    assert own.stdout == "print('mine')\n", own.stderr
+    for what, path in secrets.items():
+        seen = util.run(["cat", str(path)], cwd=mine, env=env, sandbox=Policy())
+        assert seen.returncode != 0 and "not yours" not in seen.stdout, what
+    # Read-only steps (ruff) see their checkout all the same, and the environments stay there.
+    ro = util.run(["cat", "a.py"], cwd=mine, env=env, sandbox=Policy(cwd_writable=False))
+    assert ro.stdout == "print('mine')\n", ro.stderr
+    listing = util.run(["ls", str(paths.cache_root())], cwd=mine, env=env, sandbox=Policy())
+    assert "runs" in listing.stdout.split()

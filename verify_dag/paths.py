@@ -1,8 +1,8 @@
 """Where verify-dag keeps what it builds between runs, and where the user's configuration is.
 
-Below everything that reads them: the sandbox exposes the cache read-only to repository code, the
-tester's environments live in it, the model backends read the configuration and redaction masks
-the secrets it holds.
+Below everything that reads them: the sandbox exposes the cache read-only to repository code
+(but for :func:`private_roots`), the tester's environments live in it, the model backends read
+the configuration and redaction masks the secrets it holds.
 """
 
 from __future__ import annotations
@@ -14,10 +14,34 @@ from pathlib import Path
 from verify_dag.errors import UsageError
 
 CACHE_VAR = "VERIFY_DAG_CACHE"
+RESULT_CACHE_VAR = "VERIFY_DAG_RESULT_CACHE"
 
 
 def cache_root() -> Path:
     return Path(os.environ.get(CACHE_VAR) or Path.home() / ".cache" / "verify-dag")
+
+
+def runs_root() -> Path:
+    """The runs' checkouts on this host (verify_dag/workspace.py)."""
+    return cache_root() / "runs"
+
+
+def tools_root() -> Path:
+    """The tools' own caches, one per project (mypy's)."""
+    return cache_root() / "tools"
+
+
+def results_root() -> Path:
+    """The result cache (verify_dag/resultcache.py)."""
+    explicit = os.environ.get(RESULT_CACHE_VAR, "").strip()
+    return Path(explicit).expanduser() if explicit else cache_root() / "results"
+
+
+def private_roots() -> list[Path]:
+    """What of the cache belongs to one run or one project: other runs' checkouts, other
+    projects' tool caches, and results of every project. Repository code sees none of it but
+    what its own step is given (sandbox.py); the envs beside them stay readable."""
+    return [runs_root(), tools_root(), results_root()]
 
 
 def user_file(env: Mapping[str, str]) -> Path | None:

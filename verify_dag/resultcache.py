@@ -41,11 +41,11 @@ from typing import Any
 
 from verify_dag.files import write_atomic
 from verify_dag.models.findings import CacheHit
-from verify_dag.paths import cache_root
+from verify_dag.paths import RESULT_CACHE_VAR, results_root
 
 log = logging.getLogger(__name__)
 
-CACHE_ENV = "VERIFY_DAG_RESULT_CACHE"
+CACHE_ENV = RESULT_CACHE_VAR
 FORMAT = 1  # part of every key: bump it when what an entry holds changes shape
 # The packages whose versions decide what a tool, a suite or a reviewer run gives.
 _VERSIONED = ("verify-dag", "ruff", "mypy", "tox", "tox-uv", "nox", "uv", "pytest", "coverage")
@@ -56,8 +56,7 @@ _hits: ContextVar[list[CacheHit] | None] = ContextVar("verify_dag_cache_hits", d
 
 
 def root() -> Path:
-    explicit = os.environ.get(CACHE_ENV, "").strip()
-    return Path(explicit).expanduser() if explicit else cache_root() / "results"
+    return results_root()
 
 
 @contextlib.contextmanager

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Literal
 
 from verify_dag.errors import FatalError
-from verify_dag.paths import cache_root
+from verify_dag.paths import cache_root, private_roots
 
 log = logging.getLogger(__name__)
 
@@ -248,12 +248,20 @@ def _bwrap_prefix(policy: Policy, workdir: Path | None, path_var: str) -> list[s
     own = workdir if policy.cwd_writable else None
     writable = [p for p in (own, *policy.writable) if p is not None]
     readable = [workdir] if workdir is not None and own is None else []
-    for path in _exposed(policy, writable, hidden, path_var, readable):
+    wanted = _wanted(policy, writable, path_var, readable)
+    for path in _outermost(_inside(wanted, hidden, writable)):
+        argv += ["--ro-bind", str(path), str(path)]
+    # Inside what was exposed, what belongs to other runs and projects goes again (their
+    # checkouts, tool caches, cached results), but for what this step itself was given.
+    private = [p.resolve() for p in private_roots() if p.exists()]
+    for path in private:
+        argv += ["--tmpfs", str(path)]
+    for path in _outermost(_inside(wanted, private, writable)):
         argv += ["--ro-bind", str(path), str(path)]
     for path in dict.fromkeys(Path(p).resolve() for p in writable):
         if path.exists():
             argv += ["--bind", str(path), str(path)]
-    for path in late:
+    for path in [*late, *private]:
         argv += ["--remount-ro", str(path)]
     if workdir is not None:
         argv += ["--chdir", str(workdir)]
@@ -286,16 +294,12 @@ def _passwd_home() -> str:
         return ""
 
 
-def _exposed(
-    policy: Policy,
-    writable: list[Path],
-    hidden: list[Path],
-    path_var: str,
-    readable: Sequence[Path] = (),
+def _wanted(
+    policy: Policy, writable: list[Path], path_var: str, readable: Sequence[Path] = ()
 ) -> list[Path]:
-    """What the step needs from inside a hidden directory, read-only: the interpreter and
-    verify-dag's installation, the venvs on PATH, verify-dag's cache of environments, the
-    objects a shared checkout borrows, and a working directory it may only read."""
+    """What the step needs to read, resolved: the interpreter and verify-dag's installation,
+    the venvs on PATH, verify-dag's cache of environments, the objects a shared checkout
+    borrows, and a working directory it may only read."""
     # verify-dag itself too: an editable install's finder points at a source tree that may
     # well live under a hidden directory (a checkout in /tmp or in a home).
     package = Path(__file__).resolve().parent.parent  # the package and its schemas link
@@ -319,14 +323,23 @@ def _exposed(
     resolv = Path(os.path.realpath("/etc/resolv.conf"))
     if policy.network:
         wanted.append(resolv)
-    out = []
-    for path in dict.fromkeys(p.resolve() for p in wanted if p.exists()):
-        if any(path.is_relative_to(h) for h in hidden) and not any(
-            path.is_relative_to(w.resolve()) for w in writable
-        ):
-            out.append(path)
+    return list(dict.fromkeys(p.resolve() for p in wanted if p.exists()))
+
+
+def _inside(wanted: list[Path], covered: Sequence[Path], writable: list[Path]) -> list[Path]:
+    """The wanted paths that a directory of ``covered`` hides, but for those the step writes
+    (bound writable on their own)."""
+    return [
+        path
+        for path in wanted
+        if any(path.is_relative_to(c) for c in covered)
+        and not any(path.is_relative_to(w.resolve()) for w in writable)
+    ]
+
+
+def _outermost(paths: list[Path]) -> list[Path]:
     # Outermost first, so that a nested exposure is mounted inside its parent's.
-    return sorted({p for p in out if not any(q != p and p.is_relative_to(q) for q in out)})
+    return sorted({p for p in paths if not any(q != p and p.is_relative_to(q) for q in paths)})
 
 
 def _alternates(checkout: Path) -> list[Path]:

@@ -28,7 +28,7 @@ from verify_dag import git
 from verify_dag.errors import FatalError
 from verify_dag.files import file_lock
 from verify_dag.gitparse import valid_ref
-from verify_dag.paths import cache_root
+from verify_dag.paths import runs_root
 
 # Longer than any run may take (the longest queue time limit is two hours).
 TTL = 24 * 3600.0
@@ -37,7 +37,7 @@ _SAFE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 
 def root() -> Path:
-    return cache_root() / "runs"
+    return runs_root()
 
 
 def run_dir(run_id: str) -> Path:

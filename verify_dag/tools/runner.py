@@ -22,7 +22,7 @@ from verify_dag import git, resultcache, util
 from verify_dag.files import file_lock
 from verify_dag.models.findings import Finding, Location
 from verify_dag.models.toolchain import Command
-from verify_dag.paths import cache_root
+from verify_dag.paths import tools_root
 from verify_dag.sandbox import Policy
 from verify_dag.tools import fetched
 from verify_dag.tools.base import PY_SUFFIXES, Invocation, RawFinding, ToolSpec
@@ -308,7 +308,7 @@ def _own_cache(spec: ToolSpec, memo: Memo | None) -> Iterator[Path | None]:
     if not spec.own_cache or memo is None or memo.project is None:
         yield None
         return
-    home = cache_root() / "tools" / spec.name / resultcache.key(memo.project, memo.identity)[:24]
+    home = tools_root() / spec.name / resultcache.key(memo.project, memo.identity)[:24]
     try:
         home.mkdir(parents=True, exist_ok=True)
     except OSError:
