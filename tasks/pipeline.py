@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from celery.result import AsyncResult
 
-from verify_dag import evidence, report, store, workspace
+from verify_dag import evidence, git, report, repos, store, workspace
+from verify_dag.errors import VerifyDagError
 from verify_dag.models import Report, ReportResult, RunState, SkillOutcome
+from verify_dag.models.findings import ChangedCoverage
 from verify_dag.phases import debugger, engineer, exerciser, scope, static, tester, triage
 from verify_dag.phases.tester import coverage
 from verify_dag.phases.tester import env as testenv
@@ -80,11 +84,12 @@ def _static(st: RunState) -> RunState:
 
 @header_phase("tester")
 def _tester(st: RunState) -> list[SkillOutcome]:
-    """The suite runs once, with coverage only at deep. At deep, qa's changed-line coverage
-    comes from that same run here (collect merges it with qa's judgement pass from the review
-    queue). A suite already run on the same inputs comes from the result cache."""
+    """The suite runs once, under coverage only where something reads it: qa's changed-line
+    coverage at deep (collect merges it with qa's judgement pass from the review queue), and the
+    --fail-under gate. A suite already run on the same inputs comes from the result cache."""
     assert st.scope is not None and st.toolchain is not None
     deep = st.request.depth == "deep"
+    measure = deep or st.request.fail_under is not None
     with workspace.checkout(st.run_id, st.request.repo, st.scope.new_commit) as workdir:
         entry = tester_memo.key(
             st.scope,
@@ -92,17 +97,17 @@ def _tester(st: RunState) -> list[SkillOutcome]:
             workdir,
             test_timeout=st.request.test_timeout,
             per_test_timeout=st.request.per_test_timeout,
-            measure=deep,
+            measure=measure,
         )
         known = tester_memo.get(entry)
         if known is not None:
             return known
-        outcomes = _run_suite(st, workdir, deep)
+        outcomes = _run_suite(st, workdir, deep, measure)
     tester_memo.put(entry, outcomes)
     return outcomes
 
 
-def _run_suite(st: RunState, workdir: Path, deep: bool) -> list[SkillOutcome]:
+def _run_suite(st: RunState, workdir: Path, deep: bool, measure: bool) -> list[SkillOutcome]:
     assert st.scope is not None and st.toolchain is not None
     with tempfile.TemporaryDirectory(prefix="verify-dag-cov-") as scratch:
         xml_file = Path(scratch) / "coverage.xml" if deep else None
@@ -113,13 +118,17 @@ def _run_suite(st: RunState, workdir: Path, deep: bool) -> list[SkillOutcome]:
             st.request.test_timeout,
             xml_file=xml_file,
             per_test_timeout=st.request.per_test_timeout,
-            # Coverage only where something reads it: qa's changed-line figure, at deep.
-            measure=deep,
+            measure=measure,
         )
         xml = _small_text(xml_file)
+    figure = coverage.diff_coverage(st.scope, data) if data is not None else None
+    if figure is not None:
+        # The figure as a number, for the report's coverage object and --fail-under.
+        measured = ChangedCoverage(covered=figure.covered, total=figure.total)
+        outcome = outcome.model_copy(update={"coverage": measured})
     if not deep:
         return [outcome]
-    if data is None:
+    if figure is None:
         qa = SkillOutcome(
             skill="qa",
             status="NOT_RUN",
@@ -127,7 +136,7 @@ def _run_suite(st: RunState, workdir: Path, deep: bool) -> list[SkillOutcome]:
             notes=f"changed-line coverage: no coverage data ({outcome.notes})",
         )
     else:
-        qa = coverage.qa_outcome(coverage.diff_coverage(st.scope, data))
+        qa = coverage.qa_outcome(figure)
         qa = qa.model_copy(
             update={"notes": f"changed-line coverage: {qa.notes}", "coverage_xml": xml}
         )
@@ -239,12 +248,28 @@ def report_task(self: Any, state: dict[str, Any]) -> dict[str, Any]:
         return dict(done)
     st = RunState.model_validate(state)
     progress(self, st.run_id, "report")
-    doc = report.build(st)
+    doc = report.build(st, _source(st))
     report.validate(doc.model_dump(mode="json"))
     result = _stored(st, doc, report.markdown(doc)).model_dump(mode="json")
     # The run is over: its checkouts go, here and on every worker that made one.
     workspaces.release(st.run_id)
     return result
+
+
+def _source(st: RunState) -> Callable[[str], list[str]] | None:
+    """The verified commit's files, read from git when a fingerprint needs one (report.build)."""
+    if st.scope is None or not st.scope.new_commit:
+        return None
+    try:
+        repo = repos.localize(st).request.repo
+    except VerifyDagError:
+        return None  # fingerprints then go by rule and path alone
+    commit, read = st.scope.new_commit, functools.cache(git.read_file)
+
+    def lines(path: str) -> list[str]:
+        return (read(repo, commit, path) or "").split("\n")
+
+    return lines
 
 
 def _stored(st: RunState, doc: Report, markdown: str) -> ReportResult:

@@ -130,6 +130,8 @@ def plan(request: VerifyRequest, run_id: str | None = None) -> Plan:
         scope, engineer, triage, chord([tester, analysis], collect), exerciser, debugger, report
     )
     head = request.snapshot.head if request.snapshot is not None else None
+    if request.head is not None and head is not None:
+        head = request.head  # --head: the range's end, resolved to a commit by the client
     expect = Expected(repo=display_source(request.repo), head=head, store=request.store)
     return Plan(
         run_id=run_id,

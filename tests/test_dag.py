@@ -31,7 +31,8 @@ def test_acceptance_branch_scenario(
     assert any("F841" in t for t in titles)
     assert not any("F401" in t for t in titles)
     lint = next(i for i in doc["issues"] if "F841" in i["title"])
-    assert lint["location"] == {"path": "src/calc.py", "line": 9}
+    assert lint["location"] == {"path": "src/calc.py", "line": 9, "column": 5}
+    assert (lint["rule"], lint["tool"]) == ("F841", "ruff")
     failing = next(i for i in doc["issues"] if "test_mul" in i["title"])
     assert failing["severity"] >= 9 and failing["class"] == "test-failure"
     assert skill(doc, "tester")["status"] == "FAILED"

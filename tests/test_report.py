@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from verify_dag import report
+from verify_dag.cli import args as cli_args
 from verify_dag.errors import EXIT_ERROR, EXIT_ISSUES, EXIT_OK
 from verify_dag.models import (
     ALL_OTHER_FILES,
@@ -32,6 +35,8 @@ from verify_dag.report.dedup import dedup, same_problem
 from verify_dag.report.markdown_text import path_text
 
 GOLDEN = Path(__file__).parent / "golden"
+# The OASIS SARIF 2.1.0 schema (errata 01), kept with the tests.
+SCHEMAS = Path(__file__).parent / "schemas"
 HEAD = "89abcdef0123456789abcdef0123456789abcdef"
 MERGE_BASE = "0123456789abcdef0123456789abcdef01234567"
 PIPELINE = [
@@ -342,9 +347,16 @@ GOLDEN_CASES = {
 
 @pytest.mark.parametrize("name", sorted(GOLDEN_CASES))
 def test_golden(name: str) -> None:
+    """Every output format of every golden run, as a golden file: JSON v1 and Markdown, and
+    each other format the CLI offers (SARIF, GitHub annotations, GitLab Code Quality, JUnit)."""
     made = report.build(GOLDEN_CASES[name]())
     report.validate(made.model_dump(mode="json"))
     outputs = {f"{name}.json": report.to_json(made), f"{name}.md": report.markdown(made)}
+    for fmt in cli_args.FORMATS.values():
+        if fmt.name not in ("json", "markdown"):
+            outputs[f"{name}.{fmt.name}"] = fmt.render(made)
+    sarif_schema = json.loads((SCHEMAS / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
+    jsonschema.Draft4Validator(sarif_schema).validate(json.loads(outputs[f"{name}.sarif"]))
     for filename, text in outputs.items():
         path = GOLDEN / filename
         if os.environ.get("UPDATE_GOLDEN") == "1":
@@ -433,6 +445,8 @@ def test_branch_run_shape() -> None:
         "description": "test_total fails: assert 3 == 4 (tester)",
         "sources": ["tester"],
         "location": {"path": "tests/test_app.py", "line": 12},
+        "rule": None,
+        "tool": None,
     }
     assert [f["title"] for f in doc["findings"]] == [i["title"] for i in doc["issues"]]
     assert doc["exerciserVerification"] == [] and doc["customGates"] == {
@@ -445,6 +459,8 @@ def test_branch_run_shape() -> None:
         "requestedMode": "interactive",
         "mode": "report-only",
         "note": report.json_v1.REPORT_ONLY_NOTE,
+        "gates": {"failOn": 7, "newOnly": False, "failUnder": None},
+        "exitCode": 1,
     }
 
 
@@ -733,13 +749,21 @@ def test_markdown_escapes_table_cells() -> None:
     md = report.markdown(built(light_branch_state()))
     row = next(line for line in md.splitlines() if line.startswith("| VI-2 "))
     assert "test_parse fails \\| TypeError" in row
-    assert 'TypeError: unsupported operand<br>while parsing "1\\|2"' in row
+    # A line break is " / ", not an HTML tag: the table reads in a terminal too.
+    assert 'TypeError: unsupported operand / while parsing "1\\|2"' in row
     assert len(re.findall(r"(?<!\\)\|", row)) == 7  # 6 columns: no cell split the row
 
 
 def test_markdown_sections() -> None:
     md = report.markdown(built(light_branch_state()))
-    assert md.startswith("# Verification Report\n\n> Mode: report-only — interactive and auto-fix")
+    assert md.startswith(
+        "# Verification Report\n\n"
+        "**Verdict: issues found** (exit 1): 3 issue(s) at or above severity 7\n\n"
+        "**Did not run:** reviewer NOT_RUN (provider rate limit: 429 Too Many Requests); "
+        "exerciser BLOCKED (SERVICE_UNAVAILABLE: no way to start the app was found)\n\n"
+        "> Mode: report-only — interactive and auto-fix"
+    )
+    assert "<br>" not in md
     assert "- src/app.py (modified, lines 27-36, 40)" in md
     assert "- src/new.py (added, entire file)" in md
     assert "- src/old.py (deleted)" in md

@@ -78,8 +78,9 @@ def submit(request: VerifyRequest) -> Plan:
     if embedded():
         built = plan(request)
         if built.expect is not None and not git.is_url(request.repo):
-            # The in-process worker reads the repository where it is, just after this.
-            head = git.head(request.repo)
+            # The in-process worker reads the repository where it is, just after this; a range's
+            # end (--head) is the commit the request names.
+            head = request.head or git.head(request.repo)
             built = dataclasses.replace(built, expect=dataclasses.replace(built.expect, head=head))
         return _send(announce(built))
     run_id = uuid()

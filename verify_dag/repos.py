@@ -148,9 +148,10 @@ def prepare(request: VerifyRequest, run_id: str) -> VerifyRequest:
     run_dir = store.resolve(request.store) / store.check_run_id(run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     bundle = run_dir / BUNDLE
-    git.create_bundle(
-        repo, bundle, {"head": snap.head, "index": snap.index, "worktree": snap.worktree}
-    )
+    pins = {"head": snap.head, "index": snap.index, "worktree": snap.worktree}
+    if request.head is not None and git.verify_commit(repo, request.head) is not None:
+        pins["range-head"] = request.head  # --head: a commit no ref may name
+    git.create_bundle(repo, bundle, pins)
     return request.model_copy(update={"snapshot": snap, "bundle": str(bundle)})
 
 

@@ -112,9 +112,22 @@ def store_dir(value: str | None) -> str | None:
     return str(Path(value).expanduser().resolve()) if value else None
 
 
+def percent(value: str) -> float:
+    """A percentage, 0 to 100 (``--fail-under``)."""
+    try:
+        got = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a percentage: {value!r}") from None
+    if not 0 <= got <= 100:
+        raise argparse.ArgumentTypeError(f"a percentage is 0 to 100, not {value}")
+    return got
+
+
 def new_output(value: str) -> str:
     """An --output path for a file that must not exist yet, made absolute (reports and fleet
-    summaries are never overwritten)."""
+    summaries are never overwritten); ``-`` is stdout."""
+    if value == STDOUT:
+        return value
     out = Path(value)
     if out.exists():
         raise UsageError(f"--output: {value} already exists; pass a new path per run")
@@ -128,6 +141,9 @@ def write_report(path: str, text: str, what: str) -> None:
     (``what`` names the kind: report.formats)."""
     from verify_dag import files
 
+    if path == STDOUT:
+        write_utf8(text)  # the report is all stdout carries; anything else goes to stderr
+        return
     files.write_new(path, text, "--output")
     print(f"{what} written to {path}")
 
@@ -155,6 +171,9 @@ class OutputFormat:
     # "module:function", imported only when a report is rendered: the formats are listed at every
     # start of the CLI, and the renderers pull in the whole report package.
     renderer: str
+    # A document for machines: written to --output (a file, or - for stdout), never mixed
+    # into a terminal's text by default.
+    document: bool = False
 
     def render(self, report: Report) -> str:
         module, _, function = self.renderer.partition(":")
@@ -167,7 +186,15 @@ FORMATS: dict[str, OutputFormat] = {
     f.name: f
     for f in (
         OutputFormat("markdown", "Markdown report", "verify_dag.report.markdown:markdown"),
-        OutputFormat("json", "JSON report", "verify_dag.report.json_v1:to_json"),
+        OutputFormat("json", "JSON report", "verify_dag.report.json_v1:to_json", document=True),
+        OutputFormat("sarif", "SARIF report", "verify_dag.report.sarif:sarif", document=True),
+        OutputFormat("github", "GitHub annotations", "verify_dag.report.github:github"),
+        OutputFormat(
+            "gitlab", "GitLab Code Quality report", "verify_dag.report.gitlab:gitlab", document=True
+        ),
+        OutputFormat("junit", "JUnit report", "verify_dag.report.junit:junit", document=True),
     )
 }
+# --output=-: the report on stdout, whatever its format.
+STDOUT = "-"
 DEFAULT = next(iter(FORMATS))

@@ -18,8 +18,9 @@ MODE_NOTE = (
     "report-only and the report says so"
 )
 EXIT_CODES_HELP = """exit codes:
-  0  no issue at or above --fail-on
-  1  issues at or above --fail-on
+  0  no issue at or above --fail-on (with --new-only: none the change introduced), and
+     changed-line coverage at or above --fail-under when given
+  1  issues at or above --fail-on, or coverage below --fail-under
   2  usage error
   3  the verification itself errored or was blocked
 """
@@ -48,6 +49,12 @@ def add_parsers(sub: Any) -> None:
     )
     v.add_argument("--base", metavar="REF", help="exact baseline ref; only with --scope=branch")
     v.add_argument(
+        "--head",
+        metavar="REF",
+        help="verify the range --base..REF without checking it out (default HEAD); only with "
+        "--scope=branch",
+    )
+    v.add_argument(
         "--files",
         metavar="F1,F2",
         help="verify these files only (comma-separated; relative to the current "
@@ -75,12 +82,14 @@ def add_parsers(sub: Any) -> None:
         "--format",
         choices=list(cli_args.FORMATS),
         default=cli_args.DEFAULT,
-        help="markdown on stdout (default) or JSON v1 (needs --output)",
+        help="markdown (default) or github annotations on stdout; json (v1), sarif (2.1.0), "
+        "gitlab (Code Quality) or junit (XML) to --output",
     )
     v.add_argument(
         "--output",
         metavar="PATH",
-        help="write the report here (required with --format=json; never overwritten)",
+        help="write the report here (never overwritten), - for stdout; required with json, "
+        "sarif, gitlab and junit",
     )
     v.add_argument(
         "--fail-on",
@@ -88,6 +97,19 @@ def add_parsers(sub: Any) -> None:
         default=7,
         metavar="N",
         help="exit 1 when an issue has severity >= N (default 7)",
+    )
+    v.add_argument(
+        "--new-only",
+        action="store_true",
+        help="exit 1 only for issues the change introduced: not for lint the same tool found at "
+        "the base, nor a test the debugger saw fail there (the report lists them all)",
+    )
+    v.add_argument(
+        "--fail-under",
+        type=cli_args.percent,
+        metavar="PCT",
+        help="exit 1 when the changed lines' coverage is below PCT (the suite measures it, at "
+        "light too)",
     )
     v.add_argument("--since", metavar="SHA", help="head the last approved run saw; needs --ledger")
     v.add_argument("--ledger", metavar="PATH", help="run ledger to read (read-only)")
@@ -214,8 +236,10 @@ def _request(args: argparse.Namespace) -> Any:
         )
     if args.output is not None and not args.output.strip():
         raise UsageError("--output: empty path")
-    if args.format == "json" and not args.output:
-        raise UsageError("--format=json requires --output=PATH")
+    if cli_args.FORMATS[args.format].document and not args.output:
+        raise UsageError(
+            f"--format={args.format} requires --output=PATH (or --output=- for stdout)"
+        )
     output = cli_args.new_output(args.output) if args.output else None
     files = tuple(f.strip() for f in args.files.split(",") if f.strip()) if args.files else ()
     if args.files is not None and not files:
@@ -228,6 +252,7 @@ def _request(args: argparse.Namespace) -> Any:
         repo=cli_args.repo_arg(args.path),
         scope=args.scope,
         base=args.base,
+        head=args.head,
         files=files,
         module=args.module,
         depth=args.depth,
@@ -235,6 +260,8 @@ def _request(args: argparse.Namespace) -> Any:
         format=args.format,
         output=output,
         fail_on=args.fail_on,
+        new_only=args.new_only,
+        fail_under=args.fail_under,
         since=args.since,
         ledger=ledger_path,
         no_carry_forward=args.no_carry_forward,
@@ -282,7 +309,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
         # This host runs the repository's code: refuse now rather than half-way through.
         sandbox.check_required(request.require_sandbox)
-    progress = client.Progress(client.progress_stream(request.format == "json"))
+    progress = client.Progress(
+        client.progress_stream(cli_args.FORMATS[request.format].document or request.output == "-")
+    )
     result = client.report_result(client.run_plan(request, timeout=args.timeout, progress=progress))
     if result.store_errors:
         print(f"verify-dag: warning: {'; '.join(result.store_errors)}", file=sys.stderr)

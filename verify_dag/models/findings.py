@@ -27,6 +27,7 @@ class Location(Frozen):
     path: str
     line: int | None = None
     end_line: int | None = None
+    column: int | None = None  # 1-based, where the tool gave one
 
 
 class Finding(Frozen):
@@ -42,6 +43,7 @@ class Finding(Frozen):
     # Static findings on modified lines: did the same problem exist at the merge base already?
     baseline: Literal["introduced", "pre-existing"] | None = None
     nodeid: str | None = None  # tester failures: the test id, for re-running just that test
+    help_uri: str | None = None  # the rule's documentation, where the tool names it
 
 
 class Diagnosis(Frozen):
@@ -87,6 +89,17 @@ class CacheHit(Frozen):
     stored: str | None = None  # ISO 8601 UTC
 
 
+class ChangedCoverage(Frozen):
+    """The changed lines' coverage the suite's run measured (qa's figure, diff-cover's)."""
+
+    covered: int
+    total: int  # executable changed lines; 0: none, which diff-cover counts as 100%
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.covered / self.total if self.total else 100.0
+
+
 class SkillOutcome(Frozen):
     skill: str
     status: Status
@@ -111,6 +124,8 @@ class SkillOutcome(Frozen):
     isolation: str | None = None
     # The parts of this result taken from the result cache rather than computed in this run.
     cached: tuple[CacheHit, ...] = ()
+    # The tester: the changed lines' coverage, when the run measured it (deep, --fail-under).
+    coverage: ChangedCoverage | None = None
 
     def combine(self, other: SkillOutcome) -> SkillOutcome:
         """One skill that ran in two parts (deterministic rules and a model pass, say).

@@ -78,10 +78,12 @@ class ReportError(_V1):
 
 
 class PointLocation(_V1):
-    """The adversary contract's location: exactly path and line."""
+    """The adversary contract's location: path and line (and, additive, the column a tool
+    gave)."""
 
     path: str
     line: int
+    column: int | None = Field(default=None, exclude_if=_absent)
 
 
 class AdversaryFinding(_V1):
@@ -92,6 +94,9 @@ class AdversaryFinding(_V1):
     description: str
     sources: tuple[str, ...]
     location: PointLocation | None = Field(default=None, exclude_if=_absent)
+    # Additive: the tool's rule id and the tool, null when the finding has none.
+    rule: str | None = None
+    tool: str | None = None
 
 
 class Overall(_V1):
@@ -167,6 +172,7 @@ class IssueLocation(_V1):
     path: str
     line: int | None = Field(default=None, exclude_if=_absent)
     end_line: int | None = Field(default=None, exclude_if=_absent)  # only with a line
+    column: int | None = Field(default=None, exclude_if=_absent)  # only with a line
 
 
 class ReportIssue(_V1):
@@ -181,6 +187,14 @@ class ReportIssue(_V1):
     # The tester's IN-SCOPE / OUT-OF-SCOPE call; absent where no skill made one, since "not
     # known" is not "out of scope".
     in_scope: bool | None = Field(default=None, exclude_if=_absent)
+    # Additive: the tool's rule id and the tool (null when none), the rule's documentation
+    # where the tool names it, and a fingerprint that stays the same when the issue's line
+    # moves (the rule and the line's text, not its number).
+    rule: str | None = None
+    tool: str | None = None
+    help_uri: str | None = Field(default=None, exclude_if=_absent)
+    # Always set by this version; absent from reports stored by earlier ones.
+    fingerprint: str | None = Field(default=None, exclude_if=_absent)
 
 
 class ExerciserVerdict(_V1):
@@ -209,17 +223,36 @@ class DebuggerRow(_V1):
     touched_by_diff: tuple[str, ...]
 
 
+class Gates(_V1):
+    """What decides the exit code, besides the run's status (docs/report.md, "Exit codes")."""
+
+    fail_on: int  # an issue at or above this severity fails the run
+    new_only: bool  # ... unless it was already there at the base (--new-only)
+    fail_under: float | None  # changed-line coverage below this percentage fails it too
+
+
 class RunInfo(_V1):
     id: str
     repo: str  # as the run named it, never a password
     requested_mode: Mode
     mode: Literal["report-only"]
     note: str | None
+    # Additive: the gates the run was judged by and the exit code they give.
+    gates: Gates | None = Field(default=None, exclude_if=_absent)
+    exit_code: int | None = Field(default=None, exclude_if=_absent)
 
 
 class DedupCounts(_V1):
     skill_findings: int
     issues: int
+
+
+class CoverageFigure(_V1):
+    """The changed lines' coverage as a number (qa's figure, diff-cover's on the same data)."""
+
+    changed_lines: int  # executable changed lines measured
+    covered: int
+    percent: float  # 100 when no executable line changed, as diff-cover says
 
 
 class Report(_V1):
@@ -242,6 +275,8 @@ class Report(_V1):
     debugger: tuple[DebuggerRow, ...]
     run: RunInfo
     dedup: DedupCounts
+    # Additive: the changed lines' coverage when the run measured it (deep, --fail-under).
+    coverage: CoverageFigure | None = None
 
     @model_serializer(mode="wrap")
     def _v1(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

@@ -28,6 +28,7 @@ class VerifyRequest(Frozen):
     repo: str
     scope: ScopeMode | None = None  # None: auto-detect
     base: str | None = None
+    head: str | None = None  # --head: the range's new end, verified without a checkout
     files: tuple[str, ...] = ()  # repo-relative, already checked to stay inside the repo
     module: str | None = None  # repo-relative directory or file
     depth: Depth = "light"
@@ -36,6 +37,10 @@ class VerifyRequest(Frozen):
     format: str = "markdown"
     output: str | None = None
     fail_on: int = 7
+    # --new-only: only issues the change introduced fail the run (docs/report.md, "Exit codes").
+    new_only: bool = False
+    # --fail-under=PCT: changed-line coverage below PCT fails the run; the suite measures it.
+    fail_under: float | None = None
     since: str | None = None
     ledger: str | None = None
     no_carry_forward: bool = False

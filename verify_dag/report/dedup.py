@@ -92,6 +92,12 @@ class Issue:
     # Every member's title: the exerciser names an issue by the title of the finding it tried,
     # which need not be the one the merged issue shows.
     titles: tuple[str, ...] = ()
+    # The rule id, the tool and the rule's documentation of the lead (or of the first member
+    # that has them); the lead's column where the tool gave one.
+    rule: str | None = None
+    tool: str | None = None
+    help_uri: str | None = None
+    column: int | None = None
 
 
 def norm_title(title: str) -> str:
@@ -188,7 +194,13 @@ def _merge(group: list[Finding]) -> Issue:
         "introduced" if "introduced" in baselines else ("pre-existing" if baselines else None)
     )
     scoped = {f.in_scope for f in group if f.in_scope is not None}
+    ruled = next((f for f in sorted(group, key=lambda f: f is not lead) if f.rule), lead)
+    column = lead.location.column if lead.location is not None and line is not None else None
     return Issue(
+        rule=ruled.rule,
+        tool=ruled.tool or lead.tool,
+        help_uri=ruled.help_uri,
+        column=column,
         baseline=baseline,
         severity=severity,
         title=lead.title.strip(),

@@ -9,13 +9,17 @@ dedup (docs/report.md, "The JSON v1 document").
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from verify_dag.git import display_source
 from verify_dag.models.findings import Finding, SkillOutcome
 from verify_dag.models.report import (
     AdversaryFinding,
+    CoverageFigure,
     CustomGates,
     DebuggerRow,
     DedupCounts,
@@ -24,6 +28,7 @@ from verify_dag.models.report import (
     ExerciserVerdict,
     FileRecord,
     GateRow,
+    Gates,
     GatingRow,
     IssueLocation,
     KnownFindings,
@@ -40,7 +45,7 @@ from verify_dag.models.report import (
 )
 from verify_dag.models.scope import FileChange, Scope
 from verify_dag.models.state import RunState
-from verify_dag.report import results
+from verify_dag.report import results, verdict
 from verify_dag.report.dedup import Issue, dedup, norm_title
 
 ENTIRE_FILE = "entire file"
@@ -105,10 +110,12 @@ def _issue_location(issue: Issue) -> IssueLocation | None:
         return None
     if issue.line is None:
         return IssueLocation(path=issue.path)
-    return IssueLocation(path=issue.path, line=issue.line, end_line=issue.end_line)
+    return IssueLocation(
+        path=issue.path, line=issue.line, end_line=issue.end_line, column=issue.column
+    )
 
 
-def _issue(n: int, issue: Issue) -> ReportIssue:
+def _issue(n: int, issue: Issue, fingerprint: str) -> ReportIssue:
     return ReportIssue(
         id=f"VI-{n}",
         severity=issue.severity,
@@ -120,21 +127,74 @@ def _issue(n: int, issue: Issue) -> ReportIssue:
         baseline=issue.baseline,
         # The tester's IN-SCOPE / OUT-OF-SCOPE call for a failing test, where a skill made one.
         in_scope=issue.in_scope,
+        rule=issue.rule,
+        tool=issue.tool,
+        help_uri=issue.help_uri,
+        fingerprint=fingerprint,
     )
 
 
 def _finding(issue: Issue) -> AdversaryFinding:
-    # The adversary contract's location is exactly {path, line}: without a line there is no
-    # such location, so it is omitted rather than approximated.
+    # The adversary contract's location is {path, line}: without a line there is no such
+    # location, so it is omitted rather than approximated.
     location = None
     if issue.path is not None and issue.line is not None:
-        location = PointLocation(path=issue.path, line=issue.line)
+        location = PointLocation(path=issue.path, line=issue.line, column=issue.column)
     return AdversaryFinding(
         title=issue.title,
         severity=issue.severity,
         description=issue.description,
         sources=issue.sources,
         location=location,
+        rule=issue.rule,
+        tool=issue.tool,
+    )
+
+
+# A file of the verified commit, as lines (empty when it is not there): what fingerprints read.
+Source = Callable[[str], list[str]]
+
+
+def fingerprints(issues: list[Issue], source: Source | None) -> list[str]:
+    """Each issue's fingerprint: the sha256 of its rule (its title when it has none), its path
+    and the text of its line with the whitespace taken out, not the line's number, so the same
+    problem on a line that moved keeps its fingerprint (what code-scanning tools match runs on);
+    identical ones are told apart by their order."""
+    seen: Counter[tuple[str, str, str]] = Counter()
+    out = []
+    for issue in issues:
+        lines = source(issue.path) if source is not None and issue.path else []
+        text = lines[issue.line - 1] if issue.line and issue.line <= len(lines) else ""
+        key = (issue.rule or norm_title(issue.title), issue.path or "", "".join(text.split()))
+        h = hashlib.sha256("\0".join((*key, str(seen[key]))).encode("utf-8", "surrogateescape"))
+        seen[key] += 1
+        out.append(h.hexdigest()[:32])
+    return out
+
+
+def _with_debugger(state: RunState, findings: list[Finding]) -> list[Finding]:
+    """Failures the debugger checked at the base carry its answer as their baseline: yes is
+    pre-existing, no is introduced (what --new-only and SARIF's baselineState read)."""
+    answer = {d.failure: d.pre_existing for o in state.outcomes for d in o.diagnoses}
+    out = []
+    for f in findings:
+        said = answer.get(f.nodeid or f.title) if f.baseline is None else None
+        if said == "yes":
+            f = f.model_copy(update={"baseline": "pre-existing"})
+        elif said == "no":
+            f = f.model_copy(update={"baseline": "introduced"})
+        out.append(f)
+    return out
+
+
+def _coverage(state: RunState) -> CoverageFigure | None:
+    measured = next((o.coverage for o in state.outcomes if o.coverage is not None), None)
+    if measured is None:
+        return None
+    return CoverageFigure(
+        changed_lines=measured.total,
+        covered=measured.covered,
+        percent=round(measured.percent, 2),
     )
 
 
@@ -242,17 +302,20 @@ def _verifications(state: RunState, issues: list[Issue]) -> tuple[ExerciserVerdi
     return tuple(sorted(out, key=lambda e: int(e.issue.removeprefix("VI-"))))
 
 
-def build(state: RunState) -> Report:
-    """The report of a run, complete in every state: ok, blocked and error alike."""
+def build(state: RunState, source: Source | None = None) -> Report:
+    """The report of a run, complete in every state: ok, blocked and error alike. ``source``
+    reads the verified commit's files for the issues' fingerprints (without it they are made
+    from the rule and path alone)."""
     all_outcomes = results.outcomes(state)
     status = results.run_status(state, all_outcomes)
     err = results.error_of(state)
-    raw = _all_findings(state)
+    raw = _with_debugger(state, _all_findings(state))
     issues = dedup(raw)
+    prints = fingerprints(issues, source)
     scope = _scope(state, results.nothing_to_verify(state))
     result = ("issues-found" if issues else "pass") if status == "ok" else status
     requested = state.request.mode
-    return Report(
+    report = Report(
         schema_version=1,
         status=status,
         error=ReportError(code=err[0], message=err[1]) if err is not None else None,
@@ -270,7 +333,9 @@ def build(state: RunState) -> Report:
         else (),
         triage=_triage(state, all_outcomes),
         skill_results=results.skill_results(all_outcomes),
-        issues=tuple(_issue(n, i) for n, i in enumerate(issues, start=1)),
+        issues=tuple(
+            _issue(n, i, p) for n, (i, p) in enumerate(zip(issues, prints, strict=True), start=1)
+        ),
         exerciser_verification=_verifications(state, issues),
         custom_gates=_gates(state),
         debugger=tuple(
@@ -294,6 +359,13 @@ def build(state: RunState) -> Report:
             note=REPORT_ONLY_NOTE if requested != "report-only" else None,
         ),
         dedup=DedupCounts(skill_findings=len(raw), issues=len(issues)),
+        coverage=_coverage(state),
+    )
+    req = state.request
+    gates = Gates(fail_on=req.fail_on, new_only=req.new_only, fail_under=req.fail_under)
+    judged = report.model_copy(update={"run": report.run.model_copy(update={"gates": gates})})
+    return judged.model_copy(
+        update={"run": judged.run.model_copy(update={"exit_code": verdict.exit_code(judged)})}
     )
 
 

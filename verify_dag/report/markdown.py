@@ -13,13 +13,13 @@ from verify_dag import sandbox, skills
 from verify_dag.models.report import (
     ExcludedRecord,
     FileRecord,
-    ReaffirmedRow,
-    ReopenedRow,
     Report,
     ReportIssue,
     ReportScope,
     SkillReason,
 )
+from verify_dag.report import markdown_sections as sections
+from verify_dag.report import verdict
 from verify_dag.report.markdown_text import code, inline, location_text, path_text, table
 
 _LOUD = ("BLOCKED", "NOT_RUN", "FAILED")
@@ -60,6 +60,34 @@ def _excluded(records: tuple[ExcludedRecord, ...]) -> list[str]:
     for r in records:
         path = "All other files" if r.path == "ALL_OTHER_FILES" else path_text(r.path)
         out.append(f"- {inline(path)} ({inline(r.reason)})")
+    return out
+
+
+def _verdict(report: Report) -> list[str]:
+    """The first lines: the verdict, the exit code, and what did not run."""
+    code_ = report.run.exit_code
+    gates = report.run.gates
+    failing = [i for i in report.issues if verdict.fails(report, i)]
+    why = ""
+    if failing:
+        threshold = gates.fail_on if gates else verdict.DEFAULT_FAIL_ON
+        new = " introduced by the change" if gates is not None and gates.new_only else ""
+        why = f": {len(failing)} issue(s){new} at or above severity {threshold}"
+    elif report.issues and report.status == "ok":
+        why = f": {len(report.issues)} issue(s), none at the gates"
+    cov = report.coverage
+    if gates is not None and gates.fail_under is not None:
+        seen = f"{cov.percent:g}%" if cov is not None else "not measured"
+        why += f"; changed-line coverage {seen} (--fail-under {gates.fail_under:g})"
+    exit_text = f" (exit {code_})" if code_ is not None else ""
+    out = [f"**Verdict: {verdict.words(report)}**{exit_text}{why}", ""]
+    missing = verdict.not_run(report)
+    if missing:
+        listed = "; ".join(
+            f"{skill} {status}" + (f" ({inline(notes)[:160]})" if notes else "")
+            for skill, status, notes in missing
+        )
+        out += [f"**Did not run:** {listed}", ""]
     return out
 
 
@@ -261,107 +289,6 @@ def _title(issue: ReportIssue) -> str:
     return " ".join([issue.title, *notes])
 
 
-def _debugger(report: Report) -> list[str]:
-    diagnoses = report.debugger
-    if not diagnoses:
-        return []
-    rows: list[list[object]] = [
-        [
-            d.failure,
-            d.pre_existing,
-            ", ".join(path_text(p) for p in d.touched_by_diff) or "none",
-            code(d.command),
-            d.evidence[:300],
-        ]
-        for d in diagnoses
-    ]
-    header = ["Failure", "Pre-existing", "Touched by diff", "Command", "Evidence"]
-    return ["## Debugger", "", *table(header, rows), "", "---", ""]
-
-
-def _deferred(report: Report) -> list[str]:
-    deferred = report.deferred_to_epic
-    if not deferred:
-        return []  # omitted entirely when nothing was deferred
-    rows: list[list[object]] = [[d.issue, d.item, d.source] for d in deferred]
-    return [
-        "## Deferred to Later Epic Issues",
-        "",
-        *table(["Issue", "Deferred item", "Reported by"], rows),
-        "",
-        "These are not findings and never block.",
-        "",
-        "---",
-        "",
-    ]
-
-
-def _carried(report: Report) -> list[str]:
-    """Beyond the specified sections: every carry-forward decision the reviewers made, so a
-    suppression is as visible to a reader of the Markdown as it is in the JSON's knownFindings."""
-    known = report.known_findings
-    if known is None or not (known.reaffirmed or known.reopened):
-        return []
-
-    def mark(row: ReaffirmedRow | ReopenedRow) -> str:
-        return row.id if row.known else f"{row.id} (**not in KNOWN FINDINGS**)"
-
-    rows: list[list[object]] = [
-        [mark(r), "REAFFIRMED", r.skill, r.reason] for r in known.reaffirmed
-    ]
-    rows += [
-        [mark(r), "REOPENED", r.skill, f"{r.reason} {r.evidence}".strip()] for r in known.reopened
-    ]
-    return [
-        "## Known Findings",
-        "",
-        f"{known.supplied} finding(s) supplied by the ledger; the reviewers' decisions:",
-        "",
-        *table(["Known ID", "Decision", "Reviewer", "Reason / evidence"], rows),
-        "",
-        "A REAFFIRMED finding was not reported again: the reviewer judged its code unchanged "
-        "since the delta base.",
-        "",
-        "---",
-        "",
-    ]
-
-
-def _exerciser(report: Report) -> list[str]:
-    out = ["## Exerciser Verification", ""]
-    entries = report.exerciser_verification
-    if not entries:
-        return [*out, "No issues were evaluated by the exerciser.", ""]
-    titles = {i.id: i.title for i in report.issues}
-    rows: list[list[object]] = [
-        [e.issue, titles.get(e.issue, ""), e.status.replace("_", " "), e.evidence] for e in entries
-    ]
-    return [*out, *table(["Issue ID", "Title", "Exerciser Status", "Notes"], rows), ""]
-
-
-def _gates(report: Report) -> list[str]:
-    gates = report.custom_gates
-    if not gates.exerciser and not gates.review:
-        return []  # omitted entirely when no custom gates are defined
-    out = ["---", "", "## Custom Verification Gates", ""]
-    if gates.exerciser:
-        rows: list[list[object]] = [
-            [n, g.rule, g.status, g.evidence] for n, g in enumerate(gates.exerciser, start=1)
-        ]
-        out += ["### Exerciser Gates", *table(["#", "Rule", "Status", "Evidence"], rows), ""]
-    if gates.review:
-        rows = [
-            [n, g.rule, g.status.replace("_", " "), g.checker, g.evidence]
-            for n, g in enumerate(gates.review, start=1)
-        ]
-        header = ["#", "Rule", "Status", "Checked By", "Evidence"]
-        out += ["### Review Gates", *table(header, rows), ""]
-    every = gates.exerciser + gates.review
-    passed = sum(g.status == "PASS" for g in every)
-    blocked = sum(g.status == "BLOCKED" for g in every)
-    return [*out, f"**Custom Gates: {passed}/{len(every)} passed, {blocked} blocked**", ""]
-
-
 def markdown(report: Report | dict[str, Any]) -> str:
     """The Markdown report of a Report (docs/report.md).
 
@@ -372,14 +299,15 @@ def markdown(report: Report | dict[str, Any]) -> str:
     if not isinstance(report, Report):
         report = Report.model_validate(report)
     lines = ["# Verification Report", ""]
+    lines += _verdict(report)
     lines += _banner(report)
     lines += _scope(report.scope)
     lines += _triage(report)
     lines += _skill_results(report)
     lines += _issues(report)
-    lines += _debugger(report)
-    lines += _carried(report)
-    lines += _deferred(report)
-    lines += _exerciser(report)
-    lines += _gates(report)
+    lines += sections.debugger(report)
+    lines += sections.carried(report)
+    lines += sections.deferred(report)
+    lines += sections.exerciser(report)
+    lines += sections.gates(report)
     return "\n".join(lines).rstrip("\n") + "\n"

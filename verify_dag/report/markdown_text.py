@@ -25,9 +25,11 @@ _C_ESCAPES = {
 
 
 def cell(text: object) -> str:
-    """One table cell: a `|` or a newline inside it would break the row."""
-    s = str(text).replace("|", "\\|")
-    return s.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "<br>")
+    """One table cell: a `|` or a newline inside it would break the row. Line breaks become
+    " / " and paragraph breaks " // ", not an HTML tag, so the table reads in a terminal too."""
+    s = str(text).replace("|", "\\|").replace("\r\n", "\n").replace("\r", "\n")
+    paragraphs = [" / ".join(p.split("\n")) for p in s.split("\n\n")]
+    return " // ".join(paragraphs)
 
 
 def path_text(path: str) -> str:

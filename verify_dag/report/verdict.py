@@ -3,17 +3,67 @@
 from __future__ import annotations
 
 from verify_dag.errors import EXIT_ERROR, EXIT_ISSUES, EXIT_OK
-from verify_dag.models.report import Report
+from verify_dag.models.report import Report, ReportIssue
+
+DEFAULT_FAIL_ON = 7
 
 
-def exit_code(report: Report, fail_on: int) -> int:
-    """3 for error or blocked, 1 when an issue reaches ``fail_on``, otherwise 0.
+def exit_code(report: Report, fail_on: int | None = None) -> int:
+    """3 for error or blocked; 1 when an issue that counts reaches the severity threshold, or
+    the changed lines' coverage is below ``--fail-under``; otherwise 0.
 
-    blocked exits 3 like error: a run that analysed nothing must never let a caller proceed as
-    though the change had passed.
+    The gates are the report's own (``run.gates``); ``fail_on`` overrides its threshold (a
+    stored report shown again with another one). blocked exits 3 like error: a run that analysed
+    nothing must never let a caller proceed as though the change had passed.
     """
     if report.status in ("error", "blocked"):
         return EXIT_ERROR
-    if any(issue.severity >= fail_on for issue in report.issues):
+    gates = report.run.gates
+    threshold = fail_on if fail_on is not None else gates.fail_on if gates else DEFAULT_FAIL_ON
+    new_only = gates is not None and gates.new_only
+    if any(issue.severity >= threshold and counts(issue, new_only) for issue in report.issues):
         return EXIT_ISSUES
+    if gates is not None and gates.fail_under is not None and not report.scope.nothing_to_verify:
+        # Coverage that was not measured is not coverage that passed.
+        cov = report.coverage
+        if cov is None or cov.percent < gates.fail_under:
+            return EXIT_ISSUES
     return EXIT_OK
+
+
+def counts(issue: ReportIssue, new_only: bool) -> bool:
+    """Whether ``issue`` can fail the run: with --new-only, one that was already there at the
+    base (a lint finding the same tool reported there, a test the debugger saw fail there) is
+    reported but does not."""
+    return not (new_only and issue.baseline == "pre-existing")
+
+
+def level(issue: ReportIssue) -> str:
+    """The issue's weight in the words CI formats share: error (7+: what --fail-on fails by
+    default), warning (4-6), note (1-3)."""
+    if issue.severity >= DEFAULT_FAIL_ON:
+        return "error"
+    return "warning" if issue.severity >= 4 else "note"
+
+
+def fails(report: Report, issue: ReportIssue) -> bool:
+    """Whether ``issue`` is one the run's gates fail on."""
+    gates = report.run.gates
+    threshold = gates.fail_on if gates else DEFAULT_FAIL_ON
+    return issue.severity >= threshold and counts(issue, gates is not None and gates.new_only)
+
+
+def words(report: Report) -> str:
+    """The verdict: pass, issues found, blocked or error."""
+    if report.status in ("error", "blocked"):
+        return report.status
+    return "issues found" if exit_code(report) == EXIT_ISSUES else "pass"
+
+
+def not_run(report: Report) -> list[tuple[str, str, str]]:
+    """(skill, status, notes) of every check that should have run and did not."""
+    return [
+        (r.skill, r.status, r.notes)
+        for r in report.skill_results
+        if r.status in ("NOT_RUN", "BLOCKED")
+    ]

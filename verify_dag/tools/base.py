@@ -35,6 +35,7 @@ class RawFinding:
     code: str | None
     message: str
     severity: str = ""  # the tool's own word: error, warning, note, ... ("" when it gave none)
+    url: str | None = None  # the rule's documentation, when the tool names it (ruff does)
 
 
 @dataclass(frozen=True)

@@ -202,6 +202,7 @@ def parse(stdout: str, stderr: str, workdir: Path) -> list[RawFinding]:
                 code=item.get("code") or "invalid-syntax",
                 message=str(item.get("message", "")),
                 severity=str(item.get("severity") or "error"),
+                url=item["url"] if isinstance(item.get("url"), str) and item["url"] else None,
             )
         )
     return out

@@ -294,9 +294,10 @@ def finding(spec: ToolSpec, command: Command, r: RawFinding, source: str) -> Fin
         ),
         source=source,
         issue_class=issue_class,
-        location=Location(path=r.path, line=r.line),
+        location=Location(path=r.path, line=r.line, column=r.col),
         rule=r.code,
         tool=spec.name,
+        help_uri=r.url,
     )
 
 

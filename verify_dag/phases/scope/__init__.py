@@ -4,14 +4,13 @@
 be resolved as a ``ScopeError`` inside the Scope, because that failure belongs in the report
 rather than instead of it (docs/verify.md, scope modes). The file changes between two commits
 are read in :mod:`~verify_dag.phases.scope.changes`; the Scope is rendered for reviewers (the
-VERIFICATION SCOPE and SCOPE_METADATA blocks) by :mod:`~verify_dag.phases.scope.text`.
+VERIFICATION SCOPE and SCOPE_METADATA blocks) by :mod:`~verify_dag.phases.scope.text`; the
+request is checked in :mod:`~verify_dag.phases.scope.request`.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from pathlib import Path
 
 from verify_dag import git, gitparse
 from verify_dag.errors import UsageError
@@ -24,88 +23,14 @@ from verify_dag.models.scope import (
     ScopeError,
 )
 from verify_dag.phases.scope.changes import between, path_filter, with_delta
+from verify_dag.phases.scope.request import EMPTY_REPO, validate_request
 from verify_dag.phases.scope.text import shell_command
-from verify_dag.repos import check_url_scope
 
 _UNTRACKED = "untracked (not part of the unstaged diff)"
 _UNTRACKED_WHOLE = "untracked (git add it to verify it)"
+__all__ = ["EMPTY_REPO", "run", "validate_request"]
+
 _NO_BASE = "no provider default, origin/main, origin/master, main, or master base exists"
-EMPTY_REPO = "empty repository: nothing to verify"
-
-
-# --- validation ------------------------------------------------------------------------------
-
-
-def validate_request(req: VerifyRequest) -> VerifyRequest:
-    """Check everything the user can fix; return the request with repo-relative paths."""
-    if git.is_url(req.repo):
-        # Nothing to look at locally: the workers' mirrors hold the repository.
-        check_url_scope(req)
-        top = None
-    else:
-        top = git.toplevel(req.repo)
-        if not git.has_commits(top):
-            raise UsageError(EMPTY_REPO)
-    chosen = [f"--scope={req.scope}"] if req.scope not in (None, "files", "module") else []
-    chosen += ["--files"] if req.files else []
-    chosen += ["--module"] if req.module is not None else []
-    if len(chosen) > 1:
-        raise UsageError(f"choose one of --scope, --files or --module, not {' and '.join(chosen)}")
-    if (req.scope == "files" and not req.files) or (req.scope == "module" and req.module is None):
-        raise UsageError(f"--scope={req.scope} needs --{req.scope}")
-    if req.base is not None:
-        if req.scope != "branch":
-            raise UsageError("--base is only valid with --scope=branch")
-        git.check_ref(req.base, "--base ref")
-    if req.no_carry_forward and not req.ledger:
-        # Like --skip-ux at light: accepting it would let a caller believe it changed something.
-        raise UsageError(
-            "--no-carry-forward requires --ledger (it keeps a ledger for reporting "
-            "only; without one every run is already a first run)"
-        )
-    if req.since is not None:
-        if not req.ledger:
-            raise UsageError("--since requires --ledger")
-        git.check_ref(req.since, "--since commit")
-    if top is None:
-        return req
-    # Relative paths are relative to where the user stands when that is inside the repository,
-    # as git's own pathspecs are; from outside it, relative to the repository's top.
-    here = Path.cwd().resolve()
-    start = here if _relative(here, top) is not None else top
-    files = tuple(
-        dict.fromkeys(_inside(top, f, "--files", start, file_only=True) for f in req.files)
-    )
-    module = _inside(top, req.module, "--module", start) if req.module is not None else None
-    scope = "files" if files else "module" if module is not None else req.scope
-    return req.model_copy(
-        update={"repo": str(top), "files": files, "module": module, "scope": scope}
-    )
-
-
-def _inside(top: Path, raw: str, flag: str, start: Path, file_only: bool = False) -> str:
-    """``raw`` (relative to ``start``) as a repo-relative POSIX path, refusing anything that
-    leaves the repository."""
-    if not raw.strip() or "\0" in raw:
-        raise UsageError(f"{flag}: empty path")
-    given = Path(raw)
-    full = given if given.is_absolute() else start / given
-    rel = _relative(Path(os.path.normpath(full)), top) or _relative(full.resolve(), top)
-    # A symlink inside the repository may still point outside it.
-    if rel is None or _relative(full.resolve(), top) is None or ".git" in rel.parts:
-        raise UsageError(f"{flag} path is outside the repository: {raw}")
-    if not full.exists():
-        raise UsageError(f"{flag} path does not exist: {raw}")
-    if file_only and not full.is_file():
-        raise UsageError(f"{flag} path is not a file: {raw} (use --module for a directory)")
-    return rel.as_posix()
-
-
-def _relative(path: Path, top: Path) -> Path | None:
-    try:
-        return path.relative_to(top)
-    except ValueError:
-        return None
 
 
 # --- run -------------------------------------------------------------------------------------
@@ -166,6 +91,14 @@ def run(req: VerifyRequest) -> Scope:
         scope = _staged(repo, head, "staged", states.index())
     elif req.scope == "unstaged":
         scope = _unstaged(states, "unstaged")
+    elif req.scope == "branch" and req.head is not None:
+        # A range verified without checking it out (pre-commit's --from-ref/--to-ref).
+        named = git.verify_commit(repo, req.head)
+        if named is None:
+            why = f"head ref {req.head!r} is not a commit"
+            scope = _error(head, req.base, "INVALID_HEAD", why, ())
+        else:
+            scope = _explicit_branch(repo, named, req.base)
     elif req.scope == "branch":
         scope = _explicit_branch(repo, head, req.base)
     else:

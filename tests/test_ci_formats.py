@@ -1,0 +1,206 @@
+"""What a CI user needs from a run: SARIF that code scanning accepts and whose fingerprints
+follow a moved line, gates on new problems and on changed-line coverage, the report on stdout,
+and a range verified without checking it out. Real repositories, real ruff, mypy and pytest;
+the reviewer is the fake model CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from conftest import CLI, Repo, make_repo, verify_json
+
+from verify_dag import report
+from verify_dag.cli import main
+
+SARIF_SCHEMA = Path(__file__).parent / "schemas" / "sarif-schema-2.1.0.json"
+BRANCH = ("--scope=branch", "--base=base")
+MYPY = "[tool.mypy]\nfiles = ['src']\n"
+PYTEST = "[tool.pytest.ini_options]\npythonpath = ['src']\ntestpaths = ['tests']\n"
+CALC = "def add(a: int, b: int) -> int:\n    return a + b\n"
+TEST_ADD = "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == {}\n"
+FLAGGED = (
+    "def mean(values: list[int]) -> int:\n    unused = 0\n    return sum(values) / len(values)\n"
+)
+
+
+def sarif_of(repo: Repo, tmp_path: Path, name: str, *flags: str) -> tuple[int, dict[str, Any]]:
+    out = tmp_path / name
+    rc = main(["verify", str(repo.path), *BRANCH, "--format=sarif", f"--output={out}", *flags])
+    doc: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    schema = json.loads(SARIF_SCHEMA.read_text(encoding="utf-8"))
+    jsonschema.Draft4Validator(schema).validate(doc)
+    return rc, doc
+
+
+def results(doc: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    return {run["tool"]["driver"]["name"]: run["results"] for run in doc["runs"]}
+
+
+def test_sarif_of_a_run_with_ruff_mypy_a_failing_test_and_a_reviewer_finding(
+    repo: Repo, tmp_path: Path, fake_claude: Path
+) -> None:
+    repo.write("pyproject.toml", PYTEST + MYPY)
+    repo.write("src/calc.py", CALC)
+    repo.write(
+        "tests/test_calc.py",
+        "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+    )
+    repo.commit("base")
+    repo.git("tag", "base")
+    flagged = FLAGGED
+    repo.write("src/calc.py", CALC + "\n\n" + flagged)
+    repo.write(
+        "tests/test_calc.py",
+        "from calc import add, mean\n\n\ndef test_add():\n    assert add(1, 2) == 3\n\n\n"
+        "def test_mean():\n    assert mean([1, 2]) == 2\n",
+    )
+    repo.commit("mean")
+    rc, doc = sarif_of(repo, tmp_path, "first.sarif")
+    assert rc == 1
+    by_tool = results(doc)
+    assert {"ruff", "mypy", "verify-dag/tester", "verify-dag/reviewer", "verify-dag"} <= set(
+        by_tool
+    )
+    (ruff,) = [r for r in by_tool["ruff"] if r["ruleId"] == "F841"]
+    assert ruff["level"] == "note" or ruff["level"] == "warning"
+    region = ruff["locations"][0]["physicalLocation"]["region"]
+    assert region["startLine"] == 6 and region["startColumn"] == 5
+    assert ruff["baselineState"] == "new"
+    rules = {r["id"]: r for run in doc["runs"] for r in run["tool"]["driver"].get("rules", [])}
+    assert rules["F841"]["helpUri"].startswith("https://docs.astral.sh/ruff/rules/")
+    assert rules["F841"]["name"] == "unused-variable"
+    assert any(r["ruleId"] == "return-value" for r in by_tool["mypy"])
+    (failing,) = by_tool["verify-dag/tester"]
+    assert failing["level"] == "error" and "test_mean" in failing["message"]["text"]
+    assert by_tool["verify-dag/reviewer"][0]["ruleId"] == "correctness"
+    own = next(run for run in doc["runs"] if run["tool"]["driver"]["name"] == "verify-dag")
+    notes = own["invocations"][0]["toolExecutionNotifications"]
+    assert any(n["descriptor"]["id"] == "exerciser" for n in notes)  # BLOCKED: no exercise
+
+    # The flagged line five lines further down, in another commit: the same fingerprint.
+    repo.write("src/calc.py", CALC + "\n\n" + "# a\n# b\n# c\n# d\n# e\n" + flagged)
+    repo.commit("comments above")
+    _, again = sarif_of(repo, tmp_path, "moved.sarif")
+    (moved,) = [r for r in results(again)["ruff"] if r["ruleId"] == "F841"]
+    assert moved["locations"][0]["physicalLocation"]["region"]["startLine"] == 11
+    assert moved["partialFingerprints"] == ruff["partialFingerprints"]
+
+
+def test_new_only_passes_a_clean_change_on_a_base_with_a_failing_test(
+    repo: Repo, tmp_path: Path
+) -> None:
+    repo.write("pyproject.toml", PYTEST)
+    repo.write("src/calc.py", CALC)
+    repo.write(
+        "tests/test_calc.py",
+        "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 4\n",
+    )
+    repo.commit("base, with a test that already fails")
+    repo.git("tag", "base")
+    repo.write("src/calc.py", CALC + "\n\ndef sub(a: int, b: int) -> int:\n    return a - b\n")
+    repo.commit("a clean function")
+    rc_all, doc = verify_json(repo, tmp_path, *BRANCH)
+    rc_new, new_only = verify_json(repo, tmp_path, *BRANCH, "--new-only")
+    assert (rc_all, rc_new) == (1, 0)
+    (failing,) = [i for i in new_only["issues"] if i["class"] == "test-failure"]
+    assert failing["baseline"] == "pre-existing"  # the debugger saw it fail at the base too
+    assert new_only["run"]["gates"] == {"failOn": 7, "newOnly": True, "failUnder": None}
+    assert new_only["run"]["exitCode"] == 0 and doc["run"]["exitCode"] == 1
+    assert [i["title"] for i in new_only["issues"]] == [i["title"] for i in doc["issues"]]
+
+
+def test_fail_under_gates_on_changed_line_coverage_measured_at_light(
+    repo: Repo, tmp_path: Path
+) -> None:
+    repo.write("pyproject.toml", PYTEST)
+    repo.write("src/calc.py", CALC)
+    repo.write(
+        "tests/test_calc.py",
+        "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+    )
+    repo.commit("base")
+    repo.git("tag", "base")
+    # Two new functions, one tested: of the 7 changed statements (test files count, as in
+    # diff-cover's figure), mul's body alone never runs.
+    repo.write(
+        "src/calc.py",
+        CALC + "\n\ndef sub(a: int, b: int) -> int:\n    return a - b\n\n\n"
+        "def mul(a: int, b: int) -> int:\n    return a * b\n",
+    )
+    repo.write(
+        "tests/test_calc.py",
+        "from calc import add, sub\n\n\ndef test_add():\n    assert add(1, 2) == 3\n\n\n"
+        "def test_sub():\n    assert sub(3, 2) == 1\n",
+    )
+    repo.commit("sub and mul")
+    rc, doc = verify_json(repo, tmp_path, *BRANCH, "--fail-under=90")
+    assert rc == 1
+    cov = doc["coverage"]
+    assert cov == {"changedLines": 7, "covered": 6, "percent": 85.71}
+    rc_low, low = verify_json(repo, tmp_path, *BRANCH, "--fail-under=80", "--no-cache")
+    assert rc_low == 0 and low["coverage"] == cov
+    rc_plain, plain = verify_json(repo, tmp_path, *BRANCH)
+    assert rc_plain == 0 and plain["coverage"] is None  # nothing read it: not measured
+
+
+def test_output_dash_writes_the_report_alone_on_stdout(scenario: Repo, tmp_path: Path) -> None:
+    for fmt in ("json", "sarif", "junit", "github"):
+        proc = subprocess.run(
+            [*CLI, "verify", str(scenario.path), *BRANCH, f"--format={fmt}", "--output=-"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 1, proc.stderr
+        if fmt == "json":
+            report.validate(json.loads(proc.stdout))
+        elif fmt == "sarif":
+            assert json.loads(proc.stdout)["version"] == "2.1.0"
+        elif fmt == "junit":
+            assert proc.stdout.startswith('<?xml version="1.0" encoding="utf-8"?>\n<testsuites')
+        else:
+            assert all(line.startswith("::") for line in proc.stdout.splitlines())
+        assert not (scenario.path / "-").exists() and not Path("-").exists()
+
+
+def test_a_document_format_needs_an_output(scenario: Repo) -> None:
+    proc = subprocess.run(
+        [*CLI, "verify", str(scenario.path), *BRANCH, "--format=sarif"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        "verify-dag: error: --format=sarif requires --output=PATH (or --output=- for stdout)"
+    )
+
+
+def test_head_verifies_a_range_without_checking_it_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    repo.write("pyproject.toml", PYTEST)
+    repo.write("src/calc.py", CALC)
+    repo.commit("base")
+    repo.git("tag", "base")
+    repo.write("src/calc.py", CALC + "\n\ndef sub(a, b):\n    unused = 1\n    return a - b\n")
+    middle = repo.commit("sub, with an unused variable")
+    repo.write("src/calc.py", CALC + "\n\ndef sub(a, b):\n    return a - b\n")
+    head = repo.commit("fixed")
+    _, at_head = verify_json(repo, tmp_path, *BRANCH)
+    _, ranged = verify_json(repo, tmp_path, *BRANCH, f"--head={middle}")
+    assert at_head["scope"]["headSha"] == head and ranged["scope"]["headSha"] == middle
+    assert not any("F841" in i["title"] for i in at_head["issues"])
+    assert any("F841" in i["title"] for i in ranged["issues"])
+    assert repo.head() == head and repo.git("status", "--porcelain") == ""
+    proc = subprocess.run(
+        [*CLI, "verify", str(repo.path), "--head=HEAD~1"], capture_output=True, text=True
+    )
+    assert proc.returncode == 2
+    assert "--head is only valid with --scope=branch" in proc.stderr
