@@ -1,0 +1,252 @@
+"""The CI examples (examples/ci/) and the pre-commit hook (.pre-commit-hooks.yaml).
+
+No GitHub or GitLab runs here: actionlint lints the workflow and check-jsonschema validates the
+GitLab job against GitLab's schema, each also shown a bad file so a mute linter cannot pass. The
+hook runs for real, through `pre-commit try-repo`, on repositories made in tmp_path.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sysconfig
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import Repo, calc_base, make_repo
+
+ROOT = Path(__file__).resolve().parent.parent
+GITHUB = ROOT / "examples" / "ci" / "github-actions.yml"
+GITLAB = ROOT / "examples" / "ci" / "gitlab-ci.yml"
+HOOK_ID = "verify-dag"
+
+
+def tool(name: str) -> str:
+    """An executable installed with this interpreter (the dev extra), else one on PATH. A missing
+    one skips the test, except under CI, where a skip would hide a broken setup: it fails."""
+    here = Path(sysconfig.get_path("scripts")) / name
+    if here.is_file():
+        return str(here)
+    found = shutil.which(name)
+    if found:
+        return found
+    reason = f"{name} is not installed: pip install -e '.[dev]'"
+    if os.environ.get("CI", "").lower() not in ("", "0", "false"):
+        pytest.fail(f"{reason} (CI is set, so this fails instead of skipping)", pytrace=False)
+    pytest.skip(reason)
+
+
+# --- GitHub Actions ---------------------------------------------------------------------------
+
+
+def actionlint(path: Path) -> subprocess.CompletedProcess[str]:
+    # cwd is the file's directory: actionlint would otherwise read the configuration of the
+    # repository it stands in.
+    return subprocess.run(
+        [tool("actionlint"), "-no-color", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=path.parent,
+    )
+
+
+def test_actionlint_finds_nothing_in_the_github_workflow() -> None:
+    proc = actionlint(GITHUB)
+    assert (proc.returncode, proc.stdout + proc.stderr) == (0, "")
+
+
+def test_actionlint_is_not_mute(tmp_path: Path) -> None:
+    # The two mistakes the workflow avoids: a pull request's text spliced into a script, and the
+    # last step reading the exit code of a step id that does not exist.
+    bad = tmp_path / "bad.yml"
+    bad.write_text(
+        "on: pull_request\n"
+        "jobs:\n"
+        "  verify:\n"
+        "    runs-on: ubuntu-latest\n"
+        "    steps:\n"
+        "      - run: echo ${{ github.event.pull_request.title }}\n"
+        "      - run: exit ${{ steps.verify.outputs.code }}\n",
+        encoding="utf-8",
+    )
+    proc = actionlint(bad)
+    assert proc.returncode == 1
+    assert "potentially untrusted" in proc.stdout
+    assert 'property "verify" is not defined' in proc.stdout
+
+
+def test_the_github_job_fails_with_verify_dag_after_uploading_its_findings() -> None:
+    steps: list[dict[str, Any]] = yaml.safe_load(GITHUB.read_text(encoding="utf-8"))["jobs"][
+        "verify"
+    ]["steps"]
+    (verify,) = [s for s in steps if s.get("id") == "verify"]
+    command = shlex.split(verify["run"].replace("\\\n", " "), comments=True)
+    assert "--format=sarif" in command and "--output=verify-dag.sarif" in command
+    (sarif,) = [
+        s for s in steps if s.get("uses", "").startswith("github/codeql-action/upload-sarif")
+    ]
+    (artifact,) = [s for s in steps if s.get("uses", "").startswith("actions/upload-artifact")]
+    assert sarif["with"]["sarif_file"] == "verify-dag.sarif"
+    assert "verify-dag.sarif" in artifact["with"]["path"].split()
+    # Both uploads run after a failed verification; the job's result comes last, from its code.
+    assert sarif["if"].startswith("always()") and artifact["if"] == "always()"
+    assert steps[-1]["env"]["CODE"] == "${{ steps.verify.outputs.code }}"
+    assert steps.index(verify) < steps.index(sarif) < steps.index(artifact) < len(steps) - 1
+
+
+# --- GitLab CI --------------------------------------------------------------------------------
+
+
+def check_gitlab_schema(path: Path) -> subprocess.CompletedProcess[str]:
+    # check-jsonschema vendors GitLab's own CI schema: no network needed.
+    return subprocess.run(
+        [tool("check-jsonschema"), "--builtin-schema", "vendor.gitlab-ci", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_gitlab_job_reports_code_quality_from_the_verify_command(tmp_path: Path) -> None:
+    job = yaml.safe_load(GITLAB.read_text(encoding="utf-8"))["verify-dag"]
+    report = job["artifacts"]["reports"]["codequality"]
+    assert report == "gl-code-quality-report.json"
+    assert job["artifacts"]["when"] == "always"  # a failing verification keeps its report
+    (verify,) = [shlex.split(line) for line in job["script"] if line.startswith("verify-dag ")]
+    assert verify[:2] == ["verify-dag", "verify"]
+    assert "--format=gitlab" in verify and f"--output={report}" in verify
+    assert str(job["variables"]["GIT_DEPTH"]) == "0"
+    assert job["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "merge_request_event"'}]
+
+    proc = check_gitlab_schema(GITLAB)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    bad = tmp_path / "bad.yml"
+    bad.write_text(
+        "verify-dag:\n  script: [echo]\n  artifacts:\n    when: sometimes\n", encoding="utf-8"
+    )
+    assert check_gitlab_schema(bad).returncode == 1
+
+
+# --- the pre-commit hook ----------------------------------------------------------------------
+
+
+def _git(cwd: Path, *args: str, env: dict[str, str]) -> bytes:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, timeout=120
+    ).stdout
+
+
+@pytest.fixture(scope="session")
+def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This project as its work tree stands, committed in a repository of its own. try-repo on
+    the project itself would take HEAD plus the tracked files' changes only (pre-commit's
+    try_repo.py commits `git add -u` to a shadow clone): a file not yet committed, the hook
+    manifest included, would be missing."""
+    base = tmp_path_factory.mktemp("hook-repo")
+    dest = base / "verify-dag"
+    # Session fixtures are made before the per-test isolation: git must not read the user's
+    # configuration (hooks, signing) here either.
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    env.pop("GIT_DIR", None)
+    listed = _git(ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard", env=env)
+    for rel in filter(None, listed.decode().split("\0")):
+        src, copy = ROOT / rel, dest / rel
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():  # verify_dag/schemas -> ../schemas, kept a link as git keeps it
+            copy.symlink_to(os.readlink(src))
+        elif src.is_file():  # else deleted in the work tree, not yet in the index
+            shutil.copy2(src, copy)
+    _git(base, "init", "-q", "-b", "main", str(dest), env=env)
+    _git(dest, "add", "-A", env=env)
+    _git(
+        dest,
+        "-c",
+        "user.name=Test User",
+        "-c",
+        "user.email=test@example.com",
+        "commit",
+        "-q",
+        "--no-verify",
+        "-m",
+        "verify-dag's work tree",
+        env=env,
+    )
+    return dest
+
+
+@pytest.fixture(scope="session")
+def pip_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # try-repo installs the hook's environment into a store of its own every time (a temporary
+    # directory, whatever PRE_COMMIT_HOME says), so each test pays for one install; a pip cache
+    # shared by the session makes the second one download nothing again.
+    return tmp_path_factory.mktemp("pip-cache")
+
+
+def try_repo(
+    fixture: Repo, hook_repo: Path, pip_cache: Path, tmp_path: Path
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        # pre-commit's own store (its log, its config registry) is made here, never in ~/.cache.
+        "PRE_COMMIT_HOME": str(tmp_path / "pre-commit"),
+        "PIP_CACHE_DIR": str(pip_cache),
+        # The temporary store with the hook's virtualenv lives here too.
+        "TMPDIR": str(tmp_path),
+        "NO_COLOR": "1",
+    }
+    return subprocess.run(
+        [tool("pre-commit"), "try-repo", str(hook_repo), HOOK_ID, "--verbose"],
+        cwd=fixture.path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=840,
+    )
+
+
+def staged_change(repo: Repo, test_mul: str) -> Repo:
+    """The calculator at ``base`` with ``mul`` and a test of it staged, nothing committed."""
+    calc_base(repo)
+    repo.write(
+        "src/calc.py", "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"
+    )
+    repo.write(
+        "tests/test_calc.py",
+        "from calc import add, mul\n\n\ndef test_add():\n    assert add(2, 2) == 4\n\n\n"
+        f"def test_mul():\n    {test_mul}\n",
+    )
+    repo.git("add", "-A")
+    return repo
+
+
+# Each try-repo installs verify-dag and its dependencies into a new virtualenv: about 25 s with a
+# package index nearby, minutes without one; pytest's default limit is 300 s.
+@pytest.mark.timeout(900)
+def test_the_hook_passes_a_clean_staged_change(
+    tmp_path: Path, hook_repo: Path, pip_cache: Path
+) -> None:
+    fixture = staged_change(make_repo(tmp_path / "fixture"), "assert mul(3, 4) == 12")
+    proc = try_repo(fixture, hook_repo, pip_cache, tmp_path)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output
+    assert re.search(rf"^{HOOK_ID}\.+Passed$", output, re.M), output
+    assert "Verdict: pass" in output  # its report, shown by --verbose
+
+
+@pytest.mark.timeout(900)
+def test_the_hook_fails_a_staged_failing_test(
+    tmp_path: Path, hook_repo: Path, pip_cache: Path
+) -> None:
+    fixture = staged_change(make_repo(tmp_path / "fixture"), "assert mul(3, 4) == 13")
+    proc = try_repo(fixture, hook_repo, pip_cache, tmp_path)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 1, output
+    assert re.search(rf"^{HOOK_ID}\.+Failed$", output, re.M), output
+    assert "- exit code: 1" in output  # issues found, not a verification error (3)
+    assert "tests/test_calc.py::test_mul" in output
