@@ -204,3 +204,35 @@ def test_head_verifies_a_range_without_checking_it_out(
     )
     assert proc.returncode == 2
     assert "--head is only valid with --scope=branch" in proc.stderr
+
+
+@pytest.mark.parametrize("how", [["-a"], ["tests/test_calc.py"], []])
+def test_a_git_hook_verifies_what_the_commit_commits(repo: Repo, how: list[str]) -> None:
+    """``git commit -a`` and ``git commit PATHS`` give their hooks a temporary index of what is
+    being committed (GIT_INDEX_FILE): the staged scope is that, not the repository's index, so a
+    failing test cannot slip in through them."""
+    import shlex
+    import sys
+
+    repo.write("pyproject.toml", PYTEST)
+    repo.write("src/calc.py", CALC)
+    repo.write("tests/test_calc.py", TEST_ADD.format(3))
+    repo.commit("base")
+    hook = repo.path / ".git" / "hooks" / "pre-commit"
+    cli = shlex.join([sys.executable, "-m", "verify_dag.cli"])
+    hook.write_text(f"#!/bin/sh\nexec {cli} verify --scope=staged --mode=report-only\n")
+    hook.chmod(0o755)
+    repo.write("tests/test_calc.py", TEST_ADD.format(4))  # now failing
+    if not how:
+        repo.git("add", "tests/test_calc.py")
+    proc = subprocess.run(
+        ["git", "commit", "-q", "-m", "break the test", *how],
+        cwd=repo.path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode != 0, proc.stdout + proc.stderr
+    said = proc.stdout + proc.stderr  # git shows a hook's output on its stderr
+    assert "test_add" in said and "Nothing to verify" not in said
+    assert repo.git("log", "--format=%s", "-1") == "base"

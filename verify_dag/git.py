@@ -580,9 +580,14 @@ def empty_tree(repo: str | Path) -> str:
 
 @contextmanager
 def _temp_index(repo: str | Path) -> Iterator[dict[str, str]]:
-    """An environment whose GIT_INDEX_FILE is a throwaway copy of the user's index."""
+    """An environment whose GIT_INDEX_FILE is a throwaway copy of the user's index: the one git
+    itself is using when verify-dag runs inside a git hook (``git commit -a`` and ``git commit
+    PATHS`` hand their hooks a temporary index of what is being committed, in GIT_INDEX_FILE),
+    else the repository's own."""
     src = Path(_git(repo, "rev-parse", "--git-path", "index").stdout.strip())
     src = src if src.is_absolute() else Path(repo) / src
+    hooked = _hook_index(repo)
+    src = hooked if hooked is not None else src
     with tempfile.TemporaryDirectory(prefix="verify-dag-index-") as tmp:
         copy = Path(tmp) / "index"
         if src.exists():
@@ -591,6 +596,18 @@ def _temp_index(repo: str | Path) -> Iterator[dict[str, str]]:
             # mtime would hide a same-size edit made in the second of the last index write.
             shutil.copy2(src, copy)
         yield _env({"GIT_INDEX_FILE": str(copy), **_IDENTITY})
+
+
+def _hook_index(repo: str | Path) -> Path | None:
+    """The index GIT_INDEX_FILE names, when it is one of ``repo``'s (inside its git directory,
+    where git puts the ones it hands its hooks); a path is read from the current directory, as
+    git reads it."""
+    named = os.environ.get("GIT_INDEX_FILE", "").strip()
+    if not named:
+        return None
+    path = Path(named).resolve()
+    git_dir = Path(_git(repo, "rev-parse", "--absolute-git-dir").stdout.strip()).resolve()
+    return path if path.is_file() and path.is_relative_to(git_dir) else None
 
 
 def _commit_tree(repo: str | Path, tree: str, parent: str, message: str) -> str:
