@@ -837,3 +837,37 @@ def test_a_missing_dependency_claim_is_not_refuted_by_a_re_run(
     dep = by_id(doc)["dep"]
     assert dep["verdict"] == "UNVERIFIABLE", dep["detail"]
     assert "lacks a dependency" in dep["detail"]
+
+
+def test_a_test_re_run_without_pytest_is_not_evidence(calc: Repo, tmp_path: Path) -> None:
+    """An interpreter with no pytest exits 1 ("No module named pytest"), as a failing test
+    does: only pytest's own summary line confirms a failure."""
+    from verify_dag.phases.claims import verifiers
+    from verify_dag.phases.claims.budget import Budget
+
+    bare = calc.path / ".bare"  # inside the checkout: the sandbox shows the tests nothing else
+    subprocess.run(["python3", "-m", "venv", "--without-pip", str(bare)], check=True)
+    claim = claims.candidate(
+        inputs.Record(
+            id="T1",
+            title="Test failed: tests/test_calc.py::test_mul",
+            nodeid="tests/test_calc.py::test_mul",
+        )
+    ).claim
+    where = verifiers.Surface(
+        repo=calc.path,
+        commit=calc.head(),
+        label="HEAD",
+        workdir=calc.path,
+        python=str(bare / "bin" / "python"),
+    )
+    verdict = verifiers.verify(claim, where, Budget(60))
+    assert verdict.verdict == "UNVERIFIABLE", verdict.detail
+    assert "No module named pytest" in verdict.detail
+    # The same claim with an interpreter that has pytest re-derives the failure.
+    verdict = verifiers.verify(
+        claim,
+        verifiers.Surface(repo=calc.path, commit=calc.head(), label="HEAD", workdir=calc.path),
+        Budget(60),
+    )
+    assert verdict.verdict == "CONFIRMED" and "1 failed" in verdict.detail

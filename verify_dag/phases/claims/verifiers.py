@@ -39,7 +39,7 @@ from verify_dag.phases.claims.models import Claim, ClaimVerdict
 from verify_dag.phases.tester.env.base import Runner
 from verify_dag.sandbox import Policy
 from verify_dag.tools import runner
-from verify_dag.tools.base import ToolSpec
+from verify_dag.tools.base import ToolSpec, python_tool_argv
 
 Judge = Callable[[Claim, Anchor, "Surface", Budget, "str | None"], ClaimVerdict]
 
@@ -247,10 +247,13 @@ def _test(claim: Claim, s: Surface, budget: Budget) -> ClaimVerdict:
         return cached.model_copy(update={"claim_id": claim.id})
     if s.workdir is None:
         return unverifiable(claim, s, "no checkout to run the test in", method="test")
+    # verify-dag's own interpreter without pytest re-runs with the pytest on PATH, as the
+    # tester ran it (tools.base.python_tool_argv); a project env always has pytest.
+    pytest = [s.python, "-m", "pytest"]
+    if s.python == sys.executable and s.runner is None:
+        pytest = python_tool_argv("pytest") or pytest
     argv = [
-        s.python,
-        "-m",
-        "pytest",
+        *pytest,
         "-q",
         "-p",
         "no:cacheprovider",
@@ -291,7 +294,9 @@ def _test(claim: Claim, s: Surface, budget: Budget) -> ClaimVerdict:
                 "corrected": f"{nodeid} passes in {s.label}",
             }
         )
-    elif res.returncode == 1:
+    elif res.returncode == 1 and ends and _PYTEST_SUMMARY.search(ends[-1]):
+        # pytest's own summary, not only its exit code: a Python without pytest exits 1 too
+        # ("No module named pytest"), which is no evidence that the test fails.
         verdict = ClaimVerdict.model_validate(
             {
                 **common,
