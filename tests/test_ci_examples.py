@@ -228,25 +228,27 @@ def staged_change(repo: Repo, test_mul: str) -> Repo:
 # Each try-repo installs verify-dag and its dependencies into a new virtualenv: about 25 s with a
 # package index nearby, minutes without one; pytest's default limit is 300 s.
 @pytest.mark.timeout(900)
-def test_the_hook_passes_a_clean_staged_change(
-    tmp_path: Path, hook_repo: Path, pip_cache: Path
+@pytest.mark.parametrize(
+    ("assertion", "rc", "status", "said"),
+    [
+        ("assert mul(3, 4) == 12", 0, "Passed", ("Verdict: pass",)),  # its report, by --verbose
+        # pre-commit's "- exit code: 1": issues found, not a verification error (3)
+        ("assert mul(3, 4) == 13", 1, "Failed", ("- exit code: 1", "tests/test_calc.py::test_mul")),
+    ],
+    ids=["clean", "failing-test"],
+)
+def test_the_hook_on_a_staged_change(
+    tmp_path: Path,
+    hook_repo: Path,
+    pip_cache: Path,
+    assertion: str,
+    rc: int,
+    status: str,
+    said: tuple[str, ...],
 ) -> None:
-    fixture = staged_change(make_repo(tmp_path / "fixture"), "assert mul(3, 4) == 12")
+    fixture = staged_change(make_repo(tmp_path / "fixture"), assertion)
     proc = try_repo(fixture, hook_repo, pip_cache, tmp_path)
     output = proc.stdout + proc.stderr
-    assert proc.returncode == 0, output
-    assert re.search(rf"^{HOOK_ID}\.+Passed$", output, re.M), output
-    assert "Verdict: pass" in output  # its report, shown by --verbose
-
-
-@pytest.mark.timeout(900)
-def test_the_hook_fails_a_staged_failing_test(
-    tmp_path: Path, hook_repo: Path, pip_cache: Path
-) -> None:
-    fixture = staged_change(make_repo(tmp_path / "fixture"), "assert mul(3, 4) == 13")
-    proc = try_repo(fixture, hook_repo, pip_cache, tmp_path)
-    output = proc.stdout + proc.stderr
-    assert proc.returncode == 1, output
-    assert re.search(rf"^{HOOK_ID}\.+Failed$", output, re.M), output
-    assert "- exit code: 1" in output  # issues found, not a verification error (3)
-    assert "tests/test_calc.py::test_mul" in output
+    assert proc.returncode == rc, output
+    assert re.search(rf"^{HOOK_ID}\.+{status}$", output, re.M), output
+    assert all(text in output for text in said), output

@@ -41,17 +41,19 @@ def results(doc: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     return {run["tool"]["driver"]["name"]: run["results"] for run in doc["runs"]}
 
 
+def tagged_base(repo: Repo, expected: int, pyproject: str = PYTEST) -> None:
+    """The base commit, tagged `base`: calc.add and a test of it expecting `expected`."""
+    repo.write("pyproject.toml", pyproject)
+    repo.write("src/calc.py", CALC)
+    repo.write("tests/test_calc.py", TEST_ADD.format(expected))
+    repo.commit("base")
+    repo.git("tag", "base")
+
+
 def test_sarif_of_a_run_with_ruff_mypy_a_failing_test_and_a_reviewer_finding(
     repo: Repo, tmp_path: Path, fake_claude: Path
 ) -> None:
-    repo.write("pyproject.toml", PYTEST + MYPY)
-    repo.write("src/calc.py", CALC)
-    repo.write(
-        "tests/test_calc.py",
-        "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
-    )
-    repo.commit("base")
-    repo.git("tag", "base")
+    tagged_base(repo, 3, PYTEST + MYPY)
     flagged = FLAGGED
     repo.write("src/calc.py", CALC + "\n\n" + flagged)
     repo.write(
@@ -94,14 +96,7 @@ def test_sarif_of_a_run_with_ruff_mypy_a_failing_test_and_a_reviewer_finding(
 def test_new_only_passes_a_clean_change_on_a_base_with_a_failing_test(
     repo: Repo, tmp_path: Path
 ) -> None:
-    repo.write("pyproject.toml", PYTEST)
-    repo.write("src/calc.py", CALC)
-    repo.write(
-        "tests/test_calc.py",
-        "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 4\n",
-    )
-    repo.commit("base, with a test that already fails")
-    repo.git("tag", "base")
+    tagged_base(repo, 4)  # a test that already fails at the base
     repo.write("src/calc.py", CALC + "\n\ndef sub(a: int, b: int) -> int:\n    return a - b\n")
     repo.commit("a clean function")
     rc_all, doc = verify_json(repo, tmp_path, *BRANCH)
@@ -117,14 +112,7 @@ def test_new_only_passes_a_clean_change_on_a_base_with_a_failing_test(
 def test_fail_under_gates_on_changed_line_coverage_measured_at_light(
     repo: Repo, tmp_path: Path
 ) -> None:
-    repo.write("pyproject.toml", PYTEST)
-    repo.write("src/calc.py", CALC)
-    repo.write(
-        "tests/test_calc.py",
-        "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
-    )
-    repo.commit("base")
-    repo.git("tag", "base")
+    tagged_base(repo, 3)
     # Two new functions, one tested: of the 7 changed statements (test files count, as in
     # diff-cover's figure), mul's body alone never runs.
     repo.write(
