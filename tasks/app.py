@@ -55,6 +55,9 @@ ROUTES = {
     "verify_dag.shadow.judge": "review",
     "verify_dag.shadow.search": "git",
     "verify_dag.shadow.merge": "git",
+    # Phase 9 (docs/fixes.md): a fix option may come from the model backend.
+    "verify_dag.fix.propose": "review",
+    "verify_dag.fix.gather": "git",
 }
 
 
@@ -150,7 +153,9 @@ def _task_annotations() -> dict[str, dict[str, int]]:
 
 
 # The task modules a worker imports when it starts; a client that only submits imports none.
-TASK_MODULES = [f"verify_dag.tasks.{m}" for m in ("pipeline", "review", "shadow", "completion")]
+TASK_MODULES = [
+    f"verify_dag.tasks.{m}" for m in ("pipeline", "review", "shadow", "completion", "fixing")
+]
 
 app = Celery("verify_dag", include=TASK_MODULES)
 # Reports redact this app's broker and backend credentials, whatever configured them.

@@ -31,6 +31,8 @@ from verify_dag import skills
 from verify_dag.completion.models import CompletionJob
 from verify_dag.git import display_source
 from verify_dag.models import RunState, VerifyRequest
+from verify_dag.models.fixes import FixJob
+from verify_dag.models.report import ReportIssue
 from verify_dag.phases.claims.models import ClaimVerdict
 from verify_dag.shadow.models import Dispatch, ShadowJob
 from verify_dag.tasks.app import app
@@ -61,6 +63,9 @@ class Plan:
     expect: Expected | None = None  # verify runs only; completion and shadow results differ
     # The id of the record client.announce left in the result backend; None when none was left.
     sentinel: str | None = None
+    # A verify run's request as it was shipped (with a local repository's snapshot and bundle):
+    # what Phase 9's workers read the verified commit from.
+    request: VerifyRequest | None = None
 
 
 def _due(gate: skills.Gate, request: VerifyRequest) -> bool:
@@ -139,6 +144,7 @@ def plan(request: VerifyRequest, run_id: str | None = None) -> Plan:
         phases=tuple(phases),
         final_id=phases[-1].task_id,
         expect=expect,
+        request=request,
     )
 
 
@@ -206,4 +212,31 @@ def shadow_round(
         canvas=chord(header, body),
         phases=(*refs, merge_ref),
         final_id=merge_ref.task_id,
+    )
+
+
+# Phase 9 (docs/fixes.md): a chord of one propose task per issue, gathered in report order.
+
+
+def fix_plan(job: FixJob, issues: Sequence[ReportIssue]) -> Plan:
+    """The chord that proposes fixes for ``issues``; its final task returns their Proposals."""
+    refs = [PhaseRef(f"fix {i.id}", uuid()) for i in issues]
+    gather = PhaseRef("fix options", uuid())
+    shown = f"run={job.run_id} repo={display_source(job.request.repo)} phase=fix"
+    header = [
+        signature(
+            "verify_dag.fix.propose",
+            args=(job.model_dump(mode="json"), i.model_dump(mode="json")),
+            app=app,
+        ).set(task_id=ref.task_id, argsrepr=f"{shown} issue={i.id}", kwargsrepr="{}")
+        for i, ref in zip(issues, refs, strict=True)
+    ]
+    body = signature("verify_dag.fix.gather", kwargs={"run_id": job.run_id}, app=app).set(
+        task_id=gather.task_id, argsrepr=shown, kwargsrepr="{}"
+    )
+    return Plan(
+        run_id=job.run_id,
+        canvas=chord(header, body),
+        phases=(*refs, gather),
+        final_id=gather.task_id,
     )

@@ -89,6 +89,17 @@ def repo(tmp_path: Path) -> Repo:
     return make_repo(tmp_path / "repo")
 
 
+@pytest.fixture
+def calc(repo: Repo) -> Repo:
+    """A branch adding two unused imports (ruff F401, fixable) and mean() that divides by zero."""
+    calc_base(repo)
+    from fixdata import CHANGED
+
+    repo.write("src/calc.py", CHANGED)
+    repo.commit("mean")
+    return repo
+
+
 @pytest.fixture(autouse=True)
 def _isolated_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     # A developer's global git config (hooks, signing, templates) must not change test outcomes.

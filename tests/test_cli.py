@@ -120,7 +120,9 @@ def test_file_names_that_look_like_flags(
 def test_help_names_modes_and_exit_codes() -> None:
     proc = run_cli("verify", "--help")
     assert proc.returncode == 0
-    assert "only report-only is built yet" in " ".join(proc.stdout.split())
+    said = " ".join(proc.stdout.split())
+    assert "interactive (default): after the report, triage every issue" in said
+    assert "auto-fix: fix every issue at or above" in said
     assert "exit codes:" in proc.stdout
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import redis
 from conftest import Repo, verify_branch
+from fixdata import untouched
 from redis_workers import fresh_db, workers
 
 from verify_dag import report
@@ -109,3 +110,17 @@ def test_deep_run_on_redis_matches_embedded(
         return [(e["issue"], e["status"]) for e in doc["exerciserVerification"]]  # timings differ
 
     assert checked(on_redis) and checked(on_redis) == checked(embedded)
+
+
+def test_auto_fix_on_a_fleet_applies_what_the_workers_proposed(
+    calc: Repo, tmp_path: Path, broker: str, worker: subprocess.Popen[bytes]
+) -> None:
+    # The workers propose (ruff's fixes, read in their own copy of the run's bundle) and re-check
+    # the fixed change, shipped in a bundle of its own; the client applies.
+    before = untouched(calc)
+    _, doc = run_verify(calc, tmp_path / "fix.json", f"--broker={broker}", "--mode=auto-fix")
+    fixes = [(f["origin"], f["applied"], f["verified"]) for f in doc["fixes"]]
+    assert fixes.count(("ruff", True, "fixed")) == 2, doc["fixes"]
+    text = (calc.path / "src/calc.py").read_text(encoding="utf-8")
+    assert "import os" not in text and "import sys" not in text
+    assert untouched(calc) == before

@@ -223,7 +223,9 @@ def light_branch_state(**kw: Any) -> RunState:
     )
     base: dict[str, Any] = dict(
         run_id="run-light-1",
-        request=request(scope="branch", base="origin/release"),
+        request=request(
+            scope="branch", base="origin/release", unattended="nobody attached (CI is set)"
+        ),
         scope=branch_scope(),
         engineer=EngineerContext(),
         toolchain=Toolchain(),
@@ -457,8 +459,8 @@ def test_branch_run_shape() -> None:
         "id": "run-light-1",
         "repo": "/srv/repo",
         "requestedMode": "interactive",
-        "mode": "report-only",
-        "note": report.json_v1.REPORT_ONLY_NOTE,
+        "mode": "interactive",  # a run with someone attached to triage it
+        "note": None,
         "gates": {"failOn": 7, "newOnly": False, "failUnder": None},
         "exitCode": 1,
     }
@@ -761,7 +763,7 @@ def test_markdown_sections() -> None:
         "**Verdict: issues found** (exit 1): 3 issue(s) at or above severity 7\n\n"
         "**Did not run:** reviewer NOT_RUN (provider rate limit: 429 Too Many Requests); "
         "exerciser BLOCKED (SERVICE_UNAVAILABLE: no way to start the app was found)\n\n"
-        "> Mode: report-only — interactive and auto-fix"
+        "> Mode: interactive ran as report-only: nobody attached (CI is set)"
     )
     assert "<br>" not in md
     assert "- src/app.py (modified, lines 27-36, 40)" in md

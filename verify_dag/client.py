@@ -11,7 +11,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TextIO
 
@@ -20,8 +20,10 @@ from celery.exceptions import BackendError
 
 from verify_dag.errors import FatalError, UsageError, VerifyDagError
 from verify_dag.models import ReportResult, VerifyRequest
+from verify_dag.models.fixes import FixJob, Proposals
+from verify_dag.models.report import ReportIssue
 from verify_dag.tasks.app import app
-from verify_dag.tasks.workflow import Expected, Plan, plan
+from verify_dag.tasks.workflow import Expected, Plan, fix_plan, plan
 
 OUTAGE_ENV = "VERIFY_DAG_OUTAGE_LIMIT"
 # Seconds the result store (Redis) may stay unreachable while a client waits for a run; then the
@@ -89,6 +91,14 @@ def submit(request: VerifyRequest) -> Plan:
         app.backend.store_result(built.run_id, None, states.PENDING)
         built = announce(built)
     return _send(built)
+
+
+def fix_options(job: FixJob, issues: Sequence[ReportIssue], *, timeout: float) -> list[Proposals]:
+    """Phase 9: the workers' fix options for ``issues``, one propose task each (docs/fixes.md)."""
+    if not issues:
+        return []
+    result = run_plan(fix_plan(job, issues), timeout=timeout, name_failed_phase=True)
+    return [Proposals.model_validate(r) for r in result]
 
 
 def _send(p: Plan) -> Plan:

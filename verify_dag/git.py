@@ -865,3 +865,162 @@ def grep_word(
     if res.returncode != 0:
         raise CalledProcessError(["git", "grep", word], res.returncode, res.stderr)
     return parse_grep_z(res.stdout, commit)
+
+
+# --- fixes (Phase 9, docs/fixes.md): the user's work tree, never HEAD, the index or the stash ---
+
+
+def apply_patch(
+    repo: str | Path, patch_text: str, *, check: bool = False, reverse: bool = False
+) -> tuple[bool, str]:
+    """``git apply`` of ``patch_text`` to the work tree only (no ``--index``): whether it
+    applied (or, with ``check``, would apply) cleanly, and git's own words when not."""
+    args = ["apply", "--whitespace=nowarn"]
+    args += ["--check"] if check else []
+    args += ["-R"] if reverse else []
+    res = _git(repo, *args, "-", check=False, input_data=patch_text.encode("utf-8"))
+    return res.returncode == 0, " ".join(res.stderr.split())
+
+
+def patched_files(repo: str | Path, base: str, patch_text: str) -> dict[str, str | None]:
+    """What the files ``patch_text`` touches hold once it is applied to ``base`` alone (None: the
+    patch deletes the file), made in a throwaway index (``git apply --cached``). Raises
+    FatalError when it does not apply to ``base``."""
+    with tempfile.TemporaryDirectory(prefix="verify-dag-index-") as tmp:
+        env = _env({"GIT_INDEX_FILE": str(Path(tmp) / "index"), **_IDENTITY})
+        _git(repo, "read-tree", base, env=env)
+        res = _git(
+            repo,
+            *("apply", "--cached", "--whitespace=nowarn", "--numstat", "--apply", "-z", "-"),
+            check=False,
+            env=env,
+            input_data=patch_text.encode("utf-8"),
+        )
+        if res.returncode != 0:
+            raise FatalError(f"a fix does not apply to {base[:12]}: {res.stderr.strip()}")
+        paths = [e.split("\t", 2)[2] for e in split_z(res.stdout) if e.count("\t") >= 2]
+        out: dict[str, str | None] = {}
+        for p in paths:
+            shown = _git(repo, "show", f":{p}", check=False, env=env)
+            out[p] = shown.stdout if shown.returncode == 0 else None
+    return out
+
+
+def merge_file(ours: str, base: str, theirs: str) -> str | None:
+    """``git merge-file``'s three-way merge of one file's texts: the merge, or None on a
+    conflict (both sides changed the same lines)."""
+    with tempfile.TemporaryDirectory(prefix="verify-dag-merge-") as tmp:
+        names = []
+        for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
+            (Path(tmp) / name).write_text(text, encoding="utf-8")
+            names.append(name)
+        res = run(
+            ["git", "merge-file", "-p", "--quiet", *names], cwd=tmp, timeout=GIT_TIMEOUT, env=_env()
+        )
+    return res.stdout if res.returncode == 0 else None
+
+
+def apply_to_texts(
+    texts: Mapping[str, str | None], patch_text: str, context: int
+) -> dict[str, str | None] | None:
+    """``patch_text`` applied by ``git apply -C<context>`` to ``texts`` (path -> content, None:
+    absent) in a scratch directory: the new contents, or None when it does not apply. Fewer
+    context lines than the patch has let a hunk apply beside a line another fix changed; the
+    lines it removes must still match."""
+    with tempfile.TemporaryDirectory(prefix="verify-dag-apply-") as tmp:
+        root = Path(tmp)
+        for path, text in texts.items():
+            if text is not None:
+                (root / path).parent.mkdir(parents=True, exist_ok=True)
+                (root / path).write_text(text, encoding="utf-8")
+        res = run(
+            ["git", "apply", f"-C{context}", "--whitespace=nowarn", "-"],
+            cwd=root,
+            timeout=GIT_TIMEOUT,
+            env=_env(),
+            input_data=patch_text.encode("utf-8"),
+        )
+        if res.returncode != 0:
+            return None
+        out: dict[str, str | None] = {}
+        for path in texts:
+            target = root / path
+            out[path] = target.read_text(encoding="utf-8") if target.is_file() else None
+    return out
+
+
+def commit_files(repo: str | Path, base: str, files: Mapping[str, str | None], message: str) -> str:
+    """A commit of ``base`` with ``files`` replaced (None: removed), built in a throwaway
+    index: the verified state plus the fixes, whatever else the work tree holds."""
+    with tempfile.TemporaryDirectory(prefix="verify-dag-index-") as tmp:
+        env = _env({"GIT_INDEX_FILE": str(Path(tmp) / "index"), **_IDENTITY})
+        _git(repo, "read-tree", base, env=env)
+        for path, text in files.items():
+            if text is None:
+                _git(repo, "update-index", "--force-remove", "--", path, env=env)
+                continue
+            blob = _git(
+                repo, "hash-object", "-w", "--stdin", input_data=text.encode("utf-8")
+            ).stdout.strip()
+            mode = "100644"
+            listed = _git(repo, "ls-tree", base, "--", path).stdout.split()
+            if listed:
+                mode = listed[0]
+            _git(repo, "update-index", "--add", "--cacheinfo", f"{mode},{blob},{path}", env=env)
+        tree = _git(repo, "write-tree", env=env).stdout.strip()
+    return _commit_tree(repo, tree, base, message)
+
+
+def backup_commit(repo: str | Path, message: str) -> str:
+    """A commit of the work tree (untracked, non-ignored files included) whose parents are
+    HEAD and the staged state, as ``git stash create`` makes one, but named by no stash entry."""
+    index = snapshot_index(repo)
+    with _temp_index(repo) as env:
+        _git(repo, "add", "-A", env=env)
+        tree = _git(repo, "write-tree", env=env).stdout.strip()
+    parents = ["-p", head(repo)] + (["-p", index] if index != head(repo) else [])
+    return _git(
+        repo, "commit-tree", tree, *parents, "-m", message, env=_env(_IDENTITY)
+    ).stdout.strip()
+
+
+def recommit(repo: str | Path, commit: str, message: str) -> str:
+    """``commit`` again (same tree, same parents) with another message."""
+    parents = _git(repo, "rev-list", "--parents", "-n", "1", commit).stdout.split()[1:]
+    args = [a for p in parents for a in ("-p", p)]
+    tree = f"{commit}^{{tree}}"
+    return _git(repo, "commit-tree", tree, *args, "-m", message, env=_env(_IDENTITY)).stdout.strip()
+
+
+def update_ref(repo: str | Path, ref: str, sha: str) -> None:
+    _git(repo, "update-ref", check_ref(ref), sha)
+
+
+def commit_message(repo: str | Path, commit: str) -> str:
+    return _git(repo, "log", "-1", "--format=%B", commit).stdout
+
+
+def restore_worktree(repo: str | Path, source: str, paths: Sequence[str]) -> None:
+    """Put ``paths`` of the work tree back as ``source`` has them; one that ``source`` lacks is
+    removed. The index is not touched (``git restore --worktree`` without ``--staged``)."""
+    present = set(ls_tree(repo, source, paths)) if paths else set()
+    keep = [p for p in paths if p in present]
+    if keep:
+        _git(repo, "restore", f"--source={source}", "--worktree", *_pathspec(keep))
+    top = Path(repo)
+    for p in paths:
+        if p not in present and (top / p).is_file():
+            (top / p).unlink()
+
+
+def worktree_differs(repo: str | Path, commit: str, path: str) -> bool:
+    """Whether the work tree's ``path`` is not what ``commit`` holds (a file it lacks differs
+    when it exists)."""
+    full = Path(repo) / path
+    res = _git(repo, "rev-parse", "--verify", "--quiet", f"{commit}:{path}", check=False)
+    blob = res.stdout.strip() if res.returncode == 0 else None
+    if not full.is_file():
+        return blob is not None
+    if blob is None:
+        return True
+    return _git(repo, "hash-object", "--", path).stdout.strip() != blob

@@ -203,6 +203,18 @@ def localize(state: RunState) -> RunState:
     return state.model_copy(update={"request": req.model_copy(update={"repo": str(local)})})
 
 
+def for_commit(run_id: str, req: VerifyRequest, commit: str) -> Path:
+    """This host's copy of a finished run's repository holding ``commit`` (Phase 9's proposals
+    read the commit the run verified)."""
+    if req.bundle is not None:
+        return run_copy(run_id, req)
+    if git.is_url(req.repo):
+        return mirror(req.repo, refresh=False, need=[commit])
+    if not Path(req.repo).is_dir():
+        raise FatalError(f"repository {req.repo} does not exist on {_host()}")
+    return Path(req.repo)
+
+
 def _commits(state: RunState) -> list[str | None]:
     sc = state.scope
     if sc is None:

@@ -3,7 +3,11 @@
 Installed under the real names by ``fakes.install``; the name it plays comes from $FAKE_MODEL_NAME.
 Reads the prompt on stdin, logs {argv, prompt, cwd} to $FAKE_MODEL_LOG (JSON lines) when set, and
 behaves as $FAKE_MODEL_MODE says: findings (default; the reply is $FAKE_MODEL_REPLY or one
-finding), none, hang, rate-limit, auth, garbage, empty, crash. Stdlib only.
+finding), none, hang, rate-limit, auth, garbage, empty, crash. A real model answers each prompt
+on its own, and an agent CLI reads the code in its working directory: $FAKE_MODEL_REPLIES names a
+JSON file of {"reply": ..., "prompt": text} or {"reply": ..., "file": path, "contains": text}
+entries, and the first whose text is in the prompt (or in that file of the working directory)
+gives the reply (before $FAKE_MODEL_REPLY). Stdlib only.
 """
 
 from __future__ import annotations
@@ -129,6 +133,20 @@ def reply_for(mode: str) -> str:
         return GARBAGE
     if mode == "empty":
         return ""
+    keyed = os.environ.get("FAKE_MODEL_REPLIES")
+    if keyed:
+        with open(keyed, encoding="utf-8") as fh:
+            for entry in json.load(fh):
+                if "file" in entry:
+                    try:
+                        with open(entry["file"], encoding="utf-8") as code:
+                            seen = code.read()
+                    except OSError:
+                        continue
+                    if entry["contains"] in seen:
+                        return str(entry["reply"])
+                elif entry["prompt"] in PROMPT:
+                    return str(entry["reply"])
     return os.environ.get("FAKE_MODEL_REPLY", DEFAULT_REPLY)
 
 

@@ -15,6 +15,7 @@ from verify_dag.cli import (
     completion,
     contract,
     exits,
+    fixes,
     fleet,
     runs,
     shadow,
@@ -44,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         dest="command", required=True, parser_class=Parser, metavar="COMMAND"
     )
     # In this order in `verify-dag --help`.
-    for group in (verify, worker, runs, fleet, completion, arbiter, contract, shadow):
+    for group in (verify, fixes, worker, runs, fleet, completion, arbiter, contract, shadow):
         group.add_parsers(sub)
     return parser
 

@@ -14,8 +14,11 @@ if TYPE_CHECKING:  # the parser is built on every call, before pydantic is neede
     from verify_dag.models import Report
 
 MODE_NOTE = (
-    "interactive and auto-fix are accepted, but only report-only is built yet: every run is "
-    "report-only and the report says so"
+    "interactive (default): after the report, triage every issue at the terminal, then plan and "
+    "apply the chosen fixes (runs as report-only with nobody attached: no terminal, or CI set); "
+    "report-only: the report and stop; auto-fix: fix every issue at or above "
+    "--auto-fix-threshold, re-check the fixes, no prompts. Nothing is ever committed; "
+    "`verify-dag restore RUN_ID` puts the fixed files back (docs/fixes.md)"
 )
 EXIT_CODES_HELP = """exit codes:
   0  no issue at or above --fail-on (with --new-only: none the change introduced), and
@@ -158,7 +161,7 @@ def add_parsers(sub: Any) -> None:
         type=cli_args.severity,
         default=3,
         metavar="N",
-        help="minimum severity auto-fix mode would fix (accepted; auto-fix is not built yet)",
+        help="auto-fix fixes the issues of this severity or more (default 3)",
     )
     v.add_argument(
         "--test-timeout",
@@ -222,6 +225,26 @@ def _criterion(value: str | None) -> str | None:
     return value.strip()
 
 
+def _unattended(args: argparse.Namespace) -> str | None:
+    """Why interactive mode cannot ask anyone here, so it runs as report-only; None when it can.
+    No prompt may ever block a pipeline (Phase 9)."""
+    from verify_dag import git
+
+    if args.mode != "interactive":
+        return None
+    if args.no_wait:
+        return "--no-wait: nobody waits for the report"
+    if os.environ.get("CI", "").strip() not in ("", "0", "false"):
+        return "nobody attached (CI is set)"
+    if not sys.stdin.isatty():
+        return "nobody attached (stdin is not a terminal)"
+    if not sys.stdout.isatty() or args.output == "-" or args.format == "github":
+        return "nobody attached (stdout is not a terminal)"
+    if git.is_url(args.path):
+        return "the repository is a URL: there is no work tree to fix"
+    return None
+
+
 def _request(args: argparse.Namespace) -> Any:
     from verify_dag import ledger, store
     from verify_dag.models import VerifyRequest
@@ -240,6 +263,8 @@ def _request(args: argparse.Namespace) -> Any:
         raise UsageError(
             f"--format={args.format} requires --output=PATH (or --output=- for stdout)"
         )
+    if args.mode == "auto-fix" and args.no_wait:
+        raise UsageError("--mode=auto-fix applies fixes when the report is back: drop --no-wait")
     output = cli_args.new_output(args.output) if args.output else None
     files = tuple(f.strip() for f in args.files.split(",") if f.strip()) if args.files else ()
     if args.files is not None and not files:
@@ -257,6 +282,7 @@ def _request(args: argparse.Namespace) -> Any:
         module=args.module,
         depth=args.depth,
         mode=args.mode,
+        unattended=_unattended(args),
         format=args.format,
         output=output,
         fail_on=args.fail_on,
@@ -288,7 +314,8 @@ def _request(args: argparse.Namespace) -> Any:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from verify_dag import client, report
+    from verify_dag import client, git, report
+    from verify_dag.fixes import flow
     from verify_dag.tasks.app import configure
 
     configure(args.broker)
@@ -309,10 +336,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
         # This host runs the repository's code: refuse now rather than half-way through.
         sandbox.check_required(request.require_sandbox)
-    progress = client.Progress(
-        client.progress_stream(cli_args.FORMATS[request.format].document or request.output == "-")
+    if request.mode == "auto-fix" and git.is_url(request.repo):
+        raise UsageError("--mode=auto-fix needs a local checkout to fix, not a URL")
+    on_stdout = cli_args.FORMATS[request.format].document or request.output == "-"
+    progress = client.Progress(client.progress_stream(on_stdout))
+    # Phase 9 talks to the person on stdout unless the report itself goes there.
+    report_on_stdout = request.output == "-" or (
+        not request.output and request.format != "markdown"
     )
-    result = client.report_result(client.run_plan(request, timeout=args.timeout, progress=progress))
+    sent = client.submit(request)
+    result = client.report_result(client.collect(sent, timeout=args.timeout, progress=progress))
     if result.store_errors:
         print(f"verify-dag: warning: {'; '.join(result.store_errors)}", file=sys.stderr)
     doc = result.report
@@ -321,7 +354,30 @@ def cmd_verify(args: argparse.Namespace) -> int:
         notes = "; ".join(doc.scope.notes) or "no changes in the selected scope"
         print(f"Nothing to verify: {notes}")
         return report.exit_code(doc, request.fail_on)
-    _emit(request, doc, result.markdown)
+    if not flow.wanted(request):
+        _emit(request, doc, result.markdown)
+        return report.exit_code(doc, request.fail_on)
+    # Phase 9: the person reads the report first, then triage (or auto-fix) and its summary.
+    if not request.output:
+        sys.stdout.write(result.markdown)
+        sys.stdout.flush()
+    ctx = flow.Context(
+        request=request,
+        shipped=sent.request or request,
+        report=doc,
+        timeout=args.timeout,
+        out=flow.out_stream(report_on_stdout),
+    )
+    fixed = flow.run(ctx)
+    if fixed is not doc:
+        from verify_dag import store
+
+        kept = store.record(doc.run.id, sent.request or request, fixed, report.markdown(fixed))
+        if "storeError" in kept:
+            print(f"verify-dag: warning: {kept['storeError']}", file=sys.stderr)
+    if request.output:
+        _emit(request, fixed, report.markdown(fixed))
+    # The verdict is on what was verified: fixes made after it do not change it (run again).
     return report.exit_code(doc, request.fail_on)
 
 

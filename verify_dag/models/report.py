@@ -235,11 +235,29 @@ class RunInfo(_V1):
     id: str
     repo: str  # as the run named it, never a password
     requested_mode: Mode
-    mode: Literal["report-only"]
+    mode: Mode  # what ran: interactive runs as report-only with nobody attached (note says why)
     note: str | None
     # Additive: the gates the run was judged by and the exit code they give.
     gates: Gates | None = Field(default=None, exclude_if=_absent)
     exit_code: int | None = Field(default=None, exclude_if=_absent)
+
+
+Origin = Literal["ruff", "model"]
+
+
+class FixRecord(_V1):
+    """One issue's line in the additive ``fixes`` list (Phase 9, docs/fixes.md)."""
+
+    issue: str  # its VI id
+    decision: Literal["fix", "skip", "not-acted-on"]
+    option: str | None  # the chosen fix's label
+    origin: Origin | None
+    files: tuple[str, ...]  # what the fix touched, or would have
+    applied: bool  # written to the work tree and still there (a reverted fix is not)
+    # fixed / not-fixed: the check that raised the issue was re-run on the fixed files (auto-fix);
+    # not-checked: applied, verify not re-run (interactive); not-attempted: nothing applied.
+    verified: Literal["fixed", "not-fixed", "not-checked", "not-attempted"]
+    evidence: str  # the check's output, or why nothing was attempted
 
 
 class DedupCounts(_V1):
@@ -277,6 +295,8 @@ class Report(_V1):
     dedup: DedupCounts
     # Additive: the changed lines' coverage when the run measured it (deep, --fail-under).
     coverage: CoverageFigure | None = None
+    # Additive: what Phase 9 did with each issue (interactive, auto-fix); [] when it did nothing.
+    fixes: tuple[FixRecord, ...] = ()
 
     @model_serializer(mode="wrap")
     def _v1(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

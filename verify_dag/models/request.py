@@ -33,6 +33,9 @@ class VerifyRequest(Frozen):
     module: str | None = None  # repo-relative directory or file
     depth: Depth = "light"
     mode: Mode = "interactive"
+    # Why an interactive run runs as report-only, set by the client: nobody is attached to answer
+    # (stdin or stdout not a terminal, or CI set). None: the mode runs as asked.
+    unattended: str | None = None
     # One of report.formats.FORMATS, checked by the CLI (models sit below report/, which renders).
     format: str = "markdown"
     output: str | None = None

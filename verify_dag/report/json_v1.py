@@ -49,7 +49,11 @@ from verify_dag.report import results, verdict
 from verify_dag.report.dedup import Issue, dedup, norm_title
 
 ENTIRE_FILE = "entire file"
-REPORT_ONLY_NOTE = "interactive and auto-fix modes are not built yet; this run was report-only"
+
+
+def unattended_note(why: str | None) -> str | None:
+    """The report's note when interactive mode ran as report-only (Phase 9)."""
+    return f"interactive ran as report-only: {why}" if why else None
 
 
 def file_record(change: FileChange) -> FileRecord:
@@ -355,8 +359,8 @@ def build(state: RunState, source: Source | None = None) -> Report:
             # what a client checks before it believes a report it did not see written.
             repo=display_source(state.request.repo),
             requested_mode=requested,
-            mode="report-only",
-            note=REPORT_ONLY_NOTE if requested != "report-only" else None,
+            mode="report-only" if state.request.unattended else requested,
+            note=unattended_note(state.request.unattended),
         ),
         dedup=DedupCounts(skill_findings=len(raw), issues=len(issues)),
         coverage=_coverage(state),

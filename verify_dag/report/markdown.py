@@ -94,7 +94,7 @@ def _verdict(report: Report) -> list[str]:
 def _banner(report: Report) -> list[str]:
     out: list[str] = []
     if report.run.note:
-        out += [f"> Mode: report-only — {inline(report.run.note)}", ""]
+        out += [f"> Mode: {inline(report.run.note)}", ""]
     if report.error is not None:  # status error: the schema holds the two together
         err = report.error
         out += [f"**Verification error** ({inline(err.code)}): {inline(err.message)}", ""]
@@ -310,4 +310,5 @@ def markdown(report: Report | dict[str, Any]) -> str:
     lines += sections.deferred(report)
     lines += sections.exerciser(report)
     lines += sections.gates(report)
+    lines += sections.fixes(report)
     return "\n".join(lines).rstrip("\n") + "\n"

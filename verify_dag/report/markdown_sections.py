@@ -1,5 +1,5 @@
 """The Markdown report's later sections: the debugger, the carry-forward decisions, the deferred
-items, the exerciser's verification and the custom gates (docs/report.md, "The Markdown
+items, the exerciser's verification, the custom gates and the fixes (docs/report.md, "The Markdown
 report"). Rendered from the Report, as the rest of it (:mod:`verify_dag.report.markdown`)."""
 
 from __future__ import annotations
@@ -107,3 +107,26 @@ def gates(report: Report) -> list[str]:
     passed = sum(g.status == "PASS" for g in every)
     blocked = sum(g.status == "BLOCKED" for g in every)
     return [*out, f"**Custom Gates: {passed}/{len(every)} passed, {blocked} blocked**", ""]
+
+
+def fixes(report: Report) -> list[str]:
+    """What Phase 9 did with each issue (interactive, auto-fix); omitted when it did nothing."""
+    if not report.fixes:
+        return []
+    rows: list[list[object]] = [
+        [
+            f.issue,
+            f.decision,
+            f"{f.option} ({f.origin})" if f.option else "",
+            ", ".join(path_text(p) for p in f.files),
+            "yes" if f.applied else "no",
+            f.verified,
+            f.evidence[:300],
+        ]
+        for f in report.fixes
+    ]
+    header = ["Issue", "Decision", "Fix", "Files", "Applied", "Verified", "Evidence"]
+    applied = sum(f.applied for f in report.fixes)
+    fixed = sum(f.verified == "fixed" for f in report.fixes)
+    summary = f"**Fixes: {applied} applied, {fixed} verified fixed, nothing committed**"
+    return ["---", "", "## Fixes", "", *table(header, rows), "", summary, ""]

@@ -1,0 +1,147 @@
+"""Interactive mode in a real terminal: tmux runs ``verify-dag verify`` in an 80-column window,
+the test sends keys and reads the screen (its own tmux server, on a socket of its own)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import CLI, Repo
+from fakes import install
+from fixdata import CHANGED, DOCSTRING, GUARD, ZERO, fix_reply, reviewer_sees, untouched
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("tmux") is None and not os.environ.get("CI"),
+    reason="tmux is not installed (.ci/run installs it)",
+)
+
+
+class Terminal:
+    def __init__(self, socket: str) -> None:
+        self.socket = socket
+
+    def tmux(self, *args: str) -> str:
+        out = subprocess.run(
+            ["tmux", "-L", self.socket, *args], check=True, capture_output=True, text=True
+        )
+        return out.stdout
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-J", "-S", "-5000", "-t", "vd")
+
+    def wait_for(self, needle: str, count: int = 1, timeout: float = 120) -> str:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            text = self.screen()
+            if text.count(needle) >= count:
+                return text
+            time.sleep(0.2)
+        raise AssertionError(f"{needle!r} (x{count}) never showed; the screen:\n{self.screen()}")
+
+    def keys(self, *keys: str) -> None:
+        for key in keys:
+            self.tmux("send-keys", "-t", "vd", key)
+            time.sleep(0.15)
+
+
+@pytest.fixture
+def terminal(tmp_path: Path) -> object:
+    term = Terminal(f"verify-dag-test-{os.getpid()}-{tmp_path.name}")
+    yield term
+    subprocess.run(["tmux", "-L", term.socket, "kill-server"], capture_output=True)
+
+
+def test_a_batch_of_four_fix_explain_skip_skip_then_restore(
+    calc: Repo, tmp_path: Path, terminal: Terminal
+) -> None:
+    bin_dir = tmp_path / "bin"
+    install(bin_dir, ("claude",))
+    replies = tmp_path / "replies.json"
+    entries = [
+        {"prompt": "Issue VI-1 (severity 7", "reply": fix_reply(("Guard the empty list", GUARD))},
+        {"prompt": "Propose fixes for one issue", "reply": '{"options": []}'},
+        *reviewer_sees(ZERO, DOCSTRING),
+    ]
+    replies.write_text(json.dumps(entries), encoding="utf-8")
+    env = {
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "HOME": os.environ["HOME"],
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "VERIFY_DAG_BACKEND": "claude",
+        "FAKE_MODEL_REPLIES": str(replies),
+        "VERIFY_DAG_STORE": os.environ["VERIFY_DAG_STORE"],
+        "TERM": "xterm-256color",
+        "LANG": "C.UTF-8",
+    }
+    before = untouched(calc)
+    command = " ".join([*CLI, "verify", "--scope=branch", "--base=base"])
+    terminal.tmux(
+        "new-session",
+        "-d",
+        "-s",
+        "vd",
+        "-x",
+        "80",
+        "-y",
+        "50",
+        "-c",
+        str(calc.path),
+        "env",
+        "-i",
+        *(f"{k}={v}" for k, v in env.items()),
+        "sh",
+        "-c",
+        f"{command}; echo EXIT=$?; sleep 600",
+    )
+    terminal.wait_for("VI-1: what now?")
+    terminal.keys("Enter")  # Fix 1: the model's guard
+    terminal.wait_for("VI-2: what now?")
+    terminal.keys("Down", "Enter")  # Explain
+    screen = terminal.wait_for("VI-2: what now?", count=2)
+    assert "VI-2, explained (level 1" in screen and "In src/calc.py as it is now:" in screen
+    assert ">1 | import os" in screen
+    terminal.keys("Down", "Down", "Enter")  # Skip (the fix option stays first)
+    terminal.wait_for("VI-3: what now?")
+    terminal.keys("Down", "Down", "Enter")  # Skip
+    screen = terminal.wait_for("VI-4: what now?")
+    assert "No fix option: the model proposed no fix" in screen
+    terminal.keys("Down", "Enter")  # Skip (Explain comes first: it has no fix option)
+    screen = terminal.wait_for("Apply the 1 fix(es) in this order?")
+    table = screen.split("Decisions:")[1].split("# Fix plan")[0].split()
+    assert " ".join(table) == (
+        "Issue Sev Decision VI-1 7 fix: Guard the empty list VI-2 5 skip VI-3 5 skip VI-4 2 skip"
+    )
+    terminal.keys("y")
+    screen = terminal.wait_for("EXIT=")
+    assert "EXIT=1" in screen  # the verdict is on what was verified, before the fixes
+    assert "Fixes: 1 applied, 0 verified fixed, nothing committed" in screen
+    # -J joins what the terminal wrapped: the triage's own lines fit in 80 columns unwrapped
+    # (the report's Markdown tables above it are as wide as their rows).
+    triage = screen.split("=== Triage")[1].split("# Fix plan")[0]
+    assert max(len(line) for line in triage.splitlines()) <= 80
+    text = (calc.path / "src/calc.py").read_text(encoding="utf-8")
+    assert "if not values:" in text and "import os" in text and "import sys" in text
+    assert untouched(calc) == before
+    assert calc.git("status", "--porcelain") == "M src/calc.py"
+    (run_dir,) = (Path(os.environ["VERIFY_DAG_STORE"])).iterdir()
+    stored = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
+    fixes = {f["issue"]: (f["decision"], f["applied"], f["verified"]) for f in stored["fixes"]}
+    assert fixes == {
+        "VI-1": ("fix", True, "not-checked"),
+        "VI-2": ("skip", False, "not-attempted"),
+        "VI-3": ("skip", False, "not-attempted"),
+        "VI-4": ("skip", False, "not-attempted"),
+    }
+    assert stored["run"]["mode"] == "interactive"
+    assert (run_dir / "fix-plan.md").is_file()
+    restored = subprocess.run(
+        [*CLI, "restore", run_dir.name], cwd=calc.path, capture_output=True, text=True
+    )
+    assert restored.returncode == 0, restored.stderr
+    assert (calc.path / "src/calc.py").read_text(encoding="utf-8") == CHANGED
+    assert untouched(calc) == before and calc.git("status", "--porcelain") == ""
