@@ -7,9 +7,10 @@ Queues map to resource classes (ops/README.md): a worker picks the classes it se
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
-from celery import Celery
+from celery import Celery, signals
 from kombu.entity import Queue
 from kombu.transport import TRANSPORT_ALIASES
 
@@ -22,6 +23,11 @@ BROKER_ENV = "VERIFY_DAG_BROKER_URL"
 # A file holding the broker URL: a password in it stays out of every process's environment.
 BROKER_FILE_ENV = "VERIFY_DAG_BROKER_URL_FILE"
 BACKEND_ENV = "VERIFY_DAG_RESULT_BACKEND"
+# Celery's own: `celery --broker URL` and `--result-backend URL` set them before the app loads,
+# and inside Celery they win over the app's configuration. Read here too, so that the broker
+# and the result backend always come from one place (ops/README.md, "Starting workers").
+CELERY_BROKER_ENV = "CELERY_BROKER_URL"
+CELERY_BACKEND_ENV = "CELERY_RESULT_BACKEND"
 # A host name keeps kombu from warning that none was supplied.
 MEMORY_BROKER = "memory://localhost/"
 
@@ -86,6 +92,14 @@ def broker_url(explicit: str | None = None) -> str:
             raise UsageError(
                 f"{BROKER_FILE_ENV}: {url_file} is empty; it should hold one broker URL"
             )
+    celery_url = os.environ.get(CELERY_BROKER_ENV, "").strip()
+    if celery_url:
+        if url != MEMORY_BROKER and url != celery_url:
+            raise UsageError(
+                f"{where} and {CELERY_BROKER_ENV} name different brokers "
+                f"({display_source(url)} and {display_source(celery_url)}); set one"
+            )
+        url, where = celery_url, CELERY_BROKER_ENV
     scheme = url.partition("://")[0] if "://" in url else ""
     transport = scheme.split("+", 1)[0]
     if transport not in TRANSPORT_ALIASES:
@@ -97,9 +111,17 @@ def broker_url(explicit: str | None = None) -> str:
 
 
 def result_backend(broker: str) -> str:
-    explicit = os.environ.get(BACKEND_ENV)
-    if explicit:
-        return explicit
+    """``VERIFY_DAG_RESULT_BACKEND`` or Celery's ``CELERY_RESULT_BACKEND``, else the broker itself
+    when it is Redis (the memory one in-process); an AMQP broker needs one named."""
+    ours = os.environ.get(BACKEND_ENV, "").strip()
+    celery_own = os.environ.get(CELERY_BACKEND_ENV, "").strip()
+    if ours and celery_own and ours != celery_own:
+        raise UsageError(
+            f"{BACKEND_ENV} and {CELERY_BACKEND_ENV} name different result backends "
+            f"({display_source(ours)} and {display_source(celery_own)}); set one"
+        )
+    if ours or celery_own:
+        return ours or celery_own
     if broker.startswith(("redis://", "rediss://", "redis+socket://")):
         return broker
     if broker.startswith("memory://"):
@@ -195,5 +217,26 @@ def configure(broker: str | None = None) -> Celery:
     return app
 
 
-configure()
+try:
+    configure()
+except UsageError as exc:
+    # An import has no caller to map the error to its exit code (`celery -A verify_dag` imports
+    # this module itself): the one line, and exit 2, as every command does.
+    print(exc.line(), file=sys.stderr)
+    raise SystemExit(exc.exit_code) from None
 reliability.install(app)
+
+
+@signals.celeryd_init.connect
+def _refuse_memory_transport(**_: object) -> None:
+    """``celery -A verify_dag worker`` with no broker would start on the memory transport and
+    serve nobody: refuse, in one line. (The embedded worker is not started by ``celery worker``
+    and never sends this signal.)"""
+    if str(app.conf.broker_url).startswith("memory://"):
+        print(
+            "verify-dag: error: this worker has no broker (transport memory://) and would serve "
+            f"nobody; set {BROKER_ENV} or pass Celery's --broker URL (ops/README.md, "
+            '"Starting workers")',
+            file=sys.stderr,
+        )
+        raise SystemExit(2)

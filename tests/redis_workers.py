@@ -229,10 +229,12 @@ def workers(
     env: Mapping[str, str],
     concurrency: int = 2,
     queues: Mapping[str, str] | None = None,
+    celery_way: bool = False,
 ) -> Iterator[list[subprocess.Popen[bytes]]]:
     """``verify-dag worker`` processes named ``<name>@<host>``, up (answering a ping) for the
     block and stopped after it. Each consumes every queue unless ``queues`` gives its own
-    (``{"w1": "git,static,test"}``)."""
+    (``{"w1": "git,static,test"}``). ``celery_way``: started as an operator starts a Celery
+    worker, ``celery -A verify_dag --broker URL worker -Q ...``."""
     log_dir.mkdir(parents=True, exist_ok=True)
     # A result cache of this group's own: a result an earlier test (or test session) stored
     # for the same repository content would otherwise stand in for the run a test is about.
@@ -241,22 +243,23 @@ def workers(
     try:
         for name in names:
             with open(log_dir / f"{name}.log", "wb") as fh:
+                serves = queues[name] if queues and name in queues else None
                 procs.append(
                     subprocess.Popen(
                         [
-                            sys.executable,
-                            "-m",
-                            "verify_dag.cli",
-                            "worker",
-                            "--broker",
-                            broker,
+                            *(
+                                celery_argv(broker, serves)
+                                if celery_way
+                                else [sys.executable, "-m", "verify_dag.cli", "worker"]
+                                + ["--broker", broker]
+                                + (["--queues", serves] if serves else [])
+                            ),
                             "--concurrency",
                             str(concurrency),
                             "--loglevel",
                             "INFO",
                             "--hostname",
                             f"{name}@%h",
-                            *(["--queues", queues[name]] if queues and name in queues else []),
                         ],
                         stdout=fh,
                         stderr=subprocess.STDOUT,
@@ -277,6 +280,14 @@ def workers(
     finally:
         for proc in procs:
             stop(proc)
+
+
+def celery_argv(broker: str, queues: str | None) -> list[str]:
+    """Celery's own command line for a verify-dag worker (ops/README.md, "Starting workers")."""
+    from verify_dag.tasks.app import QUEUES
+
+    argv = [sys.executable, "-m", "celery", "-A", "verify_dag", "--broker", broker, "worker"]
+    return [*argv, "-Q", queues or ",".join(QUEUES), "-E"]
 
 
 @contextlib.contextmanager
