@@ -45,8 +45,15 @@ address="${FLOWER_ADDRESS:-127.0.0.1}"
 export FLOWER_BASIC_AUTH
 
 python="${PYTHON:-python3}"
+if ! "$python" -c "import flower, prometheus_client" 2>/dev/null; then
+  echo "flower.sh: Flower is not installed for $python: pip install 'verify-dag[ops]'" >&2
+  exit 2
+fi
 # Celery reads the broker from CELERY_BROKER_URL: a password in it stays off Flower's command line,
 # which every process on the host can read.
 export CELERY_BROKER_URL="$broker"
+# The task list's columns: what an operator needs on one screen. Args is the task's argsrepr,
+# "repo=... phase=... run=...", never the run's state.
 exec "$python" -m celery flower \
-  --port="$port" --address="$address" --persistent=False "$@"
+  --port="$port" --address="$address" --persistent=False \
+  --tasks_columns=name,args,state,started,runtime,worker "$@"

@@ -106,7 +106,8 @@ def plan(request: VerifyRequest, run_id: str | None = None) -> Plan:
         return signature(name, args=args, kwargs=kwargs, app=app).set(
             task_id=tid,
             # Flower shows these instead of the full state; they never carry a secret.
-            argsrepr=f"run={run_id} repo={display_source(request.repo)} phase={phase}",
+            # repo and phase first: Flower's narrow Args column cuts the end, not them.
+            argsrepr=f"repo={display_source(request.repo)} phase={phase} run={run_id}",
             kwargsrepr="{}",
         )
 
@@ -222,17 +223,21 @@ def fix_plan(job: FixJob, issues: Sequence[ReportIssue]) -> Plan:
     """The chord that proposes fixes for ``issues``; its final task returns their Proposals."""
     refs = [PhaseRef(f"fix {i.id}", uuid()) for i in issues]
     gather = PhaseRef("fix options", uuid())
-    shown = f"run={job.run_id} repo={display_source(job.request.repo)} phase=fix"
+    shown = f"repo={display_source(job.request.repo)} phase=fix"
     header = [
         signature(
             "verify_dag.fix.propose",
             args=(job.model_dump(mode="json"), i.model_dump(mode="json")),
             app=app,
-        ).set(task_id=ref.task_id, argsrepr=f"{shown} issue={i.id}", kwargsrepr="{}")
+        ).set(
+            task_id=ref.task_id,
+            argsrepr=f"{shown} issue={i.id} run={job.run_id}",
+            kwargsrepr="{}",
+        )
         for i, ref in zip(issues, refs, strict=True)
     ]
     body = signature("verify_dag.fix.gather", kwargs={"run_id": job.run_id}, app=app).set(
-        task_id=gather.task_id, argsrepr=shown, kwargsrepr="{}"
+        task_id=gather.task_id, argsrepr=f"{shown} run={job.run_id}", kwargsrepr="{}"
     )
     return Plan(
         run_id=job.run_id,

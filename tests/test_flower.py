@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import subprocess
 import time
 import urllib.error
@@ -184,13 +185,13 @@ def test_api_lists_the_run_by_root_with_argsrepr_only(flower: Flower, run: Run) 
     assert tasks[run.run_id]["name"] == "verify_dag.scope"
     for t in tasks.values():
         phase = t["name"].removeprefix("verify_dag.")
-        assert t["args"] == f"run={run.run_id} repo={run.repo} phase={phase}", t
+        assert t["args"] == f"repo={run.repo} phase={phase} run={run.run_id}", t
         assert t["kwargs"] == "{}", t
         assert "run_id" not in t["args"] and "request" not in t["args"]  # no state dict
     info_status, info = get(f"{flower.base}/api/task/info/{run.run_id}")
     assert info_status == 200
     assert SECRET not in info
-    assert json.loads(info)["args"] == f"run={run.run_id} repo={run.repo} phase=scope"
+    assert json.loads(info)["args"] == f"repo={run.repo} phase=scope run={run.run_id}"
     # Progress reaches Flower as task events: they are counted per type in /metrics.
     metrics = get(f"{flower.base}/metrics", auth=False)[1]
     assert 'type="task-progress"' in metrics, metrics
@@ -205,11 +206,20 @@ def test_metrics_is_prometheus_text(flower: Flower, run: Run) -> None:
 
 
 def test_task_page_in_headless_chromium(flower: Flower, run: Run, tmp_path: Path) -> None:
+    url = f"http://{USER}:{PASSWORD}@{flower.base.removeprefix('http://')}/task/{run.run_id}"
+    dom = chromium_dom(url, tmp_path)
+    assert run.run_id in dom, dom[:2000]
+    assert "verify_dag.scope" in dom, dom[:2000]
+    assert "phase=scope" in dom
+    assert SECRET not in dom
+
+
+def chromium_dom(url: str, tmp_path: Path) -> str:
+    """The page at ``url`` as headless Chromium renders it (Debian's package)."""
     if not CHROMIUM.exists():
         if os.environ.get("CI") == "true":
             pytest.fail(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium package")
         pytest.skip(f"no {CHROMIUM}")
-    url = f"http://{USER}:{PASSWORD}@{flower.base.removeprefix('http://')}/task/{run.run_id}"
     proc = subprocess.run(
         [
             str(CHROMIUM),
@@ -227,8 +237,15 @@ def test_task_page_in_headless_chromium(flower: Flower, run: Run, tmp_path: Path
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    dom = proc.stdout
-    assert run.run_id in dom, dom[:2000]
-    assert "verify_dag.scope" in dom, dom[:2000]
-    assert "phase=scope" in dom
-    assert SECRET not in dom
+    return proc.stdout
+
+
+def test_the_task_list_shows_what_an_operator_needs_on_one_screen(
+    flower: Flower, run: Run, tmp_path: Path
+) -> None:
+    # ops/flower.sh sets the columns: name, the argsrepr (repo, phase, run), state, times, worker.
+    dom = chromium_dom(
+        f"http://{USER}:{PASSWORD}@{flower.base.removeprefix('http://')}/tasks", tmp_path
+    )
+    columns = re.findall(r'<th data-column="([a-z_]+)"', dom)
+    assert columns == ["name", "args", "state", "started", "runtime", "worker"], dom[:2000]
