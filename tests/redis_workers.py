@@ -230,15 +230,19 @@ def workers(
     concurrency: int = 2,
     queues: Mapping[str, str] | None = None,
     celery_way: bool = False,
+    broker_in_env: bool = False,
 ) -> Iterator[list[subprocess.Popen[bytes]]]:
     """``verify-dag worker`` processes named ``<name>@<host>``, up (answering a ping) for the
     block and stopped after it. Each consumes every queue unless ``queues`` gives its own
     (``{"w1": "git,static,test"}``). ``celery_way``: started as an operator starts a Celery
-    worker, ``celery -A verify_dag --broker URL worker -Q ...``."""
+    worker, ``celery -A verify_dag --broker URL worker -Q ...``. ``broker_in_env``: the URL goes in
+    VERIFY_DAG_BROKER_URL, as a URL with a password must (never on a command line)."""
     log_dir.mkdir(parents=True, exist_ok=True)
     # A result cache of this group's own: a result an earlier test (or test session) stored
     # for the same repository content would otherwise stand in for the run a test is about.
     env = {"VERIFY_DAG_RESULT_CACHE": str(log_dir / "result-cache"), **env}
+    if broker_in_env:
+        env["VERIFY_DAG_BROKER_URL"] = broker
     procs: list[subprocess.Popen[bytes]] = []
     try:
         for name in names:
@@ -251,7 +255,7 @@ def workers(
                                 celery_argv(broker, serves)
                                 if celery_way
                                 else [sys.executable, "-m", "verify_dag.cli", "worker"]
-                                + ["--broker", broker]
+                                + ([] if broker_in_env else ["--broker", broker])
                                 + (["--queues", serves] if serves else [])
                             ),
                             "--concurrency",

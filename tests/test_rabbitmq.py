@@ -1,0 +1,75 @@
+"""The DAG with RabbitMQ, Celery's production broker, and Redis as the result backend: a worker
+and a client on the RabbitMQ at 127.0.0.1:5672 (.ci/run makes sure it answers), in a virtual
+host of this test's own, made and deleted here (nothing else on that server is touched)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import Repo, verify_branch
+from redis_workers import fresh_db, unavailable, workers
+
+from verify_dag import report
+
+AMQP_HOST, AMQP_PORT = "127.0.0.1", 5672
+
+
+def _answers() -> bool:
+    try:
+        with socket.create_connection((AMQP_HOST, AMQP_PORT), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def _ctl(*args: str) -> None:
+    subprocess.run(["rabbitmqctl", *args], check=True, capture_output=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def vhost() -> Iterator[str]:
+    if not _answers():
+        unavailable(f"no RabbitMQ answers on {AMQP_HOST}:{AMQP_PORT}")
+    if shutil.which("rabbitmqctl") is None:
+        unavailable("rabbitmqctl is not installed: the test cannot make a virtual host of its own")
+    name = f"verify-dag-test-{uuid.uuid4().hex[:12]}"
+    _ctl("add_vhost", name)
+    try:
+        _ctl("set_permissions", "-p", name, "guest", ".*", ".*", ".*")
+        yield name
+    finally:
+        _ctl("delete_vhost", name)
+
+
+def test_a_run_on_rabbitmq_with_redis_results(scenario: Repo, tmp_path: Path, vhost: str) -> None:
+    broker = f"amqp://guest:guest@{AMQP_HOST}:{AMQP_PORT}/{vhost}"
+    results = fresh_db(8)
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("VERIFY_DAG_BROKER", "CELERY_"))
+    }
+    env.update(VERIFY_DAG_RESULT_BACKEND=results, VERIFY_DAG_STORE=str(tmp_path / "store"))
+    with workers(broker, ["rabbit"], tmp_path / "workers", env, broker_in_env=True):
+        out = tmp_path / "report.json"
+        proc = subprocess.run(
+            verify_branch(scenario, "--format=json", f"--output={out}", "--timeout=120"),
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env={**env, "VERIFY_DAG_BROKER_URL": broker},
+        )
+        log = (tmp_path / "workers" / "rabbit.log").read_text(encoding="utf-8", errors="replace")
+    assert proc.returncode == 1, proc.stderr
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    report.validate(doc)
+    assert doc["status"] == "ok" and any("F841" in i["title"] for i in doc["issues"])
+    # The worker was on RabbitMQ, its results in Redis; the password is never logged.
+    assert f"Connected to amqp://guest:**@{AMQP_HOST}:{AMQP_PORT}/{vhost}" in log
+    assert "guest:guest" not in log
