@@ -32,6 +32,14 @@ CELERY_BACKEND_ENV = "CELERY_RESULT_BACKEND"
 MEMORY_BROKER = "memory://localhost/"
 
 QUEUES = ("git", "static", "review", "test", "exercise")
+# The run's sentinel record in the result backend (client.announce) and its state once the run is
+# cancelled (a custom state: Celery's REVOKED is an exception state and wants an exception).
+CANCELLED = "CANCELLED"
+
+
+def sentinel_id(run_id: str) -> str:
+    return f"{run_id}-sentinel"
+
 
 # Hard time limits per queue (seconds). They only bite on the prefork pool; the embedded worker
 # relies on the per-command time limits of util.run instead.

@@ -13,13 +13,14 @@ from collections.abc import Callable
 from typing import Any
 
 from celery import states
+from celery.exceptions import Ignore
 
 from verify_dag import repos, resultcache, sandbox
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import RunState, SkillOutcome
 from verify_dag.models.findings import CacheHit
 from verify_dag.models.state import Phase
-from verify_dag.tasks.app import app
+from verify_dag.tasks.app import CANCELLED, app, sentinel_id
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,16 @@ def isolated(outcome: SkillOutcome, used: set[str]) -> SkillOutcome:
     return outcome.model_copy(update={"isolation": sandbox.joined(used)})
 
 
+def stop_if_cancelled(run_id: str) -> None:
+    """A run cancelled with ``verify-dag cancel`` goes no further, even on a worker that started
+    after the revocation was broadcast (workers keep revoked ids in memory only): Celery's
+    Ignore ends the task without a result, and its chain with it."""
+    meta = app.backend.get_task_meta(sentinel_id(run_id))
+    if meta.get("status") == CANCELLED:
+        log.info("run %s was cancelled: phase not run", run_id)
+        raise Ignore()
+
+
 def progress(task: Any, run_id: str, phase: str) -> None:
     """A task event Flower shows (custom update_state states are not shown)."""
     if app.conf.worker_send_task_events and task.request.id:
@@ -81,6 +92,7 @@ def state_phase(phase: Phase) -> Callable[[StatePhase], Callable[..., dict[str, 
             st = RunState.model_validate(state)
             if st.stopped:
                 return state
+            stop_if_cancelled(st.run_id)
             progress(task, st.run_id, phase)
             try:
                 with (
@@ -130,6 +142,7 @@ def header_phase(skill: str) -> Callable[[HeaderPhase], Callable[..., list[dict[
             st = RunState.model_validate(state)
             if st.stopped:
                 return []
+            stop_if_cancelled(st.run_id)
             progress(task, st.run_id, skill)
             try:
                 with (

@@ -22,7 +22,7 @@ from verify_dag.errors import FatalError, UsageError, VerifyDagError
 from verify_dag.models import ReportResult, VerifyRequest
 from verify_dag.models.fixes import FixJob, Proposals
 from verify_dag.models.report import ReportIssue
-from verify_dag.tasks.app import app
+from verify_dag.tasks.app import CANCELLED, app, sentinel_id
 from verify_dag.tasks.workflow import Expected, Plan, fix_plan, plan
 
 OUTAGE_ENV = "VERIFY_DAG_OUTAGE_LIMIT"
@@ -148,10 +148,6 @@ def _first_failure(p: Plan) -> str | None:
     return None
 
 
-def sentinel_id(run_id: str) -> str:
-    return f"{run_id}-sentinel"
-
-
 def announce(p: Plan) -> Plan:
     """Leave a record of the run in the result backend, before its canvas is sent.
 
@@ -161,13 +157,33 @@ def announce(p: Plan) -> Plan:
     counts and pending messages went with it. ``wait`` and ``verify-dag status`` look for it.
     """
     sid = sentinel_id(p.run_id)
-    app.backend.store_result(sid, {"runId": p.run_id}, SUBMITTED)
+    # The run's task ids too: `wait`, `status` and `cancel` follow a run they did not submit.
+    record = {"runId": p.run_id, "tasks": [ref.task_id for ref in p.phases], "final": p.final_id}
+    app.backend.store_result(sid, record, SUBMITTED)
     return dataclasses.replace(p, sentinel=sid)
 
 
 def lost(p: Plan) -> bool:
-    """Whether the result backend no longer has the run's sentinel (a missing id reads PENDING)."""
-    return p.sentinel is not None and _meta(p.sentinel)["status"] == states.PENDING
+    """Whether the result backend no longer has the run's sentinel (a missing id reads PENDING);
+    a run cancelled meanwhile (``verify-dag cancel``) ends the wait with a FatalError."""
+    if p.sentinel is None:
+        return False
+    state = str(_meta(p.sentinel)["status"])
+    if state == CANCELLED:
+        raise FatalError(f"run {p.run_id} was cancelled (verify-dag cancel)")
+    return bool(state == states.PENDING)
+
+
+def cancel_record(run_id: str) -> dict[str, Any] | None:
+    """Mark the run cancelled in its sentinel; returns the sentinel's record (its task ids), or
+    None when the result backend does not know the run."""
+    sid = sentinel_id(run_id)
+    meta = read_meta(sid)
+    if not meta.get("task_id") or not isinstance(meta.get("result"), dict):
+        return None
+    record: dict[str, Any] = dict(meta["result"])
+    app.backend.store_result(sid, record, CANCELLED)
+    return record
 
 
 class Progress:

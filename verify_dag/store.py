@@ -140,6 +140,22 @@ def runs(store_dir: str | os.PathLike[str] | None) -> list[RunMeta]:
     return found
 
 
+CANCELLED_JSON = "cancelled.json"
+
+
+def mark_cancelled(store_dir: str | os.PathLike[str] | None, run_id: str) -> Path:
+    """Record in the store that ``run_id`` was cancelled (``verify-dag cancel``)."""
+    run_dir = resolve(store_dir) / check_run_id(run_id)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / CANCELLED_JSON
+    write_atomic(path, (json.dumps({"runId": run_id, "cancelled": now()}) + "\n").encode())
+    return path
+
+
+def is_cancelled(store_dir: str | os.PathLike[str] | None, run_id: str) -> bool:
+    return (resolve(store_dir) / check_run_id(run_id) / CANCELLED_JSON).is_file()
+
+
 def meta_for(run_id: str, request: VerifyRequest, report: Report) -> RunMeta:
     """The meta of a finished run, from its request and its report."""
     from verify_dag.report import exit_code

@@ -16,6 +16,11 @@ if TYPE_CHECKING:  # the parser is built on every call, before pydantic is neede
 
 # What ``status`` says of a run whose records the result backend lost (client.announce).
 LOST = "LOST"
+CANCELLED = "CANCELLED"
+ORPHANED = "ORPHANED"
+# The states after which no report will come.
+ENDED = (LOST, CANCELLED, ORPHANED)
+WAIT_LOOK = 3.0  # seconds between two looks at whether a waited-for run can still finish
 
 
 def add_parsers(sub: Any) -> None:
@@ -35,6 +40,28 @@ def add_parsers(sub: Any) -> None:
     r.add_argument("--output", metavar="PATH", help="write the report here (never overwritten)")
     cli_args.add_store(r)
 
+    w = sub.add_parser(
+        "wait",
+        help="wait for a submitted run's report, print it and exit with its code",
+        epilog="exit codes: the run's own (0, 1, 3); 3 when it was cancelled, lost, orphaned "
+        "or not finished within --timeout; 2 usage error",
+    )
+    w.set_defaults(handler=cmd_wait)
+    w.add_argument("run_id", metavar="RUN_ID")
+    w.add_argument("--timeout", type=cli_args.seconds(), default=7200.0, metavar="SECONDS")
+    w.add_argument("--format", choices=list(cli_args.FORMATS), default=cli_args.DEFAULT)
+    w.add_argument("--output", metavar="PATH", help="write the report here (never overwritten)")
+    cli_args.add_store(w)
+    cli_args.add_broker(w)
+
+    c = sub.add_parser(
+        "cancel", help="cancel a submitted run: revoke its tasks and mark it cancelled"
+    )
+    c.set_defaults(handler=cmd_cancel)
+    c.add_argument("run_id", metavar="RUN_ID")
+    cli_args.add_store(c)
+    cli_args.add_broker(c)
+
     n = sub.add_parser("runs", help="list the runs in the report store, newest first")
     n.set_defaults(handler=cmd_runs)
     n.add_argument(
@@ -53,14 +80,80 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from verify_dag import report, store
-    from verify_dag.models.report import Report
+    from verify_dag import store
 
     output = cli_args.new_output(args.output) if args.output else None
     doc, markdown, _ = store.load(args.store, args.run_id)
-    # The stored document and Markdown are printed as they were written, not through the model:
-    # a run stored by an earlier version is still printed. Other formats render the model.
-    fmt = cli_args.FORMATS[args.format]
+    _print_stored(doc, markdown, args.format, output)
+    return 0
+
+
+def cmd_wait(args: argparse.Namespace) -> int:
+    """Poll the report store for the run; every few seconds ask whether it can still finish."""
+    import time
+
+    from verify_dag import store
+    from verify_dag.errors import FatalError
+
+    store.check_run_id(args.run_id)
+    output = cli_args.new_output(args.output) if args.output else None
+    deadline = time.monotonic() + args.timeout
+    next_look = time.monotonic()
+    while True:
+        try:
+            doc, markdown, meta = store.load(args.store, args.run_id)
+        except UsageError:
+            pass
+        else:
+            _print_stored(doc, markdown, args.format, output)
+            return meta.exit_code
+        now = time.monotonic()
+        if now >= next_look:
+            said = status(args.run_id, args.store, args.broker)
+            if said.split()[1] in ENDED:
+                raise FatalError(f"no report will come: {said}")
+            next_look = now + WAIT_LOOK
+        if now >= deadline:
+            raise FatalError(
+                f"no report of run {args.run_id} after {args.timeout:g} s",
+                hint=f"the run goes on; `verify-dag wait {args.run_id}` again",
+            )
+        time.sleep(0.5)
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    from verify_dag import client, store
+    from verify_dag.tasks.app import app, broker_url, configure
+
+    store.check_run_id(args.run_id)
+    try:
+        store.load(args.store, args.run_id)
+    except UsageError:
+        pass
+    else:
+        raise UsageError(f"run {args.run_id} has finished: its report is in the store")
+    if broker_url(args.broker).startswith("memory://"):
+        raise UsageError("cancel needs the broker the run was sent to: --broker URL")
+    configure(args.broker)
+    record = client.cancel_record(args.run_id)
+    if record is None:
+        raise UsageError(f"run {args.run_id} is not known to the result backend")
+    tasks = [str(t) for t in record.get("tasks") or [args.run_id]]
+    # terminate: a phase already running (a test suite, say) is stopped, not left to finish.
+    app.control.revoke(tasks, terminate=True, signal="SIGTERM")
+    store.mark_cancelled(args.store, args.run_id)
+    print(f"{args.run_id} CANCELLED ({len(tasks)} task(s) revoked; running ones are stopped)")
+    return 0
+
+
+def _print_stored(doc: Any, markdown: str, format_name: str, output: str | None) -> None:
+    """A stored report as ``report`` and ``wait`` print it: the stored document and Markdown as
+    they were written (a run stored by an earlier version still prints), other formats rendered
+    from the model."""
+    from verify_dag import report
+    from verify_dag.models.report import Report
+
+    fmt = cli_args.FORMATS[format_name]
     if fmt.name == "json":
         text = report.json_text(doc)
     elif fmt.name == cli_args.DEFAULT:
@@ -69,9 +162,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         text = fmt.render(Report.model_validate(doc))
     if output is None:
         sys.stdout.write(text)
-        return 0
+        return
     cli_args.write_report(output, text, fmt.what)
-    return 0
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
@@ -89,6 +181,8 @@ def status(run_id: str, store_dir: str | None, broker: str | None) -> str:
     try:
         _, _, meta = store.load(store_dir, run_id)
     except UsageError:
+        if store.is_cancelled(store_dir, run_id):
+            return f"{run_id} {CANCELLED} (verify-dag cancel; no report will come)"
         if broker_url(broker).startswith("memory://"):
             raise
         configure(broker)
@@ -106,6 +200,15 @@ def status(run_id: str, store_dir: str | None, broker: str | None) -> str:
                 f"{run_id} LOST (its records vanished from the result store: a restart "
                 "without persistence or a flush?)"
             )
+        from verify_dag.cli import tracking
+
+        if tracking.cancelled(run_id):
+            return f"{run_id} {CANCELLED} (verify-dag cancel; no report will come)"
+        if tracking.orphaned(run_id):
+            return (
+                f"{run_id} {ORPHANED} (no worker and no queue holds its unfinished tasks: "
+                "purged, or lost by the broker; it will not finish)"
+            )
         return f"{run_id} {state}"
     return f"{run_id} SUCCESS result={meta.result} exit={meta.exit_code} finished={meta.finished}"
 
@@ -118,7 +221,8 @@ def _backend_state(run_id: str) -> str | None:
     """
     from celery import states
 
-    from verify_dag.client import read_meta, sentinel_id
+    from verify_dag.client import read_meta
+    from verify_dag.tasks.app import sentinel_id
 
     # A Redis that is restarting is waited for (up to VERIFY_DAG_OUTAGE_LIMIT), as verify does.
     meta = read_meta(run_id)

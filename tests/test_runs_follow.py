@@ -1,0 +1,105 @@
+"""Following a run submitted with --no-wait: ``wait`` prints its report when it lands,
+``cancel`` revokes it and marks it cancelled, and ``status`` says when a run can no longer
+finish (its messages purged) instead of PENDING forever. A real Redis and a real worker."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import CLI, Repo, run_cli
+from redis_workers import fresh_db, workers
+
+
+@pytest.fixture(scope="module")
+def broker() -> str:
+    return fresh_db(9)
+
+
+def env_for(tmp_path: Path, broker: str) -> dict[str, str]:
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("VERIFY_DAG_BROKER", "CELERY_"))
+    }
+    return {**env, "VERIFY_DAG_BROKER_URL": broker, "VERIFY_DAG_STORE": str(tmp_path / "store")}
+
+
+def submit(scenario: Repo, env: dict[str, str]) -> str:
+    proc = subprocess.run(
+        [*CLI, "verify", str(scenario.path), "--scope=branch", "--base=base", "--no-wait"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+@pytest.fixture
+def worker(broker: str, tmp_path: Path) -> Iterator[None]:
+    env = env_for(tmp_path, broker)
+    with workers(broker, ["follow"], tmp_path / "workers", env):
+        yield
+
+
+def test_wait_prints_the_report_and_exits_with_its_code(
+    scenario: Repo, tmp_path: Path, broker: str, worker: None
+) -> None:
+    env = env_for(tmp_path, broker)
+    run_id = submit(scenario, env)
+    waited = run_cli("wait", run_id, "--timeout=120", env=env, timeout=180)
+    assert waited.returncode == 1, waited.stderr
+    assert waited.stdout.startswith("# Verification Report")
+    status = run_cli("status", run_id, env=env)
+    assert status.stdout.startswith(f"{run_id} SUCCESS result=issues-found exit=1")
+
+
+def test_a_purged_run_is_orphaned_and_wait_stops(
+    scenario: Repo, tmp_path: Path, broker: str
+) -> None:
+    # No worker: the run's first message waits in the queue, until it is purged.
+    env = env_for(tmp_path, broker)
+    run_id = submit(scenario, env)
+    assert run_cli("status", run_id, env=env).stdout.strip() == f"{run_id} PENDING"
+    purge = subprocess.run(
+        ["celery", "-A", "verify_dag", "purge", "-f"], capture_output=True, text=True, env=env
+    )
+    assert purge.returncode == 0, purge.stderr
+    said = run_cli("status", run_id, env=env).stdout.strip()
+    assert said == (
+        f"{run_id} ORPHANED (no worker and no queue holds its unfinished tasks: purged, or lost "
+        "by the broker; it will not finish)"
+    )
+    start = time.monotonic()
+    waited = run_cli("wait", run_id, "--timeout=60", env=env, timeout=90)
+    assert waited.returncode == 3 and time.monotonic() - start < 20
+    assert waited.stderr == f"verify-dag: error: no report will come: {said}\n"
+
+
+def test_cancel_revokes_a_run_and_marks_it_cancelled(
+    scenario: Repo, tmp_path: Path, broker: str
+) -> None:
+    env = env_for(tmp_path, broker)
+    run_id = submit(scenario, env)
+    cancelled = run_cli("cancel", run_id, env=env)
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert cancelled.stdout.startswith(f"{run_id} CANCELLED (")
+    assert (tmp_path / "store" / run_id / "cancelled.json").is_file()
+    said = run_cli("status", run_id, env=env).stdout.strip()
+    assert said == f"{run_id} CANCELLED (verify-dag cancel; no report will come)"
+    waited = run_cli("wait", run_id, "--timeout=30", env=env, timeout=60)
+    assert waited.returncode == 3 and "no report will come" in waited.stderr
+    again = run_cli("cancel", run_id, env=env)
+    assert again.returncode == 0  # cancelling twice is harmless
+    # A worker that starts later (it never heard the revocation) leaves the run alone.
+    with workers(broker, ["late"], tmp_path / "late", env):
+        deadline = time.monotonic() + 30
+        log = tmp_path / "late" / "late.log"
+        while "was cancelled: phase not run" not in log.read_text(errors="replace"):
+            assert time.monotonic() < deadline, log.read_text(errors="replace")
+            time.sleep(0.2)
+    assert not (tmp_path / "store" / run_id / "report.json").exists()
