@@ -28,6 +28,23 @@ StatePhase = Callable[[RunState], RunState]
 HeaderPhase = Callable[[RunState], list[SkillOutcome]]
 
 
+class RunFailed(Exception):
+    """The report task's end for a run whose status is error or blocked: the task is FAILURE (so
+    operators see the broken run) and the exception carries the stored ReportResult for the
+    client (``client.report_of``). Its text is one line, never the report."""
+
+    def __init__(self, message: str, result: dict[str, Any] | None = None) -> None:
+        super().__init__(message, result)
+        self.message = message
+        self.result = result
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return f"RunFailed({self.message!r})"
+
+
 def previous_result(task: Any) -> Any | None:
     """The stored result of this very task id, when a redelivery finds it already done."""
     task_id = task.request.id

@@ -23,7 +23,14 @@ from verify_dag.phases.triage import gating
 from verify_dag.reviewers import composition_skips
 from verify_dag.tasks import workspaces
 from verify_dag.tasks.app import app
-from verify_dag.tasks.base import failed, header_phase, previous_result, progress, state_phase
+from verify_dag.tasks.base import (
+    RunFailed,
+    failed,
+    header_phase,
+    previous_result,
+    progress,
+    state_phase,
+)
 
 
 @state_phase("scope")
@@ -253,6 +260,12 @@ def report_task(self: Any, state: dict[str, Any]) -> dict[str, Any]:
     result = _stored(st, doc, report.markdown(doc)).model_dump(mode="json")
     # The run is over: its checkouts go, here and on every worker that made one.
     workspaces.release(st.run_id)
+    if doc.status != "ok":
+        # Stored first, then failed: an errored or blocked run shows as FAILURE in Flower (its
+        # Failed filter, flower_events_total{type="task-failed"}), and the client still gets
+        # the report, carried by the exception (RunFailed).
+        why = doc.error.message if doc.error is not None else "no analysis completed"
+        raise RunFailed(f"run {st.run_id} {doc.status}: {why}", result)
     return result
 
 

@@ -124,3 +124,28 @@ def test_auto_fix_on_a_fleet_applies_what_the_workers_proposed(
     text = (calc.path / "src/calc.py").read_text(encoding="utf-8")
     assert "import os" not in text and "import sys" not in text
     assert untouched(calc) == before
+
+
+def test_an_errored_run_fails_its_report_task_and_still_delivers_the_report(
+    scenario: Repo, tmp_path: Path, broker: str, worker: subprocess.Popen[bytes]
+) -> None:
+    # Operators see a broken run as FAILURE (Flower's Failed filter); the client its report.
+    out = tmp_path / "error.json"
+    proc = subprocess.run(
+        [
+            *verify_branch(scenario, "--format=json", f"--output={out}", f"--broker={broker}"),
+            "--base=nope",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 3, proc.stderr
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    report.validate(doc)
+    assert doc["status"] == "error" and doc["error"]["code"] == "INVALID_BASE"
+    client = redis.Redis.from_url(broker)
+    sentinel = json.loads(client.get(f"celery-task-meta-{doc['run']['id']}-sentinel"))
+    final = json.loads(client.get(f"celery-task-meta-{sentinel['result']['final']}"))
+    assert final["status"] == "FAILURE" and final["result"]["exc_type"] == "RunFailed"
+    assert final["result"]["exc_message"][0].startswith(f"run {doc['run']['id']} error: ")

@@ -273,9 +273,10 @@ def _poll(p: Plan, progress: Progress | None, *, sweep: bool) -> dict[str, Any] 
     if final["status"] in states.READY_STATES:
         if progress is not None:
             progress.update(p)
-        if final["status"] != states.SUCCESS:
+        carried = _carried_report(final)
+        if final["status"] != states.SUCCESS and carried is None:
             raise FatalError(f"the report task failed: {final.get('result')!r}")
-        result: dict[str, Any] = final["result"]
+        result: dict[str, Any] = carried if carried is not None else final["result"]
         check_report(p, result)
         return result
     if sweep:
@@ -285,6 +286,16 @@ def _poll(p: Plan, progress: Progress | None, *, sweep: bool) -> dict[str, Any] 
         if failed is not None:
             raise FatalError(f"phase {failed}")
     return None
+
+
+def _carried_report(meta: dict[str, Any]) -> dict[str, Any] | None:
+    """The ReportResult a failed report task carries: a run that errored or was blocked ends
+    its report task with RunFailed (tasks/base.py), after storing the report."""
+    exc = meta.get("result")
+    if meta.get("status") != states.FAILURE or type(exc).__name__ != "RunFailed":
+        return None
+    args = getattr(exc, "args", ())
+    return args[1] if len(args) >= 2 and isinstance(args[1], dict) else None
 
 
 def _lost(p: Plan) -> dict[str, Any]:
