@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import Repo, run_cli, verify_branch
+from conftest import Repo, calc_base, run_cli, verify_branch
 
 from verify_dag.cli import main
 
@@ -126,13 +127,24 @@ def test_help_names_modes_and_exit_codes() -> None:
     assert "exit codes:" in proc.stdout
 
 
-def test_progress_only_on_a_terminal(scenario: Repo) -> None:
+def test_progress_in_a_log_is_a_line_per_phase_and_quiet_is_silent(scenario: Repo) -> None:
     args = verify_branch(scenario)
     piped = subprocess.run(args, capture_output=True, text=True, timeout=120)
-    assert piped.returncode == 1 and "[1/" not in piped.stderr
-    # On a terminal: one line per phase as it finishes, on stderr.
+    assert piped.returncode == 1
+    lines = piped.stderr.splitlines()
+    assert lines[0].startswith("verify-dag: [1/") and "] scope: done (" in lines[0]
+    assert all(re.fullmatch(r"verify-dag: \[\d+/\d+\] .+: .+ \(\d+\.\d s\)", x) for x in lines)
+    assert lines[-1].startswith(f"verify-dag: [{len(lines)}/{len(lines)}] report: done")
+    quiet = subprocess.run([*args, "--quiet"], capture_output=True, text=True, timeout=120)
+    assert quiet.returncode == 1 and quiet.stderr == ""
+
+
+def test_progress_on_a_terminal_shows_the_running_phase_with_its_time(repo: Repo) -> None:
+    calc_base(repo)
+    repo.write("tests/test_slow.py", "import time\n\n\ndef test_slow():\n    time.sleep(3)\n")
+    repo.commit("a slow test")
     leader, follower = pty.openpty()
-    proc = subprocess.Popen(args, stdout=follower, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(verify_branch(repo), stdout=subprocess.PIPE, stderr=follower, text=True)
     os.close(follower)
     chunks = []
     while True:
@@ -143,11 +155,14 @@ def test_progress_only_on_a_terminal(scenario: Repo) -> None:
         if not data:
             break
         chunks.append(data)
-    _, err = proc.communicate(timeout=120)
+    out, _ = proc.communicate(timeout=120)
     os.close(leader)
-    assert proc.returncode == 1
-    assert "scope: done" in err and "report: done" in err
-    assert b"# Verification Report" in b"".join(chunks)
+    screen = b"".join(chunks).decode()
+    assert proc.returncode == 0 and out.startswith("# Verification Report")
+    # The running phase, rewritten in place while it runs, then its line when it ends.
+    assert re.search(r"\r  running: (.*, )?test \(2 s\)", screen), screen
+    assert re.search(r"  \[\d+/\d+\] test: done \([3-9]\.\d s\)", screen), screen
+    assert "verify-dag: [" not in screen  # the plain lines are for logs
 
 
 def test_status_with_redis_unreachable_is_one_line_within_the_outage_limit(

@@ -221,6 +221,7 @@ class Run:
                 f"--broker={self.broker}",
                 "--format=json",
                 f"--output={self.root / 'report.json'}",
+                "--quiet",
                 *flags,
             ),
             stdout=subprocess.PIPE,

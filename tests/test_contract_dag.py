@@ -52,7 +52,7 @@ def project(path: Path) -> Repo:
 
 def verify(repo: Repo, out: Path, *flags: str) -> tuple[int, dict[str, Any]]:
     res = subprocess.run(
-        verify_branch(repo, "--format=json", f"--output={out}", *flags),
+        verify_branch(repo, "--format=json", f"--output={out}", "--quiet", *flags),
         capture_output=True,
         text=True,
         timeout=240,

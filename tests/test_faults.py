@@ -143,7 +143,7 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     held = Held(tmp_path_factory.mktemp("baseline"))
     out = held.runs.parent / "report.json"
     proc = subprocess.run(
-        verify_branch(held.repo, "--format=json", f"--output={out}", "--timeout=120"),
+        verify_branch(held.repo, "--format=json", f"--output={out}", "--timeout=120", "--quiet"),
         capture_output=True,
         text=True,
         timeout=180,
@@ -306,6 +306,7 @@ def test_redis_restart_mid_run(
             "--format=json",
             f"--output={out}",
             "--timeout=120",
+            "--quiet",
         ),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -358,6 +359,7 @@ def test_redis_gone_client_gives_up(
             "--format=json",
             f"--output={tmp_path / 'report.json'}",
             "--timeout=600",
+            "--quiet",
         ),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -36,7 +36,7 @@ def worker(
 
 def run_verify(repo: Repo, out: Path, *flags: str) -> tuple[int, dict[str, Any]]:
     proc = subprocess.run(
-        verify_branch(repo, "--format=json", f"--output={out}", "--timeout=120", *flags),
+        verify_branch(repo, "--format=json", f"--output={out}", "--timeout=120", "--quiet", *flags),
         capture_output=True,
         text=True,
         timeout=180,
@@ -145,7 +145,14 @@ def test_an_errored_run_fails_its_report_task_and_still_delivers_the_report(
     report.validate(doc)
     assert doc["status"] == "error" and doc["error"]["code"] == "INVALID_BASE"
     client = redis.Redis.from_url(broker)
-    sentinel = json.loads(client.get(f"celery-task-meta-{doc['run']['id']}-sentinel"))
-    final = json.loads(client.get(f"celery-task-meta-{sentinel['result']['final']}"))
+
+    def meta(task_id: str) -> dict[str, Any]:
+        raw = client.get(f"celery-task-meta-{task_id}")
+        assert isinstance(raw, bytes), task_id
+        found: dict[str, Any] = json.loads(raw)
+        return found
+
+    sentinel = meta(f"{doc['run']['id']}-sentinel")
+    final = meta(sentinel["result"]["final"])
     assert final["status"] == "FAILURE" and final["result"]["exc_type"] == "RunFailed"
     assert final["result"]["exc_message"][0].startswith(f"run {doc['run']['id']} error: ")

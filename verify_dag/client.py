@@ -22,6 +22,7 @@ from verify_dag.errors import FatalError, UsageError, VerifyDagError
 from verify_dag.models import ReportResult, VerifyRequest
 from verify_dag.models.fixes import FixJob, Proposals
 from verify_dag.models.report import ReportIssue
+from verify_dag.progress import Progress as Progress  # the commands build it; wait feeds it
 from verify_dag.tasks.app import CANCELLED, app, sentinel_id
 from verify_dag.tasks.workflow import Expected, Plan, fix_plan, plan
 
@@ -186,27 +187,6 @@ def cancel_record(run_id: str) -> dict[str, Any] | None:
     return record
 
 
-class Progress:
-    """One line per phase as it finishes, on a terminal only."""
-
-    def __init__(self, stream: TextIO | None) -> None:
-        self.stream = stream
-        self.shown: set[str] = set()
-
-    def update(self, p: Plan) -> None:
-        if self.stream is None:
-            return
-        for ref in p.phases:
-            if ref.task_id in self.shown:
-                continue
-            state = _meta(ref.task_id)["status"]
-            if state in states.READY_STATES:
-                self.shown.add(ref.task_id)
-                mark = "done" if state == states.SUCCESS else state.lower()
-                self.stream.write(f"  [{len(self.shown)}/{len(p.phases)}] {ref.label}: {mark}\n")
-                self.stream.flush()
-
-
 def wait(
     p: Plan,
     *,
@@ -272,7 +252,7 @@ def _poll(p: Plan, progress: Progress | None, *, sweep: bool) -> dict[str, Any] 
     final = _meta(p.final_id)
     if final["status"] in states.READY_STATES:
         if progress is not None:
-            progress.update(p)
+            progress.update(p, _meta)
         carried = _carried_report(final)
         if final["status"] != states.SUCCESS and carried is None:
             raise FatalError(f"the report task failed: {final.get('result')!r}")
@@ -281,7 +261,7 @@ def _poll(p: Plan, progress: Progress | None, *, sweep: bool) -> dict[str, Any] 
         return result
     if sweep:
         if progress is not None:
-            progress.update(p)
+            progress.update(p, _meta)
         failed = _first_failure(p)
         if failed is not None:
             raise FatalError(f"phase {failed}")
@@ -294,8 +274,9 @@ def _carried_report(meta: dict[str, Any]) -> dict[str, Any] | None:
     exc = meta.get("result")
     if meta.get("status") != states.FAILURE or type(exc).__name__ != "RunFailed":
         return None
-    args = getattr(exc, "args", ())
-    return args[1] if len(args) >= 2 and isinstance(args[1], dict) else None
+    args: tuple[Any, ...] = tuple(getattr(exc, "args", ()))
+    carried = args[1] if len(args) >= 2 else None
+    return carried if isinstance(carried, dict) else None
 
 
 def _lost(p: Plan) -> dict[str, Any]:
@@ -471,6 +452,11 @@ def _meta(task_id: str) -> dict[str, Any]:
     # unsubscribe from __del__ while the interpreter shuts down, printing a traceback.
     meta: dict[str, Any] = app.backend.get_task_meta(task_id)
     return meta
+
+
+def verify_progress(quiet: bool) -> Progress:
+    """verify's display on stderr: live on a terminal, plain lines in a log, none with --quiet."""
+    return Progress(None if quiet else sys.stderr, live=sys.stderr.isatty())
 
 
 def progress_stream(json_output: bool) -> TextIO | None:

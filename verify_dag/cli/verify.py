@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 from verify_dag.cli import args as cli_args
+from verify_dag.cli.verify_request import build_request
 from verify_dag.errors import UsageError
 
 if TYPE_CHECKING:  # the parser is built on every call, before pydantic is needed
@@ -71,9 +71,9 @@ def add_parsers(sub: Any) -> None:
     v.add_argument(
         "--depth",
         choices=["light", "deep"],
-        default="light",
         help="light: tester + one judgement reviewer; deep: every reviewer, triage "
-        "Job B, changed-line coverage and comment rules (default light)",
+        "Job B, changed-line coverage and comment rules (default: the repository's "
+        "[tool.verify-dag] depth, else light)",
     )
     v.add_argument(
         "--mode",
@@ -97,9 +97,8 @@ def add_parsers(sub: Any) -> None:
     v.add_argument(
         "--fail-on",
         type=cli_args.severity,
-        default=7,
         metavar="N",
-        help="exit 1 when an issue has severity >= N (default 7)",
+        help="exit 1 when an issue has severity >= N (default: the repository's fail-on, else 7)",
     )
     v.add_argument(
         "--new-only",
@@ -165,18 +164,23 @@ def add_parsers(sub: Any) -> None:
     )
     v.add_argument(
         "--test-timeout",
-        type=float,
-        default=1800.0,
+        type=cli_args.seconds(),
         metavar="SECONDS",
-        help="time limit of the test suite run (default 1800)",
+        help="time limit of the test suite run (default: the repository's test-timeout, else 1800)",
     )
     v.add_argument(
         "--per-test-timeout",
         type=cli_args.seconds(),
-        default=300.0,
         metavar="SECONDS",
-        help="time limit of each test (pytest-timeout, default 300): a hanging test fails "
-        "alone and the rest of the suite still counts",
+        help="time limit of each test (pytest-timeout; default: the repository's "
+        "per-test-timeout, else 300): a hanging test fails alone and the rest still counts",
+    )
+    v.add_argument(
+        "--tool-timeout",
+        type=cli_args.seconds(),
+        metavar="SECONDS",
+        help="time limit of each linter or type checker run (default: the repository's "
+        "tool-timeout, else 600)",
     )
     v.add_argument(
         "--timeout",
@@ -184,6 +188,11 @@ def add_parsers(sub: Any) -> None:
         default=7200.0,
         metavar="SECONDS",
         help="give up waiting for the report after this long",
+    )
+    v.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress on stderr (by default: live on a terminal, a line per phase elsewhere)",
     )
     v.add_argument(
         "--no-wait",
@@ -200,119 +209,6 @@ def add_parsers(sub: Any) -> None:
     cli_args.add_store(v)
 
 
-def _comment_density() -> str | None:
-    """$VERIFY_DAG_COMMENT_DENSITY, checked here so a bad value is a usage error, not a
-    comment-review that did not run on some worker."""
-    from verify_dag.reviewers import comments
-
-    text = os.environ.get(comments.DENSITY_ENV, "").strip()
-    if not text:
-        return None
-    comments.parse_density(text, f"environment {comments.DENSITY_ENV}")
-    return text
-
-
-def _criterion(value: str | None) -> str | None:
-    """``--completion=CMD`` checked as the completion verifier's step 1 checks parsed_scope.json's
-    field (docs/completion.md)."""
-    if value is None:
-        return None
-    from verify_dag.phases.exerciser.criterion import problems, validate
-
-    errors = validate(value)
-    if errors:
-        raise UsageError(f"--completion: {problems(errors)}")
-    return value.strip()
-
-
-def _unattended(args: argparse.Namespace) -> str | None:
-    """Why interactive mode cannot ask anyone here, so it runs as report-only; None when it can.
-    No prompt may ever block a pipeline (Phase 9)."""
-    from verify_dag import git
-
-    if args.mode != "interactive":
-        return None
-    if args.no_wait:
-        return "--no-wait: nobody waits for the report"
-    if os.environ.get("CI", "").strip() not in ("", "0", "false"):
-        return "nobody attached (CI is set)"
-    if not sys.stdin.isatty():
-        return "nobody attached (stdin is not a terminal)"
-    if not sys.stdout.isatty() or args.output == "-" or args.format == "github":
-        return "nobody attached (stdout is not a terminal)"
-    if git.is_url(args.path):
-        return "the repository is a URL: there is no work tree to fix"
-    return None
-
-
-def _request(args: argparse.Namespace) -> Any:
-    from verify_dag import ledger, store
-    from verify_dag.models import VerifyRequest
-    from verify_dag.phases import scope
-
-    if args.skip_ux and args.depth == "light":
-        raise UsageError("--skip-ux is only valid with --depth=deep (light runs no ux-reviewer)")
-    if args.no_wait and args.output:
-        raise UsageError(
-            "--output cannot be written by a --no-wait run; fetch the report later "
-            "with: verify-dag report RUN_ID --output=PATH"
-        )
-    if args.output is not None and not args.output.strip():
-        raise UsageError("--output: empty path")
-    if cli_args.FORMATS[args.format].document and not args.output:
-        raise UsageError(
-            f"--format={args.format} requires --output=PATH (or --output=- for stdout)"
-        )
-    if args.mode == "auto-fix" and args.no_wait:
-        raise UsageError("--mode=auto-fix applies fixes when the report is back: drop --no-wait")
-    output = cli_args.new_output(args.output) if args.output else None
-    files = tuple(f.strip() for f in args.files.split(",") if f.strip()) if args.files else ()
-    if args.files is not None and not files:
-        raise UsageError("--files: no file names given")
-    ledger_path = cli_args.existing_file(args.ledger, "--ledger")
-    epic_path = cli_args.existing_file(args.epic_context, "--epic-context")
-    plan_path = cli_args.existing_file(args.plan_file, "--plan-file")
-    contract_path = cli_args.existing_file(args.contract, "--contract")
-    request = VerifyRequest(
-        repo=cli_args.repo_arg(args.path),
-        scope=args.scope,
-        base=args.base,
-        head=args.head,
-        files=files,
-        module=args.module,
-        depth=args.depth,
-        mode=args.mode,
-        unattended=_unattended(args),
-        format=args.format,
-        output=output,
-        fail_on=args.fail_on,
-        new_only=args.new_only,
-        fail_under=args.fail_under,
-        since=args.since,
-        ledger=ledger_path,
-        no_carry_forward=args.no_carry_forward,
-        epic_context=epic_path,
-        plan_file=plan_path,
-        ledger_data=ledger.load(ledger_path) if ledger_path else None,
-        epic_text=cli_args.read_text(epic_path, "--epic-context"),
-        plan_text=cli_args.read_text(plan_path, "--plan-file"),
-        skip_ux=args.skip_ux,
-        contract=contract_path,
-        contract_text=cli_args.read_text(contract_path, "--contract"),
-        skip_visual=args.skip_visual,
-        require_sandbox=args.require_sandbox,
-        no_cache=args.no_cache,
-        auto_fix_threshold=args.auto_fix_threshold,
-        test_timeout=args.test_timeout,
-        per_test_timeout=args.per_test_timeout,
-        completion=_criterion(args.completion),
-        comment_density=_comment_density(),
-        store=cli_args.store_dir(args.store),
-        submitted=store.now(),
-    )
-    return scope.validate_request(request)
-
-
 def cmd_verify(args: argparse.Namespace) -> int:
     from verify_dag import client, git, report
     from verify_dag.fixes import flow
@@ -325,7 +221,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             "--no-wait needs a broker: the in-process default worker would die with "
             "this process; pass --broker URL or set VERIFY_DAG_BROKER_URL"
         )
-    request = _request(args)
+    request = build_request(args)
     if args.no_wait:
         submitted = client.submit(request)
         client.release(submitted)
@@ -338,14 +234,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
         sandbox.check_required(request.require_sandbox)
     if request.mode == "auto-fix" and git.is_url(request.repo):
         raise UsageError("--mode=auto-fix needs a local checkout to fix, not a URL")
-    on_stdout = cli_args.FORMATS[request.format].document or request.output == "-"
-    progress = client.Progress(client.progress_stream(on_stdout))
+    progress = client.verify_progress(args.quiet)
     # Phase 9 talks to the person on stdout unless the report itself goes there.
     report_on_stdout = request.output == "-" or (
         not request.output and request.format != "markdown"
     )
     sent = client.submit(request)
-    result = client.report_result(client.collect(sent, timeout=args.timeout, progress=progress))
+    try:
+        raw = client.collect(sent, timeout=args.timeout, progress=progress)
+    finally:
+        progress.close()
+    result = client.report_result(raw)
     if result.store_errors:
         print(f"verify-dag: warning: {'; '.join(result.store_errors)}", file=sys.stderr)
     doc = result.report
