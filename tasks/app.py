@@ -77,10 +77,16 @@ ROUTES = {
 
 def broker_url(explicit: str | None = None) -> str:
     """The broker: ``--broker``, else ``VERIFY_DAG_BROKER_URL``, else the contents of the file
-    ``VERIFY_DAG_BROKER_URL_FILE`` names, else the in-process memory one.
+    ``VERIFY_DAG_BROKER_URL_FILE`` names, else Celery's ``CELERY_BROKER_URL``, else the
+    in-process memory one.
 
     A URL kombu has no transport for is a usage error here, before anything is sent.
     """
+    return broker_origin(explicit)[0]
+
+
+def broker_origin(explicit: str | None = None) -> tuple[str, str]:
+    """The broker and where it came from (``broker_url``)."""
     from_env = os.environ.get(BROKER_ENV, "").strip()
     url_file = os.environ.get(BROKER_FILE_ENV, "").strip()
     if from_env and url_file and not explicit:
@@ -115,12 +121,19 @@ def broker_url(explicit: str | None = None) -> str:
             f"{where}: not a broker URL Celery knows: {display_source(url)!r} "
             "(e.g. redis://host:6379/0 or amqp://user:pass@host//)"
         )
-    return url
+    if url == MEMORY_BROKER and not (explicit or from_env or url_file):
+        where = "default: the in-process worker"
+    return url, where
 
 
 def result_backend(broker: str) -> str:
     """``VERIFY_DAG_RESULT_BACKEND`` or Celery's ``CELERY_RESULT_BACKEND``, else the broker itself
     when it is Redis (the memory one in-process); an AMQP broker needs one named."""
+    return result_backend_origin(broker)[0]
+
+
+def result_backend_origin(broker: str) -> tuple[str, str]:
+    """The result backend and where it came from (``result_backend``)."""
     ours = os.environ.get(BACKEND_ENV, "").strip()
     celery_own = os.environ.get(CELERY_BACKEND_ENV, "").strip()
     if ours and celery_own and ours != celery_own:
@@ -129,12 +142,12 @@ def result_backend(broker: str) -> str:
             f"({display_source(ours)} and {display_source(celery_own)}); set one"
         )
     if ours or celery_own:
-        return ours or celery_own
+        return ours or celery_own, BACKEND_ENV if ours else CELERY_BACKEND_ENV
     if broker.startswith(("redis://", "rediss://", "redis+socket://")):
-        return broker
+        return broker, "the broker's Redis"
     if broker.startswith("memory://"):
         # The cache backend counts chord parts natively, so no chord_unlock polling in-process.
-        return "cache+memory://"
+        return "cache+memory://", "in-process, with the broker"
     # AMQP brokers have no good chord-capable default; a result store must be named.
     raise UsageError(
         f"no result backend for broker {broker.split('://')[0]}://: set {BACKEND_ENV} "

@@ -74,9 +74,8 @@ def test_the_repository_table_keeps_only_repository_safe_keys(tmp_path: Path) ->
         "ignored `backend`: a model backend is only accepted from the environment or the "
         "user config file"
     ) in notes
-    # depth and fail-on are repository-safe but read from the command line only: noted, no error.
-    assert "`depth` is not read from the repository; pass --depth" in notes
-    assert "`fail-on` is not read from the repository; pass --fail-on" in notes
+    # depth and fail-on are run settings the client reads (verify_dag/settings.py): no note here.
+    assert "depth" not in notes and "fail-on" not in notes
     assert all("pyproject.toml [tool.verify-dag]" in n for n in config.notes)
     # The repository's timeout still bounds the backend the user chose; its model does not.
     chosen = resolve(load_config(repo, {"VERIFY_DAG_BACKEND": "claude"}), "reviewer")

@@ -57,6 +57,7 @@ __all__ = [
     "BackendsConfig",
     "Kind",
     "codex_on_path",
+    "explain",
     "how_to_configure",
     "load_config",
     "resolve",
@@ -154,17 +155,53 @@ def resolve(config: BackendsConfig, skill: str) -> Backend | None:
 def _pick(
     config: BackendsConfig, skill: str, kind: Kind, key: Literal["model", "effort"]
 ) -> str | None:
+    return _picked(config, skill, kind, key)[0]
+
+
+def _picked(
+    config: BackendsConfig, skill: str, kind: Kind, key: Literal["model", "effort"]
+) -> tuple[str | None, str]:
+    """The value and the source that gave it ("default" when none did)."""
     for layer in config.layers:
         own = layer.skills.get(skill)
         # A source that names no backend speaks of the one configured overall: its model is
         # that engine's name (VERIFY_DAG_MODEL=sonnet beside backend = "claude" is a Claude
         # model), so it never reaches codex-reviewer's Codex unless Codex is that engine.
         applies = (layer.backend or config.backend) in (None, kind)
+        env = layer.source == "environment"
         if own is not None and getattr(own, key) and (applies or skill == "codex-reviewer"):
-            return str(getattr(own, key))
+            name = f"VERIFY_DAG_{key.upper()}_{skill.upper().replace('-', '_')}"
+            said = f"environment {name}" if env else f"{layer.source} [skills.{skill}]"
+            return str(getattr(own, key)), said
         if applies and getattr(layer, key):
-            return str(getattr(layer, key))
-    return None
+            said = f"environment VERIFY_DAG_{key.upper()}" if env else layer.source
+            return str(getattr(layer, key)), said
+    return None, "default"
+
+
+def explain(config: BackendsConfig, skill: str) -> dict[str, str]:
+    """Where ``skill``'s backend, model and effort come from (``verify-dag config``)."""
+    if skill == "codex-reviewer":
+        kind: Kind | None = "codex" if codex_on_path() else None
+        said = "codex on PATH" if kind else "no codex on PATH"
+    else:
+        kind = config.backend
+        named = next((la for la in config.layers if la.backend), None)
+        said = "none configured"
+        if named is not None:
+            said = named.source
+            if said == "environment":
+                set_by = "VERIFY_DAG_BACKEND" if os.environ.get("VERIFY_DAG_BACKEND") else ""
+                said = f"environment {set_by or 'VERIFY_DAG_BACKEND_COMMAND'}"
+    if kind is None:
+        return {"backend": said}
+    tier = skills.SKILLS[skill].tier if skill in skills.SKILLS else "general"
+    out = {"backend": said}
+    keys: tuple[Literal["model", "effort"], ...] = ("model", "effort")
+    for key in keys:
+        value, source = _picked(config, skill, kind, key)
+        out[key] = source if value else f"default for the {tier} tier"
+    return out
 
 
 def load_config(repo: Path | None, env: Mapping[str, str] | None = None) -> BackendsConfig:

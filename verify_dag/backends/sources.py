@@ -33,10 +33,9 @@ _KEYS = ("backend", "command", "model", "effort", "timeout", "skills", "comment-
 # or starts a program or spends the user's money. timeout only bounds a call to the backend the
 # user chose, and a longer call is not a dearer one (models bill tokens, not time).
 REPO_KEYS = ("timeout", "comment-density")
-# Repository-safe too, but verify-dag reads them from the command line only. Noted and not
-# refused: a project that writes them down for its contributors is not at fault, and reading
-# them would be a feature nobody asked for.
-_NOT_READ = {"depth": "--depth", "fail-on": "--fail-on"}
+# The run settings a repository may make, read by the client that submits the run
+# (verify_dag/settings.py), not here: skipped without a note.
+_RUN_SETTINGS = ("depth", "fail-on", "test-timeout", "per-test-timeout", "tool-timeout")
 _REFUSED = {
     "backend": "a model backend",
     "command": "a command template",
@@ -190,11 +189,8 @@ def _repository_safe(raw: Mapping[str, Any], source: str, notes: list[str]) -> d
     for key in raw:
         if key in REPO_KEYS:
             kept[key] = raw[key]
-        elif key in _NOT_READ:
-            notes.append(
-                f"{source}: `{key}` is not read from the repository; pass "
-                f"{_NOT_READ[key]} on the command line"
-            )
+        elif key in _RUN_SETTINGS:
+            continue
         else:
             # Unknown keys too: a name this version does not know may choose a program.
             what = _REFUSED.get(key, "a setting a repository may not make")

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from verify_dag.cli import (
     arbiter,
     completion,
+    config,
     contract,
     exits,
     fixes,
@@ -45,7 +46,18 @@ def build_parser() -> argparse.ArgumentParser:
         dest="command", required=True, parser_class=Parser, metavar="COMMAND"
     )
     # In this order in `verify-dag --help`.
-    for group in (verify, fixes, worker, runs, fleet, completion, arbiter, contract, shadow):
+    for group in (
+        verify,
+        fixes,
+        worker,
+        runs,
+        config,
+        fleet,
+        completion,
+        arbiter,
+        contract,
+        shadow,
+    ):
         group.add_parsers(sub)
     return parser
 

@@ -1,0 +1,38 @@
+"""``verify-dag config``: what a run would use and where each setting came from."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from conftest import Repo, calc_base, run_cli
+
+
+def test_config_names_each_setting_and_its_source(repo: Repo, tmp_path: Path) -> None:
+    calc_base(repo)
+    pyproject = (repo.path / "pyproject.toml").read_text(encoding="utf-8")
+    repo.write("pyproject.toml", pyproject + '\n[tool.verify-dag]\nfail-on = 3\nmodel = "x"\n')
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("VERIFY_DAG_", "CELERY_"))},
+        "VERIFY_DAG_BACKEND": "claude",
+        "VERIFY_DAG_MODEL_QA": "haiku",
+        "VERIFY_DAG_STORE": str(tmp_path / "store"),
+        "VERIFY_DAG_BROKER_URL": "redis://:s3cret-pw@127.0.0.1:6399/0",
+    }
+    proc = run_cli("config", str(repo.path), env=env)
+    assert proc.returncode == 0, proc.stderr
+    lines = [" ".join(line.split()) for line in proc.stdout.splitlines()]
+    table = f"{repo.path / 'pyproject.toml'} [tool.verify-dag]"
+    assert f"fail-on 3 {table}" in lines and "depth light default" in lines
+    assert "Broker: redis://:***@127.0.0.1:6399/0 (VERIFY_DAG_BROKER_URL)" in lines
+    assert "s3cret-pw" not in proc.stdout
+    assert f"Report store: {tmp_path / 'store'} (environment VERIFY_DAG_STORE)" in lines
+    (qa,) = [x for x in lines if x.startswith("qa ")]
+    assert qa == (
+        "qa claude model=haiku effort=- (backend: environment VERIFY_DAG_BACKEND; model: "
+        "environment VERIFY_DAG_MODEL_QA; effort: default for the general tier)"
+    )
+    # The repository's model is the user's to choose, never the repository's: noted, dropped.
+    assert any(x.startswith("note: ") and "ignored `model`" in x for x in lines)
+    (ruff,) = [x for x in lines if x.startswith("ruff ruff ")]
+    assert ruff.endswith("-m ruff")

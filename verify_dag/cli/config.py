@@ -1,0 +1,116 @@
+"""``verify-dag config``: what a run from here would use, and where each setting came from: the
+run settings (flag, repository, default), the broker and result backend, the store and cache
+paths, the model backend of every skill that asks one, and the tools with their versions."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import sys
+from typing import Any
+
+from verify_dag.cli import args as cli_args
+
+VERSION_TIMEOUT = 20.0
+
+
+def add_parsers(sub: Any) -> None:
+    """``sub`` is the subparsers action of the top-level parser."""
+    c = sub.add_parser(
+        "config",
+        help="show what a run would use (backends, models, tools, broker, paths) and where "
+        "each setting came from",
+    )
+    c.set_defaults(handler=cmd_config)
+    c.add_argument("path", nargs="?", default=".", help="the repository (default: here)")
+    cli_args.add_broker(c)
+    cli_args.add_store(c)
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    sys.stdout.write(render(args))
+    return 0
+
+
+def render(args: argparse.Namespace) -> str:
+    from verify_dag import git, paths, resultcache, settings, store
+    from verify_dag.backends import config as backends
+    from verify_dag.repos import MIRRORS_ENV, mirrors_dir
+    from verify_dag.tasks.app import broker_origin, result_backend_origin
+
+    top = git.toplevel(args.path)
+    table, where = settings.table(top)
+    chosen = settings.resolve({}, table, where)
+    out = [f"Repository: {top}", "", "Run settings (a flag wins over these):"]
+    out += [f"  {key:<17} {_show(s.value):<10} {s.source}" for key, s in chosen.items()]
+    broker, broker_from = broker_origin(args.broker)
+    backend, backend_from = result_backend_origin(broker)
+    store_from = "--store" if args.store else _env_or_default(store.STORE_ENV)
+    out += [
+        "",
+        f"Broker:          {git.display_source(broker)}  ({broker_from})",
+        f"Result backend:  {git.display_source(backend)}  ({backend_from})",
+        f"Report store:    {store.resolve(cli_args.store_dir(args.store))}  ({store_from})",
+        f"Result cache:    {resultcache.root()}  ({_env_or_default(resultcache.CACHE_ENV)})",
+        f"Mirrors:         {mirrors_dir()}  ({_env_or_default(MIRRORS_ENV)})",
+        f"Run checkouts:   {paths.runs_root()}",
+        "",
+    ]
+    cfg = backends.load_config(top)
+    out.append("Model backends (per skill: backend, model, effort; where each came from):")
+    for skill in backends.MODEL_SKILLS:
+        chosen_backend = backends.resolve(cfg, skill)
+        said = backends.explain(cfg, skill)
+        if chosen_backend is None:
+            out.append(f"  {skill:<17} none ({said['backend']}): the skill is NOT_RUN")
+            continue
+        out.append(
+            f"  {skill:<17} {chosen_backend.kind} model={chosen_backend.model or '-'} "
+            f"effort={chosen_backend.effort or '-'}  (backend: {said['backend']}; model: "
+            f"{said['model']}; effort: {said['effort']})"
+        )
+    out += [f"  note: {n}" for n in cfg.notes]
+    out += [
+        "",
+        "Tools (verify-dag's own; a run uses the project's pinned or env copy where it has one):",
+    ]
+    out += [f"  {name:<9} {version:<34} {found}" for name, version, found in tools()]
+    return "\n".join(out) + "\n"
+
+
+def tools() -> list[tuple[str, str, str]]:
+    from verify_dag import util
+    from verify_dag.tools.base import python_tool_argv
+
+    rows: list[tuple[str, str, str]] = []
+    for name in ("ruff", "mypy", "pytest", "coverage", "tox", "nox", "uv"):
+        argv = python_tool_argv(name)
+        rows.append((name, *_version(argv, util.run)))
+    for name, flag in (("git", "--version"), ("bwrap", "--version"), ("chromium", "--version")):
+        exe = shutil.which(name)
+        rows.append((name, *_version([exe] if exe else None, util.run, flag)))
+    return rows
+
+
+def _version(argv: list[str] | None, run: Any, flag: str = "--version") -> tuple[str, str]:
+    if argv is None:
+        return "not found", "-"
+    where = " ".join(argv) if argv[0] == sys.executable else argv[0]
+    try:
+        res = run([*argv, flag], timeout=VERSION_TIMEOUT)
+    except OSError as exc:
+        return f"cannot run: {exc.strerror}", where
+    lines = (res.stdout + "\n" + res.stderr).strip().splitlines()
+    # The line with the version: tox prints its own warnings first.
+    said = next((x for x in lines if re.search(r"\d+\.\d+", x)), lines[0] if lines else "")
+    return (said.strip()[:34] or f"exit {res.returncode}"), where
+
+
+def _env_or_default(name: str) -> str:
+    return f"environment {name}" if os.environ.get(name, "").strip() else "default"
+
+
+def _show(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
