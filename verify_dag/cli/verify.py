@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from verify_dag import envvars
 from verify_dag.cli import args as cli_args
 from verify_dag.cli.verify_request import build_request
 from verify_dag.errors import UsageError
@@ -34,7 +35,7 @@ def add_parsers(sub: Any) -> None:
     v = sub.add_parser(
         "verify",
         help="verify a change and write one report",
-        epilog=EXIT_CODES_HELP,
+        epilog=EXIT_CODES_HELP + "\n" + envvars.help_text(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     v.set_defaults(handler=cmd_verify)
