@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -112,11 +113,13 @@ def state_phase(phase: Phase) -> Callable[[StatePhase], Callable[..., dict[str, 
             stop_if_cancelled(st.run_id)
             progress(task, st.run_id, phase)
             try:
+                began = time.monotonic()
                 with (
                     sandbox.tracking(required=st.request.require_sandbox) as used,
                     resultcache.session(enabled=not st.request.no_cache) as hits,
                 ):
                     out = fn(repos.localize(st))
+                took = round(time.monotonic() - began, 3)
                 # The localized request names this host's copy of the repository; the next
                 # task, maybe on another host, localizes the run's own name again.
                 added = tuple(
@@ -132,6 +135,7 @@ def state_phase(phase: Phase) -> Callable[[StatePhase], Callable[..., dict[str, 
                         "request": st.request,
                         "static": static,
                         "outcomes": out.outcomes[: len(st.outcomes)] + added,
+                        "timings": {**st.timings, phase: took},
                     }
                 )
             except VerifyDagError as exc:
@@ -161,6 +165,7 @@ def header_phase(skill: str) -> Callable[[HeaderPhase], Callable[..., list[dict[
                 return []
             stop_if_cancelled(st.run_id)
             progress(task, st.run_id, skill)
+            began = time.monotonic()
             try:
                 with (
                     sandbox.tracking(required=st.request.require_sandbox) as used,
@@ -183,7 +188,10 @@ def header_phase(skill: str) -> Callable[[HeaderPhase], Callable[..., list[dict[
                         skill=skill, status="NOT_RUN", notes=f"crashed: {type(exc).__name__}: {exc}"
                     )
                 ]
-            return [o.model_dump(mode="json") for o in outcomes]
+            took = round(time.monotonic() - began, 3)
+            return [
+                o.model_copy(update={"seconds": took}).model_dump(mode="json") for o in outcomes
+            ]
 
         return body
 

@@ -126,6 +126,8 @@ class SkillOutcome(Frozen):
     cached: tuple[CacheHit, ...] = ()
     # The tester: the changed lines' coverage, when the run measured it (deep, --fail-under).
     coverage: ChangedCoverage | None = None
+    # Seconds its task took (tasks/base.py header_phase), for the run metrics; None elsewhere.
+    seconds: float | None = None
 
     def combine(self, other: SkillOutcome) -> SkillOutcome:
         """One skill that ran in two parts (deterministic rules and a model pass, say).

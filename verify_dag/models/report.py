@@ -240,6 +240,8 @@ class RunInfo(_V1):
     # Additive: the gates the run was judged by and the exit code they give.
     gates: Gates | None = Field(default=None, exclude_if=_absent)
     exit_code: int | None = Field(default=None, exclude_if=_absent)
+    # Additive: seconds each phase and skill took where it ran; absent when none was timed.
+    phase_seconds: dict[str, float] | None = Field(default=None, exclude_if=_absent)
 
 
 Origin = Literal["ruff", "model"]

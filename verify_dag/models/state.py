@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from verify_dag.models.base import Frozen
 from verify_dag.models.findings import SkillOutcome
@@ -30,6 +30,8 @@ class RunState(Frozen):
     failed_phase: Phase | None = None
     error_code: str | None = None
     error_message: str | None = None
+    # Seconds each linear phase took where it ran (tasks/base.py): the run metrics' phase times.
+    timings: dict[str, float] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _failure_names_its_phase(self) -> RunState:

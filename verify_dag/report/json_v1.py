@@ -51,6 +51,14 @@ from verify_dag.report.dedup import Issue, dedup, norm_title
 ENTIRE_FILE = "entire file"
 
 
+def _phase_seconds(state: RunState) -> dict[str, float] | None:
+    timed = dict(state.timings)
+    for o in (state.static, *state.outcomes):
+        if o is not None and o.seconds is not None:
+            timed.setdefault(o.skill, o.seconds)
+    return timed or None
+
+
 def unattended_note(why: str | None) -> str | None:
     """The report's note when interactive mode ran as report-only (Phase 9)."""
     return f"interactive ran as report-only: {why}" if why else None
@@ -361,6 +369,7 @@ def build(state: RunState, source: Source | None = None) -> Report:
             requested_mode=requested,
             mode="report-only" if state.request.unattended else requested,
             note=unattended_note(state.request.unattended),
+            phase_seconds=_phase_seconds(state),
         ),
         dedup=DedupCounts(skill_findings=len(raw), issues=len(issues)),
         coverage=_coverage(state),
