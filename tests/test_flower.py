@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_scenario, verify_branch
+from conftest import CLI, make_scenario, verify_branch
 from redis_workers import flower as flower_process
 from redis_workers import fresh_db, workers
 
@@ -249,3 +249,37 @@ def test_the_task_list_shows_what_an_operator_needs_on_one_screen(
     )
     columns = re.findall(r'<th data-column="([a-z_]+)"', dom)
     assert columns == ["name", "args", "state", "started", "runtime", "worker"], dom[:2000]
+
+
+def test_a_run_that_errored_shows_as_failed_with_its_run_id(
+    broker: str, flower: Flower, run: Run, tmp_path: Path
+) -> None:
+    env = isolated_env(tmp_path)
+    env["VERIFY_DAG_STORE"] = str(tmp_path / "store")
+    out = tmp_path / "error.json"
+    argv = [*CLI, "verify", str(run.repo), "--scope=branch", "--base=nope", f"--broker={broker}"]
+    proc = subprocess.run(
+        [*argv, "--format=json", f"--output={out}"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+    )
+    assert proc.returncode == 3, proc.stderr  # the report still reaches the client
+    run_id = json.loads(out.read_text(encoding="utf-8"))["run"]["id"]
+    deadline = time.monotonic() + 30
+    while True:
+        _, body = get(f"{flower.base}/api/tasks?state=FAILURE")
+        failed = [t for t in json.loads(body).values() if t.get("root_id") == run_id]
+        if failed:
+            break
+        assert time.monotonic() < deadline, body
+        time.sleep(0.3)
+    (report,) = failed
+    assert report["name"] == "verify_dag.report"
+    assert report["args"] == f"repo={run.repo} phase=report run={run_id}"
+    assert (
+        report["exception"] == f"RunFailed(\"run {run_id} error: base ref 'nope' is not a commit\")"
+    )
+    metrics = get(f"{flower.base}/metrics", auth=False)[1]
+    assert 'flower_events_total{task="verify_dag.report",type="task-failed"' in metrics
