@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from celery import Celery, signals
 from kombu.entity import Queue
@@ -43,7 +44,15 @@ def sentinel_id(run_id: str) -> str:
 
 # Hard time limits per queue (seconds). They only bite on the prefork pool; the embedded worker
 # relies on the per-command time limits of util.run instead.
-TIME_LIMITS = {"git": 600, "static": 1800, "review": 1800, "test": 7200, "exercise": 3600}
+# fleet: an audit waits for all its runs, each bounded by the audit's timeout (2 h by default).
+TIME_LIMITS = {
+    "git": 600,
+    "static": 1800,
+    "review": 1800,
+    "test": 7200,
+    "exercise": 3600,
+    "fleet": 3 * 3600,
+}
 
 ROUTES = {
     "verify_dag.scope": "git",
@@ -72,7 +81,11 @@ ROUTES = {
     # Phase 9 (docs/fixes.md): a fix option may come from the model backend.
     "verify_dag.fix.propose": "review",
     "verify_dag.fix.gather": "git",
+    # The nightly audit waits for its runs: a queue of its own, never a default worker's.
+    "verify_dag.fleet.audit": "fleet",
 }
+# Consumed only by a worker started for it (`--queues fleet`): see tasks/fleet.py.
+FLEET_QUEUE = "fleet"
 
 
 def broker_url(explicit: str | None = None) -> str:
@@ -187,6 +200,12 @@ def _fault_settings(url: str) -> dict[str, object]:
     }
 
 
+def _beat_schedule() -> dict[str, Any]:
+    from verify_dag.fleet.schedule import from_environment
+
+    return from_environment()
+
+
 def _task_annotations() -> dict[str, dict[str, int]]:
     return {
         name: {"time_limit": TIME_LIMITS[queue], "soft_time_limit": TIME_LIMITS[queue] - 30}
@@ -197,7 +216,8 @@ def _task_annotations() -> dict[str, dict[str, int]]:
 
 # The task modules a worker imports when it starts; a client that only submits imports none.
 TASK_MODULES = [
-    f"verify_dag.tasks.{m}" for m in ("pipeline", "review", "shadow", "completion", "fixing")
+    f"verify_dag.tasks.{m}"
+    for m in ("pipeline", "review", "shadow", "completion", "fixing", "fleet")
 ]
 
 app = Celery("verify_dag", include=TASK_MODULES)
@@ -215,7 +235,7 @@ def configure(broker: str | None = None) -> Celery:
         task_serializer="json",
         result_serializer="json",
         accept_content=["json"],
-        task_queues=[Queue(q) for q in QUEUES],  # type: ignore[no-untyped-call]
+        task_queues=[Queue(q) for q in (*QUEUES, FLEET_QUEUE)],  # type: ignore[no-untyped-call]
         task_default_queue="git",
         task_routes=ROUTES,
         task_annotations=_task_annotations(),
@@ -231,6 +251,9 @@ def configure(broker: str | None = None) -> Celery:
         worker_send_task_events=not memory,
         task_send_sent_event=not memory,
         broker_transport_options=_transport_options(url),
+        # `celery -A verify_dag beat`: the fleet file's nightly audits, when one is named.
+        beat_schedule=_beat_schedule(),
+        timezone="UTC",
         # The embedded worker lives inside the CLI process: it must not take over its logging.
         worker_hijack_root_logger=not memory,
         **_fault_settings(url),

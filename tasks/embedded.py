@@ -17,7 +17,7 @@ from celery.worker import WorkController
 from celery.worker import state as worker_state
 
 from verify_dag import skills
-from verify_dag.tasks.app import QUEUES, app
+from verify_dag.tasks.app import FLEET_QUEUE, QUEUES, app
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ def ensure_worker() -> None:
             hostname="embedded@verify-dag",
             pool="threads",
             concurrency=CONCURRENCY,
-            queues=list(QUEUES),
+            queues=[*QUEUES, FLEET_QUEUE],
             loglevel=logging.WARNING,
             without_heartbeat=True,
             without_mingle=True,

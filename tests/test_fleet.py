@@ -9,6 +9,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -448,3 +451,46 @@ def test_fleet_on_two_workers_with_different_queues(
         report, _, meta = store.load(where, entry["runId"])
         assert meta.repo == str(repo.path) and report["scope"]["headSha"] == repo.head()
     assert "no model backend configured" in json.dumps(b["notRun"])
+
+
+def test_celery_beat_sends_the_nightly_audit_to_a_fleet_worker(tmp_path: Path) -> None:
+    # As ops/compose.yaml runs it: `celery -A verify_dag beat` with the fleet file in its
+    # environment, a worker of the fleet queue (and one for the runs) on Redis.
+    broker = fresh_db(7)
+    repo = make_project(tmp_path / "repo")
+    path = write_fleet(tmp_path / "fleet.toml", {"url": str(repo.path), "depth": "light"})
+    store = tmp_path / "fleet-store"
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("VERIFY_DAG_", "CELERY_"))},
+        "VERIFY_DAG_STORE": str(store),
+    }
+    queues = {"runs": "git,static,review,test,exercise", "audits": "fleet"}
+    with workers(broker, ["runs", "audits"], tmp_path / "workers", env, queues=queues):
+        beat_env = {
+            **env,
+            "VERIFY_DAG_BROKER_URL": broker,
+            "VERIFY_DAG_FLEET_FILE": str(path),
+            "VERIFY_DAG_FLEET_CRON": "* * * * *",  # the next minute: the finest cron there is
+        }
+        schedule = str(tmp_path / "beat-schedule")
+        beat = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "verify_dag", "beat", "--schedule", schedule],
+            env=beat_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 150
+            while not (store / "fleet").is_dir() or not list(
+                (store / "fleet").glob("*/summary.json")
+            ):
+                assert beat.poll() is None, beat.communicate()[0]
+                assert time.monotonic() < deadline, "no audit within 150 s"
+                time.sleep(0.5)
+        finally:
+            beat.terminate()
+            out = beat.communicate(timeout=30)[0].decode("utf-8", "replace")
+    (summary,) = summaries(store)
+    assert only(summary)["result"] == "pass"
+    assert "beat: Starting..." in out or "celery beat" in out, out

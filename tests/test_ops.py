@@ -220,12 +220,12 @@ def test_workers_cover_every_queue_with_known_names(compose: dict[str, Any]) -> 
     for name, svc in workers(compose).items():
         env = svc["environment"]
         queues = [q.strip() for q in env["VERIFY_DAG_QUEUES"].split(",")]
-        assert set(queues) <= set(QUEUES), f"{name}: unknown queue in {queues}"
+        assert set(queues) <= {*QUEUES, "fleet"}, f"{name}: unknown queue in {queues}"
         covered |= set(queues)
         assert int(default(env["VERIFY_DAG_CONCURRENCY"])) >= 1, name
         assert default(env["VERIFY_DAG_POOL"]) == "prefork", f"{name}: time limits need prefork"
         assert env["VERIFY_DAG_BROKER_URL"].startswith("redis://redis:6379/"), name
-    assert covered == set(QUEUES)
+    assert covered == {*QUEUES, "fleet"}
 
 
 def test_workers_run_verify_dag_worker_from_the_worker_image(compose: dict[str, Any]) -> None:
@@ -308,32 +308,36 @@ def test_nothing_runs_privileged(compose: dict[str, Any]) -> None:
         assert svc["cap_drop"] == ["ALL"], name
 
 
-def test_beat_runs_the_fleet_schedule_once(compose: dict[str, Any]) -> None:
-    from verify_dag.cli import build_parser
+def test_beat_is_celery_beat_sending_the_fleet_audit(compose: dict[str, Any]) -> None:
+    from verify_dag.fleet.schedule import from_environment
 
     svc = services(compose)["beat"]
     argv = [*svc["entrypoint"], *svc.get("command", [])]
-    assert argv[:4] == ["verify-dag", "fleet", "beat", "/fleet/fleet.toml"]
-    args = build_parser().parse_args(argv[1:])  # what the CLI would run, flags included
-    assert (args.fleet_command, args.cron, args.every, args.runs) == (
-        "beat",
-        "0 2 * * *",
-        None,
-        None,
-    )
-    env = svc["environment"]
+    assert argv[:4] == ["celery", "-A", "verify_dag", "beat"]
+    env = {k: default(str(v)) for k, v in svc["environment"].items()}
     assert "VERIFY_DAG_QUEUES" not in env, "beat consumes no queue"
     assert env["VERIFY_DAG_BROKER_URL"].startswith("redis://redis:6379/")
     assert (svc.get("deploy") or {}).get("replicas", 1) == 1
     assert svc["healthcheck"] == {"disable": True}, "no worker ping answers for beat"
+    # The schedule celery beat builds from that environment: the audit task, on its own queue.
+    (entry,) = from_environment(env).values()
+    assert entry["task"] == "verify_dag.fleet.audit" and entry["options"] == {"queue": "fleet"}
+    assert entry["kwargs"]["fleet_file"] == "/fleet/fleet.toml"
+    # The audit runs on a worker of the fleet queue that reads the file and writes the store.
+    fleet = services(compose)["worker-fleet"]
+    fleet_env = fleet["environment"]
+    assert (
+        fleet_env["VERIFY_DAG_QUEUES"],
+        int(default(str(fleet_env["VERIFY_DAG_CONCURRENCY"]))),
+    ) == ("fleet", 1)
     mounts = {}
-    for volume in svc["volumes"]:
+    for volume in fleet["volumes"]:
         source, target, *mode = re.sub(r"\$\{[A-Z0-9_]+:-([^}]*)\}", r"\1", volume).split(":")
         mounts[target] = (source, mode)
     assert mounts["/fleet"] == ("./fleet", ["ro"]), "the fleet file, read-only"
     # The store (reports, index, summaries) is on a named volume at a directory the image gives
     # its non-root user, so it survives restarts and can be written.
-    store_dir = env["VERIFY_DAG_STORE"]
+    store_dir = fleet_env["VERIFY_DAG_STORE"]
     (target,) = [t for t in mounts if store_dir == t or store_dir.startswith(t + "/")]
     assert mounts[target][0] in compose["volumes"]
     chown = re.search(r"chown -R verifydag:verifydag ([^\n]*)", DOCKERFILE.read_text())

@@ -8,12 +8,12 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from verify_dag.cli import args as cli_args
 from verify_dag.cli import exits
-from verify_dag.errors import UsageError
 
 if TYPE_CHECKING:  # the parser is built on every call, before the fleet's modules are needed
     from verify_dag.fleet import Entry
@@ -119,7 +119,6 @@ def _audit(args: argparse.Namespace, entries: list[Entry]) -> dict[str, Any]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
     from verify_dag import files, fleet
     from verify_dag.fleet import summary as fleet_summary
@@ -144,68 +143,104 @@ def cmd_run(args: argparse.Namespace) -> int:
 # --- on a schedule -----------------------------------------------------------------------------
 
 
-def _cron(expr: str, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> Any:
-    """A celery crontab read in UTC; ``clock`` is its idea of now (tests fix it)."""
-    from celery.schedules import crontab
+def _cron(expr: str, clock: Callable[[], datetime] | None = None) -> Any:
+    """A celery crontab read in UTC (verify_dag/fleet/schedule.py)."""
+    from verify_dag.fleet.schedule import cron
 
-    fields = expr.split()
-    if len(fields) != 5:
-        raise UsageError(
-            f"--cron: expected five fields (minute hour day month weekday), got {expr!r}"
-        )
-    minute, hour, day, month, weekday = fields
-    try:
-        return crontab(
-            minute=minute,
-            hour=hour,
-            day_of_month=day,
-            month_of_year=month,
-            day_of_week=weekday,
-            nowfun=clock,
-        )
-    except ValueError as exc:
-        raise UsageError(f"--cron: {expr!r}: {exc}") from None
-
-
-def _night(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from verify_dag import fleet
-    from verify_dag.fleet import summary as fleet_summary
-
-    summary = _audit(args, fleet.load(args.fleet_file))
-    code: int = summary["exitCode"]
-    where = Path(summary["summaryDir"]) / fleet_summary.SUMMARY_MD
-    print(f"fleet audit: {where} (exit {code})", flush=True)
-    return code
+    return cron(expr, clock)
 
 
 def cmd_beat(args: argparse.Namespace) -> int:
-    from verify_dag import fleet
+    """Celery beat in this process sends the audit task on the schedule; the audits run on a
+    worker of the fleet queue (in-process with no broker), and each is printed as it ends."""
+    import queue
+    import tempfile
+
+    from celery import signals
+    from celery.beat import EmbeddedService
+
+    from verify_dag import client, fleet
+    from verify_dag.fleet import schedule
+    from verify_dag.tasks.app import configure
 
     fleet.load(args.fleet_file)  # a bad file is a usage error now, not at 2 a.m.
-    cron = None if args.every else _cron(args.cron or DEFAULT_CRON)
+    when = schedule.every(args.every) if args.every else _cron(args.cron or DEFAULT_CRON)
+    app = configure(args.broker)
+    fleet_file = str(Path(args.fleet_file).resolve())
+    app.conf.beat_schedule = {
+        schedule.ENTRY: schedule.entry(fleet_file, args.store, args.fail_on, args.timeout, when)
+    }
+    if client.embedded():
+        from verify_dag.tasks import embedded
+
+        embedded.ensure_worker()  # it consumes the fleet queue too
+    sent: queue.Queue[str] = queue.Queue()
+
+    def published(
+        sender: str | None = None, headers: dict[str, Any] | None = None, **_: Any
+    ) -> None:
+        if sender == schedule.TASK and headers:
+            sent.put(str(headers["id"]))
+
+    signals.after_task_publish.connect(published, weak=False)
     worst, done = 0, 0
-    next_at = time.monotonic()  # --every: the first audit at once
-    while args.runs is None or done < args.runs:
-        if cron is not None:
-            now = datetime.now(UTC)
-            wait = cron.remaining_estimate(now).total_seconds()
-            due = now + timedelta(seconds=wait)
-            print(
-                f"verify-dag: next fleet audit at {due:%Y-%m-%d %H:%M:%S} UTC",
-                file=sys.stderr,
-                flush=True,
-            )
-            time.sleep(max(wait, 0.0))
-        else:
-            time.sleep(max(next_at - time.monotonic(), 0.0))
-            next_at = time.monotonic() + args.every
+    with tempfile.TemporaryDirectory(prefix="verify-dag-beat-") as tmp:
+        beat = EmbeddedService(
+            app,
+            thread=True,
+            scheduler_cls="celery.beat:Scheduler",
+            schedule_filename=str(Path(tmp) / "schedule"),
+        )
+        beat.start()
         try:
-            code = _night(args)
-        except Exception as exc:  # noqa: BLE001  # a scheduler outlives one failed night
-            code = exits.report(exits.FLEET_AUDIT, exc)
-        # 3 (errors) outranks 2 (a bad fleet file) outranks 1 (issues) outranks 0.
-        worst = max(worst, code)
-        done += 1
+            while args.runs is None or done < args.runs:
+                _announce(when)
+                code = _audit_outcome(sent.get(), args.timeout)
+                if code is None:
+                    continue  # its turn came while the last audit still ran: skipped
+                # 3 (errors) outranks 2 (a bad fleet file) outranks 1 (issues) outranks 0.
+                worst = max(worst, code)
+                done += 1
+        finally:
+            beat.stop()
+            signals.after_task_publish.disconnect(published)
+            # Turns beat sent that no worker took yet are not audits anyone waits for now.
+            with app.connection_for_write() as conn:
+                conn.default_channel.queue_purge(schedule.QUEUE)
     return worst
+
+
+def _announce(when: Any) -> None:
+    due = datetime.now(UTC) + when.remaining_estimate(datetime.now(UTC))
+    print(
+        f"verify-dag: next fleet audit at {due:%Y-%m-%d %H:%M:%S} UTC", file=sys.stderr, flush=True
+    )
+
+
+def _audit_outcome(task_id: str, timeout: float) -> int | None:
+    """Wait for one audit task; print its line and return its exit code (None: skipped)."""
+    from celery import states
+
+    from verify_dag.client import read_meta
+    from verify_dag.fleet import summary as fleet_summary
+
+    deadline = time.monotonic() + timeout + 60
+    while True:
+        meta = read_meta(task_id)
+        if meta.get("status") in states.READY_STATES:
+            break
+        if time.monotonic() > deadline:
+            return exits.report(
+                exits.FLEET_AUDIT, TimeoutError(f"the audit {task_id} gave no result in time")
+            )
+        time.sleep(0.2)
+    result = meta.get("result")
+    if meta["status"] != states.SUCCESS or not isinstance(result, dict):
+        error = result if isinstance(result, BaseException) else RuntimeError(str(result))
+        return exits.report(exits.FLEET_AUDIT, error)
+    if "skipped" in result:
+        return None
+    code = int(result["exitCode"])
+    where = Path(result["summaryDir"]) / fleet_summary.SUMMARY_MD
+    print(f"fleet audit: {where} (exit {code})", flush=True)
+    return code

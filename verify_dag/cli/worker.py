@@ -26,7 +26,8 @@ def add_parsers(sub: Any) -> None:
     w.add_argument(
         "--queues",
         metavar="Q1,Q2",
-        help="queues to consume (default: $VERIFY_DAG_QUEUES, else all)",
+        help="queues to consume (default: $VERIFY_DAG_QUEUES, else all but fleet, which only "
+        "a worker started for the nightly audits consumes)",
     )
     w.add_argument(
         "--concurrency",
@@ -55,7 +56,14 @@ def _setting(flag_value: str | None, flag: str, env: str, default: str) -> tuple
 
 def cmd_worker(args: argparse.Namespace) -> int:
     from verify_dag import repos, sandbox
-    from verify_dag.tasks.app import BROKER_ENV, BROKER_FILE_ENV, QUEUES, broker_url, configure
+    from verify_dag.tasks.app import (
+        BROKER_ENV,
+        BROKER_FILE_ENV,
+        FLEET_QUEUE,
+        QUEUES,
+        broker_url,
+        configure,
+    )
 
     secret = repos.credentials(args.broker) if args.broker else None
     if secret is not None:
@@ -76,10 +84,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
     queues = [q.strip() for q in text.split(",") if q.strip()]
     if not queues:
         raise UsageError(f"{source}: no queue names given; known: {', '.join(QUEUES)}")
-    unknown = sorted(set(queues) - set(QUEUES))
+    known = (*QUEUES, FLEET_QUEUE)
+    unknown = sorted(set(queues) - set(known))
     if unknown:
         raise UsageError(
-            f"{source}: unknown queue(s) {', '.join(unknown)}; known: {', '.join(QUEUES)}"
+            f"{source}: unknown queue(s) {', '.join(unknown)}; known: {', '.join(known)}"
         )
     flag_concurrency = None if args.concurrency is None else str(args.concurrency)
     text, source = _setting(flag_concurrency, "--concurrency", "VERIFY_DAG_CONCURRENCY", "")
