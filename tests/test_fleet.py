@@ -345,7 +345,7 @@ def test_beat_every_second_twice_reuses_the_second_time(
 def test_cron_gives_the_next_time_in_utc() -> None:
     from datetime import UTC, datetime, timedelta
 
-    from verify_dag.cli.fleet import _cron
+    from verify_dag.fleet.schedule import cron as _cron
 
     def frozen(at: datetime) -> Callable[[], datetime]:
         return lambda: at

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import subprocess
 import urllib.request
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import yaml
 from conftest import CLI, Repo, verify_json
 from prometheus_client.parser import text_string_to_metric_families
+from redis_workers import free_port
 
 from verify_dag import metrics
 
@@ -92,10 +92,3 @@ def test_the_dashboard_and_the_scrape_config_use_metrics_that_exist() -> None:
         t for job in scrape["scrape_configs"] for c in job["static_configs"] for t in c["targets"]
     }
     assert {"127.0.0.1:9808", "127.0.0.1:5555"} <= targets
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port

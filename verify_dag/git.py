@@ -870,15 +870,15 @@ def grep_word(
 # --- fixes (Phase 9, docs/fixes.md): the user's work tree, never HEAD, the index or the stash ---
 
 
-def apply_patch(
-    repo: str | Path, patch_text: str, *, check: bool = False, reverse: bool = False
-) -> tuple[bool, str]:
-    """``git apply`` of ``patch_text`` to the work tree only (no ``--index``): whether it
-    applied (or, with ``check``, would apply) cleanly, and git's own words when not."""
-    args = ["apply", "--whitespace=nowarn"]
-    args += ["--check"] if check else []
-    args += ["-R"] if reverse else []
-    res = _git(repo, *args, "-", check=False, input_data=patch_text.encode("utf-8"))
+def patch_applies(repo: str | Path, patch_text: str) -> tuple[bool, str]:
+    """Whether ``git apply --check`` accepts ``patch_text`` on ``repo``'s work tree, and git's own
+    words when not. Nothing is written."""
+    res = _git(
+        repo,
+        *("apply", "--check", "--whitespace=nowarn", "-"),
+        check=False,
+        input_data=patch_text.encode("utf-8"),
+    )
     return res.returncode == 0, " ".join(res.stderr.split())
 
 

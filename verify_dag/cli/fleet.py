@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,10 +14,13 @@ from typing import TYPE_CHECKING, Any
 from verify_dag.cli import args as cli_args
 from verify_dag.cli import exits
 
+# The same as verify_dag/fleet/schedule.py's, which is not imported to build the parser (the
+# fleet package pulls in pydantic, and the parser is built on every command).
+DEFAULT_CRON = "0 2 * * *"
+
 if TYPE_CHECKING:  # the parser is built on every call, before the fleet's modules are needed
     from verify_dag.fleet import Entry
 
-DEFAULT_CRON = "0 2 * * *"
 
 EXIT_CODES_HELP = """exit codes:
   0  every repository passed, or was reused, with no issue at or above --fail-on
@@ -143,13 +145,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 # --- on a schedule -----------------------------------------------------------------------------
 
 
-def _cron(expr: str, clock: Callable[[], datetime] | None = None) -> Any:
-    """A celery crontab read in UTC (verify_dag/fleet/schedule.py)."""
-    from verify_dag.fleet.schedule import cron
-
-    return cron(expr, clock)
-
-
 def cmd_beat(args: argparse.Namespace) -> int:
     """Celery beat in this process sends the audit task on the schedule; the audits run on a
     worker of the fleet queue (in-process with no broker), and each is printed as it ends."""
@@ -164,7 +159,7 @@ def cmd_beat(args: argparse.Namespace) -> int:
     from verify_dag.tasks.app import configure
 
     fleet.load(args.fleet_file)  # a bad file is a usage error now, not at 2 a.m.
-    when = schedule.every(args.every) if args.every else _cron(args.cron or DEFAULT_CRON)
+    when = schedule.every(args.every) if args.every else schedule.cron(args.cron or DEFAULT_CRON)
     app = configure(args.broker)
     fleet_file = str(Path(args.fleet_file).resolve())
     app.conf.beat_schedule = {

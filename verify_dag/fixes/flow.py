@@ -18,7 +18,7 @@ from verify_dag import git
 from verify_dag.fixes import backup, compose, plan, recheck
 from verify_dag.fixes.interactive import Decision
 from verify_dag.fixes.plan import Step
-from verify_dag.models.fixes import FixJob, Proposals
+from verify_dag.models.fixes import FixJob, FixOption, Proposals
 from verify_dag.models.report import FixRecord, Report, ReportIssue
 from verify_dag.models.request import VerifyRequest
 
@@ -191,14 +191,11 @@ def _unchosen(ctx: Context, d: Decision, props: Proposals) -> FixRecord:
 def _record(
     issue: ReportIssue,
     decision: str,
-    option: object = None,
+    o: FixOption | None = None,
     applied: bool = False,
     verified: str = "not-attempted",
     evidence: str = "",
 ) -> FixRecord:
-    from verify_dag.models.fixes import FixOption
-
-    o = option if isinstance(option, FixOption) else None
     return FixRecord.model_validate(
         {
             "issue": issue.id,

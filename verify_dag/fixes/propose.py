@@ -207,7 +207,7 @@ def _option(workdir: Path, item: dict[str, Any]) -> FixOption:
         text += patches.unified(path, old, patches.apply_edits(old, edits))
     if not text:
         raise ValueError("it changes nothing")
-    ok, why = git.apply_patch(workdir, text, check=True)
+    ok, why = git.patch_applies(workdir, text)
     if not ok:
         raise ValueError(f"its patch does not apply: {why}")
     label = " ".join(str(item.get("label") or "Model's fix").split())[:60]
