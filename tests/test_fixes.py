@@ -264,3 +264,15 @@ def test_restore_of_an_unknown_run_is_one_line_and_exit_2(calc: Repo) -> None:
 def test_a_location_free_issue_gets_no_option_from_ruff(calc: Repo) -> None:
     bare = issue(1, 1, "F401").model_copy(update={"location": None})
     assert propose(calc.path, bare).options == ()
+
+
+def test_auto_fix_prints_the_report_in_the_format_asked_for(
+    calc: Repo, fake_claude: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GitHub annotations on stdout, the fixes' summary on stderr: stdout stays the report.
+    flags = ["--scope=branch", "--base=base", "--mode=auto-fix", "--format=github", "--quiet"]
+    rc = main(["verify", str(calc.path), *flags])
+    out, err = capsys.readouterr()
+    assert rc == 1
+    assert out.startswith("::") and "# Verification Report" not in out
+    assert "## Fixes" in err

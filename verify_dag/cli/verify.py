@@ -259,7 +259,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return report.exit_code(doc, request.fail_on)
     # Phase 9: the person reads the report first, then triage (or auto-fix) and its summary.
     if not request.output:
-        sys.stdout.write(result.markdown)
+        _emit(request, doc, result.markdown)
         sys.stdout.flush()
     ctx = flow.Context(
         request=request,
