@@ -20,7 +20,7 @@ from typing import Any
 from verify_dag import client
 from verify_dag.models import RunState, VerifyRequest
 from verify_dag.phases import scope
-from verify_dag.tasks import embedded, pipeline
+from verify_dag.tasks import embedded, pipeline, stash
 from verify_dag.tasks.review import TASKS
 from verify_dag.tasks.workflow import header_tasks
 
@@ -63,8 +63,8 @@ def direct(request: VerifyRequest) -> dict[str, Any]:
     for name in header_tasks(request):
         body = header[name]
         results.append(body(_DIRECT, state) if name == "verify_dag.test" else body(state))
-    st = pipeline.collect(RunState.model_validate(state), results)
-    state = st.model_dump(mode="json")
+    st = pipeline.collect(stash.state(state), results)
+    state = stash.put_state(st, "collect")
     for phase in (pipeline._exerciser, pipeline._debugger):
         state = phase(_DIRECT, state)
     # The report task's own body, called in-process (no request id: no idempotency lookup): the

@@ -1,8 +1,9 @@
 """What every phase task shares: validation, idempotency, progress events, and no raising.
 
-Tasks are thin: validate the input model, call the phase, dump the output model. A phase that
-cannot proceed records an error on the state instead of raising, so the report task still runs
-and the user gets a complete v1 report with status "error".
+Tasks are thin: read the input state (a reference to it, tasks/stash.py), call the phase, stash
+what it made and pass the reference on. A phase that cannot proceed records an error on the
+state instead of raising, so the report task still runs and the user gets a complete v1 report
+with status "error".
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from verify_dag.errors import VerifyDagError
 from verify_dag.models import RunState, SkillOutcome
 from verify_dag.models.findings import CacheHit
 from verify_dag.models.state import Phase
+from verify_dag.tasks import stash
 from verify_dag.tasks.app import CANCELLED, app, sentinel_id
 
 log = logging.getLogger(__name__)
@@ -107,7 +109,7 @@ def state_phase(phase: Phase) -> Callable[[StatePhase], Callable[..., dict[str, 
             done = previous_result(task)
             if done is not None:
                 return dict(done)
-            st = RunState.model_validate(state)
+            st = stash.state(state)
             if st.stopped:
                 return state
             stop_if_cancelled(st.run_id)
@@ -143,24 +145,24 @@ def state_phase(phase: Phase) -> Callable[[StatePhase], Callable[..., dict[str, 
             except Exception as exc:
                 log.exception("phase %s crashed", phase)
                 out = failed(st, phase, "INTERNAL_ERROR", f"{type(exc).__name__}: {exc}")
-            return out.model_dump(mode="json")
+            return stash.put_state(out, phase)
 
         return body
 
     return wrap
 
 
-def header_phase(skill: str) -> Callable[[HeaderPhase], Callable[..., list[dict[str, Any]]]]:
+def header_phase(skill: str) -> Callable[[HeaderPhase], Callable[..., Any]]:
     """Wrap a chord header phase. It never raises: a header task that failed would stop the chord
     body (ChordError), and with it the report."""
 
-    def wrap(fn: HeaderPhase) -> Callable[..., list[dict[str, Any]]]:
+    def wrap(fn: HeaderPhase) -> Callable[..., Any]:
         @functools.wraps(fn)
-        def body(task: Any, state: dict[str, Any]) -> list[dict[str, Any]]:
+        def body(task: Any, state: dict[str, Any]) -> Any:
             done = previous_result(task)
             if done is not None:
-                return list(done)
-            st = RunState.model_validate(state)
+                return done
+            st = stash.state(state)
             if st.stopped:
                 return []
             stop_if_cancelled(st.run_id)
@@ -189,9 +191,10 @@ def header_phase(skill: str) -> Callable[[HeaderPhase], Callable[..., list[dict[
                     )
                 ]
             took = round(time.monotonic() - began, 3)
-            return [
+            made = [
                 o.model_copy(update={"seconds": took}).model_dump(mode="json") for o in outcomes
             ]
+            return stash.put_outcomes(st.run_id, skill, made)
 
         return body
 

@@ -21,7 +21,7 @@ from verify_dag.phases.tester import env as testenv
 from verify_dag.phases.tester import memo as tester_memo
 from verify_dag.phases.triage import gating
 from verify_dag.reviewers import composition_skips
-from verify_dag.tasks import workspaces
+from verify_dag.tasks import stash, workspaces
 from verify_dag.tasks.app import app
 from verify_dag.tasks.base import (
     RunFailed,
@@ -182,7 +182,7 @@ def collect(st: RunState, results: list[Any]) -> RunState:
     """
     merged: dict[str, SkillOutcome] = {}
     for part in results:
-        for raw in part if isinstance(part, list) else ():
+        for raw in stash.outcomes(part):
             o = SkillOutcome.model_validate(raw)
             merged[o.skill] = merged[o.skill].combine(o) if o.skill in merged else o
     outcomes = [*merged.values(), *composition_skips(st)]
@@ -210,14 +210,15 @@ def static_task(self: Any, state: dict[str, Any]) -> dict[str, Any]:
 
 
 @app.task(name="verify_dag.test", bind=True)
-def test_task(self: Any, state: dict[str, Any]) -> list[dict[str, Any]]:
+def test_task(self: Any, state: dict[str, Any]) -> Any:
     return _tester(self, state)
 
 
 @app.task(name="verify_dag.reviews", bind=True)
-def reviews_task(self: Any, results: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """The reviewers' fan-in: their outcomes as one list, in header order."""
-    return [raw for part in results for raw in part]
+def reviews_task(self: Any, results: list[Any]) -> list[Any]:
+    """The reviewers' fan-in: the references to their outcomes as one list, in header order
+    (collect reads them)."""
+    return [ref for part in results for ref in (part if isinstance(part, list) else [part])]
 
 
 @app.task(name="verify_dag.collect", bind=True)
@@ -229,11 +230,11 @@ def collect_task(self: Any, results: list[Any], context_id: str) -> dict[str, An
     if done is not None:
         return dict(done)
     ctx = AsyncResult(context_id, app=app).get(disable_sync_subtasks=False, timeout=60)
-    st = RunState.model_validate(ctx)
+    st = stash.state(ctx)
     if st.stopped:
         return dict(ctx)
     progress(self, st.run_id, "collect")
-    return collect(st, results).model_dump(mode="json")
+    return stash.put_state(collect(st, results), "collect")
 
 
 @app.task(name="verify_dag.exerciser", bind=True)
@@ -253,7 +254,7 @@ def report_task(self: Any, state: dict[str, Any]) -> dict[str, Any]:
     done = previous_result(self)
     if done is not None:
         return dict(done)
-    st = RunState.model_validate(state)
+    st = stash.state(state)
     progress(self, st.run_id, "report")
     doc = report.build(st, _source(st))
     report.validate(doc.model_dump(mode="json"))

@@ -13,7 +13,7 @@ def _make(skill: str, fn: Reviewer) -> Any:
     body = header_phase(skill)(fn)
 
     @app.task(name=f"verify_dag.review.{skill}", bind=True)
-    def review_task(self: Any, state: dict[str, Any]) -> list[dict[str, Any]]:
+    def review_task(self: Any, state: dict[str, Any]) -> Any:
         return body(self, state)
 
     return review_task

@@ -35,6 +35,7 @@ from verify_dag.models.fixes import FixJob
 from verify_dag.models.report import ReportIssue
 from verify_dag.phases.claims.models import ClaimVerdict
 from verify_dag.shadow.models import Dispatch, ShadowJob
+from verify_dag.tasks import stash
 from verify_dag.tasks.app import app
 
 
@@ -66,6 +67,9 @@ class Plan:
     # A verify run's request as it was shipped (with a local repository's snapshot and bundle):
     # what Phase 9's workers read the verified commit from.
     request: VerifyRequest | None = None
+    # What the client writes to the result backend before it sends the canvas, as (key, value):
+    # the run's first state, which the scope task is given a reference to (tasks/stash.py).
+    records: tuple[tuple[str, Any], ...] = ()
 
 
 def _due(gate: skills.Gate, request: VerifyRequest) -> bool:
@@ -96,7 +100,8 @@ def header_tasks(request: VerifyRequest) -> list[str]:
 
 def plan(request: VerifyRequest, run_id: str | None = None) -> Plan:
     run_id = run_id or uuid()
-    state = RunState(run_id=run_id, request=request).model_dump(mode="json")
+    first = RunState(run_id=run_id, request=request)
+    key, state = stash.initial(first)
     phases: list[PhaseRef] = []
 
     def sig(name: str, *args: Any, label: str, task_id: str | None = None, **kwargs: Any) -> Any:
@@ -146,6 +151,7 @@ def plan(request: VerifyRequest, run_id: str | None = None) -> Plan:
         final_id=phases[-1].task_id,
         expect=expect,
         request=request,
+        records=((key, first.model_dump(mode="json")),),
     )
 
 

@@ -204,7 +204,7 @@ def test_a_redelivered_task_returns_its_first_result(
         assert time.monotonic() < deadline, "the redelivered task never ran"
         time.sleep(0.01)
     assert runs == ["r1"]  # the phase did not run again
-    assert lookups[0] is None and isinstance(lookups[1], dict) and lookups[1]["run_id"] == "r1"
+    assert lookups[0] is None and isinstance(lookups[1], dict) and lookups[1]["run"] == "r1"
 
 
 def test_exerciser_failures_reach_the_debugger(repo: Repo, tmp_path: Path) -> None:
@@ -247,3 +247,40 @@ def test_exerciser_failures_reach_the_debugger(repo: Repo, tmp_path: Path) -> No
     assert d["command"].startswith(f"{sys.executable} export.py  (cwd: ")
     order = [s["skill"] for s in doc["skillResults"]]
     assert order.index("exerciser") < order.index("debugger")
+
+
+def test_task_messages_carry_references_not_the_run_state(
+    scenario: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every message of a deep run, from the client's and from the workers', carries ids and a
+    reference to the run's state (tasks/stash.py), never the state: the plan's text, which the
+    run's request holds, is in none of them. The largest arguments are the fan-ins': a reference
+    per header task, naming its skills' statuses."""
+    import json
+
+    from celery import signals
+
+    monkeypatch.setenv("VERIFY_DAG_BACKEND", "none")  # the reviewers NOT_RUN: no model needed
+    marker = "PLAN-MARKER-" + "x" * 4000  # a state carrying it would be over 4 KB
+    plan = tmp_path / "plan.md"
+    plan.write_text(f"# Plan\n\n{marker}\n", encoding="utf-8")
+    seen: list[tuple[str, str, int]] = []
+
+    def record(sender: str | None = None, body: Any = None, **_: Any) -> None:
+        args = body[0] if isinstance(body, (list, tuple)) else body
+        seen.append((str(sender), json.dumps(body), len(json.dumps(args))))
+
+    signals.before_task_publish.connect(record, weak=False)
+    try:
+        rc, doc = verify_json(scenario, tmp_path, *BRANCH, "--depth=deep", f"--plan-file={plan}")
+    finally:
+        signals.before_task_publish.disconnect(record)
+    assert doc["status"] == "ok" and rc == 1
+    names = {name for name, _, _ in seen}
+    assert {"verify_dag.scope", "verify_dag.collect", "verify_dag.report"} <= names
+    assert len(names) >= 8, names  # the phases and reviewers were each sent as a message
+    assert not [name for name, body, _ in seen if "PLAN-MARKER" in body]
+    biggest = max(seen, key=lambda s: s[2])
+    assert biggest[2] <= 2000, biggest[0]
+    fan_ins = ("verify_dag.reviews", "verify_dag.collect")
+    assert max(size for name, _, size in seen if name not in fan_ins) <= 200

@@ -108,6 +108,8 @@ def _send(p: Plan) -> Plan:
 
         worker.ensure_worker()  # once per process
     with _unreachable_broker_is_fatal():
+        for key, value in p.records:
+            app.backend.store_result(key, value, states.SUCCESS)
         p.canvas.apply_async()
     return p
 

@@ -98,16 +98,20 @@ def outcome(meta: dict[str, Any]) -> str:
             return "done (the run ended in error or blocked)"
         return "failed"
     result = meta.get("result")
-    outcomes = result if isinstance(result, list) else []
+    # A phase's result is a reference to what it stored (tasks/stash.py): a header task's names
+    # each skill's status, a state's where the run stopped; the reviewers' fan-in is a list of them.
+    refs = result if isinstance(result, list) else [result]
     said = sorted(
         {
-            str(o["status"])
-            for o in outcomes
-            if isinstance(o, dict) and o.get("status") not in _QUIET_STATUSES
+            str(status)
+            for ref in refs
+            if isinstance(ref, dict)
+            for status in (ref.get("skills") or {}).values()
+            if status not in _QUIET_STATUSES
         }
     )
     if said:
         return " / ".join(said)
-    if isinstance(result, dict) and result.get("failed_phase"):
-        return f"done (the run stopped at {result['failed_phase']})"
+    if isinstance(result, dict) and result.get("stoppedAt"):
+        return f"done (the run stopped at {result['stoppedAt']})"
     return "done"
