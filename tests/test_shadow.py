@@ -479,9 +479,13 @@ def test_echo_chamber_guard_redispatches_then_hits_the_cap() -> None:
     }
     first = merge.settle(same, 1)
     got = {s.claim_id: s for s in first.settled}
-    assert got["C1"].verdict == got["C2"].verdict == "UNVERIFIED-ECHO-CHAMBER"
-    assert "[needs-human-review: echo-chamber suspected]" in got["C2"].tags
+    # The refutation makes two verifiers on a.py; the confirmation resting on it is flagged,
+    # the refutation itself stays REFUTED (exempt) and so the gate stays FAIL.
+    assert got["C1"].verdict == "UNVERIFIED-ECHO-CHAMBER"
+    assert "[needs-human-review: echo-chamber suspected]" in got["C1"].tags
+    assert got["C2"].verdict == "REFUTED" and got["C2"].tags == ("[was: confident, now: refuted]",)
     assert got["C3"].verdict == "CONFIRMED"
+    assert merge.gate(s.verdict for s in first.settled) == "FAIL"
     assert [(r.claim_id, r.outside) for r in first.redispatch] == [("C1", "a.py")]
     # The re-dispatched verifier read outside the artifact: the group is resolved.
     resolved = merge.settle(
@@ -499,6 +503,42 @@ def test_echo_chamber_guard_redispatches_then_hits_the_cap() -> None:
         "[loop-cap-reached]",
     )
     assert capped["C1"].escalated and merge.settle(same, 3).redispatch == ()
+
+
+@pytest.mark.parametrize("round_no", [1, merge.MAX_ROUNDS])
+def test_refutations_on_one_artifact_stay_refuted(round_no: int) -> None:
+    """The echo-chamber guard never relabels a REFUTED: two refutations resting on one file
+    are still two refutations, nothing is re-dispatched or escalated, and the gate FAILs."""
+    both = {"C1": verdict("C1", "REFUTED"), "C2": verdict("C2", "REFUTED")}
+    result = merge.settle(both, round_no)
+    assert [(s.claim_id, s.verdict, s.tags, s.escalated) for s in result.settled] == [
+        ("C1", "REFUTED", ("[was: confident, now: refuted]",), False),
+        ("C2", "REFUTED", ("[was: confident, now: refuted]",), False),
+    ]
+    assert result.redispatch == ()
+    assert merge.gate(s.verdict for s in result.settled) == "FAIL"
+
+
+@pytest.mark.parametrize("other", ["CONFIRMED", "STALE"])
+def test_echo_chamber_guard_flags_what_rests_on_one_artifact(other: str) -> None:
+    """CONFIRMED and STALE verdicts that only re-read the same file are echo-chamber suspects
+    whatever they concluded; a different artifact or an outside read is not."""
+    group = {
+        "C1": verdict("C1", "CONFIRMED", boundary_checked=True),
+        "C2": verdict("C2", other, boundary_checked=True),
+        "C3": verdict("C3", "CONFIRMED", artifact="b.py", boundary_checked=True),
+        "C4": verdict("C4", "CONFIRMED", "independent-rederivation"),
+    }
+    result = merge.settle(group, 1)
+    got = {s.claim_id: s.verdict for s in result.settled}
+    assert got == {
+        "C1": "UNVERIFIED-ECHO-CHAMBER",
+        "C2": "UNVERIFIED-ECHO-CHAMBER",
+        "C3": "CONFIRMED",
+        "C4": "CONFIRMED",
+    }
+    assert [(r.claim_id, r.outside) for r in result.redispatch] == [("C1", "a.py")]
+    assert merge.gate(got.values()) == "WARN"
 
 
 def test_gate_verdicts() -> None:
@@ -599,6 +639,68 @@ def test_an_echo_redispatch_asks_the_model_to_read_outside(calc: Repo) -> None:
     assert "Read at least one upstream caller and one downstream consumer outside it" in " ".join(
         again.split()
     )
+
+
+@pytest.mark.parametrize(
+    ("answer", "rc", "gate", "merged", "rounds"),
+    [
+        # Refutations are exempt from the echo-chamber guard: the gate FAILs (exit 1).
+        ("REFUTED", 1, "FAIL", "REFUTED", 1),
+        # Confirmations are not: re-dispatched to read outside, escalated at the cap (exit 4).
+        ("CONFIRMED", 4, "WARN", "UNVERIFIED-ECHO-CHAMBER", 3),
+    ],
+)
+def test_two_model_verdicts_on_one_file(
+    calc: Repo,
+    tmp_path: Path,
+    fake_claude: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    answer: str,
+    rc: int,
+    gate: str,
+    merged: str,
+    rounds: int,
+) -> None:
+    def answer_for(cid: str, line: int) -> dict[str, Any]:
+        return {
+            "prompt": f"[{cid}] src/calc.py ::",
+            "reply": json.dumps(
+                {
+                    "claim_id": cid,
+                    "verdict": answer,
+                    "evidence_pointer": f"src/calc.py:{line}",
+                    "evidence_base": "artifact-internal",
+                    "files_read": ["src/calc.py"],
+                    "corrected": "it does not",
+                }
+            ),
+        }
+
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps([answer_for("J1", 9), answer_for("J2", 5)]), encoding="utf-8")
+    monkeypatch.setenv("FAKE_MODEL_REPLIES", str(replies))
+    report = findings_file(
+        tmp_path,
+        [
+            {"id": "J1", "title": "mul is off by one", "location": "src/calc.py:9"},
+            {"id": "J2", "title": "add loses precision", "location": "src/calc.py:5"},
+        ],
+    )
+    got_rc, doc = shadow(calc, report, "--all", capsys=capsys)
+    claims_ = by_id(doc)
+    assert [claims_[c]["verifier_verdict"] for c in ("J1", "J2")] == [answer, answer]
+    assert [claims_[c]["evidence_base"] for c in ("J1", "J2")] == ["artifact-internal"] * 2
+    assert [claims_[c]["verdict"] for c in ("J1", "J2")] == [merged, merged]
+    assert (got_rc, doc["gate"], doc["rounds"]) == (rc, gate, rounds)
+    if answer == "REFUTED":
+        assert all(
+            claims_[c]["tags"] == ["[was: confident, now: refuted]"] and not claims_[c]["escalated"]
+            for c in ("J1", "J2")
+        )
+        assert len(logged_calls(fake_claude)) == 2  # nothing re-dispatched
+    else:
+        assert "[loop-cap-reached]" in claims_["J1"]["tags"] and claims_["J1"]["escalated"]
 
 
 @pytest.mark.parametrize(

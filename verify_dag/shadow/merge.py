@@ -15,10 +15,12 @@ rule or a test run, and not a purely local fact such as a line count):
   references outside the artifact (a boundary the confirmation never looked at), or could not be
   made, it becomes UNVERIFIED-COMPOSITION ``[needs-human-review: composition boundary
   unchecked]``. A REFUTED is exempt (a refutation already halts action).
-- echo chamber: two or more concluded verdicts (CONFIRMED, REFUTED, STALE) citing the same
-  artifact are UNVERIFIED-ECHO-CHAMBER ``[needs-human-review: echo-chamber suspected]``
-  regardless of verdict, and the first of them is re-dispatched with the instruction to read
-  outside the artifact; at the round cap, ``[loop-cap-reached]`` instead.
+- echo chamber: when two or more concluded verdicts (CONFIRMED, REFUTED, STALE) cite the same
+  artifact, its CONFIRMED and STALE ones are UNVERIFIED-ECHO-CHAMBER ``[needs-human-review:
+  echo-chamber suspected]`` and the first of those is re-dispatched with the instruction to read
+  outside the artifact; at the round cap, ``[loop-cap-reached]`` instead. A REFUTED counts
+  towards the two but stays REFUTED, exempt as from the composition axis: it already halts
+  action, and relabelling it would turn the gate's FAIL into a WARN that may proceed.
 
 Gate: FAIL when a claim is REFUTED; else WARN when one is STALE, UNVERIFIABLE or UNVERIFIED-*;
 else PASS.
@@ -124,8 +126,13 @@ def settle(
         if r is not None:
             again.append(r)
     for artifact, group in _echo_groups(verdicts.values()).items():
-        first = min(group, key=_order)
-        for cid in group:
+        # The refutations in the group made it a group (each is a verifier that re-read only
+        # this artifact) but keep their verdict: the gate must still FAIL on them.
+        flagged = [cid for cid in group if verdicts[cid].verdict != "REFUTED"]
+        if not flagged:
+            continue
+        first = min(flagged, key=_order)
+        for cid in flagged:
             old = settled[cid]
             tags = (ECHO, CAP) if last else (ECHO,)
             settled[cid] = Settled(
