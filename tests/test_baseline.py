@@ -70,6 +70,23 @@ def test_moved_old_finding_is_pre_existing_and_new_one_introduced(repo: Repo) ->
     assert baselines(classify(repo, sc)) == {("F401", 9): "pre-existing", ("F841", 5): "introduced"}
 
 
+def test_a_finding_on_a_line_the_change_only_edited_is_pre_existing(repo: Repo) -> None:
+    """`List` was already imported unused at the base; the change edits that very line to import
+    `Dict` too, and uses it. The F401 on `List` is the old one (same rule, same message, on the
+    line the edit replaced); an unused name the edit adds is introduced."""
+    old = "from typing import Any, List\n\n\ndef f(a: Any) -> None:\n    return None\n"
+    new = (
+        "from typing import Any, Dict, List, Set\n\n\n"
+        "def f(a: Any) -> Dict[str, int]:\n    return {}\n"
+    )
+    sc = branch(repo, {"app.py": old}, {"app.py": new})
+    found = {f.title: f.baseline for f in classify(repo, sc)}
+    assert found == {
+        "ruff F401: `typing.List` imported but unused": "pre-existing",
+        "ruff F401: `typing.Set` imported but unused": "introduced",
+    }
+
+
 def test_new_copy_of_an_unchanged_flagged_line_is_introduced(repo: Repo) -> None:
     # The old `import os` (line 1) is still there, unchanged: it cannot be the origin of the
     # same text added inside g().

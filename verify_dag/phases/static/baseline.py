@@ -13,7 +13,9 @@ became: an unchanged old line is still there outside the scoped lines, so it can
 origin of a finding on an added line. The origin may be in another file, so a line moved into a
 new file stays pre-existing. Each old finding accounts for at most one new finding (two copies
 of one old line: one is introduced), preferring a finding in the file the old line was in.
-Whole-file scopes (no old commit) are left unclassified.
+A finding on a line the change edited in place is pre-existing too when the old line it replaced
+had the same finding (same rule, same message: ruff's F401 names the unused import), so adding a
+name to an import line does not make its old unused name "introduced". Whole-file scopes (no old commit) are left unclassified.
 
 When the baseline cannot be established (the tool fails at the merge base, the checkout fails),
 the findings keep ``baseline=None`` and the reason is appended to ``problems``: unknown is never
@@ -75,6 +77,12 @@ def classify(
     for tool, indexes in pending.items():
         keys = {i: _key(out[i], texts) for i in indexes}
         wanted[tool] = _candidates(sources, texts, {k[1] for k in keys.values()})
+        # A finding on a line the change edited may be the old line's own finding, whatever the
+        # edit did to its text: its file is looked at too (``_edited``).
+        for i in indexes:
+            own = _edited(scope, texts, out[i])
+            if own is not None and own[0] not in wanted[tool]:
+                wanted[tool].append(own[0])
         if not wanted[tool]:
             # No touched file lost a line reading like any of these: nothing at the base can be
             # their origin, and the tool need not run there.
@@ -232,9 +240,51 @@ def _classify_tool(
         if i not in matched and anywhere[keys[i]] > 0:
             anywhere[keys[i]] -= 1
             matched.add(i)
+    # Last, a line the change edited in place (``import os`` became ``import os, sys``): the
+    # finding is pre-existing when the old line it replaced had the same finding, the same rule
+    # and the same message (ruff's F401 names the unused import), and no other new finding took
+    # that old one already.
+    for i in indexes:
+        edited = None if i in matched else _edited(scope, texts, out[i])
+        if edited is None:
+            continue
+        old_path, old_lines = edited
+        for command, r in old_raw:
+            spec = tools.spec_for(command)
+            if r.path != old_path or r.line not in old_lines:
+                continue
+            if runner.title(spec, r) != out[i].title:
+                continue
+            old_key = (
+                r.code or runner.title(spec, r),
+                _norm(texts.old([r.path])[r.path][r.line - 1]),
+            )
+            if by_file[(r.path, old_key)] > 0:
+                by_file[(r.path, old_key)] -= 1
+                anywhere[old_key] -= 1
+                matched.add(i)
+                break
     for i in indexes:
         verdict = "pre-existing" if i in matched else "introduced"
         out[i] = out[i].model_copy(update={"baseline": verdict})
+
+
+def _edited(scope: Scope, texts: _Texts, f: Finding) -> tuple[str, set[int]] | None:
+    """When ``f`` sits on a line the change edited in place (a replaced run of lines, as
+    difflib aligns the file's two versions): the file's old path and the 1-based old lines that
+    run replaced."""
+    if f.location is None or not f.location.line:
+        return None
+    old_path = _own_old_path(scope, f.location.path)
+    if old_path is None:
+        return None
+    old, new = texts.old([old_path])[old_path], texts.new(f.location.path)
+    at = f.location.line - 1
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for tag, a0, a1, b0, b1 in matcher.get_opcodes():
+        if tag == "replace" and b0 <= at < b1:
+            return old_path, set(range(a0 + 1, a1 + 1))
+    return None
 
 
 def _own_old_path(scope: Scope, path: str) -> str | None:
