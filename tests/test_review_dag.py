@@ -353,3 +353,34 @@ def test_a_backend_that_echoes_the_prompt_did_not_review(
     _, doc = verify_json(scenario, tmp_path, *BRANCH)
     reviewer = result(doc, "reviewer")
     assert reviewer["status"] == "NOT_RUN" and "echoed the prompt" in reviewer["notes"]
+
+
+def test_a_prose_location_is_no_location(
+    scenario: Repo, tmp_path: Path, fake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reviewer's location that is not a file of the verified commit (prose, or a path the
+    commit does not hold) becomes null, never a path; a real one keeps its line."""
+    install(fake, ["claude"])
+    monkeypatch.setenv("VERIFY_DAG_BACKEND", "claude")
+    found = [
+        ("mean is wrong", "somewhere in the mean function"),
+        ("ghost file", "src/nowhere.py:3"),
+        ("mul is off", "./src/calc.py:10"),
+    ]
+    monkeypatch.setenv(
+        "FAKE_MODEL_REPLY",
+        json.dumps(
+            {
+                "findings": [
+                    {"title": t, "severity": 8, "location": loc, "description": t}
+                    for t, loc in found
+                ]
+            }
+        ),
+    )
+    _, doc = verify_json(scenario, tmp_path, *BRANCH)
+    where = {i["title"]: i["location"] for i in doc["issues"]}
+    assert where["mean is wrong"] is None and where["ghost file"] is None
+    assert where["mul is off"] == {"path": "src/calc.py", "line": 10}
+    titles = {f["title"]: f for f in doc["findings"]}
+    assert "location" not in titles["mean is wrong"]

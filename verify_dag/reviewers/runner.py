@@ -80,6 +80,26 @@ _SELF_STATUS = re.compile(
 )
 
 
+def _located(state: RunState, outcome: SkillOutcome) -> SkillOutcome:
+    """``outcome`` with every finding's location naming a file of the verified commit, or none:
+    a model's prose ("somewhere in the mean function") or a path outside the repository is not
+    a location, and the report must never present it as one (docs/report.md, "Locations")."""
+    located = [f for f in outcome.findings if f.location is not None]
+    if not located or state.scope is None:
+        return outcome
+    files = set(git.ls_tree(state.request.repo, state.scope.new_commit))
+
+    def checked(f: Finding) -> Finding:
+        if f.location is None:
+            return f
+        path = f.location.path.removeprefix("./")
+        if path not in files:
+            return f.model_copy(update={"location": None})
+        return f.model_copy(update={"location": f.location.model_copy(update={"path": path})})
+
+    return outcome.model_copy(update={"findings": tuple(checked(f) for f in outcome.findings)})
+
+
 def _outcome(skill: str, reason: str, parsed: ParsedReply) -> SkillOutcome:
     said = _SELF_STATUS.match((parsed.status or "").strip())
     if said is not None:
@@ -209,7 +229,7 @@ def model_skill(state: RunState, skill: str, reason: str) -> SkillOutcome:
         return backend
     prompt = prompts.skill_prompt(state, skill)
     with _checkout(state) as cwd:
-        return _ask(skill, reason, backend, prompt, cwd)
+        return _located(state, _ask(skill, reason, backend, prompt, cwd))
 
 
 def plan_completeness(state: RunState, reason: str) -> SkillOutcome:
@@ -270,7 +290,7 @@ def codex_reviewer(state: RunState, reason: str) -> SkillOutcome:
                 notes="PATCH_CONSTRUCTION_FAILED: the diff-only workspace does "
                 "not reproduce the scoped diff exactly",
             )
-        return _ask(
+        asked = _ask(
             skill,
             reason,
             backend,
@@ -278,3 +298,4 @@ def codex_reviewer(state: RunState, reason: str) -> SkillOutcome:
             ws,
             blocked_when_unavailable=True,
         )
+        return _located(state, asked)
