@@ -202,13 +202,20 @@ def test_auto_detect_priority(repo: Repo) -> None:
     assert sc.nothing_to_verify and "no changes ahead of main" in sc.notes[0]
 
 
-def test_auto_detect_without_any_base(tmp_path: Path) -> None:
+def test_auto_detect_without_any_base_is_an_error(tmp_path: Path) -> None:
+    """Only a `trunk` branch and no remote: there is no base to find the branch's commits
+    against, which is a verification error (as with --scope=branch), not "nothing to verify"."""
     repo = make_repo(tmp_path / "r", branch="trunk")
     repo.write("a.py", "x\n")
-    head = repo.commit()
+    repo.commit()
+    repo.write("b.py", "y\n")
+    head = repo.commit()  # one commit ahead of the first
     sc = _run(repo)
-    assert sc.nothing_to_verify and sc.error is None and sc.head_sha == head
-    assert "no base branch exists" in sc.notes[0]
+    assert not sc.nothing_to_verify and sc.error is not None and sc.head_sha == head
+    assert sc.error.code == "NO_BASE" and "main, or master base exists" in sc.error.message
+    assert (sc.mode, sc.requested_mode, sc.merge_base) == ("branch", None, None)
+    repo.write("b.py", "z\n")  # an unstaged change needs no base
+    assert _run(repo).mode == "unstaged"
 
 
 def test_explicit_modes_with_nothing_to_verify(repo: Repo) -> None:
@@ -434,8 +441,9 @@ def test_unrelated_histories_fail_merge_base(repo: Repo) -> None:
     sc = _run(repo, scope="branch", base="main")
     assert sc.error is not None and sc.error.code == "MERGE_BASE_FAILED"
     assert (sc.base_ref, sc.merge_base, sc.head_sha) == ("main", None, head)
-    sc = _run(repo)
-    assert sc.nothing_to_verify and "no history with main" in sc.notes[0]
+    sc = _run(repo)  # auto-detection compares with the same base: the same error
+    assert sc.error is not None and sc.error.code == "MERGE_BASE_FAILED"
+    assert (sc.base_ref, sc.merge_base, sc.requested_mode) == ("main", None, None)
 
 
 def test_shallow_clone_merge_base_failure_says_so(tmp_path: Path) -> None:

@@ -116,15 +116,14 @@ def _auto(states: States) -> Scope:
         return scope
     base, notes = _default_base(repo)
     clean = "no staged or unstaged changes"
+    # With nothing staged or unstaged, auto-detection is the branch scope against the default
+    # base: no base, or none HEAD shares history with, is the same verification error as there
+    # (docs/verify.md), not a clean "nothing to verify" that would pass a change never looked at.
     if base is None:
-        return _nothing(
-            "auto", None, head, f"{clean}, and no base branch exists ({_NO_BASE})", notes
-        )
+        return _error(head, None, "NO_BASE", f"{clean}, and {_NO_BASE}", notes, requested=None)
     mb = git.merge_base(repo, base, head)
     if mb is None:
-        return _nothing(
-            "auto", None, head, f"{clean}, and HEAD shares no history with {base}", notes
-        )
+        return _no_merge_base(repo, head, base, notes, requested=None)
     scope = _branch(repo, head, None, base, mb, notes)
     if scope.nothing_to_verify:
         return _nothing(
@@ -211,15 +210,16 @@ def _explicit_branch(repo: str, head: str, base: str | None) -> Scope:
         return _error(head, base, "INVALID_BASE", f"base ref {base!r} is not a commit", notes)
     mb = git.merge_base(repo, base, head)
     if mb is None:
-        shallow = " (the repository is a shallow clone)" if git.is_shallow(repo) else ""
-        return _error(
-            head,
-            base,
-            "MERGE_BASE_FAILED",
-            f"no merge base between {base!r} and HEAD {head}{shallow}",
-            notes,
-        )
+        return _no_merge_base(repo, head, base, notes, requested="branch")
     return _branch(repo, head, "branch", base, mb, notes)
+
+
+def _no_merge_base(
+    repo: str, head: str, base: str, notes: Sequence[str], requested: str | None
+) -> Scope:
+    shallow = " (the repository is a shallow clone)" if git.is_shallow(repo) else ""
+    message = f"no merge base between {base!r} and HEAD {head}{shallow}"
+    return _error(head, base, "MERGE_BASE_FAILED", message, notes, requested=requested)
 
 
 def _default_base(repo: str) -> tuple[str | None, list[str]]:
@@ -244,10 +244,17 @@ def _default_base(repo: str) -> tuple[str | None, list[str]]:
     return None, notes
 
 
-def _error(head: str, base: str | None, code: str, message: str, notes: Sequence[str]) -> Scope:
+def _error(
+    head: str,
+    base: str | None,
+    code: str,
+    message: str,
+    notes: Sequence[str],
+    requested: str | None = "branch",
+) -> Scope:
     return Scope(
         mode="branch",
-        requested_mode="branch",
+        requested_mode=requested,
         base_ref=base,
         head_sha=head,
         new_commit=head,
