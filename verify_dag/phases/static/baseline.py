@@ -15,7 +15,8 @@ new file stays pre-existing. Each old finding accounts for at most one new findi
 of one old line: one is introduced), preferring a finding in the file the old line was in.
 A finding on a line the change edited in place is pre-existing too when the old line it replaced
 had the same finding (same rule, same message: ruff's F401 names the unused import), so adding a
-name to an import line does not make its old unused name "introduced". Whole-file scopes (no old commit) are left unclassified.
+name to an import line does not make its old unused name "introduced". Whole-file scopes (no
+old commit) are left unclassified.
 
 When the baseline cannot be established (the tool fails at the merge base, the checkout fails),
 the findings keep ``baseline=None`` and the reason is appended to ``problems``: unknown is never
