@@ -1,5 +1,9 @@
 """verify-dag arbiter, run as a subprocess: every exit code and verdict, each security arm, the
-model arm against the fake claude CLI, and a real verify run's bundle accepted end to end."""
+model arm against the fake claude CLI, and a real verify run's bundle accepted end to end.
+
+The model arm is part of every verdict (AUDIT_CLAUDE_BIN defaults to ``claude`` on PATH), so each
+run is given the fake CLI: one that agrees with the rubric unless a test says otherwise, and never
+the real, paid one that may be on the developer's PATH."""
 
 from __future__ import annotations
 
@@ -196,8 +200,11 @@ def arbiter(
     plan: dict[str, Any] | bytes,
     **override: str,
 ) -> Run:
+    """The arbiter on these inputs, its model arm a fake claude that agrees with the rubric."""
     args = prepare(tmp_path, bundle, plan, **override)
-    run = run_argv(tmp_path, [args[name] for name in ARGUMENTS])
+    run = run_argv(
+        tmp_path, [args[name] for name in ARGUMENTS], model_env(tmp_path, reply_for(args))
+    )
     if run.verdict is not None:
         assert {k: run.verdict[k] for k in TUPLE} == {k: args[k] for k in TUPLE}
         assert (run.rc == 4) == (run.verdict["verdict"] == "AUDIT_UNAVAILABLE")
@@ -231,8 +238,8 @@ def test_full_coverage_is_verified_with_an_evidence_map(tmp_path: Path) -> None:
     }
     assert v["citations"]["status"] == "corroborated" and v["citations"]["checked"] == 2
     assert v["tier"] == {"inventory_tier": 0, "manifest_matches": True}
-    assert v["security_verdict"]["status"] == "not_applicable"
-    assert v["model_arm"]["status"] == "not_configured"
+    assert v["security_verdict"]["status"] == "passed"
+    assert v["model_arm"]["status"] == "ok"
 
 
 def test_tampered_bundle_is_rejected_by_the_self_hash(tmp_path: Path) -> None:
@@ -342,12 +349,16 @@ def test_a_tier_shortfall_with_a_passing_test_is_still_covered(tmp_path: Path) -
         ("advisory", True, "advisory", "VERIFIED_WITH_CONCERNS", 0),
         ("failed", False, "failed", "REJECTED", 0),
         ("failed", True, "failed", "REJECTED", 0),
+        ("advisory", None, "advisory", "VERIFIED_WITH_CONCERNS", 0),
         ("not_configured", False, "not_applicable", "VERIFIED", 0),
-        ("not_configured", None, "not_applicable", "VERIFIED", 0),
+        ("not_configured", None, "passed", "VERIFIED", 0),
         ("not_configured", True, "unavailable", "AUDIT_UNAVAILABLE", 4),
         ("blocked", True, "unavailable", "AUDIT_UNAVAILABLE", 4),
         ("missing", True, "unavailable", "AUDIT_UNAVAILABLE", 4),
         ("blocked", False, "not_applicable", "VERIFIED", 0),
+        ("blocked", None, "passed", "VERIFIED", 0),
+        ("missing", False, "not_applicable", "VERIFIED", 0),
+        ("missing", None, "passed", "VERIFIED", 0),
     ],
 )
 def test_security_arms(
@@ -376,9 +387,38 @@ def test_security_arms(
         assert run.stderr.startswith(
             "verify-dag: AUDIT_UNAVAILABLE: security evidence required but unavailable"
         )
+    reason = run.verdict["security_verdict"]["reason"]
     if arm == "not_applicable":
-        rule = "security_required: false" if required is False else "no security_required"
-        assert rule in run.verdict["security_verdict"]["reason"]
+        assert "the plan sets security_required: false" in reason
+    if status in ("not_configured", "blocked", "missing") and required is None:
+        # A pass by the plan's default, which says that no gate ran: not a pass of gates.
+        assert "does not declare security_required: true" in reason
+        assert "no gate gave a result" in reason
+
+
+def test_security_required_absent_is_passed_and_explicit_false_not_applicable(
+    tmp_path: Path,
+) -> None:
+    """Rubric item 5: ``passed`` when the plan does not declare security_required: true,
+    ``not_applicable`` only when it sets it false explicitly; no gate ran in either case."""
+    bundle = make_bundle(GOOD, security_status=NOT_CONFIGURED)
+    (tmp_path / "absent").mkdir()
+    (tmp_path / "false").mkdir()
+    absent = arbiter(tmp_path / "absent", bundle, make_plan(req("REQ-001")))
+    explicit = arbiter(
+        tmp_path / "false", bundle, make_plan(req("REQ-001"), security_required=False)
+    )
+    for run in (absent, explicit):
+        assert run.rc == 0 and run.verdict is not None and run.verdict["verdict"] == "VERIFIED"
+        assert run.verdict["concerns"] == []
+    assert absent.verdict is not None and explicit.verdict is not None
+    assert absent.verdict["security_verdict"] == {
+        "security_required": False,
+        "status": "passed",
+        "reason": "the plan does not declare security_required: true (default false): no "
+        "security evidence is required; no gate gave a result: no security gate is declared",
+    }
+    assert explicit.verdict["security_verdict"]["status"] == "not_applicable"
 
 
 def test_blockers_outrank_unavailable_security(tmp_path: Path) -> None:
@@ -710,6 +750,55 @@ def test_missing_model_binary_exits_4(tmp_path: Path) -> None:
     assert run.rc == 4 and "not found" in run.stderr
 
 
+def test_model_arm_runs_claude_from_path_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AUDIT_CLAUDE_BIN unset: the specification's default, ``claude`` on PATH, is asked."""
+    bin_dir = tmp_path / "bin"
+    install(bin_dir, ("claude",))
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("AUDIT_CLAUDE_BIN", raising=False)
+    monkeypatch.delenv("AUDIT_CLAUDE_MODEL", raising=False)
+    args = prepare(tmp_path, make_bundle(GOOD), make_plan(req("REQ-001"), req("REQ-002")))
+    concern = {"severity": "warning", "detail": "test_login barely asserts"}
+    reply = reply_for(args, "VERIFIED_WITH_CONCERNS", concerns=[concern])
+    log = tmp_path / "calls.jsonl"
+    run = run_argv(
+        tmp_path,
+        [args[n] for n in ARGUMENTS],
+        {"FAKE_MODEL_REPLY": reply, "FAKE_MODEL_LOG": str(log)},
+    )
+    (call,) = logged_calls(log)
+    assert call["name"] == "claude"
+    assert call["argv"] == ["-p", "--output-format", "json", "--model", "claude-opus-4-6[1m]"]
+    assert run.rc == 0 and run.verdict is not None
+    assert run.verdict["model_arm"] == {
+        "status": "ok",
+        "model": "claude-opus-4-6[1m]",
+        "reason": "the model's verdict was VERIFIED_WITH_CONCERNS; 1 concern(s) added",
+    }
+    assert run.verdict["verdict"] == "VERIFIED_WITH_CONCERNS"
+    assert run.verdict["concerns"] == [{**concern, "source": "model"}]
+
+
+@pytest.mark.parametrize("setting", [None, ""])
+def test_default_claude_missing_from_path_exits_4(tmp_path: Path, setting: str | None) -> None:
+    """No ``claude`` on PATH and no AUDIT_CLAUDE_BIN (or an empty one): the verifier is missing,
+    which is AUDIT_UNAVAILABLE, never the rubric's approval alone."""
+    empty = tmp_path / "empty-path"
+    empty.mkdir()
+    env = {"PATH": str(empty)}
+    if setting is not None:
+        env["AUDIT_CLAUDE_BIN"] = setting
+    args = prepare(tmp_path, make_bundle(GOOD), make_plan(req("REQ-001")))
+    run = run_argv(tmp_path, [args[n] for n in ARGUMENTS], env)
+    assert run.rc == 4 and run.verdict is not None
+    assert run.verdict["verdict"] == "AUDIT_UNAVAILABLE"
+    assert run.verdict["model_arm"]["status"] == "unavailable"
+    assert "claude not found on PATH" in run.verdict["model_arm"]["reason"]
+    assert run.stderr.startswith("verify-dag: AUDIT_UNAVAILABLE: model arm: claude not found")
+
+
 def test_model_arm_is_not_asked_once_the_verdict_is_rejected(tmp_path: Path) -> None:
     args = prepare(tmp_path, make_bundle(GOOD), make_plan(req("REQ-007")))
     run = run_argv(tmp_path, [args[n] for n in ARGUMENTS], model_env(tmp_path, mode="crash"))
@@ -820,8 +909,10 @@ def test_req_003_login_page():
         bundle["runner_version"],
         RUBRIC_VERSION,
     ]
-    run = run_argv(tmp_path, argv)
+    agreed = reply_for(dict(zip(ARGUMENTS, argv, strict=True)))
+    run = run_argv(tmp_path, argv, model_env(tmp_path, agreed))
     assert run.rc == 0 and run.verdict is not None, run.stderr
+    assert run.verdict["model_arm"]["status"] == "ok"
     assert run.verdict["verdict"] == "VERIFIED", run.verdict["concerns"]
     assert run.verdict["evidence_map"] == {
         "REQ-001": ["tests/test_auth.py::test_req_001_rejects_expired"],

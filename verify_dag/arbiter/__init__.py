@@ -1,10 +1,12 @@
 """The verification arbiter (``verify-dag arbiter``, docs/arbiter.md): scores an evidence bundle
 (:mod:`verify_dag.evidence`) against a frozen test plan and prints one verdict JSON.
 
-The rubric is deterministic (:mod:`~verify_dag.arbiter.rubric`); an optional model arm
-(:mod:`~verify_dag.arbiter.model_arm`) may only add concerns. Exit codes: 0 a verdict, 3 a usage or
-environment error (:class:`InputError`), 4 AUDIT_UNAVAILABLE (:class:`Unavailable`): the caller
-must escalate, never approve. docs/arbiter.md is the user-facing description.
+The rubric is deterministic (:mod:`~verify_dag.arbiter.rubric`); the model arm
+(:mod:`~verify_dag.arbiter.model_arm`, ``claude`` unless AUDIT_CLAUDE_BIN names another CLI) may
+only add concerns, and a missing one is AUDIT_UNAVAILABLE, never a rubric-only approval. Exit
+codes: 0 a verdict, 3 a usage or environment error (:class:`InputError`), 4 AUDIT_UNAVAILABLE
+(:class:`Unavailable`): the caller must escalate, never approve. docs/arbiter.md is the
+user-facing description.
 """
 
 from __future__ import annotations

@@ -1,14 +1,16 @@
-"""The optional model arm: a cold-context Claude reads the rubric, the request, the plan, the
-bundle and the deterministic verdict, and may only ADD concerns (and citations, which are then
-corroborated deterministically: an invented one is a blocker).
+"""The model arm: a cold-context Claude reads the rubric, the request, the plan, the bundle and
+the deterministic verdict, and may only ADD concerns (and citations, which are then corroborated
+deterministically: an invented one is a blocker).
 
-It runs when ``AUDIT_CLAUDE_BIN`` is set, as ``$AUDIT_CLAUDE_BIN -p --output-format json --model
-$AUDIT_CLAUDE_MODEL`` through the model backends (a command-template backend, so the binary can
-be any path), in an empty temporary directory, with a 180 s limit (``AUDIT_CLAUDE_TIMEOUT``
-overrides it). It is not called when the verdict is already REJECTED or AUDIT_UNAVAILABLE. A
-crash, time-out, non-JSON or schema-invalid reply, a tuple that is not echoed verbatim, or a
-model that says AUDIT_UNAVAILABLE (reserved for the arbiter) makes the verdict AUDIT_UNAVAILABLE
-(exit 4): never an approval.
+It runs ``$AUDIT_CLAUDE_BIN -p --output-format json --model $AUDIT_CLAUDE_MODEL`` through the
+model backends (a command-template backend, so the binary can be any path), in an empty temporary
+directory, with a 180 s limit (``AUDIT_CLAUDE_TIMEOUT`` overrides it). ``AUDIT_CLAUDE_BIN``
+defaults to ``claude``, looked up on PATH as the specification says: the arm is part of every
+verdict, not an opt-in. It is not called when the verdict is already REJECTED or
+AUDIT_UNAVAILABLE. A binary that is not there, a crash, time-out, non-JSON or schema-invalid
+reply, a tuple that is not echoed verbatim, or a model that says AUDIT_UNAVAILABLE (reserved for
+the arbiter) makes the verdict AUDIT_UNAVAILABLE (exit 4): a missing verifier is never read as an
+approval by the rubric alone.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from verify_dag.arbiter.inputs import TUPLE, Request
 from verify_dag.backends import Backend, invoke
 
 BIN_ENV = "AUDIT_CLAUDE_BIN"
+DEFAULT_BIN = "claude"  # the specification's default, found on PATH
 MODEL_ENV = "AUDIT_CLAUDE_MODEL"
 TIMEOUT_ENV = "AUDIT_CLAUDE_TIMEOUT"
 DEFAULT_MODEL = "claude-opus-4-6[1m]"  # the default docs/arbiter.md names
@@ -92,9 +95,8 @@ def apply(
     verdict: dict[str, Any], assessment: rubric.Assessment, request: Request, env: Mapping[str, str]
 ) -> dict[str, Any]:
     """The verdict with the model arm's part; the deterministic part is never weakened."""
-    binary = env.get(BIN_ENV, "").strip()
-    if not binary:
-        return verdict
+    # An empty value is an unset one: the default, never a way to switch the arm off.
+    binary = env.get(BIN_ENV, "").strip() or DEFAULT_BIN
     model = env.get(MODEL_ENV, "").strip() or DEFAULT_MODEL
     timeout = _timeout(env)
     if verdict["verdict"] in ("REJECTED", "AUDIT_UNAVAILABLE"):
@@ -161,6 +163,8 @@ def _ask(binary: str, model: str, timeout: float, prompt: str) -> dict[str, Any]
     )
     with tempfile.TemporaryDirectory(prefix="verify-dag-arbiter-") as cold:
         reply = invoke(backend, prompt, cwd=Path(cold), timeout=timeout)
+    if reply.status == "missing":
+        raise _Failed(f"{reply.reason} ({BIN_ENV} names the Claude CLI; default {DEFAULT_BIN})")
     if reply.status != "ok":
         raise _Failed(f"{binary} {reply.status.replace('_', ' ')}: {reply.reason}")
     try:

@@ -73,9 +73,10 @@ def evaluate(request: Request, bundle_bytes: bytes, plan_bytes: bytes) -> Assess
         "evidence_map": scored.evidence_map,
         "citations": cited.as_dict(),
         "concerns": concerns.items,
+        # A placeholder: model_arm.apply always replaces it before the verdict is printed.
         "model_arm": {
-            "status": "not_configured",
-            "reason": "AUDIT_CLAUDE_BIN is not set: the deterministic rubric only",
+            "status": "skipped",
+            "reason": "the deterministic rubric alone: the model arm has not been asked yet",
         },
     }
     verdict["verdict"] = decide(verdict)

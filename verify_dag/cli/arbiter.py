@@ -34,7 +34,7 @@ exit codes:
   4  AUDIT_UNAVAILABLE (verdict on stdout): escalate, never approve
 
 environment:
-  AUDIT_CLAUDE_BIN      enables the model arm: the Claude CLI to run (unset: deterministic only)
+  AUDIT_CLAUDE_BIN      the model arm's Claude CLI (default claude, on PATH; missing: exit 4)
   AUDIT_CLAUDE_MODEL    its model (default claude-opus-4-6[1m])
   AUDIT_CLAUDE_TIMEOUT  seconds it may take (default 180)
 """
