@@ -429,7 +429,8 @@ def test_a_step_that_fails_ends_the_run_with_exit_3(
 ) -> None:
     d = make_run(tmp_path, scope("true"))
     (d / "extracted_completion.json").mkdir()  # step 1 cannot write its artifact
-    rc = main(["completion", "r1", f"--runs-dir={d.parent}"])
+    # --mode: run with `pytest -s` at a terminal, the mode gate would otherwise ask.
+    rc = main(["completion", "r1", f"--runs-dir={d.parent}", "--mode=full"])
     assert rc == 3
     err = capsys.readouterr().err
     assert err.startswith("verify-dag: error: completion extract failed: IsADirectoryError")

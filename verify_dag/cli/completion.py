@@ -3,6 +3,7 @@
 The run directory's ``parsed_scope.json`` names one bash command line, its ``completion``
 criterion; four tasks (extract, execute, classify, report) run it with a time limit and capped
 output and give a deterministic pass or fail, on the embedded worker or on a broker's workers.
+Before anything else the mode gate (verify_dag/completion/gate.py) settles full or quick.
 """
 
 from __future__ import annotations
@@ -14,7 +15,18 @@ from verify_dag.cli import args as cli_args
 from verify_dag.errors import EXIT_ISSUES, EXIT_OK, UsageError
 
 if TYPE_CHECKING:  # the parser is built on every call, before Celery or pydantic is needed
-    from verify_dag.completion.models import Mode, Outcome
+    from verify_dag.completion.models import Mode, ModeChoice, Outcome
+
+DESCRIPTION = """Run the completion criterion of the run directory DIR/RUN_ID (the
+"completion" field of its parsed_scope.json, one bash command line) and give a
+deterministic pass or fail, with an audit trail and VERIFY_REPORT.md.
+
+mode gate: every run is full or quick. Without --mode the command first asks at
+the terminal, before it looks at the run directory (Ctrl-C there runs nothing).
+With nobody attached to answer (stdin or stdout not a terminal, or CI set) it
+runs full without asking, and the report and the rows of dispatches.jsonl say
+so: "not asked: nobody attached (...)". With --mode it never asks.
+"""
 
 EXIT_CODES_HELP = """exit codes:
   0  pass: the completion command exited 0
@@ -29,7 +41,8 @@ RUNS_HELP = (
 )
 MODE_HELP = (
     "full (recommended): four tasks, one per step, each audited; quick: one task that "
-    "writes the same artifacts, counted as quick in the report's mode usage"
+    "writes the same artifacts, only when short of time, counted as quick in the report's "
+    "mode usage (default: ask at a terminal; full, not asked, with nobody attached)"
 )
 # Seconds to wait for the outcome: the criterion itself is limited to 30 s, the rest is queueing.
 WAIT_TIMEOUT = 600.0
@@ -40,13 +53,15 @@ def add_parsers(sub: Any) -> None:
     c = sub.add_parser(
         "completion",
         help="run a run's completion criterion: deterministic pass or fail",
+        description=DESCRIPTION,
         epilog=EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     c.set_defaults(handler=cmd_completion)
     c.add_argument("run_id", metavar="RUN_ID", help="the run directory's name in the runs dir")
     c.add_argument("--runs-dir", metavar="DIR", help=RUNS_HELP)
-    c.add_argument("--mode", choices=["full", "quick"], default="full", help=MODE_HELP)
+    # No default: an absent --mode is what sends the run through the question (the mode gate).
+    c.add_argument("--mode", choices=["full", "quick"], default=None, help=MODE_HELP)
     cli_args.add_broker(c)
 
 
@@ -54,16 +69,17 @@ def verify(
     run_id: str,
     *,
     runs_dir: str | None = None,
-    mode: Mode = "full",
+    mode: Mode | ModeChoice = "full",
     broker: str | None = None,
     timeout: float | None = None,
     wait: float = WAIT_TIMEOUT,
 ) -> Outcome:
-    """Run one iteration on ``DIR/RUN_ID`` and return its outcome. ``timeout`` is the
-    criterion's budget (default: 30 s, docs/completion.md; tests lower it)."""
+    """Run one iteration on ``DIR/RUN_ID`` and return its outcome. ``mode`` is the mode gate's
+    choice, or a bare mode that counts as given with --mode; nothing here asks. ``timeout`` is
+    the criterion's budget (default: 30 s, docs/completion.md; tests lower it)."""
     from verify_dag import client
     from verify_dag.completion import artifacts, flow
-    from verify_dag.completion.models import CompletionJob, Outcome
+    from verify_dag.completion.models import CompletionJob, ModeChoice, Outcome
     from verify_dag.phases.exerciser import criterion
     from verify_dag.tasks import workflow
     from verify_dag.tasks.app import configure
@@ -79,6 +95,7 @@ def verify(
             f"{artifacts.PARSED_SCOPE} not found in {directory}",
             hint='write it first: a JSON object whose "completion" field is one bash command line',
         )
+    choice = mode if isinstance(mode, ModeChoice) else ModeChoice(mode=mode, chosen_by="given")
     configure(broker)
     with artifacts.locked(directory):
         iteration, extract = flow.plan_iteration(directory)
@@ -86,7 +103,9 @@ def verify(
             run_id=run_id,
             run_dir=str(directory),
             iteration=iteration,
-            mode=mode,
+            mode=choice.mode,
+            mode_chosen_by=choice.chosen_by,
+            unattended=choice.unattended,
             timeout=criterion.DEFAULT_TIMEOUT if timeout is None else timeout,
         )
         result = client.run_plan(
@@ -99,7 +118,11 @@ def verify(
 
 
 def cmd_completion(args: argparse.Namespace) -> int:
-    out = verify(args.run_id, runs_dir=args.runs_dir, mode=args.mode, broker=args.broker)
+    from verify_dag.completion import gate
+
+    # The specification's order: the mode is settled before step 0 looks at the run directory.
+    choice = gate.choose(args.mode)
+    out = verify(args.run_id, runs_dir=args.runs_dir, mode=choice, broker=args.broker)
     print(
         f"{out.verdict}: {out.reason} (run {out.run_id}, iteration {out.iteration}, "
         f"mode {out.mode})"

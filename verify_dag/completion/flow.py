@@ -92,6 +92,7 @@ def render(job: CompletionJob) -> Outcome:
         run_id=job.run_id,
         iteration=job.iteration,
         mode=job.mode,
+        mode_chosen=job.mode_choice().note(),
         mode_usage=usage,
         finished=files.now(),
     )
@@ -133,7 +134,9 @@ def record(job: CompletionJob, step: str, task: str, task_id: str | None, outcom
             task=task,
             task_id=task_id,
             mode=job.mode,
-            description=f"{DESCRIPTIONS[step]} (mode={job.mode})",
+            mode_chosen_by=job.mode_chosen_by,
+            # The specification's mode meta: mode=..., and how it was chosen (not asked, why).
+            description=f"{DESCRIPTIONS[step]} (mode={job.mode}, {job.mode_choice().note()})",
             outcome=outcome,
         ),
     )

@@ -14,6 +14,24 @@ from verify_dag.models.base import Frozen
 from verify_dag.phases.exerciser.criterion import Verdict
 
 Mode = Literal["full", "quick"]
+# How a run's mode was chosen by the mode gate (verify_dag/completion/gate.py): given with
+# --mode, asked at the terminal, or unattended (nobody to ask, so full).
+ChosenBy = Literal["given", "asked", "unattended"]
+
+
+class ModeChoice(Frozen):
+    """The mode gate's outcome; the report and every audit row say how the mode was chosen."""
+
+    mode: Mode
+    chosen_by: ChosenBy = "given"
+    unattended: str | None = None  # why nobody could be asked, e.g. "nobody attached (CI is set)"
+
+    def note(self) -> str:
+        if self.chosen_by == "asked":
+            return "asked before the run"
+        if self.chosen_by == "unattended":
+            return f"not asked: {self.unattended or 'nobody attached'}"
+        return "given with --mode"
 
 
 class CompletionJob(Frozen):
@@ -23,8 +41,13 @@ class CompletionJob(Frozen):
     run_dir: str  # absolute; every worker of the run must see it at this path
     iteration: int
     mode: Mode = "full"
+    mode_chosen_by: ChosenBy = "given"
+    unattended: str | None = None  # with mode_chosen_by "unattended": why nobody was asked
     timeout: float = 30.0  # seconds for the criterion (the default criterion budget)
     cap: int = 100_000  # bytes kept per stream
+
+    def mode_choice(self) -> ModeChoice:
+        return ModeChoice(mode=self.mode, chosen_by=self.mode_chosen_by, unattended=self.unattended)
 
 
 class Dispatch(Frozen):
@@ -37,7 +60,8 @@ class Dispatch(Frozen):
     task: str  # the Celery task that ran it
     task_id: str | None
     mode: Mode
-    description: str
+    mode_chosen_by: ChosenBy
+    description: str  # says the mode and how it was chosen: "... (mode=full, not asked: ...)"
     outcome: str
 
 

@@ -36,6 +36,7 @@ class Context:
     run_id: str
     iteration: int
     mode: Mode
+    mode_chosen: str  # how the mode gate chose it (ModeChoice.note)
     mode_usage: dict[str, int]
     finished: str
 
@@ -54,6 +55,7 @@ def section(ctx: Context, extracted: Extracted, execution: Execution, result: Ve
         reason=_inline(result.reason),
         run_id=ctx.run_id,
         mode=ctx.mode,
+        mode_chosen=_inline(ctx.mode_chosen),
         mode_usage=usage,
         finished=ctx.finished,
         command=_command(ctx, extracted),

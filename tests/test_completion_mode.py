@@ -1,0 +1,276 @@
+"""The completion verifier's mode gate (docs/completion.md "Modes"): without --mode, a person at a
+terminal is asked full or quick before the run; with nobody attached (no terminal, or CI set) the
+run is full, not asked, and the report and dispatches.jsonl say so; with --mode nothing is asked.
+
+The command runs as a user runs it: on a pseudo-terminal, or in tmux (a server on a socket of its
+own) where the test reads the screen and presses keys."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import CLI
+
+# The question and its two answers as the person sees them (the gate's wording is the contract
+# here, so it is spelled out rather than imported).
+QUESTION = "Mode for this run: how should it proceed?"
+FULL = "full (recommended)"
+QUICK = "quick (only when short of time)"
+FULL_STEPS = [
+    "step1.iter1.extract",
+    "step2.iter1.execute",
+    "step3.iter1.classify",
+    "step4.iter1.report",
+]
+
+
+def make_run(tmp_path: Path, command: str, run_id: str = "r1") -> Path:
+    d = tmp_path / "runs" / run_id
+    d.mkdir(parents=True)
+    (d / "parsed_scope.json").write_text(json.dumps({"completion": command}), encoding="utf-8")
+    return d
+
+
+def rows(d: Path) -> list[dict[str, Any]]:
+    text = (d / "dispatches.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def summary(d: Path, iteration: int) -> str:
+    """The Summary section of one iteration of VERIFY_REPORT.md."""
+    text = (d / "VERIFY_REPORT.md").read_text(encoding="utf-8")
+    section = text.split(f"\n## Iteration {iteration}\n", 1)[1]
+    return section.split("### Summary", 1)[1].split("\n### ", 1)[0]
+
+
+def no_ci() -> dict[str, str]:
+    """This process's environment without CI: the suite itself may run under CI."""
+    return {k: v for k, v in os.environ.items() if k != "CI"}
+
+
+def attached(
+    args: list[str], env: dict[str, str], *, stdout_tty: bool = True, timeout: float = 90
+) -> tuple[int, str]:
+    """``verify-dag ARGS`` with a pseudo-terminal as stdin and stderr, and as stdout unless told
+    otherwise. Nobody types: a question left waiting for an answer fails the test at the
+    time-out, showing what the terminal showed. Returns the exit code and everything printed."""
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [*CLI, *args],
+            stdin=slave,
+            stdout=slave if stdout_tty else subprocess.PIPE,
+            stderr=slave,
+            env=env,
+            start_new_session=True,
+        )
+    finally:
+        os.close(slave)
+    seen = bytearray()
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            if time.monotonic() > deadline:
+                proc.kill()
+                raise AssertionError(
+                    f"still running after {timeout} s, waiting for an answer?\n"
+                    + seen.decode("utf-8", "replace")
+                )
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: nothing holds the terminal open any more
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            elif proc.poll() is not None:
+                break
+    finally:
+        os.close(master)
+    piped = proc.stdout.read().decode("utf-8", "replace") if proc.stdout else ""
+    return proc.wait(), seen.decode("utf-8", "replace") + piped
+
+
+# --- nobody attached ------------------------------------------------------------------------------
+
+
+def test_without_mode_and_without_a_terminal_the_run_is_full_and_says_it_was_not_asked(
+    tmp_path: Path,
+) -> None:
+    d = make_run(tmp_path, "echo done")
+    proc = subprocess.run(
+        [*CLI, "completion", "r1", f"--runs-dir={d.parent}"],
+        stdin=subprocess.DEVNULL,  # not the terminal pytest may have been started from
+        capture_output=True,
+        text=True,
+        env=no_ci(),
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0] == (
+        "pass: completion command exited 0 (run r1, iteration 1, mode full)"
+    )
+    assert QUESTION not in proc.stdout + proc.stderr
+    got = rows(d)
+    assert [r["step"] for r in got] == FULL_STEPS
+    assert {(r["mode"], r["mode_chosen_by"]) for r in got} == {("full", "unattended")}
+    assert all(
+        r["description"].endswith(
+            " (mode=full, not asked: nobody attached (stdin is not a terminal))"
+        )
+        for r in got
+    )
+    text = summary(d, 1)
+    assert "| mode | full |" in text
+    assert "| mode chosen | not asked: nobody attached (stdin is not a terminal) |" in text
+
+
+@pytest.mark.parametrize(
+    ("ci", "stdout_tty", "why"),
+    [
+        ("true", True, "nobody attached (CI is set)"),
+        (None, False, "nobody attached (stdout is not a terminal)"),
+    ],
+)
+def test_at_a_terminal_ci_or_a_redirected_stdout_still_means_nobody_to_ask(
+    tmp_path: Path, ci: str | None, stdout_tty: bool, why: str
+) -> None:
+    d = make_run(tmp_path, "true")
+    env = no_ci() | ({"CI": ci} if ci else {})
+    code, printed = attached(
+        ["completion", "r1", f"--runs-dir={d.parent}"], env, stdout_tty=stdout_tty
+    )
+    assert code == 0, printed
+    assert QUESTION not in printed
+    assert "pass: completion command exited 0 (run r1, iteration 1, mode full)" in printed
+    got = rows(d)
+    assert [r["step"] for r in got] == FULL_STEPS
+    assert {(r["mode"], r["mode_chosen_by"]) for r in got} == {("full", "unattended")}
+    assert all(r["description"].endswith(f" (mode=full, not asked: {why})") for r in got)
+    assert f"| mode chosen | not asked: {why} |" in summary(d, 1)
+
+
+def test_with_mode_given_a_person_at_a_terminal_is_never_asked(tmp_path: Path) -> None:
+    d = make_run(tmp_path, "echo quick")
+    code, printed = attached(
+        ["completion", "r1", f"--runs-dir={d.parent}", "--mode=quick"], no_ci()
+    )
+    assert code == 0, printed
+    assert QUESTION not in printed
+    assert "pass: completion command exited 0 (run r1, iteration 1, mode quick)" in printed
+    [row] = rows(d)
+    assert (row["step"], row["mode"], row["mode_chosen_by"]) == ("verifier.quick", "quick", "given")
+    assert row["description"].endswith(" (mode=quick, given with --mode)")
+    text = summary(d, 1)
+    assert "| mode | quick |" in text and "| mode chosen | given with --mode |" in text
+
+
+# --- a person at a terminal -------------------------------------------------------------------
+
+
+class Terminal:
+    """A tmux server of the test's own, one 80-column window named ``vd``."""
+
+    def __init__(self, socket: str) -> None:
+        self.socket = socket
+
+    def tmux(self, *args: str) -> str:
+        out = subprocess.run(
+            ["tmux", "-L", self.socket, *args], check=True, capture_output=True, text=True
+        )
+        return out.stdout
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-J", "-S", "-5000", "-t", "vd")
+
+    def wait_for(self, needle: str, count: int = 1, timeout: float = 90) -> str:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            text = self.screen()
+            if text.count(needle) >= count:
+                return text
+            time.sleep(0.2)
+        raise AssertionError(f"{needle!r} (x{count}) never showed; the screen:\n{self.screen()}")
+
+    def keys(self, *keys: str) -> None:
+        for key in keys:
+            self.tmux("send-keys", "-t", "vd", key)
+            time.sleep(0.15)
+
+
+@pytest.fixture
+def terminal(tmp_path: Path) -> Any:
+    term = Terminal(f"verify-dag-mode-{os.getpid()}-{tmp_path.name}")
+    yield term
+    subprocess.run(["tmux", "-L", term.socket, "kill-server"], capture_output=True)
+
+
+@pytest.mark.skipif(
+    shutil.which("tmux") is None and not os.environ.get("CI"),
+    reason="tmux is not installed (.ci/run installs it)",
+)
+def test_at_a_terminal_the_question_is_asked_and_the_answer_is_the_mode(
+    tmp_path: Path, terminal: Terminal
+) -> None:
+    d = make_run(tmp_path, "echo asked")
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": os.environ["HOME"],
+        "TERM": "xterm-256color",
+        "LANG": "C.UTF-8",
+        "VERIFY_DAG_STORE": os.environ["VERIFY_DAG_STORE"],
+    }
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    command = " ".join([*CLI, "completion", "r1", f"--runs-dir={d.parent}"])
+    # Three runs, one answer each: Ctrl-C, Enter (the first choice), Down and Enter.
+    script = "; ".join([f"{command}; echo EXIT=$?"] * 3 + ["sleep 600"])
+    terminal.tmux(
+        "new-session", "-d", "-s", "vd", "-x", "80", "-y", "50", "-c", str(tmp_path),
+        "env", "-i", *(f"{k}={v}" for k, v in env.items()), "sh", "-c", script,
+    )  # fmt: skip
+
+    screen = terminal.wait_for(QUESTION)
+    assert FULL in screen and QUICK in screen
+    assert "accuracy and completeness first" in " ".join(screen.split())  # what full is for
+    assert screen.index(FULL) < screen.index(QUICK)  # the recommended mode comes first
+    terminal.keys("C-c")  # no answer: nothing runs
+    screen = terminal.wait_for("EXIT=")
+    assert "EXIT=130" in screen and "verify-dag: interrupted" in screen
+    assert sorted(p.name for p in d.iterdir()) == ["parsed_scope.json"]
+
+    terminal.wait_for(QUESTION, count=2)
+    terminal.keys("Enter")  # full, the recommendation
+    screen = terminal.wait_for("EXIT=", count=2)
+    assert "pass: completion command exited 0 (run r1, iteration 1, mode full)" in screen
+    assert screen.count("EXIT=0") == 1
+
+    terminal.wait_for(QUESTION, count=3)
+    terminal.keys("Down", "Enter")  # quick
+    screen = terminal.wait_for("EXIT=", count=3)
+    assert "pass: completion command exited 0 (run r1, iteration 2, mode quick)" in screen
+    assert screen.count("EXIT=0") == 2
+
+    got = rows(d)
+    assert [r["step"] for r in got] == [*FULL_STEPS, "verifier.quick"]
+    assert [(r["mode"], r["mode_chosen_by"]) for r in got] == [("full", "asked")] * 4 + [
+        ("quick", "asked")
+    ]
+    assert got[0]["description"].endswith(" (mode=full, asked before the run)")
+    assert got[4]["task"] == "verify_dag.completion.quick"
+    assert got[4]["description"].endswith(" (mode=quick, asked before the run)")
+    first, second = summary(d, 1), summary(d, 2)
+    assert "| mode | full |" in first and "| mode chosen | asked before the run |" in first
+    assert "| mode | quick |" in second and "| mode chosen | asked before the run |" in second
+    assert "| mode usage | full 1, quick 1 |" in second
