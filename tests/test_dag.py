@@ -49,16 +49,36 @@ def test_acceptance_branch_scenario(
 
 def test_markdown_report_on_stdout(scenario: Repo, capsys: pytest.CaptureFixture[str]) -> None:
     rc = main(["verify", str(scenario.path), "--scope=branch", "--base=base", "--fail-on=10"])
-    out = capsys.readouterr().out
-    assert rc == 0  # the worst issue is severity 9, below --fail-on=10
+    out, err = capsys.readouterr()
+    # The worst issue is severity 9, below --fail-on=10, but the reviewer did not run (no
+    # backend) and the exerciser was blocked: not a pass (exit 4), and stderr says why.
+    assert rc == 4
+    assert "verify-dag: incomplete: no issue fails the run, but these checks did not run: " in err
+    assert "reviewer (NOT_RUN)" in err and "exerciser (BLOCKED)" in err
+    rc = main(
+        [
+            *["verify", str(scenario.path), "--scope=branch", "--base=base"],
+            "--quiet",
+            "--fail-on=10",
+            "--allow-incomplete",
+        ]
+    )
+    assert rc == 0 and "incomplete" not in capsys.readouterr().err
     assert out.startswith("# Verification Report")
     assert "**Judgement reviewer:** reviewer (Codex unavailable)" in out
     assert "Test failed: tests/test_calc.py::test_mul" in out
 
 
-def test_invalid_base_is_a_complete_error_report(scenario: Repo, tmp_path: Path) -> None:
+def test_invalid_base_is_a_complete_error_report(
+    scenario: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     rc, doc = verify_json(scenario, tmp_path, "--scope=branch", "--base=no-such-ref")
     assert rc == 3
+    # The report went to a file; stderr still says why, in the one line every error gets.
+    errors = [e for e in capsys.readouterr().err.splitlines() if "error:" in e]
+    assert errors == [
+        "verify-dag: error: verification failed: base ref 'no-such-ref' is not a commit"
+    ]
     assert doc["status"] == "error" and doc["error"]["code"] == "INVALID_BASE"
     assert doc["scope"]["baseRef"] == "no-such-ref" and doc["scope"]["mergeBase"] is None
     assert doc["scope"]["includedFiles"] == [] and doc["findings"] == []
@@ -71,6 +91,25 @@ def test_invalid_base_is_a_complete_error_report(scenario: Repo, tmp_path: Path)
         "debugger",
         "exerciser",
     }
+
+
+def test_auto_detect_with_no_base_at_all_is_an_error_not_a_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only a `trunk` branch, no remote, one commit ahead of the first: no base to compare
+    with, which is exit 3 with a complete error report, not "Nothing to verify" and exit 0."""
+    from conftest import make_repo
+
+    repo = make_repo(tmp_path / "r", branch="trunk")
+    repo.write("a.py", "x = 1\n")
+    repo.commit("first")
+    repo.write("a.py", "x = 2\n")
+    repo.commit("second")
+    rc, doc = verify_json(repo, tmp_path)
+    assert rc == 3 and doc["status"] == "error" and doc["error"]["code"] == "NO_BASE"
+    assert doc["scope"]["mergeBase"] is None and doc["scope"]["nothingToVerify"] is False
+    (line,) = [e for e in capsys.readouterr().err.splitlines() if "error:" in e]
+    assert line.startswith("verify-dag: error: verification failed: ") and "master" in line
 
 
 def test_nothing_to_verify(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import sys
 from pathlib import Path
 
+import pytest
 from conftest import BRANCH, Repo, verify_json
+from fakes import install
 
 from verify_dag.report import markdown
 
@@ -66,3 +70,53 @@ EXERCISE: curl -fsS http://127.0.0.1:{port}/index.html
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(("127.0.0.1", port))
         s.listen()
+
+
+def test_review_gates_are_judged_by_the_reviewer_and_fail_at_severity_9(
+    scenario: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A review gate without CHECK is judged by the reviewer that ran (its GATE line, with the
+    evidence), not left NOT_CHECKED; a failed one, judged or run, is a severity 9 issue. A GATE
+    line for a gate the file does not declare, or one with a CHECK, is not taken."""
+    bin_dir = tmp_path / "bin"
+    install(bin_dir, ["claude"])
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("VERIFY_DAG_BACKEND", "claude")
+    monkeypatch.setenv("FAKE_MODEL_LOG", str(tmp_path / "model.log"))
+    monkeypatch.setenv(
+        "FAKE_MODEL_REPLY",
+        '{"findings": []}\n'
+        "GATE: Arithmetic stays in src/calc.py — PASS — all four operations live in calc.py\n"
+        "GATE: **Every public function has a docstring** - FAIL - mul() has none\n"
+        "GATE: The version is printed — PASS — made up\n"
+        "GATE: No gate like this — FAIL — invented\n",
+    )
+    skill = ".claude/skills/calc-engineer"
+    scenario.write(f"{skill}/SKILL.md", "# calc engineer\n")
+    scenario.write(
+        f"{skill}/VERIFICATION.md",
+        f"""# Verification
+
+## Review Gates
+- Arithmetic stays in src/calc.py
+- Every public function has a docstring
+- The version is printed
+  CHECK: {sys.executable} -c "print('0.1')"
+  EXPECT: output contains "1.0"
+""",
+    )
+    scenario.commit("engineer skill")
+    _, doc = verify_json(scenario, tmp_path, *BRANCH)
+    review = {g["rule"]: (g["status"], g["checker"]) for g in doc["customGates"]["review"]}
+    assert review == {
+        "Arithmetic stays in src/calc.py": ("PASS", "reviewer"),
+        "Every public function has a docstring": ("FAIL", "reviewer"),
+        "The version is printed": ("FAIL", "exerciser"),  # its CHECK's result stands
+    }
+    judged = next(g for g in doc["customGates"]["review"] if g["checker"] == "reviewer")
+    assert judged["evidence"] == "all four operations live in calc.py"
+    failed = {i["title"]: i["severity"] for i in doc["issues"] if "gate failed" in i["title"]}
+    assert failed == {
+        "Review gate failed: Every public function has a docstring": 9,
+        "Review gate failed: The version is printed": 9,
+    }

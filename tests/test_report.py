@@ -13,7 +13,7 @@ import pytest
 
 from verify_dag import report
 from verify_dag.cli import args as cli_args
-from verify_dag.errors import EXIT_ERROR, EXIT_ISSUES, EXIT_OK
+from verify_dag.errors import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_ISSUES, EXIT_OK
 from verify_dag.models import (
     ALL_OTHER_FILES,
     EngineerContext,
@@ -461,7 +461,7 @@ def test_branch_run_shape() -> None:
         "requestedMode": "interactive",
         "mode": "interactive",  # a run with someone attached to triage it
         "note": None,
-        "gates": {"failOn": 7, "newOnly": False, "failUnder": None},
+        "gates": {"failOn": 7, "newOnly": False, "failUnder": None, "allowIncomplete": False},
         "exitCode": 1,
     }
 
@@ -730,8 +730,10 @@ def test_unrecorded_skills_are_not_run() -> None:
     [
         (1, EXIT_ISSUES),
         (9, EXIT_ISSUES),
-        (10, EXIT_OK),
-        (11, EXIT_OK),
+        # Nothing reaches the threshold, but the reviewer did not run and the exerciser was
+        # blocked: not a pass.
+        (10, EXIT_INCOMPLETE),
+        (11, EXIT_INCOMPLETE),
     ],
 )
 def test_exit_code_fail_on(fail_on: int, expected: int) -> None:
@@ -739,9 +741,26 @@ def test_exit_code_fail_on(fail_on: int, expected: int) -> None:
     assert exit_code(doc, fail_on) == expected
 
 
-def test_exit_code_pass() -> None:
-    doc = built(light_branch_state(static=outcome("static-analysis", "COMPLETED"), outcomes=()))
+def test_exit_code_pass_only_when_every_check_ran() -> None:
+    """0 means every check of the composition ran and none failed; the result field stays the
+    specification's (pass), and --allow-incomplete accepts checks that did not run."""
+    ran = (
+        outcome("tester", "PASSED", "3 passed"),
+        outcome("reviewer", "COMPLETED", "nothing found"),
+        outcome("exerciser", "PASSED", "exercised"),
+    )
+    clean = light_branch_state(static=outcome("static-analysis", "COMPLETED"), outcomes=ran)
+    doc = built(clean)
     assert doc["overall"]["result"] == "pass" and exit_code(doc, 1) == EXIT_OK
+    holes = light_branch_state(static=outcome("static-analysis", "COMPLETED"), outcomes=ran[:1])
+    doc = built(holes)
+    assert doc["overall"]["result"] == "pass" and doc["run"]["exitCode"] == EXIT_INCOMPLETE
+    assert exit_code(doc, 1) == EXIT_INCOMPLETE
+    allowed = holes.model_copy(
+        update={"request": holes.request.model_copy(update={"allow_incomplete": True})}
+    )
+    doc = built(allowed)
+    assert doc["run"]["gates"]["allowIncomplete"] is True and doc["run"]["exitCode"] == EXIT_OK
 
 
 # -- Markdown ----------------------------------------------------------------------------------

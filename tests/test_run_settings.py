@@ -24,18 +24,20 @@ def configured(repo: Repo, table: str) -> Repo:
 def test_the_repository_sets_depth_and_fail_on_and_the_flags_win(
     repo: Repo, tmp_path: Path
 ) -> None:
-    configured(repo, 'depth = "deep"\nfail-on = 3\ntool-timeout = 120\n')
+    configured(repo, 'depth = "deep"\nfail-on = 3\ntool-timeout = 120\nallow-incomplete = true\n')
     rc, doc = verify_json(repo, tmp_path, "--scope=branch", "--base=base")
     # F401 is severity 5: below the default gate of 7, at or above the repository's 3.
     assert doc["scope"]["depth"] == "deep" and doc["run"]["gates"]["failOn"] == 3 and rc == 1
     rc, doc = verify_json(repo, tmp_path, "--scope=branch", "--base=base", "--fail-on=7")
+    # The reviewers did not run (no backend), which the repository accepts (allow-incomplete).
     assert doc["run"]["gates"]["failOn"] == 7 and rc == 0
+    assert doc["run"]["gates"]["allowIncomplete"] is True
 
 
 @pytest.mark.parametrize(
     ("table", "said"),
     [
-        ("fail_on = 3\n", "unknown key 'fail_on' (known: depth, fail-on, test-timeout,"),
+        ("fail_on = 3\n", "unknown key 'fail_on' (known: depth, fail-on, allow-incomplete,"),
         ('depth = "deeper"\n', "depth: expected light or deep, got 'deeper'"),
         ("test-timeout = 0\n", "test-timeout: expected a number of seconds above 0, got 0"),
     ],

@@ -33,6 +33,12 @@ def _severity(value: object) -> int:
     return value
 
 
+def _flag(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError("expected true or false")
+    return value
+
+
 def _seconds(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
         raise ValueError("expected a number of seconds above 0")
@@ -50,6 +56,7 @@ class Spec:
 REPO_SETTINGS: dict[str, Spec] = {
     "depth": Spec("--depth", "light", _depth),
     "fail-on": Spec("--fail-on", 7, _severity),
+    "allow-incomplete": Spec("--allow-incomplete", False, _flag),
     "test-timeout": Spec("--test-timeout", 1800.0, _seconds),
     "per-test-timeout": Spec("--per-test-timeout", 300.0, _seconds),
     "tool-timeout": Spec("--tool-timeout", 600.0, _seconds),

@@ -6,8 +6,9 @@ always comply, so a tolerant text parser reads ``Title:`` / ``Severity:`` / ``Lo
 ``Category:`` / ``Description:`` blocks (numbered, bulleted or bold) as a fallback.
 
 Zero findings must be said, not inferred: ``{"findings": []}``, "No issues found" or "none" parse
-as zero findings, as does a reply that is only a STATUS line or carry-forward entries. Anything
-else raises :class:`Unparseable`, which a skill reports as NOT_RUN with the reason.
+as zero findings, as does a reply that is only a STATUS line, carry-forward entries or GATE lines
+(a custom review gate judged: ``GATE: <rule> — PASS|FAIL — <evidence>``). Anything else raises
+:class:`Unparseable`, which a skill reports as NOT_RUN with the reason.
 
 A finding without a severity gets 5, the middle of the scale, rather than being dropped; a
 severity outside 1-10 is clamped.
@@ -17,12 +18,20 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Literal
 
 from verify_dag import skills
 from verify_dag.models.base import Frozen
 from verify_dag.models.carry import Deferred, Reaffirmed, Reopened
 from verify_dag.models.findings import Finding, IssueClass, Location
+
+
+class JudgedGate(Frozen):
+    """A custom review gate as the reviewer judged it, in its reply's words."""
+
+    rule: str
+    status: Literal["PASS", "FAIL"]
+    evidence: str
 
 
 class Unparseable(ValueError):
@@ -34,6 +43,7 @@ class ParsedReply(Frozen):
     reaffirmed: tuple[Reaffirmed, ...] = ()
     reopened: tuple[Reopened, ...] = ()
     deferred: tuple[Deferred, ...] = ()
+    gates: tuple[JudgedGate, ...] = ()
     status: str | None = None  # e.g. "SKIPPED NO_UI_FILES_IN_SCOPE", "PATCH_CONSTRUCTION_FAILED"
 
 
@@ -121,6 +131,11 @@ _SEVERITY_WORDS = {
 _CARRY = re.compile(
     r"^[\s*#>•-]*(REAFFIRMED|REOPENED|DEFERRED_TO_EPIC)\**\s*:\**\s*(.*)$", re.IGNORECASE
 )
+_GATE = re.compile(
+    r"^[\s*#>•-]*GATE\**\s*:\**\s*(?P<rule>.+?)\s*(?:\u2014|\u2013|--|\s-|\|)\s*\**"
+    r"(?P<status>PASS|FAIL)\b\**\s*(?:(?:\u2014|\u2013|--|-|:|\|)\s*(?P<evidence>.*))?$",
+    re.IGNORECASE,
+)
 _STATUS = re.compile(r"^[\s*#>•-]*STATUS\**\s*:\**\s*(.+?)[\s*.]*$", re.IGNORECASE)
 # "<id> — <text>": an em/en dash or "--" may be tight, a single "-" needs spaces (ids like F-3).
 _SPLIT = re.compile(
@@ -157,10 +172,19 @@ def parse_reply(text: str, skill: str) -> ParsedReply:
     reopened: list[Reopened] = []
     deferred: list[Deferred] = []
     status: str | None = None
+    gates: list[JudgedGate] = []
     rest: list[str] = []
     for line in text.splitlines():
-        carry, stat = _CARRY.match(line), _STATUS.match(line)
-        if carry:
+        carry, stat, gate = _CARRY.match(line), _STATUS.match(line), _GATE.match(line)
+        if gate:
+            gates.append(
+                JudgedGate(
+                    rule=gate.group("rule").strip(" `*\"'"),
+                    status="PASS" if gate.group("status").upper() == "PASS" else "FAIL",
+                    evidence=(gate.group("evidence") or "").strip(),
+                )
+            )
+        elif carry:
             kind, value = carry.group(1).upper(), carry.group(2).strip()
             if _NONE.match(value) or not value:
                 continue
@@ -186,7 +210,8 @@ def parse_reply(text: str, skill: str) -> ParsedReply:
         items = _text_items(body)
     if status is None and explicit:
         status = _json_status(text)
-    if not items and not explicit and not _said_none(body, status, reaffirmed, reopened, deferred):
+    answered = _said_none(body, status, reaffirmed, reopened, deferred, gates)
+    if not items and not explicit and not answered:
         first = next((s for line in text.splitlines() if (s := line.strip())), "")
         raise Unparseable(
             f"neither findings nor an explicit no-findings answer: {first[:120]!r}"
@@ -199,6 +224,7 @@ def parse_reply(text: str, skill: str) -> ParsedReply:
         reaffirmed=tuple(reaffirmed),
         reopened=tuple(reopened),
         deferred=tuple(deferred),
+        gates=tuple(gates),
         status=status,
     )
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from verify_dag import envvars
 from verify_dag.cli import args as cli_args
 from verify_dag.cli.verify_request import build_request
-from verify_dag.errors import UsageError
+from verify_dag.errors import EXIT_ERROR, EXIT_INCOMPLETE, UsageError
 
 if TYPE_CHECKING:  # the parser is built on every call, before pydantic is needed
     from verify_dag.models import Report
@@ -22,11 +22,15 @@ MODE_NOTE = (
     "`verify-dag restore RUN_ID` puts the fixed files back (docs/fixes.md)"
 )
 EXIT_CODES_HELP = """exit codes:
-  0  no issue at or above --fail-on (with --new-only: none the change introduced), and
-     changed-line coverage at or above --fail-under when given
+  0  no issue at or above --fail-on (with --new-only: none the change introduced),
+     changed-line coverage at or above --fail-under when given, and every check of the
+     depth's composition ran (or --allow-incomplete)
   1  issues at or above --fail-on, or coverage below --fail-under
   2  usage error
   3  the verification itself errored or was blocked
+  4  no issue fails the run, but checks of the composition did not run (NOT_RUN or
+     BLOCKED: no model backend, no way to exercise the change, ...); --allow-incomplete
+     (or allow-incomplete = true in [tool.verify-dag]) makes it 0
 """
 
 
@@ -100,6 +104,13 @@ def add_parsers(sub: Any) -> None:
         type=cli_args.severity,
         metavar="N",
         help="exit 1 when an issue has severity >= N (default: the repository's fail-on, else 7)",
+    )
+    v.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        default=None,
+        help="exit 0, not 4, when no issue fails the run but checks of the composition did not "
+        "run (NOT_RUN or BLOCKED; the report still lists them)",
     )
     v.add_argument(
         "--new-only",
@@ -253,10 +264,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
         # Nothing to verify is one line and a stop, not a report of skills that all SKIPPED.
         notes = "; ".join(doc.scope.notes) or "no changes in the selected scope"
         print(f"Nothing to verify: {notes}")
-        return report.exit_code(doc, request.fail_on)
+        return _verdict(doc, request.fail_on)
     if not flow.wanted(request):
         _emit(request, doc, result.markdown)
-        return report.exit_code(doc, request.fail_on)
+        return _verdict(doc, request.fail_on)
     # Phase 9: the person reads the report first, then triage (or auto-fix) and its summary.
     if not request.output:
         _emit(request, doc, result.markdown)
@@ -278,7 +289,28 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if request.output:
         _emit(request, fixed, report.markdown(fixed))
     # The verdict is on what was verified: fixes made after it do not change it (run again).
-    return report.exit_code(doc, request.fail_on)
+    return _verdict(doc, request.fail_on)
+
+
+def _verdict(doc: Report, fail_on: int | None) -> int:
+    """The run's exit code, and for 3 and 4 the one line on stderr that says why: a CI log
+    shows it even when the report went to a file."""
+    from verify_dag import report
+    from verify_dag.report.verdict import not_run
+
+    code = report.exit_code(doc, fail_on)
+    if code == EXIT_ERROR:
+        why = doc.error.message if doc.error is not None else "no analysis completed"
+        said = "failed" if doc.status == "error" else doc.status
+        print(f"verify-dag: error: verification {said}: {why}", file=sys.stderr)
+    elif code == EXIT_INCOMPLETE:
+        missing = ", ".join(f"{skill} ({status})" for skill, status, _ in not_run(doc))
+        print(
+            f"verify-dag: incomplete: no issue fails the run, but these checks did not run: "
+            f"{missing}; --allow-incomplete accepts that (exit 0)",
+            file=sys.stderr,
+        )
+    return code
 
 
 def _emit(request: Any, doc: Report, markdown: str) -> None:

@@ -121,6 +121,7 @@ def build_request(args: argparse.Namespace) -> Any:
         output=output,
         fail_on=args.fail_on,
         new_only=args.new_only,
+        allow_incomplete=args.allow_incomplete,
         fail_under=args.fail_under,
         since=args.since,
         ledger=ledger_path,

@@ -42,6 +42,8 @@ class VerifyRequest(Frozen):
     fail_on: int = 7
     # --new-only: only issues the change introduced fail the run (docs/report.md, "Exit codes").
     new_only: bool = False
+    # --allow-incomplete: checks that did not run (NOT_RUN, BLOCKED) do not turn exit 0 into 4.
+    allow_incomplete: bool = False
     # --fail-under=PCT: changed-line coverage below PCT fails the run; the suite measures it.
     fail_under: float | None = None
     since: str | None = None

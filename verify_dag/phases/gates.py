@@ -24,6 +24,8 @@ DEFAULT_TIMEOUT = 30.0  # seconds per command, as a completion criterion gets
 OUTPUT_CAP = 100_000  # bytes kept per stream (a completion criterion's cap); the rest is drained
 EVIDENCE_MAX = 600
 MAX_GATES = 50  # per kind: a runaway file must not become hours of commands
+# A failed custom review gate, whoever judged it (docs/gates.md): the specification's severity.
+REVIEW_GATE_SEVERITY = 9
 
 GateKind = Literal["exerciser", "review"]
 
@@ -268,3 +270,29 @@ def check(
     if failed:
         return result("FAIL", f"{ran}: " + "; ".join(failed + passed) + tail)
     return result("PASS", f"{ran}: " + "; ".join(passed) + tail)
+
+
+def judged_by_reviewers(verification_md: str | None) -> list[str]:
+    """The review gates a reviewer judges: those declared without a CHECK command (a CHECK is
+    run by the exerciser, and its result stands), well-formed, in the file's order."""
+    if not verification_md:
+        return []
+    return [g.rule for g in parse(verification_md).review if g.check is None and g.problem is None]
+
+
+def _plain(rule: str) -> str:
+    return " ".join(re.sub(r"[`*_\"']", "", rule).lower().split()).rstrip(".:")
+
+
+def declared_rule(said: str, rules: list[str]) -> str | None:
+    """The declared rule a reviewer's GATE line names: the same words (case, emphasis and
+    spacing aside), or the start of one when the reviewer shortened it; None for a gate the
+    file does not declare."""
+    wanted = _plain(said)
+    if not wanted:
+        return None
+    exact = [r for r in rules if _plain(r) == wanted]
+    if exact:
+        return exact[0]
+    prefix = [r for r in rules if _plain(r).startswith(wanted) or wanted.startswith(_plain(r))]
+    return prefix[0] if len(prefix) == 1 else None

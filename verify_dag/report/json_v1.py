@@ -6,6 +6,8 @@ schemaVersion): issues[].class/baseline/inScope,
 scope.compareRef/pathFilter/diffCommand/notes/nothingToVerify, top-level run (run.repo) and
 dedup (docs/report.md, "The JSON v1 document").
 """
+# Long module: one builder per section of the v1 document (scope, triage, skill results, issues,
+# findings, gates, verifications, run), each small, all reading the same run state.
 
 from __future__ import annotations
 
@@ -275,13 +277,23 @@ def _triage(state: RunState, all_outcomes: list[SkillOutcome]) -> ReportTriage:
 
 
 def _gates(state: RunState) -> CustomGates:
-    rows: dict[str, list[GateRow]] = {"exerciser": [], "review": []}
+    """One row per declared gate. A review gate without a CHECK command is NOT_CHECKED in the
+    exerciser's rows until a reviewer judges it (its GATE line): the reviewer's PASS or FAIL
+    replaces it, and of two reviewers' verdicts a FAIL wins."""
+    rows: dict[str, dict[str, GateRow]] = {"exerciser": {}, "review": {}}
     for o in state.outcomes:
         for g in o.gates:
-            rows[g.kind].append(
-                GateRow(rule=g.rule, status=g.status, evidence=g.evidence, checker=g.checker)
-            )
-    return CustomGates(exerciser=tuple(rows["exerciser"]), review=tuple(rows["review"]))
+            row = GateRow(rule=g.rule, status=g.status, evidence=g.evidence, checker=g.checker)
+            held = rows[g.kind].get(g.rule)
+            if (
+                held is None
+                or held.status == "NOT_CHECKED"
+                or (held.status == "PASS" and row.status == "FAIL")
+            ):
+                rows[g.kind][g.rule] = row
+    return CustomGates(
+        exerciser=tuple(rows["exerciser"].values()), review=tuple(rows["review"].values())
+    )
 
 
 def _verifications(state: RunState, issues: list[Issue]) -> tuple[ExerciserVerdict, ...]:
@@ -375,7 +387,12 @@ def build(state: RunState, source: Source | None = None) -> Report:
         coverage=_coverage(state),
     )
     req = state.request
-    gates = Gates(fail_on=req.fail_on, new_only=req.new_only, fail_under=req.fail_under)
+    gates = Gates(
+        fail_on=req.fail_on,
+        new_only=req.new_only,
+        fail_under=req.fail_under,
+        allow_incomplete=req.allow_incomplete,
+    )
     judged = report.model_copy(update={"run": report.run.model_copy(update={"gates": gates})})
     return judged.model_copy(
         update={"run": judged.run.model_copy(update={"exit_code": verdict.exit_code(judged)})}

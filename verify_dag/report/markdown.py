@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from verify_dag import sandbox, skills
+from verify_dag.errors import EXIT_INCOMPLETE
 from verify_dag.models.report import (
     ExcludedRecord,
     FileRecord,
@@ -75,6 +76,8 @@ def _verdict(report: Report) -> list[str]:
         why = f": {len(failing)} issue(s){new} at or above severity {threshold}"
     elif report.issues and report.status == "ok":
         why = f": {len(report.issues)} issue(s), none at the gates"
+    if code_ == EXIT_INCOMPLETE:
+        why += "; checks did not run (--allow-incomplete accepts that)"
     cov = report.coverage
     if gates is not None and gates.fail_under is not None:
         seen = f"{cov.percent:g}%" if cov is not None else "not measured"

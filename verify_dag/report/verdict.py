@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from verify_dag.errors import EXIT_ERROR, EXIT_ISSUES, EXIT_OK
+from verify_dag.errors import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_ISSUES, EXIT_OK
 from verify_dag.models.report import Report, ReportIssue
 
 DEFAULT_FAIL_ON = 7
@@ -10,7 +10,10 @@ DEFAULT_FAIL_ON = 7
 
 def exit_code(report: Report, fail_on: int | None = None) -> int:
     """3 for error or blocked; 1 when an issue that counts reaches the severity threshold, or
-    the changed lines' coverage is below ``--fail-under``; otherwise 0.
+    the changed lines' coverage is below ``--fail-under``; 4 when neither, but a check of the
+    depth's composition did not run (``not_run``) and ``--allow-incomplete`` was not given;
+    otherwise 0. So 0 means every check ran and none failed: a CI gate reading the exit code
+    cannot pass a change no reviewer looked at.
 
     The gates are the report's own (``run.gates``); ``fail_on`` overrides its threshold (a
     stored report shown again with another one). blocked exits 3 like error: a run that analysed
@@ -28,6 +31,8 @@ def exit_code(report: Report, fail_on: int | None = None) -> int:
         cov = report.coverage
         if cov is None or cov.percent < gates.fail_under:
             return EXIT_ISSUES
+    if not_run(report) and not (gates is not None and gates.allow_incomplete):
+        return EXIT_INCOMPLETE
     return EXIT_OK
 
 
@@ -54,14 +59,24 @@ def fails(report: Report, issue: ReportIssue) -> bool:
 
 
 def words(report: Report) -> str:
-    """The verdict: pass, issues found, blocked or error."""
+    """The verdict: pass, issues found, incomplete (nothing failed, but checks did not run),
+    blocked or error."""
     if report.status in ("error", "blocked"):
         return report.status
-    return "issues found" if exit_code(report) == EXIT_ISSUES else "pass"
+    code = exit_code(report)
+    return (
+        "issues found"
+        if code == EXIT_ISSUES
+        else "incomplete"
+        if code == EXIT_INCOMPLETE
+        else "pass"
+    )
 
 
 def not_run(report: Report) -> list[tuple[str, str, str]]:
-    """(skill, status, notes) of every check that should have run and did not."""
+    """(skill, status, notes) of every check of the composition that should have run and did
+    not: NOT_RUN and BLOCKED. SKIPPED is not among them: outside the depth's composition, or
+    nothing of its kind in scope, is a decision, not a hole."""
     return [
         (r.skill, r.status, r.notes)
         for r in report.skill_results

@@ -38,7 +38,11 @@ DEFERRED_TO_EPIC: <issue> — <one sentence>    (or "none")"""
 
 _GATES_RULE = """\
 These are repo-maintainer-defined requirements. If any rule falls in your review domain,
-report PASS/FAIL for it. Failed gates should be reported as severity 9 findings."""
+report PASS/FAIL for it. Failed gates should be reported as severity 9 findings.
+Report each gate you judge on a line of its own, outside the findings:
+GATE: <the rule as written> — PASS or FAIL — <the evidence you saw>
+A FAIL there is filed as a severity 9 finding for you; do not repeat it among the findings. A
+gate with a CHECK command is run by the exerciser: leave it to it."""
 
 _CARRY_FORWARD_RULES = """CARRY-FORWARD RULES
 

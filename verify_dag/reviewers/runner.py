@@ -15,11 +15,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from verify_dag import backends, git, resultcache, skills, workspace
+from verify_dag import backends, git, resultcache, skills, util, workspace
 from verify_dag.backends.parse import ParsedReply, Unparseable, parse_reply
 from verify_dag.errors import VerifyDagError
-from verify_dag.models import Finding, RunState, SkillOutcome
+from verify_dag.models import Finding, GateResult, RunState, SkillOutcome
 from verify_dag.models.findings import Status
+from verify_dag.phases import gates
 from verify_dag.reviewers import prompts
 
 # comment-review's 5-6 band is a deliberate floor, not an assessment (docs/report.md, "Severities
@@ -100,6 +101,40 @@ def _located(state: RunState, outcome: SkillOutcome) -> SkillOutcome:
     return outcome.model_copy(update={"findings": tuple(checked(f) for f in outcome.findings)})
 
 
+def _judged(state: RunState, outcome: SkillOutcome) -> SkillOutcome:
+    """The custom review gates the reviewer judged on GATE lines, kept only for gates
+    VERIFICATION.md declares without a CHECK command, under the declared rule's own words; a
+    FAIL is a severity 9 finding with the reviewer's evidence (docs/gates.md)."""
+    if not outcome.gates:
+        return outcome
+    eng = state.engineer
+    rules = gates.judged_by_reviewers(eng.verification_md if eng is not None else None)
+    kept: dict[str, GateResult] = {}
+    for g in outcome.gates:
+        rule = gates.declared_rule(g.rule, rules)
+        if rule is not None and rule not in kept:
+            kept[rule] = g.model_copy(update={"rule": rule})
+    failed = [
+        Finding(
+            title=f"Review gate failed: {g.rule}",
+            severity=gates.REVIEW_GATE_SEVERITY,
+            description=g.evidence or f"{outcome.skill} judged the gate FAIL",
+            source=outcome.skill,
+            issue_class="correctness",
+        )
+        for g in kept.values()
+        if g.status == "FAIL"
+    ]
+    return outcome.model_copy(
+        update={"gates": tuple(kept.values()), "findings": (*outcome.findings, *failed)}
+    )
+
+
+def _settled(state: RunState, outcome: SkillOutcome) -> SkillOutcome:
+    """A reviewer's outcome checked against the repository: its locations, its gate verdicts."""
+    return _judged(state, _located(state, outcome))
+
+
 def _outcome(skill: str, reason: str, parsed: ParsedReply) -> SkillOutcome:
     said = _SELF_STATUS.match((parsed.status or "").strip())
     if said is not None:
@@ -120,12 +155,23 @@ def _outcome(skill: str, reason: str, parsed: ParsedReply) -> SkillOutcome:
         return SkillOutcome(skill=skill, status="BLOCKED", reason=reason, notes=notes)
     findings = _normalise(skill, list(parsed.findings))
     notes = f"Found {len(findings)} item{'s' if len(findings) != 1 else ''}"
+    judged = tuple(
+        GateResult(
+            kind="review",
+            rule=g.rule,
+            status=g.status,
+            evidence=gates.cap(util.redact(g.evidence)),
+            checker=skill,
+        )
+        for g in parsed.gates
+    )
     return SkillOutcome(
         skill=skill,
         status="COMPLETED",
         reason=reason,
         notes=notes,
         findings=tuple(findings),
+        gates=judged,
         reaffirmed=tuple(parsed.reaffirmed),
         reopened=tuple(parsed.reopened),
         deferred=tuple(parsed.deferred),
@@ -229,7 +275,7 @@ def model_skill(state: RunState, skill: str, reason: str) -> SkillOutcome:
         return backend
     prompt = prompts.skill_prompt(state, skill)
     with _checkout(state) as cwd:
-        return _located(state, _ask(skill, reason, backend, prompt, cwd))
+        return _settled(state, _ask(skill, reason, backend, prompt, cwd))
 
 
 def plan_completeness(state: RunState, reason: str) -> SkillOutcome:
@@ -298,4 +344,4 @@ def codex_reviewer(state: RunState, reason: str) -> SkillOutcome:
             ws,
             blocked_when_unavailable=True,
         )
-        return _located(state, asked)
+        return _settled(state, asked)

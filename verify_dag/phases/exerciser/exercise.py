@@ -19,6 +19,7 @@ from verify_dag.models import EngineerContext, Finding, GateResult
 from verify_dag.phases import gates
 from verify_dag.phases.exerciser import app as under_test
 from verify_dag.phases.exerciser import criterion as completion
+from verify_dag.phases.gates import REVIEW_GATE_SEVERITY
 
 SKILL = "exerciser"
 DEFAULT_START_TIMEOUT = 30.0
@@ -83,8 +84,14 @@ def exercise(
     finally:
         if app is not None:
             app.stop()
+    # A failed review gate is severity 9 (the specification's rule for custom review gates, the
+    # same a reviewer's failed verdict gets: reviewers/runner.py); an exerciser gate stays 8.
     ex.findings += [
-        failure_finding(f"{g.kind.capitalize()} gate failed: {g.rule}", g.evidence)
+        failure_finding(
+            f"{g.kind.capitalize()} gate failed: {g.rule}",
+            g.evidence,
+            severity=REVIEW_GATE_SEVERITY if g.kind == "review" else 8,
+        )
         for g in ex.gates
         if g.status == "FAIL"
     ]
@@ -203,13 +210,13 @@ def _gate_counts(results: list[GateResult]) -> list[str]:
     return out
 
 
-def failure_finding(title: str, evidence: str) -> Finding:
+def failure_finding(title: str, evidence: str, severity: int = 8) -> Finding:
     """An exerciser failure; the debugger matches its base checks by these titles."""
     if len(title) > _TITLE_MAX:
         title = title[: _TITLE_MAX - 3] + "..."
     return Finding(
         title=title,
-        severity=8,
+        severity=severity,
         description=util.redact(evidence),
         source=SKILL,
         issue_class="correctness",
