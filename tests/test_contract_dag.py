@@ -52,7 +52,10 @@ def project(path: Path) -> Repo:
 
 def verify(repo: Repo, out: Path, *flags: str) -> tuple[int, dict[str, Any]]:
     res = subprocess.run(
-        verify_branch(repo, "--format=json", f"--output={out}", "--quiet", *flags),
+        # No reviewer runs (no backend): accepted, the contract's criteria are the point.
+        verify_branch(
+            repo, "--format=json", f"--output={out}", "--quiet", "--allow-incomplete", *flags
+        ),
         capture_output=True,
         text=True,
         timeout=240,

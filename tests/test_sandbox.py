@@ -218,7 +218,7 @@ def test_writes_outside_the_checkout_change_nothing_another_run_sees(
             planted.unlink(missing_ok=True)
     assert after == before
     assert suite_result(doc)["status"] == "PASSED", (suite_result(doc), doc["issues"], err)
-    assert rc == 0, err
+    assert rc == 4, err  # nothing failed; no reviewer (no backend) or exerciser could run
 
 
 def test_a_daemon_and_children_a_conftest_starts_are_gone_after_the_run(tmp_path: Path) -> None:

@@ -266,6 +266,10 @@ def _poll(p: Plan, progress: Progress | None, *, sweep: bool) -> dict[str, Any] 
             progress.update(p, _meta)
         failed = _first_failure(p)
         if failed is not None:
+            # A result store that lost the run also lost the state its next phase reads
+            # (tasks/stash.py), which fails that phase: the loss is what to tell.
+            if lost(p):
+                return _lost(p)
             raise FatalError(f"phase {failed}")
     return None
 
