@@ -505,6 +505,32 @@ def test_a_diff_that_adds_pytest_skip(project: Repo) -> None:
     assert lines[floor_at + 2].startswith("PROOF: ") and "1 finding(s) (0 waived)" in lines[-1]
 
 
+@pytest.mark.parametrize(
+    ("tests", "rows"),
+    [
+        # test_one loses its assertion; test_empty's and test_two's pay for nothing.
+        (
+            TESTS_MORE.replace("    assert reconcile([1]) == 1\n", "    reconcile([1])\n")
+            + "\n\ndef test_two():\n    assert reconcile([2]) == 2\n",
+            ["  FLOOR ASSERT_REMOVED tests/test_inv.py:7 assert reconcile([1]) == 1"],
+        ),
+        # test_one renamed, its assertion intact: no finding.
+        (TESTS_MORE.replace("def test_one():", "def test_single_invoice():"), []),
+    ],
+    ids=["assertion removed, a test added", "test renamed"],
+)
+def test_the_floor_guard_judges_each_test_of_the_work_tree(
+    project: Repo, tests: str, rows: list[str]
+) -> None:
+    path = write_contract(project, GOOD)
+    gates(project, path)
+    project.write("tests/test_inv.py", tests)  # uncommitted: the work tree is the diff's new side
+    verdict = verify_contract(project.path, path, "base")
+    assert verdict.diff is not None and verdict.diff.workTree
+    assert verdict.verdict == ("ECARTS" if rows else "CONFORME"), render.text(verdict)
+    assert verdict.floor is not None and render.floor_line(verdict.floor)[1:] == rows
+
+
 def test_a_waived_skip_is_not_a_gap(project: Repo) -> None:
     project.write(
         "tests/test_inv.py",

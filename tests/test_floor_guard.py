@@ -30,6 +30,14 @@ PY_TEST = (
 JS_TEST = (
     "describe('cart', () => {\n  it('adds', () => {\n    expect(add(1, 2)).toBe(3);\n  });\n});\n"
 )
+# PY_TEST once test_sum has lost its assertion (line 5), the call kept.
+PY_SUM_UNCHECKED = PY_TEST.replace("    assert sum([1, 2]) == 3\n", "    sum([1, 2])\n")
+# An assertion over lines: its exactness (== 3) is on a line no pattern recognises.
+TOTAL_TEST = "def test_t():\n    assert (\n        total([1, 2])\n        == 3\n    )\n"
+GO_TEST = (
+    "package calc\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n"
+    '\t\tt.Fatalf("add")\n\t}\n}\n'
+)
 
 
 @pytest.fixture(autouse=True)
@@ -179,6 +187,94 @@ CASES: dict[str, tuple[dict[str, str], dict[str, str | None], str]] = {
         "FLOOR ASSERT_LOOSENED tests/test_r.py:2 with pytest.raises(Exception): "
         "(was: with pytest.raises(ValueError):)",
     ),
+    # Weakening is judged per test: an assertion written in another test pays for nothing.
+    "assertion removed, a test added": (
+        {"tests/test_calc.py": PY_TEST},
+        {
+            "tests/test_calc.py": PY_SUM_UNCHECKED
+            + "\n\ndef test_three():\n    assert sum([3]) == 3\n"
+        },
+        "FLOOR ASSERT_REMOVED tests/test_calc.py:5 assert sum([1, 2]) == 3",
+    ),
+    "assertion moved to another test": (
+        {"tests/test_calc.py": PY_TEST},
+        {"tests/test_calc.py": PY_SUM_UNCHECKED + "    assert sum([1, 2]) == 3\n"},
+        "FLOOR ASSERT_REMOVED tests/test_calc.py:5 assert sum([1, 2]) == 3",
+    ),
+    "assertion moved to a helper no test calls": (
+        {"tests/test_calc.py": PY_TEST},
+        {
+            "tests/test_calc.py": PY_SUM_UNCHECKED
+            + "\n\ndef check_sum():\n    assert sum([1, 2]) == 3\n"
+        },
+        "FLOOR ASSERT_REMOVED tests/test_calc.py:5 assert sum([1, 2]) == 3",
+    ),
+    "assertion removed, a test added, in a new file": (
+        {"tests/test_calc.py": PY_TEST},
+        {
+            "tests/test_calc.py": PY_SUM_UNCHECKED,
+            "tests/test_more.py": "def test_more():\n    assert sum([4]) == 4\n",
+        },
+        "FLOOR ASSERT_REMOVED tests/test_calc.py:5 assert sum([1, 2]) == 3",
+    ),
+    "unittest assertion removed, a test added": (
+        {"tests/test_u.py": "class T:\n    def test_a(self):\n        self.assertEqual(f(), 3)\n"},
+        {
+            "tests/test_u.py": "class T:\n    def test_a(self):\n        f()\n\n"
+            "    def test_b(self):\n        self.assertEqual(g(), 4)\n"
+        },
+        "FLOOR ASSERT_REMOVED tests/test_u.py:3 self.assertEqual(f(), 3)",
+    ),
+    "assertion removed, a test added, file not parsing": (
+        {"tests/test_calc.py": PY_TEST},
+        {
+            "tests/test_calc.py": PY_SUM_UNCHECKED
+            + "\n\ndef test_three(:\n    assert sum([3]) == 3\n"
+        },
+        "FLOOR ASSERT_REMOVED tests/test_calc.py:5 assert sum([1, 2]) == 3",
+    ),
+    "multi-line assertion loosened": (
+        {"tests/test_t.py": TOTAL_TEST},
+        {"tests/test_t.py": TOTAL_TEST.replace("        == 3\n", "")},
+        "FLOOR ASSERT_LOOSENED tests/test_t.py:2 assert ( total([1, 2]) ) "
+        "(was: assert ( total([1, 2]) == 3 ))",
+    ),
+    "js assertion removed, a test added": (
+        {"web/cart.test.js": JS_TEST},
+        {
+            "web/cart.test.js": JS_TEST.replace("    expect(add(1, 2)).toBe(3);\n", "").replace(
+                "});\n});", "});\n  it('subs', () => {\n    expect(sub(3, 1)).toBe(2);\n  });\n});"
+            )
+        },
+        "FLOOR ASSERT_REMOVED web/cart.test.js:3 expect(add(1, 2)).toBe(3);",
+    ),
+    "go assertion removed, a test added": (
+        {"calc/add_test.go": GO_TEST},
+        {
+            "calc/add_test.go": GO_TEST.replace('\t\tt.Fatalf("add")\n', "")
+            + '\nfunc TestSub(t *testing.T) {\n\tif Sub(3, 1) != 2 {\n\t\tt.Fatalf("sub")\n\t}\n}\n'
+        },
+        'FLOOR ASSERT_REMOVED calc/add_test.go:5 t.Fatalf("add")',
+    ),
+    "a test deleted, another added": (
+        {"tests/test_calc.py": PY_TEST},
+        {
+            "tests/test_calc.py": PY_TEST.replace(
+                "def test_empty():\n    assert sum([]) == 0\n",
+                "def test_three():\n    assert sum([3]) == 3\n",
+            )
+        },
+        "FLOOR TEST_DELETED tests/test_calc.py:8 def test_empty():",
+    ),
+    "test file split, a test left behind": (
+        {"tests/test_calc.py": PY_TEST, "tests/test_other.py": "def test_o():\n    assert 1\n"},
+        {
+            "tests/test_calc.py": None,
+            "tests/test_other.py": "def test_o():\n    assert 1\n\n\n"
+            "def test_sum():\n    assert sum([1, 2]) == 3\n",
+        },
+        "FLOOR TEST_DELETED tests/test_calc.py:1 test file deleted (1 test(s): test_empty)",
+    ),
     "noqa": (
         {"src/app.py": "import os\n"},
         {"src/app.py": "import os  # noqa: F401\n"},
@@ -306,6 +402,77 @@ NOT_WEAKENINGS: dict[str, tuple[dict[str, str], dict[str, str | None]]] = {
                 "    assert sum([1, 2]) == 3\n", "    x = 1\n    assert sum([1, 2]) == 3\n"
             )
         },
+    ),
+    "a new test in a new file": (
+        {"tests/test_calc.py": PY_TEST},
+        {"tests/test_more.py": "def test_more():\n    assert sum([4]) == 4\n"},
+    ),
+    "a test renamed": (
+        {"tests/test_calc.py": PY_TEST},
+        {"tests/test_calc.py": PY_TEST.replace("def test_sum():", "def test_sum_of_two():")},
+    ),
+    "a test renamed, assertion reflowed": (
+        {"tests/test_calc.py": PY_TEST},
+        {
+            "tests/test_calc.py": PY_TEST.replace(
+                "def test_sum():\n    assert sum([1, 2]) == 3\n",
+                "def test_two():\n    assert sum(\n        [1, 2]\n    ) == 3\n",
+            )
+        },
+    ),
+    "a test moved to another file": (
+        {"tests/test_calc.py": PY_TEST, "tests/test_more.py": "def test_more():\n    assert 1\n"},
+        {
+            "tests/test_calc.py": PY_TEST.split("\n\n\ndef test_empty")[0] + "\n",
+            "tests/test_more.py": "def test_more():\n    assert 1\n\n\n"
+            "def test_empty():\n    assert sum([]) == 0\n",
+        },
+    ),
+    "a test moved into a class": (
+        {"tests/test_calc.py": PY_TEST},
+        {
+            "tests/test_calc.py": "import pytest\n\n\nclass TestSum:\n    def test_sum(self):\n"
+            "        assert sum([1, 2]) == 3\n\n\ndef test_empty():\n    assert sum([]) == 0\n"
+        },
+    ),
+    "test file split in two": (
+        {"tests/test_calc.py": PY_TEST},
+        {
+            "tests/test_calc.py": None,
+            "tests/test_a.py": "def test_empty():\n    assert sum([]) == 0\n",
+            "tests/test_b.py": "import math\n\n\ndef test_sum():\n    assert sum([1, 2]) == 3\n",
+        },
+    ),
+    "assertion moved to a helper the test calls": (
+        {"tests/test_calc.py": PY_TEST},
+        {
+            "tests/test_calc.py": PY_TEST.replace(
+                "def test_sum():\n    assert sum([1, 2]) == 3\n",
+                "def check(xs):\n    assert sum(xs) == 3\n\n\ndef test_sum():\n    check([1, 2])\n",
+            ).replace("def test_empty():\n", "def test_empty():\n    check([3])\n")
+        },
+    ),
+    "assertion reflowed over lines": (
+        {"tests/test_calc.py": PY_TEST},
+        {
+            "tests/test_calc.py": PY_TEST.replace(
+                "    assert sum([1, 2]) == 3\n",
+                "    assert (\n        sum([1, 2])\n        == 3\n    )\n",
+            )
+        },
+    ),
+    "assert in a docstring removed": (
+        {
+            "tests/test_calc.py": PY_TEST.replace(
+                "def test_sum():\n",
+                'def test_sum():\n    """Sums.\n\n    assert it adds up.\n    """\n',
+            )
+        },
+        {"tests/test_calc.py": PY_TEST},
+    ),
+    "js test renamed": (
+        {"web/cart.test.js": JS_TEST},
+        {"web/cart.test.js": JS_TEST.replace("it('adds'", "it('adds two numbers'")},
     ),
     "noqa line edited": (
         {"src/app.py": "import os  # noqa: F401\n"},

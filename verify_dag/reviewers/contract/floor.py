@@ -1,22 +1,26 @@
 """Floor guard: the weakenings of a diff (docs/contract.md, "Floor guard").
 
-``scan`` is pure (parsed patch + name-status in, weakenings out); ``guard`` runs git for a pair
-of commits, scans, and applies the waivers of a contract's CLARIFICATIONS.
+``scan`` is pure (parsed patch, name-status and the changed test files' text in, weakenings
+out); ``guard`` runs git for a pair of commits, scans, and applies the waivers of a contract's
+CLARIFICATIONS. Tests and assertions are judged per test, which needs whole files, not hunks:
+pertest.py over testunits.py.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from verify_dag import git
 from verify_dag.gitparse import Delta
-from verify_dag.reviewers.contract import diffparse, floor_settings, waivers
+from verify_dag.reviewers.contract import diffparse, floor_settings, pertest, testunits, waivers
 from verify_dag.reviewers.contract import floor_rules as rules
 from verify_dag.reviewers.contract.diffparse import FileDiff, Line
 from verify_dag.reviewers.contract.models import FloorReport, FloorRow
+from verify_dag.reviewers.contract.testunits import Unit
 from verify_dag.reviewers.contract.weakening import Weakening, snippet
 from verify_dag.reviewers.contract.weakening import norm as _norm
 
@@ -62,126 +66,62 @@ def _markers(diff: FileDiff) -> list[Weakening]:
 # --- tests and assertions --------------------------------------------------------------------
 
 
-def _test_names(lines: Iterable[Line]) -> list[tuple[str, Line]]:
-    out: list[tuple[str, Line]] = []
-    for line in lines:
-        for pattern in rules.TEST_DEF:
-            m = pattern.match(line.text)
-            if m:
-                out.append((m.groupdict().get("name") or m.group(1), line))
-                break
-    return out
+@dataclass(frozen=True)
+class Sources:
+    """The test files the guard reads whole (``needs_text``), as they were and as they are."""
+
+    before: Mapping[str, str]  # by the path before (a renamed file's old path)
+    after: Mapping[str, str]
 
 
-def _added_tests(diffs: Sequence[FileDiff]) -> set[str]:
-    return {name for d in diffs for name, _ in _test_names(d.added)}
-
-
-def _deleted_tests(diffs: Sequence[FileDiff], deltas: Sequence[Delta]) -> list[Weakening]:
-    found: list[Weakening] = []
-    by_path = {d.path: d for d in diffs}
-    for delta in deltas:
-        if delta.status == "D" and rules.is_test_file(delta.path):
-            names = (
-                [n for n, _ in _test_names(by_path[delta.path].removed)]
-                if delta.path in by_path
-                else []
-            )
-            what = f" ({len(names)} test(s): {', '.join(names[:5])})" if names else ""
-            found.append(
-                Weakening(
-                    "TEST_DELETED", delta.path, 1, snippet(f"test file deleted{what}"), "deleted"
-                )
-            )
-    added = _added_tests(diffs)
-    for diff in diffs:
-        if diff.status == "D" or not rules.is_test_file(diff.path):
-            continue
-        for name, line in _test_names(diff.removed):
-            if name not in added:
-                found.append(
-                    Weakening("TEST_DELETED", diff.path, line.number, snippet(line.text), name)
-                )
-    return found
-
-
-def _assertions(diff: FileDiff, added_tests: set[str]) -> list[Weakening]:
-    """Removed assertions not re-added, and assertions replaced by weaker ones. The body of a
-    deleted test is that test's TEST_DELETED row, not one row per assertion."""
-    if diff.status == "D" or not rules.is_test_file(diff.path):
-        return []
-    in_deleted: set[int] = set()
-    for hunk in diff.hunks:
-        gone = [ln.number for name, ln in _test_names(hunk.removed) if name not in added_tests]
-        if gone:
-            in_deleted |= {ln.number for ln in hunk.removed if ln.number > min(gone)}
-
-    def asserts(lines: Iterable[Line]) -> list[Line]:
-        return [
-            ln
-            for ln in lines
-            if not rules.is_comment(ln.text)
-            and rules.ASSERTION.search(ln.text)
-            and ln.number not in in_deleted
-        ]
-
-    # A line on both sides was moved or reflowed, not changed: it pairs with itself.
-    same = Counter(_norm(ln.text) for ln in asserts(diff.added)) & Counter(
-        _norm(ln.text) for ln in asserts(diff.removed)
+def needs_text(diff: FileDiff) -> bool:
+    """A test file whose tests may have changed: Python (an assertion can span lines no
+    pattern sees), or one whose changed lines hold an assertion or a test definition."""
+    if diff.binary or not rules.is_test_file(diff.path):
+        return False
+    if diff.path.endswith(".py") or diff.status in ("A", "D"):
+        return True
+    return any(
+        rules.ASSERTION.search(ln.text) or testunits.test_name(ln.text)
+        for ln in [*diff.removed, *diff.added]
     )
-    skip_r, skip_a = Counter(same), Counter(same)
-
-    def changed(lines: Iterable[Line], skip: Counter[str]) -> list[Line]:
-        out = []
-        for ln in asserts(lines):
-            if skip[_norm(ln.text)] > 0:
-                skip[_norm(ln.text)] -= 1
-            else:
-                out.append(ln)
-        return out
-
-    left_r = [changed(hunk.removed, skip_r) for hunk in diff.hunks]
-    left_a = [changed(hunk.added, skip_a) for hunk in diff.hunks]
-    return _pair_assertions(diff.path, left_r, left_a)
 
 
-def _strip_strings(text: str) -> str:
-    code = re.sub(r"(['\"]).*?\1", '""', text)
-    return re.split(r"\s#\s|\s//\s", code, maxsplit=1)[0]
+def sources(repo: Path, old: str, new: str, diffs: Sequence[FileDiff]) -> Sources:
+    wanted = [d for d in diffs if needs_text(d)]
+    before = git.read_files(repo, old, [d.old_path or d.path for d in wanted if d.status != "A"])
+    after = git.read_files(repo, new, [d.path for d in wanted if d.status != "D"])
+    return Sources(
+        {p: t for p, t in before.items() if t is not None},
+        {p: t for p, t in after.items() if t is not None},
+    )
 
 
-def _pair_assertions(
-    path: str, left_r: list[list[Line]], left_a: list[list[Line]]
-) -> list[Weakening]:
-    """Pair each hunk's leftovers in order, then the rest across hunks; compare strength."""
-    pairs: list[tuple[Line, Line]] = []
-    rest_r: list[Line] = []
-    rest_a: list[Line] = []
-    for rs, as_ in zip(left_r, left_a, strict=True):
-        n = min(len(rs), len(as_))
-        pairs += list(zip(rs[:n], as_[:n], strict=True))
-        rest_r += rs[n:]
-        rest_a += as_[n:]
-    n = min(len(rest_r), len(rest_a))
-    pairs += list(zip(rest_r[:n], rest_a[:n], strict=True))
-    found = [
-        Weakening("ASSERT_REMOVED", path, ln.number, snippet(ln.text), "assert")
-        for ln in rest_r[n:]
-    ]
-    for old, new in pairs:
-        if rules.assertion_rank(_strip_strings(new.text)) < rules.assertion_rank(
-            _strip_strings(old.text)
-        ):
-            found.append(
-                Weakening(
-                    "ASSERT_LOOSENED",
-                    path,
-                    new.number,
-                    snippet(f"{_norm(new.text)} (was: {_norm(old.text)})"),
-                    "assert",
-                )
-            )
-    return found
+def _tests(diffs: Sequence[FileDiff], deltas: Sequence[Delta], src: Sources) -> list[Weakening]:
+    """Per test (pertest.py); a deleted test file is one row naming the tests it took along,
+    none when each of its tests lives on elsewhere in the diff, with all of its assertions."""
+    before: list[Unit] = []
+    after: list[Unit] = []
+    for diff in diffs:
+        if needs_text(diff):
+            old = src.before.get(diff.old_path or diff.path) if diff.status != "A" else None
+            new = src.after.get(diff.path) if diff.status != "D" else None
+            units = testunits.pair(diff.path, old, new)
+            before += units[0]
+            after += units[1]
+    found = pertest.judge(before, after)
+    deleted = [d.path for d in deltas if d.status == "D" and rules.is_test_file(d.path)]
+    kept = [w for w in found if w.path not in deleted]
+    for path in deleted:
+        names = [w.marker for w in found if w.path == path and w.kind == "TEST_DELETED"]
+        had_tests = any(u.path == path and u.is_test for u in before)
+        if had_tests and not any(w.path == path for w in found):
+            continue  # every test moved out whole: a split or a renamed file
+        what = f" ({len(names)} test(s): {', '.join(names[:5])})" if names else ""
+        kept.append(
+            Weakening("TEST_DELETED", path, 1, snippet(f"test file deleted{what}"), "deleted")
+        )
+    return kept
 
 
 # --- CI steps --------------------------------------------------------------------------------
@@ -245,11 +185,11 @@ KINDS = (
 )
 
 
-def scan(diffs: Sequence[FileDiff], deltas: Sequence[Delta]) -> list[Weakening]:
-    found = _deleted_tests(diffs, deltas) + _ci_files_deleted(deltas)
-    added_tests = _added_tests(diffs)
+def scan(diffs: Sequence[FileDiff], deltas: Sequence[Delta], src: Sources) -> list[Weakening]:
+    """The weakenings of a parsed patch; ``src`` holds the test files it changes, whole."""
+    found = _tests(diffs, deltas, src) + _ci_files_deleted(deltas)
     for diff in diffs:
-        found += _markers(diff) + _assertions(diff, added_tests) + _ci_steps(diff)
+        found += _markers(diff) + _ci_steps(diff)
     found += floor_settings.changed(diffs, "threshold") + floor_settings.changed(diffs, "timeout")
     unique = {(w.kind, w.path, w.line): w for w in found}
     return sorted(unique.values(), key=lambda w: (w.path, w.line, KINDS.index(w.kind)))
@@ -282,6 +222,6 @@ def guard(
     clarifications: str = "",
 ) -> FloorReport:
     """Scan the diff ``old..new`` (limited to ``pathspecs``) and apply the waivers."""
-    patch = git.unified_diff(repo, old, new, pathspecs, magic=magic)
+    diffs = diffparse.parse(git.unified_diff(repo, old, new, pathspecs, magic=magic))
     deltas = git.changed_paths(repo, old, new, pathspecs, magic=magic)
-    return report(scan(diffparse.parse(patch), deltas), clarifications)
+    return report(scan(diffs, deltas, sources(repo, old, new, diffs)), clarifications)

@@ -114,8 +114,9 @@ def _verify(
     top = git.toplevel(repo)
     rng = diffrange.resolve(top, diff)
     deltas = git.changed_paths(top, rng.old, rng.new)
-    patch = git.unified_diff(top, rng.old, rng.new)
-    floor_report = floor.report(floor.scan(diffparse.parse(patch), deltas), contract.clarifications)
+    diffs = diffparse.parse(git.unified_diff(top, rng.old, rng.new))
+    found = floor.scan(diffs, deltas, floor.sources(top, rng.old, rng.new, diffs))
+    floor_report = floor.report(found, contract.clarifications)
     touched = scope.touched(deltas)
     scope_result = scope.check(
         touched, contract.scope, contract.scope_declared, exempt=_inside(top, contract_path)
