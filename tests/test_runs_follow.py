@@ -103,3 +103,74 @@ def test_cancel_revokes_a_run_and_marks_it_cancelled(
             assert time.monotonic() < deadline, log.read_text(errors="replace")
             time.sleep(0.2)
     assert not (tmp_path / "store" / run_id / "report.json").exists()
+
+
+def slow_suite(repo: Repo, seconds: int) -> None:
+    """A change whose test suite sleeps ``seconds``."""
+    repo.write("calc.py", "def add(a, b):\n    return a + b\n")
+    repo.write("pyproject.toml", '[tool.pytest.ini_options]\npythonpath = ["."]\n')
+    repo.write(
+        "tests/test_slow.py",
+        f"import time\n\nfrom calc import add\n\n\ndef test_slow():\n"
+        f"    time.sleep({seconds})\n    assert add(1, 2) == 3\n",
+    )
+    repo.commit("base")
+    repo.git("tag", "base")
+    repo.write(
+        "calc.py", "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
+    )
+    repo.commit("sub")
+
+
+def test_timeout_on_a_broker_leaves_the_run_to_land_in_the_store(
+    repo: Repo, tmp_path: Path, broker: str, worker: None
+) -> None:
+    """--timeout bounds the wait, not the run: the client leaves with one line naming the run,
+    and the workers finish it into the store, where wait finds it."""
+    slow_suite(repo, 8)
+    env = env_for(tmp_path, broker)
+    proc = subprocess.run(
+        [*CLI, "verify", str(repo.path), "--scope=branch", "--base=base", "--timeout=2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert proc.returncode == 3, proc.stderr
+    (line,) = [e for e in proc.stderr.splitlines() if "error:" in e]
+    run_id = line.split("(run ")[1].split(")")[0]
+    assert line == (
+        f"verify-dag: error: no report after 2 s (run {run_id}); the run goes on, and its report "
+        f"will land in the store (`verify-dag wait {run_id}` waits for it; is a worker consuming "
+        "the git, static, review, test and exercise queues?)"
+    )
+    waited = run_cli("wait", run_id, "--timeout=120", env=env, timeout=180)
+    assert waited.stdout.startswith("# Verification Report"), waited.stderr
+    status = run_cli("status", run_id, env=env)
+    assert status.stdout.startswith(f"{run_id} SUCCESS"), status.stdout
+
+
+def test_timeout_in_process_stops_the_run_and_records_it(repo: Repo, tmp_path: Path) -> None:
+    """In-process the run would die with the client half-way: it is stopped at the timeout (its
+    suite, sleeping far longer than the test may take, is killed) and the store says so."""
+    slow_suite(repo, 900)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERIFY_DAG_", "CELERY_"))}
+    env["VERIFY_DAG_STORE"] = str(tmp_path / "store")
+    proc = subprocess.run(
+        [*CLI, "verify", str(repo.path), "--scope=branch", "--base=base", "--timeout=3"],
+        capture_output=True,
+        text=True,
+        timeout=240,  # the suite sleeps 900 s: only a stopped run ends before this
+        env=env,
+    )
+    assert proc.returncode == 3, proc.stderr
+    (line,) = [e for e in proc.stderr.splitlines() if "error:" in e]
+    run_id = line.split("(run ")[1].split(")")[0]
+    assert line == (
+        f"verify-dag: error: no report after 3 s (run {run_id}): the run was stopped and "
+        f"recorded as cancelled in {tmp_path / 'store' / run_id}"
+    )
+    status = run_cli("status", run_id, env=env)
+    assert status.stdout.strip() == (
+        f"{run_id} CANCELLED (stopped at --timeout=3 s; no report will come)"
+    )

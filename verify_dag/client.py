@@ -6,6 +6,7 @@ phase by phase, release what sending it opened."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
@@ -375,11 +376,39 @@ def mismatch(report: object, run_id: str, expect: Expected) -> str | None:
 
 
 def _check_timeout(p: Plan, start: float, timeout: float) -> None:
-    if time.monotonic() - start > timeout:
+    """``--timeout`` bounds the wait. On a broker the run goes on and its report lands in the
+    store; in-process it would die with this process half-way, so it is stopped here and
+    recorded as cancelled in the store (``stop_here``)."""
+    if time.monotonic() - start <= timeout:
+        return
+    if embedded():
+        where = stop_here(p, f"stopped at --timeout={timeout:g} s")
         raise FatalError(
-            f"no report after {timeout:.0f} s (run {p.run_id})",
-            hint="is a worker consuming the git, static, review, test and exercise queues?",
+            f"no report after {timeout:g} s (run {p.run_id}): the run was stopped and recorded "
+            f"as cancelled{where}"
         )
+    raise FatalError(
+        f"no report after {timeout:g} s (run {p.run_id}); the run goes on, and its report will "
+        "land in the store",
+        hint=f"`verify-dag wait {p.run_id}` waits for it; is a worker consuming the git, static, "
+        "review, test and exercise queues?",
+    )
+
+
+def stop_here(p: Plan, reason: str) -> str:
+    """Stop an in-process run: its later phases skip themselves (the sentinel says CANCELLED),
+    every command it runs now or would start is killed, and the store records why. Returns
+    where that record went, for the message (empty when it could not be written)."""
+    from verify_dag import store, util
+
+    with contextlib.suppress(*outage_errors(), VerifyDagError):
+        cancel_record(p.run_id)
+    util.stop_children()
+    try:
+        path = store.mark_cancelled(p.expect.store if p.expect else None, p.run_id, reason)
+    except (OSError, VerifyDagError):
+        return ""
+    return f" in {path.parent}"
 
 
 def read_meta(task_id: str, *, outage: float | None = None) -> dict[str, Any]:

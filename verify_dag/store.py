@@ -143,17 +143,35 @@ def runs(store_dir: str | os.PathLike[str] | None) -> list[RunMeta]:
 CANCELLED_JSON = "cancelled.json"
 
 
-def mark_cancelled(store_dir: str | os.PathLike[str] | None, run_id: str) -> Path:
-    """Record in the store that ``run_id`` was cancelled (``verify-dag cancel``)."""
+def mark_cancelled(
+    store_dir: str | os.PathLike[str] | None, run_id: str, reason: str = "verify-dag cancel"
+) -> Path:
+    """Record in the store that ``run_id`` was cancelled, and why: ``verify-dag cancel``, or an
+    in-process run stopped at its ``--timeout``."""
     run_dir = resolve(store_dir) / check_run_id(run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / CANCELLED_JSON
-    write_atomic(path, (json.dumps({"runId": run_id, "cancelled": now()}) + "\n").encode())
+    record = {"runId": run_id, "cancelled": now(), "reason": reason}
+    write_atomic(path, (json.dumps(record) + "\n").encode())
     return path
 
 
 def is_cancelled(store_dir: str | os.PathLike[str] | None, run_id: str) -> bool:
-    return (resolve(store_dir) / check_run_id(run_id) / CANCELLED_JSON).is_file()
+    return cancel_reason(store_dir, run_id) is not None
+
+
+def cancel_reason(store_dir: str | os.PathLike[str] | None, run_id: str) -> str | None:
+    """Why the run was cancelled, when the store says it was (a record without a reason is
+    ``verify-dag cancel``'s)."""
+    path = resolve(store_dir) / check_run_id(run_id) / CANCELLED_JSON
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return "verify-dag cancel"
+    reason = record.get("reason") if isinstance(record, dict) else None
+    return str(reason) if reason else "verify-dag cancel"
 
 
 def meta_for(run_id: str, request: VerifyRequest, report: Report) -> RunMeta:

@@ -252,14 +252,29 @@ _LIVE: set[int] = set()
 _LIVE_LOCK = threading.Lock()
 
 
+# Set by stop_children(): a run stopped in this process starts nothing more that lasts.
+_STOPPING = threading.Event()
+
+
 def _started(proc: subprocess.Popen[bytes]) -> None:
     with _LIVE_LOCK:
         _LIVE.add(proc.pid)
+    if _STOPPING.is_set():
+        # The phase that asked for it learns of the stop as of any killed command.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _reaped(proc: subprocess.Popen[bytes]) -> None:
     with _LIVE_LOCK:
         _LIVE.discard(proc.pid)
+
+
+def stop_children() -> int:
+    """Kill every process group this process started, and every one it starts from now on: an
+    in-process run stopped at its --timeout must not go on through its next commands."""
+    _STOPPING.set()
+    return kill_children()
 
 
 def kill_children() -> int:

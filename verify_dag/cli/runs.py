@@ -181,8 +181,9 @@ def status(run_id: str, store_dir: str | None, broker: str | None) -> str:
     try:
         _, _, meta = store.load(store_dir, run_id)
     except UsageError:
-        if store.is_cancelled(store_dir, run_id):
-            return f"{run_id} {CANCELLED} (verify-dag cancel; no report will come)"
+        why = store.cancel_reason(store_dir, run_id)
+        if why is not None:
+            return f"{run_id} {CANCELLED} ({why}; no report will come)"
         if broker_url(broker).startswith("memory://"):
             raise
         configure(broker)

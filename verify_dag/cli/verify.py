@@ -199,7 +199,9 @@ def add_parsers(sub: Any) -> None:
         type=float,
         default=7200.0,
         metavar="SECONDS",
-        help="give up waiting for the report after this long",
+        help="stop waiting for the report after this long (exit 3): with a broker the run goes "
+        "on and lands in the store (verify-dag wait RUN); in-process it is stopped, its "
+        "commands killed, and recorded as cancelled in the store",
     )
     v.add_argument(
         "--quiet",
