@@ -763,6 +763,25 @@ def test_exit_code_pass_only_when_every_check_ran() -> None:
     assert doc["run"]["gates"]["allowIncomplete"] is True and doc["run"]["exitCode"] == EXIT_OK
 
 
+def test_light_with_no_judgement_reviewer_at_all_is_incomplete() -> None:
+    """Light --scope=all with Codex on PATH: codex-reviewer does not audit a whole codebase and
+    the reviewer is not the light slot's choice, so both are SKIPPED and no judgement ran:
+    exit 4, and the Markdown says which check did not run."""
+    ran = (
+        outcome("tester", "PASSED", "3 passed"),
+        skipped("codex-reviewer", "SKIPPED_UNSUPPORTED_SCOPE: Codex does not audit --scope=all"),
+        skipped("reviewer", "Codex available: the light slot is codex-reviewer"),
+        outcome("exerciser", "PASSED", "exercised"),
+    )
+    doc = built(light_branch_state(static=outcome("static-analysis", "COMPLETED"), outcomes=ran))
+    assert doc["overall"]["result"] == "pass" and doc["run"]["exitCode"] == EXIT_INCOMPLETE
+    assert "**Did not run:** judgement reviewer NOT_RUN (none of light's ran" in report.markdown(
+        report.build(
+            light_branch_state(static=outcome("static-analysis", "COMPLETED"), outcomes=ran)
+        )
+    )
+
+
 # -- Markdown ----------------------------------------------------------------------------------
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from verify_dag import skills
 from verify_dag.errors import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_ISSUES, EXIT_OK
 from verify_dag.models.report import Report, ReportIssue
 
@@ -76,9 +77,22 @@ def words(report: Report) -> str:
 def not_run(report: Report) -> list[tuple[str, str, str]]:
     """(skill, status, notes) of every check of the composition that should have run and did
     not: NOT_RUN and BLOCKED. SKIPPED is not among them: outside the depth's composition, or
-    nothing of its kind in scope, is a decision, not a hole."""
-    return [
+    nothing of its kind in scope, is a decision, not a hole. One exception: light's one
+    judgement reviewer. When both its candidates skipped (Codex on PATH but --scope=all, which
+    codex-reviewer does not audit), no judgement ran at all, and that slot is the hole."""
+    missing = [
         (r.skill, r.status, r.notes)
         for r in report.skill_results
         if r.status in ("NOT_RUN", "BLOCKED")
     ]
+    if (
+        report.scope.depth == "light"
+        and report.status == "ok"
+        and not report.scope.nothing_to_verify
+    ):
+        slot = skills.light_slot()
+        held = {r.skill: r for r in report.skill_results if r.skill in slot}
+        if held and all(r.status == "SKIPPED" for r in held.values()):
+            why = "; ".join(f"{r.skill}: {r.notes}" for r in held.values() if r.notes)
+            missing.append(("judgement reviewer", "NOT_RUN", f"none of light's ran ({why})"))
+    return missing
