@@ -15,7 +15,7 @@ from verify_dag import repos, workspace
 from verify_dag.fixes.propose import propose
 from verify_dag.models.fixes import FixJob, Proposals
 from verify_dag.models.report import ReportIssue
-from verify_dag.tasks import workspaces
+from verify_dag.tasks import stash, workspaces
 from verify_dag.tasks.app import app
 from verify_dag.tasks.base import previous_result, progress
 
@@ -27,7 +27,7 @@ def propose_task(self: Any, job: dict[str, Any], issue: dict[str, Any]) -> dict[
     done = previous_result(self)
     if done is not None:
         return dict(done)
-    j = FixJob.model_validate(job)
+    j = FixJob.model_validate(stash.value(job))
     i = ReportIssue.model_validate(issue)
     progress(self, j.run_id, f"fix {i.id}")
     try:

@@ -43,11 +43,21 @@ def is_ref(value: object) -> bool:
     return isinstance(value, dict) and isinstance(value.get("stash"), str)
 
 
+def reference(run_id: str, name: str) -> tuple[str, Ref]:
+    """The key and reference of what the client writes before it sends a canvas
+    (``Plan.records``): a run's first state, Phase 9's job."""
+    key = f"{run_id}-{name}"
+    return key, {"stash": key, "run": run_id}
+
+
 def initial(st: RunState) -> tuple[str, Ref]:
-    """The key and reference of a run's first state, written by the client before it sends the
-    canvas (``Plan.records``)."""
-    key = f"{st.run_id}-state-request"
-    return key, {"stash": key, "run": st.run_id}
+    """The key and reference of a run's first state."""
+    return reference(st.run_id, "state-request")
+
+
+def value(given: Any) -> Any:
+    """What a task was given: the value a reference names, or the value itself."""
+    return _get(given) if is_ref(given) else given
 
 
 def put_state(st: RunState, phase: str) -> Ref:

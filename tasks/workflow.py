@@ -230,10 +230,12 @@ def fix_plan(job: FixJob, issues: Sequence[ReportIssue]) -> Plan:
     refs = [PhaseRef(f"fix {i.id}", uuid()) for i in issues]
     gather = PhaseRef("fix options", uuid())
     shown = f"repo={display_source(job.request.repo)} phase=fix"
+    # The job holds the run's request (a plan, a contract...): each task gets a reference to it.
+    key, job_ref = stash.reference(job.run_id, "fix-job")
     header = [
         signature(
             "verify_dag.fix.propose",
-            args=(job.model_dump(mode="json"), i.model_dump(mode="json")),
+            args=(job_ref, i.model_dump(mode="json")),
             app=app,
         ).set(
             task_id=ref.task_id,
@@ -250,4 +252,5 @@ def fix_plan(job: FixJob, issues: Sequence[ReportIssue]) -> Plan:
         canvas=chord(header, body),
         phases=(*refs, gather),
         final_id=gather.task_id,
+        records=((key, job.model_dump(mode="json")),),
     )
