@@ -324,7 +324,8 @@ def test_no_secret_reaches_redis_the_worker_log_flower_or_the_store(
             env=client_env,
             timeout=200,
         )
-        assert ran.returncode in (0, 1), ran.stderr + logs(tmp_path / "logs")
+        # A finished run, whatever it found (4: no reviewer could run here).
+        assert ran.returncode in (0, 1, 4), ran.stderr + logs(tmp_path / "logs")
         run_id = json.loads(out.read_text(encoding="utf-8"))["run"]["id"]
         deadline = time.monotonic() + 30
         while True:
