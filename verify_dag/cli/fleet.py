@@ -27,8 +27,13 @@ EXIT_CODES_HELP = """exit codes:
   1  some repository has issues at or above --fail-on
   2  usage error (bad flags, a missing or invalid fleet file)
   3  some repository's audit errored or was blocked (its head could not be read included)
-fleet beat exits with the worst code of its audits (3 over 1 over 0) once --runs are done.
+  4  nothing at --fail-on and no error, but some repository's checks did not run
+fleet beat exits with the worst code of its audits (3, 2, 1, 4, 0) once --runs are done.
 """
+
+
+# Exit codes from worst to best.
+_RANK = (3, 2, 1, 4, 0)
 
 
 def add_parsers(sub: Any) -> None:
@@ -193,8 +198,9 @@ def cmd_beat(args: argparse.Namespace) -> int:
                 code = _audit_outcome(sent.get(), args.timeout)
                 if code is None:
                     continue  # its turn came while the last audit still ran: skipped
-                # 3 (errors) outranks 2 (a bad fleet file) outranks 1 (issues) outranks 0.
-                worst = max(worst, code)
+                # 3 (errors) outranks 2 (a bad fleet file), 1 (issues), 4 (checks that did
+                # not run), 0.
+                worst = min((worst, code), key=_RANK.index)
                 done += 1
         finally:
             beat.stop()

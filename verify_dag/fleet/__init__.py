@@ -37,6 +37,8 @@ Scope = Literal["all", "branch"]
 SCOPES = ("all", "branch")
 DEPTHS = ("light", "deep")
 KEYS = ("url", "base", "scope", "depth")
+# true / false: `verify --allow-incomplete` for this repository (checks that did not run give 0).
+FLAG_KEYS = ("allow-incomplete",)
 FLEET_DIR = "fleet"  # under the report store: the index and one directory per fleet run
 INDEX = "index.json"
 
@@ -50,6 +52,7 @@ class Entry:
     scope: Scope
     base: str | None
     depth: Depth
+    allow_incomplete: bool = False
 
     @property
     def is_url(self) -> bool:
@@ -59,8 +62,16 @@ class Entry:
     def shown(self) -> str:
         return display(self.url)
 
-    def settings(self) -> dict[str, str | None]:
-        return {"url": self.url, "scope": self.scope, "base": self.base, "depth": self.depth}
+    def settings(self) -> dict[str, str | bool | None]:
+        said: dict[str, str | bool | None] = {
+            "url": self.url,
+            "scope": self.scope,
+            "base": self.base,
+            "depth": self.depth,
+        }
+        if self.allow_incomplete:  # only when set: the index keys of older files stay the same
+            said["allow-incomplete"] = True
+        return said
 
     def key(self) -> str:
         # Hashed so that a password in a URL never reaches the index file.
@@ -113,12 +124,16 @@ def _entry(where: Path, number: int, table: object) -> Entry:
     url = table.get("url")
     if isinstance(url, str) and url.strip():
         name += f" ({display(url)})"
-    unknown = sorted(set(table) - set(KEYS))
+    unknown = sorted(set(table) - set(KEYS) - set(FLAG_KEYS))
     if unknown:
-        raise UsageError(f"{name}: unknown key(s) {', '.join(unknown)}; known: {', '.join(KEYS)}")
+        known = ", ".join((*KEYS, *FLAG_KEYS))
+        raise UsageError(f"{name}: unknown key(s) {', '.join(unknown)}; known: {known}")
     for key in KEYS:
         if key in table and not isinstance(table[key], str):
             raise UsageError(f"{name}: {key} must be a string, got {type(table[key]).__name__}")
+    for key in FLAG_KEYS:
+        if key in table and not isinstance(table[key], bool):
+            raise UsageError(f"{name}: {key} must be true or false, got {table[key]!r}")
     if not isinstance(url, str) or not url.strip():
         raise UsageError(f"{name}: url is required (a URL or a path)")
     base = table.get("base")
@@ -139,7 +154,12 @@ def _entry(where: Path, number: int, table: object) -> Entry:
         # Paths are relative to the fleet file, so the file means the same from any directory.
         url = str((where.parent / Path(url).expanduser()).resolve())
     return Entry(
-        number=number, url=url, scope=cast(Scope, scope), base=base, depth=cast(Depth, depth)
+        number=number,
+        url=url,
+        scope=cast(Scope, scope),
+        base=base,
+        depth=cast(Depth, depth),
+        allow_incomplete=bool(table.get("allow-incomplete", False)),
     )
 
 

@@ -71,6 +71,7 @@ def _request(entry: Entry, store_dir: Path, fail_on: int) -> VerifyRequest:
         mode="report-only",
         format="json",
         fail_on=fail_on,
+        allow_incomplete=entry.allow_incomplete,
         store=str(store_dir),
         submitted=store.now(),
     )

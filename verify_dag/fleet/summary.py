@@ -17,7 +17,7 @@ from typing import Any
 from jsonschema.exceptions import best_match
 
 from verify_dag import jsonschemas, store
-from verify_dag.errors import EXIT_ERROR, EXIT_ISSUES, EXIT_OK
+from verify_dag.errors import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_ISSUES, EXIT_OK
 from verify_dag.files import write_atomic
 from verify_dag.fleet import Entry, fleet_dir
 from verify_dag.models import Report
@@ -98,7 +98,8 @@ def build(
 ) -> dict[str, Any]:
     repos = [_repo(o, fail_on) for o in outcomes]
     codes = {r["exitCode"] for r in repos}
-    code = EXIT_ERROR if EXIT_ERROR in codes else EXIT_ISSUES if EXIT_ISSUES in codes else EXIT_OK
+    # The worst first: 3, then 1, then 4 (nothing failed but checks did not run), then 0.
+    code = next((c for c in (EXIT_ERROR, EXIT_ISSUES, EXIT_INCOMPLETE) if c in codes), EXIT_OK)
     return {
         "schemaVersion": 1,
         "fleetFile": fleet_file,
