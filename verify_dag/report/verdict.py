@@ -80,7 +80,7 @@ def not_run(report: Report) -> list[tuple[str, str, str]]:
     nothing of its kind in scope, is a decision, not a hole. One exception: light's one
     judgement reviewer. When both its candidates skipped (Codex on PATH but --scope=all, which
     codex-reviewer does not audit), no judgement ran at all, and that slot is the hole."""
-    missing = [
+    missing: list[tuple[str, str, str]] = [
         (r.skill, r.status, r.notes)
         for r in report.skill_results
         if r.status in ("NOT_RUN", "BLOCKED")
