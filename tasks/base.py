@@ -17,7 +17,7 @@ from typing import Any
 from celery import states
 from celery.exceptions import Ignore
 
-from verify_dag import repos, resultcache, sandbox
+from verify_dag import repos, resultcache, sandbox, util
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import RunState, SkillOutcome
 from verify_dag.models.findings import CacheHit
@@ -117,6 +117,7 @@ def state_phase(phase: Phase) -> Callable[[StatePhase], Callable[..., dict[str, 
             try:
                 began = time.monotonic()
                 with (
+                    util.for_run(st.run_id),
                     sandbox.tracking(required=st.request.require_sandbox) as used,
                     resultcache.session(enabled=not st.request.no_cache) as hits,
                 ):
@@ -170,6 +171,7 @@ def header_phase(skill: str) -> Callable[[HeaderPhase], Callable[..., Any]]:
             began = time.monotonic()
             try:
                 with (
+                    util.for_run(st.run_id),
                     sandbox.tracking(required=st.request.require_sandbox) as used,
                     resultcache.session(enabled=not st.request.no_cache) as hits,
                 ):

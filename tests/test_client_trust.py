@@ -155,7 +155,9 @@ def test_a_run_whose_sentinel_stays_is_not_lost(tmp_path: Path, in_process: None
     p = client.announce(
         Plan(run_id="run-kept", canvas=None, phases=(), final_id="never", expect=LOCAL)
     )
-    with pytest.raises(FatalError, match=r"no report after 0 s"):
+    with pytest.raises(
+        FatalError, match=r"no report after 0.3 s \(run run-kept\): the run was stopped"
+    ):
         client.wait(p, timeout=0.3, lost_check=0.05)
 
 

@@ -47,3 +47,36 @@ def test_defaults_leave_room_for_real_work() -> None:
     assert limits[resource.RLIMIT_CORE] == 0
     assert limits[resource.RLIMIT_DATA] >= 1024 * 2**20
     assert limits[resource.RLIMIT_FSIZE] == util.DEFAULT_FILE_LIMIT_MB * 2**20
+
+
+def test_stopping_a_run_ends_its_commands_and_no_other_runs(tmp_path: Path) -> None:
+    """An in-process run stopped at its --timeout (client.stop_here): its running command is
+    killed and any it starts afterwards dies at once; another run's command in the same process
+    (a test session, an in-process fleet audit) goes on."""
+    import threading
+    import time
+
+    got: dict[str, util.Result] = {}
+
+    def go(run: str) -> None:
+        with util.for_run(run):
+            got[run] = util.run(["sleep", "60"], cwd=tmp_path, timeout=120)
+
+    threads = {run: threading.Thread(target=go, args=(run,)) for run in ("run-a", "run-b")}
+    for t in threads.values():
+        t.start()
+    deadline = time.monotonic() + 30
+    while sorted(r for r in util._LIVE.values() if r) != ["run-a", "run-b"]:
+        assert time.monotonic() < deadline, "the commands never started"
+        time.sleep(0.05)
+    assert util.stop_run("run-a") == 1
+    threads["run-a"].join(30)
+    assert not threads["run-a"].is_alive() and got["run-a"].returncode != 0
+    assert threads["run-b"].is_alive()  # the other run's command still runs
+    began = time.monotonic()
+    with util.for_run("run-a"):
+        again = util.run(["sleep", "60"], cwd=tmp_path, timeout=120)
+    assert again.returncode != 0 and time.monotonic() - began < 30
+    util.stop_run("run-b")
+    threads["run-b"].join(30)
+    assert got["run-b"].returncode != 0

@@ -403,7 +403,7 @@ def stop_here(p: Plan, reason: str) -> str:
 
     with contextlib.suppress(*outage_errors(), VerifyDagError):
         cancel_record(p.run_id)
-    util.stop_children()
+    util.stop_run(p.run_id)
     try:
         path = store.mark_cancelled(p.expect.store if p.expect else None, p.run_id, reason)
     except (OSError, VerifyDagError):

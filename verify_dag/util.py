@@ -4,6 +4,8 @@ Every external command (git, linters, test suites) goes through :func:`run`. Rep
 untrusted (docs/security.md): it gets an environment without broker URLs, API keys or tokens,
 runs in its own process group so a time-out kills the whole tree, and its output is capped.
 """
+# Long module: the chokepoint and what must live beside it: the process groups it started (for
+# Ctrl-C and a stopped run), the background children (an app under test), redaction and limits.
 
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -245,21 +248,34 @@ def _missing(program: str, env: Mapping[str, str], cwd: str | Path | None) -> st
     return None
 
 
-# The process groups started here and not yet reaped. Each child runs in a session of its own (a
-# time-out kills its whole tree), so a Ctrl-C at the terminal does not reach it: an interrupted
-# command ends them through kill_children().
-_LIVE: set[int] = set()
+# The process groups started here and not yet reaped, with the run each was started for (None:
+# outside a run's phase). Each child runs in a session of its own (a time-out kills its whole
+# tree), so a Ctrl-C at the terminal does not reach it: an interrupted command ends them through
+# kill_children(), and a run stopped at its --timeout ends its own through stop_run().
+_LIVE: dict[int, str | None] = {}
 _LIVE_LOCK = threading.Lock()
+# The run whose phase this thread (or task) is running: set by the task wrappers (tasks/base.py).
+_RUN: ContextVar[str | None] = ContextVar("verify_dag_run", default=None)
+# Runs stopped in this process: a command one of their phases starts from now on is killed at once.
+_STOPPED: set[str] = set()
 
 
-# Set by stop_children(): a run stopped in this process starts nothing more that lasts.
-_STOPPING = threading.Event()
+@contextlib.contextmanager
+def for_run(run_id: str) -> Iterator[None]:
+    """Tag the commands started inside with ``run_id`` (``stop_run`` ends them)."""
+    token = _RUN.set(run_id)
+    try:
+        yield
+    finally:
+        _RUN.reset(token)
 
 
 def _started(proc: subprocess.Popen[bytes]) -> None:
+    run = _RUN.get()
     with _LIVE_LOCK:
-        _LIVE.add(proc.pid)
-    if _STOPPING.is_set():
+        _LIVE[proc.pid] = run
+        stopped = run is not None and run in _STOPPED
+    if stopped:
         # The phase that asked for it learns of the stop as of any killed command.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
@@ -267,14 +283,20 @@ def _started(proc: subprocess.Popen[bytes]) -> None:
 
 def _reaped(proc: subprocess.Popen[bytes]) -> None:
     with _LIVE_LOCK:
-        _LIVE.discard(proc.pid)
+        _LIVE.pop(proc.pid, None)
 
 
-def stop_children() -> int:
-    """Kill every process group this process started, and every one it starts from now on: an
-    in-process run stopped at its --timeout must not go on through its next commands."""
-    _STOPPING.set()
-    return kill_children()
+def stop_run(run_id: str) -> int:
+    """Kill the process groups ``run_id``'s phases started, and every one they start from now
+    on: an in-process run stopped at its --timeout must not go on through its next commands.
+    Other runs of this process (a test session, an in-process fleet audit) are left alone."""
+    with _LIVE_LOCK:
+        _STOPPED.add(run_id)
+        groups = sorted(pgid for pgid, run in _LIVE.items() if run == run_id)
+    for pgid in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+    return len(groups)
 
 
 def kill_children() -> int:
