@@ -24,7 +24,8 @@ from verify_dag.tasks.app import app
 Ref = dict[str, Any]
 
 
-def _put(key: str, value: Any) -> None:
+def put(key: str, value: Any) -> None:
+    """Store ``value`` under ``key``, with the backend's expiry."""
     app.backend.store_result(key, value, states.SUCCESS)
 
 
@@ -44,8 +45,8 @@ def is_ref(value: object) -> bool:
 
 
 def reference(run_id: str, name: str) -> tuple[str, Ref]:
-    """The key and reference of what the client writes before it sends a canvas
-    (``Plan.records``): a run's first state, Phase 9's job."""
+    """The key and reference of ``name`` in ``run_id``: what a phase made, or what the client
+    writes before it sends a canvas (``Plan.records``: a run's first state, Phase 9's job)."""
     key = f"{run_id}-{name}"
     return key, {"stash": key, "run": run_id}
 
@@ -63,30 +64,25 @@ def value(given: Any) -> Any:
 def put_state(st: RunState, phase: str) -> Ref:
     """Store ``st`` as what ``phase`` made; the reference says where the run stopped, if it did,
     so that Flower's Result column shows it without the state."""
-    key = f"{st.run_id}-state-{phase}"
-    _put(key, st.model_dump(mode="json"))
-    ref: Ref = {"stash": key, "run": st.run_id}
+    key, ref = reference(st.run_id, f"state-{phase}")
+    put(key, st.model_dump(mode="json"))
     if st.failed_phase is not None:
         ref["stoppedAt"] = st.failed_phase
     return ref
 
 
-def state(value: Any) -> RunState:
+def state(given: Any) -> RunState:
     """The run state a task was given: a reference, or (a direct call, an older message) the
     state itself."""
-    return RunState.model_validate(_get(value) if is_ref(value) else value)
+    return RunState.model_validate(value(given))
 
 
 def put_outcomes(run_id: str, name: str, outcomes: list[dict[str, Any]]) -> Ref:
     """Store a chord header task's outcomes; the reference names each skill's status (what the
     progress display and Flower show)."""
-    key = f"{run_id}-outcomes-{name}"
-    _put(key, outcomes)
-    return {
-        "stash": key,
-        "run": run_id,
-        "skills": {str(o.get("skill")): str(o.get("status")) for o in outcomes},
-    }
+    key, ref = reference(run_id, f"outcomes-{name}")
+    put(key, outcomes)
+    return {**ref, "skills": {str(o.get("skill")): str(o.get("status")) for o in outcomes}}
 
 
 def outcomes(part: Any) -> list[dict[str, Any]]:

@@ -14,11 +14,14 @@ import select
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import CLI
+from terminal import Terminal
+from terminal import terminal as open_terminal
 
 # The question and its two answers as the person sees them (the gate's wording is the contract
 # here, so it is spelled out rather than imported).
@@ -179,41 +182,9 @@ def test_with_mode_given_a_person_at_a_terminal_is_never_asked(tmp_path: Path) -
 # --- a person at a terminal -------------------------------------------------------------------
 
 
-class Terminal:
-    """A tmux server of the test's own, one 80-column window named ``vd``."""
-
-    def __init__(self, socket: str) -> None:
-        self.socket = socket
-
-    def tmux(self, *args: str) -> str:
-        out = subprocess.run(
-            ["tmux", "-L", self.socket, *args], check=True, capture_output=True, text=True
-        )
-        return out.stdout
-
-    def screen(self) -> str:
-        return self.tmux("capture-pane", "-p", "-J", "-S", "-5000", "-t", "vd")
-
-    def wait_for(self, needle: str, count: int = 1, timeout: float = 90) -> str:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            text = self.screen()
-            if text.count(needle) >= count:
-                return text
-            time.sleep(0.2)
-        raise AssertionError(f"{needle!r} (x{count}) never showed; the screen:\n{self.screen()}")
-
-    def keys(self, *keys: str) -> None:
-        for key in keys:
-            self.tmux("send-keys", "-t", "vd", key)
-            time.sleep(0.15)
-
-
 @pytest.fixture
-def terminal(tmp_path: Path) -> Any:
-    term = Terminal(f"verify-dag-mode-{os.getpid()}-{tmp_path.name}")
-    yield term
-    subprocess.run(["tmux", "-L", term.socket, "kill-server"], capture_output=True)
+def terminal(tmp_path: Path) -> Iterator[Terminal]:
+    yield from open_terminal("verify-dag-mode", tmp_path, wait=90)
 
 
 @pytest.mark.skipif(

@@ -7,13 +7,15 @@ import json
 import os
 import shutil
 import subprocess
-import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import CLI, Repo
 from fakes import install
 from fixdata import CHANGED, DOCSTRING, GUARD, ZERO, fix_reply, reviewer_sees, untouched
+from terminal import Terminal
+from terminal import terminal as open_terminal
 
 pytestmark = pytest.mark.skipif(
     shutil.which("tmux") is None and not os.environ.get("CI"),
@@ -21,39 +23,9 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-class Terminal:
-    def __init__(self, socket: str) -> None:
-        self.socket = socket
-
-    def tmux(self, *args: str) -> str:
-        out = subprocess.run(
-            ["tmux", "-L", self.socket, *args], check=True, capture_output=True, text=True
-        )
-        return out.stdout
-
-    def screen(self) -> str:
-        return self.tmux("capture-pane", "-p", "-J", "-S", "-5000", "-t", "vd")
-
-    def wait_for(self, needle: str, count: int = 1, timeout: float = 120) -> str:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            text = self.screen()
-            if text.count(needle) >= count:
-                return text
-            time.sleep(0.2)
-        raise AssertionError(f"{needle!r} (x{count}) never showed; the screen:\n{self.screen()}")
-
-    def keys(self, *keys: str) -> None:
-        for key in keys:
-            self.tmux("send-keys", "-t", "vd", key)
-            time.sleep(0.15)
-
-
 @pytest.fixture
-def terminal(tmp_path: Path) -> object:
-    term = Terminal(f"verify-dag-test-{os.getpid()}-{tmp_path.name}")
-    yield term
-    subprocess.run(["tmux", "-L", term.socket, "kill-server"], capture_output=True)
+def terminal(tmp_path: Path) -> Iterator[Terminal]:
+    yield from open_terminal("verify-dag-test", tmp_path)
 
 
 def test_a_batch_of_four_fix_explain_skip_skip_then_restore(

@@ -129,12 +129,8 @@ def test_timeout_on_a_broker_leaves_the_run_to_land_in_the_store(
     and the workers finish it into the store, where wait finds it."""
     slow_suite(repo, 8)
     env = env_for(tmp_path, broker)
-    proc = subprocess.run(
-        [*CLI, "verify", str(repo.path), "--scope=branch", "--base=base", "--timeout=2"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
+    proc = run_cli(
+        "verify", str(repo.path), "--scope=branch", "--base=base", "--timeout=2", env=env
     )
     assert proc.returncode == 3, proc.stderr
     (line,) = [e for e in proc.stderr.splitlines() if "error:" in e]
@@ -156,12 +152,10 @@ def test_timeout_in_process_stops_the_run_and_records_it(repo: Repo, tmp_path: P
     slow_suite(repo, 900)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VERIFY_DAG_", "CELERY_"))}
     env["VERIFY_DAG_STORE"] = str(tmp_path / "store")
-    proc = subprocess.run(
-        [*CLI, "verify", str(repo.path), "--scope=branch", "--base=base", "--timeout=3"],
-        capture_output=True,
-        text=True,
-        timeout=240,  # the suite sleeps 900 s: only a stopped run ends before this
+    proc = run_cli(
+        *("verify", str(repo.path), "--scope=branch", "--base=base", "--timeout=3"),
         env=env,
+        timeout=240,  # the suite sleeps 900 s: only a stopped run ends before this
     )
     assert proc.returncode == 3, proc.stderr
     (line,) = [e for e in proc.stderr.splitlines() if "error:" in e]

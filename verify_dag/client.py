@@ -24,6 +24,7 @@ from verify_dag.models import ReportResult, VerifyRequest
 from verify_dag.models.fixes import FixJob, Proposals
 from verify_dag.models.report import ReportIssue
 from verify_dag.progress import Progress as Progress  # the commands build it; wait feeds it
+from verify_dag.tasks import stash
 from verify_dag.tasks.app import CANCELLED, app, sentinel_id
 from verify_dag.tasks.workflow import Expected, Plan, fix_plan, plan
 
@@ -110,7 +111,7 @@ def _send(p: Plan) -> Plan:
         worker.ensure_worker()  # once per process
     with _unreachable_broker_is_fatal():
         for key, value in p.records:
-            app.backend.store_result(key, value, states.SUCCESS)
+            stash.put(key, value)
         p.canvas.apply_async()
     return p
 

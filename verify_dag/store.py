@@ -156,10 +156,6 @@ def mark_cancelled(
     return path
 
 
-def is_cancelled(store_dir: str | os.PathLike[str] | None, run_id: str) -> bool:
-    return cancel_reason(store_dir, run_id) is not None
-
-
 def cancel_reason(store_dir: str | os.PathLike[str] | None, run_id: str) -> str | None:
     """Why the run was cancelled, when the store says it was (a record without a reason is
     ``verify-dag cancel``'s)."""

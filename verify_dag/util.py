@@ -293,16 +293,17 @@ def stop_run(run_id: str) -> int:
     with _LIVE_LOCK:
         _STOPPED.add(run_id)
         groups = sorted(pgid for pgid, run in _LIVE.items() if run == run_id)
-    for pgid in groups:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
-    return len(groups)
+    return _kill_all(groups)
 
 
 def kill_children() -> int:
     """SIGKILL every process group this process started and has not reaped; how many."""
     with _LIVE_LOCK:
         groups = sorted(_LIVE)
+    return _kill_all(groups)
+
+
+def _kill_all(groups: list[int]) -> int:
     for pgid in groups:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)

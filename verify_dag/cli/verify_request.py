@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from typing import Any
 
+from verify_dag import attended
 from verify_dag.cli import args as cli_args
 from verify_dag.errors import UsageError
 
@@ -47,11 +47,10 @@ def _unattended(args: argparse.Namespace) -> str | None:
         return None
     if args.no_wait:
         return "--no-wait: nobody waits for the report"
-    if os.environ.get("CI", "").strip() not in ("", "0", "false"):
-        return "nobody attached (CI is set)"
-    if not sys.stdin.isatty():
-        return "nobody attached (stdin is not a terminal)"
-    if not sys.stdout.isatty() or args.output == "-" or args.format == "github":
+    nobody = attended.nobody()
+    if nobody is not None:
+        return nobody
+    if args.output == "-" or args.format == "github":
         return "nobody attached (stdout is not a terminal)"
     if git.is_url(args.path):
         return "the repository is a URL: there is no work tree to fix"

@@ -9,11 +9,11 @@ asked and why.
 
 from __future__ import annotations
 
-import os
 import sys
 import textwrap
 from typing import TextIO
 
+from verify_dag import attended
 from verify_dag.completion.models import Mode, ModeChoice
 
 QUESTION = "Mode for this run: how should it proceed?"
@@ -31,23 +31,11 @@ EXPLAIN = (
 WIDTH = 78
 
 
-def unattended() -> str | None:
-    """Why nobody can answer the question here; None when a person at a terminal can.
-    The same rule as verify's interactive mode: CI set, or stdin or stdout not a terminal."""
-    if os.environ.get("CI", "").strip() not in ("", "0", "false"):
-        return "nobody attached (CI is set)"
-    if not _tty(sys.stdin):
-        return "nobody attached (stdin is not a terminal)"
-    if not _tty(sys.stdout):
-        return "nobody attached (stdout is not a terminal)"
-    return None
-
-
 def choose(given: Mode | None) -> ModeChoice:
     """The run's mode: ``given`` (``--mode``) as is, else the person's answer, else full."""
     if given is not None:
         return ModeChoice(mode=given, chosen_by="given")
-    why = unattended()
+    why = attended.nobody()
     if why is not None:
         return ModeChoice(mode="full", chosen_by="unattended", unattended=why)
     return ModeChoice(mode=ask(sys.stdout), chosen_by="asked")
@@ -69,11 +57,3 @@ def ask(out: TextIO) -> Mode:
         raise KeyboardInterrupt
     mode: Mode = answer
     return mode
-
-
-def _tty(stream: TextIO | None) -> bool:
-    # A closed or detached stream (a daemon's, pythonw's) is no terminal either.
-    try:
-        return stream is not None and stream.isatty()
-    except ValueError:
-        return False

@@ -24,8 +24,6 @@ DEFAULT_TIMEOUT = 30.0  # seconds per command, as a completion criterion gets
 OUTPUT_CAP = 100_000  # bytes kept per stream (a completion criterion's cap); the rest is drained
 EVIDENCE_MAX = 600
 MAX_GATES = 50  # per kind: a runaway file must not become hours of commands
-# A failed custom review gate, whoever judged it (docs/gates.md): the specification's severity.
-REVIEW_GATE_SEVERITY = 9
 
 GateKind = Literal["exerciser", "review"]
 
@@ -270,6 +268,12 @@ def check(
     if failed:
         return result("FAIL", f"{ran}: " + "; ".join(failed + passed) + tail)
     return result("PASS", f"{ran}: " + "; ".join(passed) + tail)
+
+
+def failure(g: GateResult) -> tuple[str, int]:
+    """A failed gate's finding title and severity, whoever checked it (docs/gates.md): a review
+    gate is 9, the specification's rule for custom review gates; an exerciser gate 8."""
+    return f"{g.kind.capitalize()} gate failed: {g.rule}", 9 if g.kind == "review" else 8
 
 
 def judged_by_reviewers(verification_md: str | None) -> list[str]:

@@ -7,6 +7,7 @@ from verify_dag.errors import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_ISSUES, EXIT_OK
 from verify_dag.models.report import Report, ReportIssue
 
 DEFAULT_FAIL_ON = 7
+_WORDS = {EXIT_ISSUES: "issues found", EXIT_INCOMPLETE: "incomplete"}
 
 
 def exit_code(report: Report, fail_on: int | None = None) -> int:
@@ -64,14 +65,7 @@ def words(report: Report) -> str:
     blocked or error."""
     if report.status in ("error", "blocked"):
         return report.status
-    code = exit_code(report)
-    return (
-        "issues found"
-        if code == EXIT_ISSUES
-        else "incomplete"
-        if code == EXIT_INCOMPLETE
-        else "pass"
-    )
+    return _WORDS.get(exit_code(report), "pass")
 
 
 def not_run(report: Report) -> list[tuple[str, str, str]]:

@@ -116,14 +116,15 @@ def _judged(state: RunState, outcome: SkillOutcome) -> SkillOutcome:
             kept[rule] = g.model_copy(update={"rule": rule})
     failed = [
         Finding(
-            title=f"Review gate failed: {g.rule}",
-            severity=gates.REVIEW_GATE_SEVERITY,
+            title=title,
+            severity=severity,
             description=g.evidence or f"{outcome.skill} judged the gate FAIL",
             source=outcome.skill,
             issue_class="correctness",
         )
         for g in kept.values()
         if g.status == "FAIL"
+        for title, severity in [gates.failure(g)]
     ]
     return outcome.model_copy(
         update={"gates": tuple(kept.values()), "findings": (*outcome.findings, *failed)}

@@ -19,7 +19,6 @@ from verify_dag.models import EngineerContext, Finding, GateResult
 from verify_dag.phases import gates
 from verify_dag.phases.exerciser import app as under_test
 from verify_dag.phases.exerciser import criterion as completion
-from verify_dag.phases.gates import REVIEW_GATE_SEVERITY
 
 SKILL = "exerciser"
 DEFAULT_START_TIMEOUT = 30.0
@@ -84,16 +83,11 @@ def exercise(
     finally:
         if app is not None:
             app.stop()
-    # A failed review gate is severity 9 (the specification's rule for custom review gates, the
-    # same a reviewer's failed verdict gets: reviewers/runner.py); an exerciser gate stays 8.
     ex.findings += [
-        failure_finding(
-            f"{g.kind.capitalize()} gate failed: {g.rule}",
-            g.evidence,
-            severity=REVIEW_GATE_SEVERITY if g.kind == "review" else 8,
-        )
+        failure_finding(title, g.evidence, severity)
         for g in ex.gates
         if g.status == "FAIL"
+        for title, severity in [gates.failure(g)]
     ]
     ex.details.extend(_gate_counts(ex.gates))
     own = [g.status for g in ex.gates if g.kind == "exerciser"]
