@@ -114,6 +114,60 @@ def _isolated_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
     yield
 
 
+# Directories of tmp_path that hold environments, caches and checkouts, never a report.
+_NO_REPORTS = frozenset(
+    {
+        ".git",
+        "envs",
+        "site-packages",
+        "node_modules",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        "uv",
+        "__pycache__",
+        "checkouts",
+        "tools",
+        "node",
+        "mirrors",
+        ".mypy_cache",
+        ".ruff_cache",
+    }
+)
+
+
+def reports_under(root: Path) -> Iterator[Path]:
+    """Every JSON v1 report written under ``root``: --output files and the store's report.json."""
+    for top, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in _NO_REPORTS]
+        for name in files:
+            path = Path(top, name)
+            if not name.endswith(".json") or path.stat().st_size > 32 * 1024 * 1024:
+                continue
+            head = path.read_bytes()[:200]
+            if head.startswith(b"{") and b'"schemaVersion": 1' in head:
+                yield path
+
+
+@pytest.fixture(autouse=True)
+def _every_report_is_v1(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[None]:
+    """Every report a test wrote, whatever wrote it (the CLI in this process or in its own, the
+    store, a worker), matches schemas/report.v1.schema.json: the exact shapes of JSON v1 hold in
+    every report the suite makes, not only in the ones a test looks at. A test that writes a
+    broken report on purpose says so with ``@pytest.mark.invalid_reports``."""
+    yield
+    if request.node.get_closest_marker("invalid_reports") is not None:
+        return
+    for path in reports_under(tmp_path):
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            continue  # not a whole document: the test that wrote it tests just that
+        if isinstance(doc, dict) and doc.get("schemaVersion") == 1 and "skillResults" in doc:
+            report.validate(doc)
+
+
 def make_scenario(path: Path) -> Repo:
     """The issue's acceptance scenario: a branch that adds a lint error on a new line, keeps an
     old lint error on an unchanged line and adds a failing test; the base is tagged ``base``."""

@@ -278,8 +278,9 @@ def test_exerciser_failures_reach_the_debugger(repo: Repo, tmp_path: Path) -> No
         "skill": "debugger",
         "status": "COMPLETED",
         "notes": "1 failure: 0 pre-existing, 1 new",
-        "isolation": sandbox.mode(),
     }
+    (detail,) = [d for d in doc["skillDetails"] if d["skill"] == "debugger"]
+    assert detail["isolation"] == sandbox.mode()
     (d,) = doc["debugger"]
     assert d["failure"] == "Exerciser gate failed: Export works"
     assert d["preExisting"] == "no" and d["evidence"].startswith("passes at the merge base")

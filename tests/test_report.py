@@ -447,8 +447,6 @@ def test_branch_run_shape() -> None:
         "description": "test_total fails: assert 3 == 4 (tester)",
         "sources": ["tester"],
         "location": {"path": "tests/test_app.py", "line": 12},
-        "rule": None,
-        "tool": None,
     }
     assert [f["title"] for f in doc["findings"]] == [i["title"] for i in doc["issues"]]
     assert doc["exerciserVerification"] == [] and doc["customGates"] == {

@@ -23,8 +23,13 @@ def skill(doc: dict[str, Any], name: str) -> dict[str, Any]:
     return found
 
 
+def detail(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    (found,) = [s for s in doc["skillDetails"] if s["skill"] == name]
+    return found
+
+
 def cached(doc: dict[str, Any], name: str) -> list[str]:
-    return [c["what"] for c in skill(doc, name).get("cached", [])]
+    return [c["what"] for c in detail(doc, name)["cached"]]
 
 
 def verdict(doc: dict[str, Any]) -> list[tuple[int, str, Any]]:
@@ -59,7 +64,7 @@ def test_an_unchanged_change_is_answered_from_the_cache(
     assert cached(again, "tester") == ["suite"]
     assert "1 passed, 1 failed" in skill(again, "tester")["notes"]
     assert "from the result cache: suite (stored 20" in skill(again, "tester")["notes"]
-    entry = skill(again, "tester")["cached"][0]
+    entry = detail(again, "tester")["cached"][0]
     assert len(entry["key"]) == 64 and entry["stored"].endswith("Z")
     assert ruff_files == [["src/calc.py", "tests/test_calc.py"]]  # ruff ran once, in run 1
 

@@ -137,6 +137,11 @@ def suite_result(doc: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def suite_detail(doc: dict[str, Any]) -> dict[str, Any]:
+    (detail,) = [s for s in doc["skillDetails"] if s["skill"] == "tester"]
+    return detail
+
+
 def need_bubblewrap() -> None:
     if sandbox.mode() != "bubblewrap":
         if os.environ.get("CI"):
@@ -174,7 +179,7 @@ def test_a_suite_cannot_read_the_worker_reach_the_broker_or_forge_a_result(
     with workers(broker, ["sandboxed"], tmp_path / "logs", env):
         _rc, doc, err = verify(bad, tmp_path / "attacker.json", f"--broker={broker}")
         assert suite_result(doc)["status"] == "PASSED", (suite_result(doc), doc["issues"], err)
-        assert suite_result(doc)["isolation"] == "bubblewrap"
+        assert suite_detail(doc)["isolation"] == "bubblewrap"
         rc_victim, victim_doc, err = verify(victim, tmp_path / "victim.json", f"--broker={broker}")
     assert redis.Redis.from_url(broker).get("celery-task-meta-forged") is None
     assert rc_victim == 1, err
@@ -261,7 +266,7 @@ def test_the_unshare_fallback_still_hides_other_processes(
     monkeypatch.setenv("WORKER_CANARY_SECRET", CANARY)
     _rc, doc, err = verify(attacker(tmp_path / "attacker"), tmp_path / "out.json")
     assert suite_result(doc)["status"] == "PASSED", (suite_result(doc), doc["issues"], err)
-    assert suite_result(doc)["isolation"] == "unshare"
+    assert suite_detail(doc)["isolation"] == "unshare"
 
 
 def test_require_sandbox_refuses_a_host_without_bubblewrap(
@@ -297,7 +302,7 @@ def test_each_skill_says_which_isolation_its_repository_code_ran_under(tmp_path:
     need_bubblewrap()
     repo = attacker(tmp_path / "attacker")
     _rc, doc, _err = verify(repo, tmp_path / "out.json")
-    by_skill = {s["skill"]: s.get("isolation") for s in doc["skillResults"]}
+    by_skill = {s["skill"]: s["isolation"] for s in doc["skillDetails"]}
     assert by_skill["tester"] == by_skill["static-analysis"] == "bubblewrap"
     assert by_skill["reviewer"] is None  # a model call, not repository code
     # Run again, not from the result cache: a cached result ran no repository code at all.
@@ -390,7 +395,7 @@ def test_require_sandbox_on_a_broker_stops_at_a_worker_without_it(
     assert doc["status"] == "error"
     assert "must run in a bubblewrap sandbox" in doc["error"]["message"]
     assert suite_result(doc)["status"] == "NOT_RUN"
-    assert "isolation" not in suite_result(doc)
+    assert suite_detail(doc)["isolation"] is None
 
 
 def test_a_step_reads_its_own_checkout_but_not_other_runs_or_projects_cached_data(

@@ -109,6 +109,15 @@ INVALID: dict[str, Callable[[Doc], None]] = {
     "schemaVersion 2": _set("schemaVersion", 2),
     "unknown skill status": _set("skillResults.0.status", "DONE"),
     "skill result extra key": _set("skillResults.0.reason", "x"),
+    "skill result with isolation": _set("skillResults.0.isolation", "bubblewrap"),
+    "skill result with cached": _set("skillResults.0.cached", []),
+    "skill detail extra key": _set("skillDetails.0.notes", "x"),
+    "findings location with column": _set(
+        "findings.0.location", {"path": "src/a.py", "line": 27, "column": 3}
+    ),
+    "finding with a rule": _set("findings.0.rule", "F401"),
+    "finding with a tool": _set("findings.0.tool", "ruff"),
+    "issue location without line": _set("issues.0.location", {"path": "src/a.py"}),
     "skill result without notes": _delete("skillResults.0.notes"),
     "issue location empty object": _set("issues.0.location", {}),
     "issue endLine without line": _set("issues.0.location", {"path": "a", "endLine": 3}),

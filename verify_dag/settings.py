@@ -81,7 +81,12 @@ def table(top: Path) -> tuple[dict[str, Any], str]:
             doc = tomllib.load(fh)
     except FileNotFoundError:
         return {}, where
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except tomllib.TOMLDecodeError:
+        # The change broke its own pyproject.toml: that is the change's problem, reported by
+        # the run as a finding on the file's line (verify_dag/declarations.py), not the
+        # caller's. The run goes on with the defaults.
+        return {}, f"{where} (the file does not parse: defaults used)"
+    except OSError as exc:
         raise UsageError(f"{path}: cannot read it: {exc}") from None
     found = doc.get("tool", {}).get("verify-dag", {})
     if not isinstance(found, dict):

@@ -78,25 +78,23 @@ class ReportError(_V1):
 
 
 class PointLocation(_V1):
-    """The adversary contract's location: path and line (and, additive, the column a tool
-    gave)."""
+    """The adversary contract's location: exactly path and line (the column a tool gave is in
+    issues[].location only)."""
 
     path: str
     line: int
-    column: int | None = Field(default=None, exclude_if=_absent)
 
 
 class AdversaryFinding(_V1):
-    """findings[]: an issue without its id, in the shape existing consumers rely on."""
+    """findings[]: an issue without its id, in exactly the shape existing consumers rely on
+    (title, severity, description, sources, and location where one applies): nothing is added
+    here; rule, tool and column are in issues[]."""
 
     title: str
     severity: int
     description: str
     sources: tuple[str, ...]
     location: PointLocation | None = Field(default=None, exclude_if=_absent)
-    # Additive: the tool's rule id and the tool, null when the finding has none.
-    rule: str | None = None
-    tool: str | None = None
 
 
 class Overall(_V1):
@@ -159,20 +157,35 @@ class CachedPart(_V1):
 
 
 class SkillResult(_V1):
+    """skillResults[]: exactly skill, status and notes, which gates compare by exact value;
+    what else is known of the skill is its skillDetails entry."""
+
     skill: str
     status: Status
     notes: str
-    # The sandbox the skill's repository code ran in; absent when it ran none (docs/security.md).
-    isolation: str | None = Field(default=None, exclude_if=_absent)
-    # The parts of the result taken from the result cache; absent when none was.
-    cached: tuple[CachedPart, ...] | None = Field(default=None, exclude_if=_absent)
+
+
+class SkillDetail(_V1):
+    """skillDetails[] (additive): what skillResults cannot hold, one entry per skillResults
+    item, in the same order."""
+
+    skill: str
+    # The sandbox the skill's repository code ran in; null when it ran none (docs/security.md).
+    isolation: str | None
+    # The parts of the result taken from the result cache; [] when none was.
+    cached: tuple[CachedPart, ...]
+    # Seconds the skill took where it ran and was timed; null otherwise.
+    duration_s: float | None = Field(alias="durationS")
 
 
 class IssueLocation(_V1):
+    """Structured: a path and a line always (an issue with no location is null, never half of
+    one); endLine for a range, column where the tool gave one."""
+
     path: str
-    line: int | None = Field(default=None, exclude_if=_absent)
-    end_line: int | None = Field(default=None, exclude_if=_absent)  # only with a line
-    column: int | None = Field(default=None, exclude_if=_absent)  # only with a line
+    line: int
+    end_line: int | None = Field(default=None, exclude_if=_absent)
+    column: int | None = Field(default=None, exclude_if=_absent)
 
 
 class ReportIssue(_V1):
@@ -301,6 +314,9 @@ class Report(_V1):
     coverage: CoverageFigure | None = None
     # Additive: what Phase 9 did with each issue (interactive, auto-fix); [] when it did nothing.
     fixes: tuple[FixRecord, ...] = ()
+    # Additive: each skill's sandbox, cache hits and duration (skillResults holds exactly three
+    # keys); read back as () from a report stored before it existed.
+    skill_details: tuple[SkillDetail, ...] = ()
 
     @model_serializer(mode="wrap")
     def _v1(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -317,7 +333,7 @@ class Report(_V1):
         repeat (a document whose aliases disagree was not written from a Report)."""
         if not isinstance(data, dict):
             return data  # built from the models, not read back
-        data = dict(data)
+        data = _before_skill_details(dict(data))
         for part, (_, aliases) in _ALIASES.items():
             if not isinstance(data.get(part), dict):
                 continue  # the field's own validation says what is wrong
@@ -345,6 +361,45 @@ _ALIASES: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
     "scope": ("excludedFiles", (("files", "includedFiles"), ("excluded", "excludedFiles"))),
     "triage": ("skillsSkipped", (("skills_run", "skillsRun"), ("skills_skipped", "skillsSkipped"))),
 }
+
+
+def _before_skill_details(data: dict[str, Any]) -> dict[str, Any]:
+    """A document stored by a version before skillDetails, in today's shape: skillResults items
+    and findings[] had keys of their own (isolation, cached; rule, tool, location.column) and an
+    issue's location could lack its line. The store keeps reports for days; reading one must
+    not fail on the shape it was written in."""
+    if "skillDetails" in data or not isinstance(data.get("skillResults"), list):
+        return data
+    results = [dict(r) if isinstance(r, dict) else r for r in data["skillResults"]]
+    data["skillResults"] = results
+    data["skillDetails"] = [
+        {
+            "skill": r.get("skill"),
+            "isolation": r.pop("isolation", None),
+            "cached": r.pop("cached", []),
+            "durationS": None,
+        }
+        for r in results
+        if isinstance(r, dict)
+    ]
+    findings = []
+    for f in data.get("findings") or ():
+        if isinstance(f, dict):
+            f = {k: v for k, v in f.items() if k not in ("rule", "tool")}
+            if isinstance(f.get("location"), dict):
+                f["location"] = {k: f["location"].get(k) for k in ("path", "line")}
+        findings.append(f)
+    issues = []
+    for n, i in enumerate(data.get("issues") or ()):
+        loc = i.get("location") if isinstance(i, dict) else None
+        if isinstance(loc, dict) and loc.get("line") is None:
+            # Today's rule for a path without a line: line 1 of the file, in both projections.
+            i = {**i, "location": {"path": loc.get("path"), "line": 1}}
+            if n < len(findings) and isinstance(findings[n], dict):
+                findings[n] = {**findings[n], "location": i["location"]}
+        issues.append(i)
+    data["findings"], data["issues"] = findings, issues
+    return data
 
 
 def _repeat(part: str, value: Any) -> Any:

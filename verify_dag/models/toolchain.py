@@ -20,9 +20,22 @@ class Command(Frozen):
         return " ".join(self.argv)
 
 
+class Broken(Frozen):
+    """A declaration file of the checkout that its parser rejects (verify_dag/declarations.py)."""
+
+    path: str  # repo-relative: pyproject.toml, tox.ini, ...
+    line: int  # 1-based, where the parser stopped
+    column: int | None
+    parser: str  # TOML, INI, Python, YAML
+    message: str  # the parser's own words
+
+
 class Toolchain(Frozen):
     commands: tuple[Command, ...] = ()
     notes: tuple[str, ...] = ()
+    # Declaration files that do not parse: a finding each (phases/static), and the reason the
+    # tools that read them could not run.
+    broken: tuple[Broken, ...] = ()
 
     def of(self, kind: CommandKind) -> tuple[Command, ...]:
         return tuple(c for c in self.commands if c.kind == kind)

@@ -11,6 +11,7 @@ dedup (docs/report.md, "The JSON v1 document").
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections import Counter
@@ -119,17 +120,28 @@ def _scope(state: RunState, nothing: bool) -> ReportScope:
     )
 
 
+def located(issue: Issue) -> Issue:
+    """The issue with a whole location: a path without a line (a test item its plugin gives no
+    line, a file a reviewer names as a whole) is put at line 1 of the file, and its description
+    says so. A location is structured or null, never half of one (JSON v1)."""
+    if issue.path is None or issue.line is not None:
+        return issue
+    said = f"(No line was given in {issue.path}: the location is line 1 of the file.)"
+    return dataclasses.replace(
+        issue, line=1, end_line=None, column=None, description=f"{issue.description}\n{said}"
+    )
+
+
 def _issue_location(issue: Issue) -> IssueLocation | None:
-    if issue.path is None:
+    if issue.path is None or issue.line is None:
         return None
-    if issue.line is None:
-        return IssueLocation(path=issue.path)
     return IssueLocation(
         path=issue.path, line=issue.line, end_line=issue.end_line, column=issue.column
     )
 
 
 def _issue(n: int, issue: Issue, fingerprint: str) -> ReportIssue:
+    issue = located(issue)
     return ReportIssue(
         id=f"VI-{n}",
         severity=issue.severity,
@@ -149,19 +161,17 @@ def _issue(n: int, issue: Issue, fingerprint: str) -> ReportIssue:
 
 
 def _finding(issue: Issue) -> AdversaryFinding:
-    # The adversary contract's location is {path, line}: without a line there is no such
-    # location, so it is omitted rather than approximated.
+    # The adversary contract's location is exactly {path, line}, omitted when none applies.
+    issue = located(issue)
     location = None
     if issue.path is not None and issue.line is not None:
-        location = PointLocation(path=issue.path, line=issue.line, column=issue.column)
+        location = PointLocation(path=issue.path, line=issue.line)
     return AdversaryFinding(
         title=issue.title,
         severity=issue.severity,
         description=issue.description,
         sources=issue.sources,
         location=location,
-        rule=issue.rule,
-        tool=issue.tool,
     )
 
 
@@ -357,6 +367,7 @@ def build(state: RunState, source: Source | None = None) -> Report:
         else (),
         triage=_triage(state, all_outcomes),
         skill_results=results.skill_results(all_outcomes),
+        skill_details=results.skill_details(all_outcomes, state.timings),
         issues=tuple(
             _issue(n, i, p) for n, (i, p) in enumerate(zip(issues, prints, strict=True), start=1)
         ),

@@ -238,7 +238,7 @@ def _skill_results(report: Report) -> list[str]:
 def _isolation(report: Report) -> list[str]:
     """Which sandbox the repository's code ran in, per skill (docs/security.md)."""
     by_mode: dict[str, list[str]] = {}
-    for r in report.skill_results:
+    for r in report.skill_details:
         if r.isolation:
             by_mode.setdefault(r.isolation, []).append(r.skill)
     return [

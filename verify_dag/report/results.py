@@ -7,11 +7,18 @@ state has no result for is filled in as NOT_RUN unless a fact about the run says
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from verify_dag import skills
 from verify_dag.models.findings import SkillOutcome
-from verify_dag.models.report import CachedPart, RunStatus, SkillReason, SkillResult
+from verify_dag.models.report import (
+    CachedPart,
+    RunStatus,
+    SkillDetail,
+    SkillReason,
+    SkillResult,
+)
 from verify_dag.models.state import RunState
 
 # Statuses that mean a toolchain command actually ran and reported; FAILED counts, because
@@ -98,14 +105,20 @@ def outcomes(state: RunState) -> list[SkillOutcome]:
 
 
 def skill_results(all_outcomes: list[SkillOutcome]) -> tuple[SkillResult, ...]:
+    return tuple(SkillResult(skill=o.skill, status=o.status, notes=o.notes) for o in all_outcomes)
+
+
+def skill_details(
+    all_outcomes: list[SkillOutcome], timings: Mapping[str, float]
+) -> tuple[SkillDetail, ...]:
+    """skillDetails: one entry per skillResults item, in its order. A skill's seconds are its
+    task's where the task timed itself, else the phase's."""
     return tuple(
-        SkillResult(
+        SkillDetail(
             skill=o.skill,
-            status=o.status,
-            notes=o.notes,
             isolation=o.isolation or None,
-            cached=tuple(CachedPart(what=c.what, key=c.key, stored=c.stored) for c in o.cached)
-            or None,
+            cached=tuple(CachedPart(what=c.what, key=c.key, stored=c.stored) for c in o.cached),
+            duration_s=o.seconds if o.seconds is not None else timings.get(o.skill),
         )
         for o in all_outcomes
     )

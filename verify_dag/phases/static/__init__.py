@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
-from verify_dag import tools
-from verify_dag.models.findings import Finding, SkillOutcome
+from verify_dag import declarations, git, tools
+from verify_dag.models.findings import Finding, Location, SkillOutcome
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.paths import cache_root
@@ -51,8 +52,12 @@ def run(
     shares; ``project``: the repository (path or URL) whose tool caches the tools keep."""
     env = python if callable(python) else _known(python)
     commands = [*toolchain.of("lint"), *toolchain.of("typecheck")]
+    declared = _declarations(scope, toolchain, workdir)
     if not commands:
-        return _skip("no linter or type checker discovered")
+        return _with_declarations(_skip("no linter or type checker discovered"), declared)
+    # A tool that cannot read its configuration because the change broke the file it is in
+    # did not run for that reason: one finding on the file says so, not one per tool.
+    configuring = declarations.named(toolchain.broken, declarations.CONFIGURING)
     files = [
         f.path
         for f in scope.included
@@ -98,10 +103,15 @@ def run(
             for x in (f"{outside} outside scoped lines not reported" if outside else "", remark)
             if x
         )
-        runs.append((spec.name, slice(start, len(findings)), dropped, result.failure))
+        failure = result.failure
+        # A tool that is not installed did not stop on the broken file; one that ran did.
+        stopped = configuring if command.exists else ()
+        if failure is not None and stopped:
+            failure = f"{failure}; {declarations.because(stopped)}"
+        runs.append((spec.name, slice(start, len(findings)), dropped, failure))
         if result.failure is None:
             ran += 1
-        else:
+        elif not stopped:
             findings.append(_cannot_run(spec.name, command, result))
     problems: list[str] = []
     if scope.old_commit is not None and any(f.location is not None for f in findings):
@@ -115,12 +125,13 @@ def run(
     names = ", ".join(tools.spec_for(c).name for c in commands)
     if not applicable:
         why = f"; {'; '.join(left_out)}" if left_out else ""
-        return _skip(
+        skipped = _skip(
             f"no files a discovered analyser covers ({len(files)} scoped file(s); "
             f"analysers: {names}){why}"
         )
+        return _with_declarations(skipped, declared)
     if not ran:
-        return SkillOutcome(
+        outcome = SkillOutcome(
             skill=SKILL,
             status="NOT_RUN",
             notes=", ".join(notes),
@@ -128,12 +139,64 @@ def run(
             reason="no discovered analyser could run",
             findings=tuple(findings),
         )
-    return SkillOutcome(
+        return _with_declarations(outcome, declared)
+    outcome = SkillOutcome(
         skill=SKILL,
         status="COMPLETED",
         notes=", ".join(notes),
         reason=f"analysers discovered: {names}",
         findings=tuple(findings),
+    )
+    return _with_declarations(outcome, declared)
+
+
+def _declarations(scope: Scope, toolchain: Toolchain, workdir: Path) -> list[Finding]:
+    """A finding for each declaration file of the checkout that does not parse; introduced when
+    the file parsed at the merge base (or was not there), pre-existing when it did not either."""
+    out = []
+    for b in toolchain.broken:
+        baseline: Literal["introduced", "pre-existing"] | None = None
+        if scope.old_commit is not None:
+            old = git.read_file(workdir, scope.old_commit, b.path)
+            before = declarations.check(b.path, old) if old is not None else None
+            baseline = "pre-existing" if before is not None else "introduced"
+        out.append(
+            Finding(
+                title=f"{b.path} does not parse",
+                severity=9,
+                description=(
+                    f"{b.path} is not valid {b.parser} (line {b.line}"
+                    f"{f', column {b.column}' if b.column else ''}): {b.message}. "
+                    f"{declarations.CONSEQUENCE[b.path]} What could not run for this reason "
+                    "says so in its notes."
+                ),
+                source=SKILL,
+                issue_class="correctness",
+                location=Location(path=b.path, line=b.line, column=b.column),
+                rule="declaration-syntax",
+                tool="verify-dag",
+                baseline=baseline,
+            )
+        )
+    return out
+
+
+def _with_declarations(outcome: SkillOutcome, declared: list[Finding]) -> SkillOutcome:
+    """The phase's outcome with the declaration files that do not parse: reading them is
+    analysis that ran, so the phase is COMPLETED with them even where no linter could run."""
+    if not declared:
+        return outcome
+    said = f"{len(declared)} declaration file(s) do not parse: " + ", ".join(
+        f.location.path for f in declared if f.location is not None
+    )
+    return outcome.model_copy(
+        update={
+            "status": "COMPLETED",
+            "ran": True,
+            "notes": "; ".join(x for x in (said, outcome.notes) if x),
+            "reason": outcome.reason if outcome.ran else "declaration files read",
+            "findings": (*declared, *outcome.findings),
+        }
     )
 
 

@@ -48,6 +48,7 @@ from verify_dag.phases.tester.env.base import Env, Runner, purelib, pycache_pref
 from verify_dag.phases.tester.outcome import (
     SKILL,
     blocked,
+    declared_broken,
     env_note,
     environment,
     label,
@@ -92,6 +93,32 @@ def run_with_coverage(
     coverage as Cobertura XML (``coverage xml``), the input diff-cover reads to re-check qa's
     changed-line figure, when coverage was collected. ``per_test_timeout`` is pytest-timeout's
     limit on each test, where pytest-timeout is in the env."""
+    outcome, data = _run_with_coverage(
+        scope,
+        toolchain,
+        workdir,
+        timeout,
+        cache_dir=cache_dir,
+        data_file=data_file,
+        xml_file=xml_file,
+        per_test_timeout=per_test_timeout,
+        measure=measure,
+    )
+    return declared_broken(outcome, toolchain), data
+
+
+def _run_with_coverage(
+    scope: Scope,
+    toolchain: Toolchain,
+    workdir: Path,
+    timeout: float,
+    *,
+    cache_dir: Path | None,
+    data_file: Path | None,
+    xml_file: Path | None,
+    per_test_timeout: float,
+    measure: bool,
+) -> tuple[SkillOutcome, CoverageData | None]:
     command = toolchain.test
     if command is None:
         return blocked("no test command was discovered", ran=False), None

@@ -36,6 +36,7 @@ PLUGIN = "_verify_dag_outcomes"
 NODEID = "verify_dag_nodeid"
 OUTCOME = "verify_dag_outcome"
 COUNTS = "verify_dag_counts"
+LINE = "verify_dag_line"
 # The plugin runs in the suite's own pytest, whatever its version (pytest 7 on), so it keeps to
 # public hooks and names junitxml's internals only where there is no public way: the LogXML
 # object, for a testsuite property (record_testsuite_property is a fixture, for tests).
@@ -49,6 +50,7 @@ import pytest
 _SUBTEST_REPORTS = ("SubtestReport", "SubTestReport")
 _RANK = {{"passed": 0, "xpassed": 1, "skipped": 2, "xfailed": 3, "error": 4, "failed": 5}}
 _worst = {{}}
+_lines = {{}}
 
 
 def _subtest(report):
@@ -85,13 +87,30 @@ def pytest_runtest_logreport(report):
     key = (report.nodeid, getattr(report, "node", None))
     now, seen = _outcome(report), _worst.get(key, "passed")
     worst = now if _RANK[now] > _RANK[seen] else seen
+    if report.failed and report.location[1] is None and key not in _lines:
+        _lines[key] = _failure_line(report)
+    line = _lines.get(key)
+    said = [({LINE!r}, str(line))] if line is not None else []
     if report.when == "call":
-        _add(report, ({NODEID!r}, report.nodeid))
+        _add(report, ({NODEID!r}, report.nodeid), *said)
     if report.when == "teardown":
         _worst.pop(key, None)
-        _add(report, ({NODEID!r}, report.nodeid), ({OUTCOME!r}, worst))
+        _lines.pop(key, None)
+        _add(report, ({NODEID!r}, report.nodeid), ({OUTCOME!r}, worst), *said)
     else:
         _worst[key] = worst
+
+
+def _failure_line(report):
+    # An item without a line of its own (a YAML case of pytest-mypy-plugins reports none): the
+    # line its failure names in the item's own file, where the plugin's traceback gives one.
+    entries = getattr(getattr(report.longrepr, "reprtraceback", None), "reprentries", ())
+    for entry in reversed(entries):
+        where = getattr(entry, "reprfileloc", None)
+        path = str(getattr(where, "path", "")).replace("\\\\", "/")
+        if where is not None and path.endswith(report.location[0]):
+            return where.lineno
+    return None
 
 
 def _logxml(config):
@@ -357,6 +376,18 @@ def nodeid(tc: ET.Element) -> str:
     return "::".join(p for p in (path, *parts[split:], name) if p)
 
 
+def _location(tc: ET.Element, file: str | None, line: str | None) -> Location | None:
+    """Where a failed test is: pytest writes its item's 0-based line into the junit report; an
+    item with none gets the line its failure names in its own file (the plugin's property),
+    and else no line: the report says line 1 of the file, and that it was not given."""
+    if not file:
+        return None
+    if line and line.isdigit():
+        return Location(path=file, line=int(line) + 1)
+    named = _property(tc, LINE)
+    return Location(path=file, line=int(named) if named and named.isdigit() else None)
+
+
 _TRACE_PATH = re.compile(r"^(?P<path>[^\s:]+\.py):(?P<line>\d+):", re.MULTILINE)
 
 
@@ -379,10 +410,7 @@ def failure(tc: ET.Element, scope: Scope, source: str) -> Finding:
         description=util.redact("\n".join([*message, *where[-1:]]))[:4000],
         source=source,
         issue_class="test-failure",
-        # pytest writes 0-based line numbers in the junit report.
-        location=Location(path=file, line=int(line) + 1 if line and line.isdigit() else None)
-        if file
-        else None,
+        location=_location(tc, file, line),
         in_scope=bool(file in scoped or touched & scoped),
         nodeid=nodeid(tc),
     )

@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from verify_dag import util
+from verify_dag import declarations, util
 from verify_dag.models.findings import Finding, SkillOutcome
-from verify_dag.models.toolchain import Command
+from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.phases.tester import env as testenv
 from verify_dag.phases.tester.env.base import Env, clean
 
@@ -45,9 +45,10 @@ def environment(env: Env) -> str:
 
 
 def env_note(env: Env) -> str:
+    said = "".join(f"; {n}" for n in env.notes)  # why a declared runner was not the one used
     if not env.source:
-        return ""
-    return f"; env from {env.source}" + (" (cached)" if env.reused else "")
+        return said
+    return f"; env from {env.source}" + (" (cached)" if env.reused else "") + said
 
 
 def unprovisioned(env: Env) -> SkillOutcome:
@@ -68,6 +69,24 @@ def unprovisioned(env: Env) -> SkillOutcome:
         notes=f"tests could not run: {reason}",
         reason=reason,
         findings=(finding,),
+    )
+
+
+def declared_broken(outcome: SkillOutcome, toolchain: Toolchain) -> SkillOutcome:
+    """A suite that could not run because the change broke a file its env is built from or
+    pytest is configured by: BLOCKED for that reason, pointing at the finding the static phase
+    makes on the file (verify_dag/declarations.py) instead of raising one of its own, with
+    what the installer or pytest said kept in the notes."""
+    broken = declarations.named(toolchain.broken, declarations.CONFIGURING)
+    if not broken or outcome.status != "BLOCKED":
+        return outcome
+    said = "; ".join(f.description.splitlines()[0][:300] for f in outcome.findings)
+    return outcome.model_copy(
+        update={
+            "notes": f"tests could not run: {declarations.because(broken)}"
+            + (f" ({said})" if said else ""),
+            "findings": (),
+        }
     )
 
 

@@ -15,6 +15,7 @@ import re
 import shlex
 from pathlib import Path
 
+from verify_dag import declarations
 from verify_dag.models.toolchain import Command, CommandKind, EngineerContext, Toolchain
 from verify_dag.phases.triage import invocations
 from verify_dag.phases.triage.sources import (
@@ -122,7 +123,9 @@ def _assemble(workdir: Path, found: Found) -> Toolchain:
             )
     if not any(c.kind == "test" for c in commands):
         found.notes.append("test: no test command discovered")
-    return Toolchain(commands=tuple(commands), notes=tuple(found.notes))
+    return Toolchain(
+        commands=tuple(commands), notes=tuple(found.notes), broken=declarations.broken(workdir)
+    )
 
 
 def _python_commands(workdir: Path, found: Found) -> list[Command]:

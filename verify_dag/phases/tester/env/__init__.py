@@ -34,7 +34,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from verify_dag import util, workspace
+from verify_dag import declarations, util, workspace
 from verify_dag.files import file_lock, write_atomic
 from verify_dag.models.toolchain import Toolchain
 from verify_dag.paths import cache_root
@@ -119,6 +119,12 @@ def runtime(workdir: Path, toolchain: Toolchain, cache_dir: Path | None = None) 
     for runner in (testenv_tox, testenv_nox) if _python_suite(toolchain) else ():
         if not runner.declared(workdir):
             continue
+        unreadable = declarations.named(toolchain.broken, set(runner.CONFIG_FILES))
+        if unreadable:
+            # The change broke the file tox or nox reads: the suite still runs, in the env the
+            # rest of the project declares, and the broken file is the static phase's finding.
+            notes = (f"{runner.NAME} not used: {declarations.because(unreadable)}",)
+            break
         with runner.runtime(workdir, root) as env:
             if env.python is not None or env.error is not None:
                 yield env

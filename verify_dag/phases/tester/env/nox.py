@@ -42,6 +42,9 @@ from verify_dag.phases.tester.env.toxchoice import tox_env
 from verify_dag.sandbox import Policy
 
 _TEST_NAME = re.compile(r"^(?:tests?|pytest|unit|unittests?|test[-_].*|tests[-_].*)$")
+NAME = "nox"
+# The files nox reads its configuration from, whose own syntax errors it stops on.
+CONFIG_FILES = ("noxfile.py",)
 _DECLARING = ("noxfile.py", "pyproject.toml", "setup.cfg", "setup.py")
 
 

@@ -59,6 +59,9 @@ from verify_dag.tools import fetched
 # pytest-timeout for the per-test time limit. Added through tox's own override (`deps+=`), the
 # same at build and at run, so tox never sees the deps change between the two.
 EXTRA_DEPS = ("coverage[toml]", "pytest-timeout")
+NAME = "tox"
+# The files tox reads its configuration from, whose own syntax errors it stops on.
+CONFIG_FILES = ("tox.ini", "tox.toml")
 _DECLARING = ("tox.ini", "tox.toml", "pyproject.toml", "setup.cfg")
 
 
