@@ -253,3 +253,60 @@ def test_a_broken_declaration_is_a_finding_on_its_line(
         assert tester["status"] == "PASSED", tester
     if name in ("tox.ini", "noxfile.py") or tester["status"] == "BLOCKED":
         assert f"{name} does not parse" in tester["notes"], tester
+
+
+# --- test items without a line of their own ------------------------------------------------------
+
+# A pytest plugin in the style of pytest-mypy-plugins: items collected from .case files, each with
+# no line of its own (reportinfo gives None, as YamlTestItem's does). One's failure names a line
+# of its own file in its traceback (the case's code is compiled under the file's name); the
+# other fails in the plugin's code, naming no line of the case file.
+CASES_PLUGIN = """
+import pytest
+
+
+class CaseFile(pytest.File):
+    def collect(self):
+        yield CaseItem.from_parent(self, name=self.path.stem)
+
+
+class CaseItem(pytest.Item):
+    def runtest(self):
+        source = self.path.read_text()
+        if source.startswith("# plugin fails"):
+            raise AssertionError("the plugin found the case wrong")
+        exec(compile(source, str(self.path), "exec"), {})
+
+    def reportinfo(self):
+        return self.path, None, self.name
+
+
+def pytest_collect_file(parent, file_path):
+    if file_path.suffix == ".case":
+        return CaseFile.from_parent(parent, path=file_path)
+"""
+
+
+def test_a_test_item_without_a_line_is_located_by_its_failure_or_at_line_1(
+    tmp_path: Path,
+) -> None:
+    repo = calc_base(make_repo(tmp_path / "repo"))
+    repo.write("tests/conftest.py", CASES_PLUGIN)
+    repo.write("tests/good.case", "x = 1\n\nassert x == 1\n")
+    repo.write("tests/plugin.case", "# plugin fails\n")
+    repo.commit("cases")
+    repo.git("tag", "-f", "base")
+    repo.write("tests/good.case", "x = 2\n\nassert x == 1\n")
+    repo.write("tests/plugin.case", "# plugin fails: still\n")
+    repo.commit("break the cases")
+    _, doc = verify_json(repo, tmp_path, *BRANCH, "--allow-incomplete")
+    check_shapes(doc)
+    failed = {i["title"]: i for i in doc["issues"] if i["class"] == "test-failure"}
+    good = failed["Test failed: tests/good.case::good"]
+    assert good["location"] == {"path": "tests/good.case", "line": 3}
+    assert "No line was given" not in good["description"]
+    plugin = failed["Test failed: tests/plugin.case::plugin"]
+    assert plugin["location"] == {"path": "tests/plugin.case", "line": 1}
+    assert (
+        "No line was given in tests/plugin.case: the location is line 1" in (plugin["description"])
+    )

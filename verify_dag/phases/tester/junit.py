@@ -398,6 +398,10 @@ def failure(tc: ET.Element, scope: Scope, source: str) -> Finding:
     file, line = tc.get("file"), tc.get("line")
     text = found.text or ""
     message = (found.get("message") or "").strip().splitlines()[:10]
+    if not message:
+        # A plugin's item that blanks the crash message (pytest-mypy-plugins keeps only its
+        # own report of expected and actual output): that report is the message.
+        message = text.strip().splitlines()[-12:]
     # The last `path:line: Exception` line is where it broke; keep it with the message.
     where = [m.group(0) + text[m.end() :].split("\n", 1)[0] for m in _TRACE_PATH.finditer(text)]
     scoped = {f.path for f in scope.included if f.status != "deleted"}
