@@ -204,10 +204,19 @@ def test_config_is_serialisable(tmp_path: Path) -> None:
     assert BackendsConfig.model_validate(json.loads(config.model_dump_json())) == config
 
 
+def test_a_repository_pyproject_that_does_not_parse_is_noted_not_an_error(tmp_path: Path) -> None:
+    """The change broke its own pyproject.toml: the run reports that as a finding on the file
+    (tests/test_report_contract.py); the reviewers still get their configuration, without the
+    repository's table, and say why."""
+    repo = project(tmp_path, "[tool.verify-dag]\nbackend = ")
+    config = load_config(repo, {"VERIFY_DAG_BACKEND": "claude"})
+    assert config.notes and "not read" in " ".join(config.notes)
+    assert "invalid TOML" in " ".join(config.notes)
+
+
 @pytest.mark.parametrize(
     ("where", "body", "env", "message"),
     [
-        ("repo", "[tool.verify-dag]\nbackend = ", {}, "invalid TOML"),
         ("repo", "[tool.verify-dag]\ntimeout = -1\n", {}, "timeout: expected a positive"),
         # The repository's other keys are dropped with a note, not validated (test_repo_settings).
         ("user", 'modle = "x"\n', {}, "unknown key 'modle'"),

@@ -19,7 +19,7 @@ from verify_dag.models import RunState, VerifyRequest
 from verify_dag.models.scope import FileChange, Scope
 from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.phases import debugger, scope, tester
-from verify_dag.phases.tester import junit, skips
+from verify_dag.phases.tester import junit, junit_plugin, skips
 
 PYTEST = Toolchain(
     commands=(
@@ -70,12 +70,12 @@ def collected(root: Path) -> list[str]:
 def junit_root(root: Path, *args: str) -> ET.Element:
     """The junit report of a run with the tester's plugin, as the tester has pytest write it."""
     with tempfile.TemporaryDirectory() as tmp:
-        lib = junit.install_plugin(Path(tmp) / "plugin")
+        lib = junit_plugin.install_plugin(Path(tmp) / "plugin")
         report = Path(tmp) / "junit.xml"
         subprocess.run(
             [
                 *(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args),
-                *(f"--junitxml={report}", "-o", "junit_family=xunit1", "-p", junit.PLUGIN),
+                *(f"--junitxml={report}", "-o", "junit_family=xunit1", "-p", junit_plugin.PLUGIN),
             ],
             cwd=root,
             env={**os.environ, "PYTHONPATH": str(lib)},

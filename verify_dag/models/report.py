@@ -9,7 +9,6 @@ does not apply is a field excluded when None, every other None is written as nul
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Literal
 
 from pydantic import (
@@ -24,6 +23,7 @@ from pydantic.alias_generators import to_camel
 from verify_dag.models.base import Frozen
 from verify_dag.models.findings import IssueClass, Status
 from verify_dag.models.request import Depth, Mode
+from verify_dag.models.v1_keys import ALIASES, earlier_shape, insert_after, repeat
 
 RunStatus = Literal["error", "blocked", "ok"]
 Result = Literal["error", "blocked", "issues-found", "pass"]
@@ -321,9 +321,9 @@ class Report(_V1):
     @model_serializer(mode="wrap")
     def _v1(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         doc: dict[str, Any] = handler(self)
-        for part, (after, aliases) in _ALIASES.items():
-            extra = {alias: _repeat(part, doc[part][field]) for alias, field in aliases}
-            doc[part] = _after(doc[part], after, extra)
+        for part, (after, aliases) in ALIASES.items():
+            extra = {alias: repeat(part, doc[part][field]) for alias, field in aliases}
+            doc[part] = insert_after(doc[part], after, extra)
         return doc
 
     @model_validator(mode="before")
@@ -333,8 +333,8 @@ class Report(_V1):
         repeat (a document whose aliases disagree was not written from a Report)."""
         if not isinstance(data, dict):
             return data  # built from the models, not read back
-        data = _before_skill_details(dict(data))
-        for part, (_, aliases) in _ALIASES.items():
+        data = earlier_shape(dict(data))
+        for part, (_, aliases) in ALIASES.items():
             if not isinstance(data.get(part), dict):
                 continue  # the field's own validation says what is wrong
             data[part] = values = dict(data[part])
@@ -343,80 +343,12 @@ class Report(_V1):
                     continue
                 got = values.pop(alias)
                 try:
-                    agrees = got == _repeat(part, values.get(field))
+                    agrees = got == repeat(part, values.get(field))
                 except (TypeError, KeyError):
                     agrees = True  # a malformed field: its own validation says so
                 if not agrees:
                     raise ValueError(f"{part}.{alias} does not repeat {part}.{field}")
         return data
-
-
-# The aliases of JSON v1. scope.files / scope.excluded repeat includedFiles / excludedFiles
-# record for record, and triage.skills_run / skills_skipped list the names of skillsRun /
-# skillsSkipped in the same order: consumers of the earlier, partial report read those names, and
-# the specification keeps them until those consumers have moved (docs/report.md, "The aliases").
-# This table is the one place they are written (after the key named first) and read back, so
-# they never disagree with what they alias. part: (after, ((alias, field it repeats), ...)).
-_ALIASES: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
-    "scope": ("excludedFiles", (("files", "includedFiles"), ("excluded", "excludedFiles"))),
-    "triage": ("skillsSkipped", (("skills_run", "skillsRun"), ("skills_skipped", "skillsSkipped"))),
-}
-
-
-def _before_skill_details(data: dict[str, Any]) -> dict[str, Any]:
-    """A document stored by a version before skillDetails, in today's shape: skillResults items
-    and findings[] had keys of their own (isolation, cached; rule, tool, location.column) and an
-    issue's location could lack its line. The store keeps reports for days; reading one must
-    not fail on the shape it was written in."""
-    if "skillDetails" in data or not isinstance(data.get("skillResults"), list):
-        return data
-    results = [dict(r) if isinstance(r, dict) else r for r in data["skillResults"]]
-    data["skillResults"] = results
-    data["skillDetails"] = [
-        {
-            "skill": r.get("skill"),
-            "isolation": r.pop("isolation", None),
-            "cached": r.pop("cached", []),
-            "durationS": None,
-        }
-        for r in results
-        if isinstance(r, dict)
-    ]
-    findings = []
-    for f in data.get("findings") or ():
-        if isinstance(f, dict):
-            f = {k: v for k, v in f.items() if k not in ("rule", "tool")}
-            if isinstance(f.get("location"), dict):
-                f["location"] = {k: f["location"].get(k) for k in ("path", "line")}
-        findings.append(f)
-    issues = []
-    for n, i in enumerate(data.get("issues") or ()):
-        loc = i.get("location") if isinstance(i, dict) else None
-        if isinstance(loc, dict) and loc.get("line") is None:
-            # Today's rule for a path without a line: line 1 of the file, in both projections.
-            i = {**i, "location": {"path": loc.get("path"), "line": 1}}
-            if n < len(findings) and isinstance(findings[n], dict):
-                findings[n] = {**findings[n], "location": i["location"]}
-        issues.append(i)
-    data["findings"], data["issues"] = findings, issues
-    return data
-
-
-def _repeat(part: str, value: Any) -> Any:
-    """An alias's value: triage's list the skill names of their field, scope's copy it whole."""
-    if part == "triage":
-        return [entry["skill"] for entry in value]
-    return copy.deepcopy(value)
-
-
-def _after(doc: dict[str, Any], key: str, extra: dict[str, Any]) -> dict[str, Any]:
-    """``doc`` with ``extra`` inserted right after ``key``: v1's key order is part of its bytes."""
-    out: dict[str, Any] = {}
-    for k, v in doc.items():
-        out[k] = v
-        if k == key:
-            out.update(extra)
-    return out
 
 
 class ReportResult(Frozen):

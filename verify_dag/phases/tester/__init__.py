@@ -37,6 +37,7 @@ from verify_dag.phases.tester import (
     coverage,
     coverage_files,
     junit,
+    junit_plugin,
     other,
     pytest_command,
     records,
@@ -44,7 +45,7 @@ from verify_dag.phases.tester import (
 )
 from verify_dag.phases.tester import env as testenv
 from verify_dag.phases.tester.coverage import CoverageData
-from verify_dag.phases.tester.env.base import Env, Runner, purelib, pycache_prefix
+from verify_dag.phases.tester.env.base import Env, purelib, pycache_prefix
 from verify_dag.phases.tester.outcome import (
     SKILL,
     blocked,
@@ -130,7 +131,7 @@ def _run_with_coverage(
             return unprovisioned(env), None
         if env.runner is not None and env.runner.commands:
             # tox built the env: what its commands run is the suite its maintainers run.
-            found = _tox_pytest(env.runner)
+            found = pytest_command.from_tox(env.runner)
             if found is None:
                 return other.run(command, workdir, timeout, env, tox=True), None
             command = found
@@ -192,7 +193,7 @@ def _pytest(
     # stay untouched.
     with tempfile.TemporaryDirectory(prefix="verify-dag-junit-") as tmp:
         report = Path(tmp) / "junit.xml"
-        plugin_dir = junit.install_plugin(Path(tmp) / "plugin")
+        plugin_dir = junit_plugin.install_plugin(Path(tmp) / "plugin")
         if env.runner is not None and env.python is not None:
             # tox passes PYTHONPATH only where the project's set_env does not set its own: the
             # plugin goes into the env itself, which is verify-dag's (cached, locked) copy.
@@ -200,7 +201,7 @@ def _pytest(
             if site is not None:
                 # Replaced in one rename: a run of the same env beside this one may be
                 # importing it.
-                plugin = plugin_dir / f"{junit.PLUGIN}.py"
+                plugin = plugin_dir / f"{junit_plugin.PLUGIN}.py"
                 write_atomic(site / plugin.name, plugin.read_bytes())
         # The declared selection first, ours after it: where both set one value, ours wins.
         # xunit1, not xunit2: only xunit1 testcases carry the `file` and `line` attributes that
@@ -216,7 +217,7 @@ def _pytest(
             "-o",
             "junit_family=xunit1",
             "-p",
-            junit.PLUGIN,
+            junit_plugin.PLUGIN,
             *_per_test_limit(env, kept, per_test_timeout),
         ]
         end = kept.index("--") if "--" in kept else len(kept)  # after `--`, all are paths
@@ -286,7 +287,7 @@ def _pytest(
     outcome = SkillOutcome(
         skill=SKILL,
         status="FAILED" if failed else "PASSED",
-        notes=counts.notes() + _dropped_note(dropped) + env_note(env),
+        notes=counts.notes() + pytest_command.dropped_note(dropped) + env_note(env),
         reason=f"test command discovered: {label(command)}",
         findings=tuple(findings),
         evidence=_pytest_evidence(root, workdir, base, env, shown, res.returncode),
@@ -342,14 +343,6 @@ def _shown(argv: list[str], paths: dict[str, str]) -> str:
     return shlex.join(out)
 
 
-def _dropped_note(dropped: tuple[tuple[str, str], ...]) -> str:
-    if not dropped:
-        return ""
-    return "; not passed on from the declared command: " + ", ".join(
-        f"{text} ({why})" for text, why in dropped
-    )
-
-
 def _pytest_evidence(
     root: ET.Element, workdir: Path, base: list[str], env: Env, shown: str, returncode: int
 ) -> SuiteEvidence:
@@ -388,17 +381,3 @@ def _pytest_version(base: list[str], env: Env) -> str | None:
     res = util.run(argv, timeout=30, env=suite_env(env), sandbox=Policy())
     found = re.search(r"\d+(?:\.\w+)+", res.stdout + res.stderr)
     return found.group(0) if res.returncode == 0 and found else None
-
-
-def _tox_pytest(runner: Runner) -> Command | None:
-    """The first of a tox env's commands that runs pytest, as the tester's test command."""
-    for argv in runner.commands:
-        if pytest_command.args(argv) is not None:
-            return Command(
-                kind="test",
-                argv=argv,
-                source=f"tox env {runner.name} commands",
-                exists=True,
-                tool="pytest",
-            )
-    return None

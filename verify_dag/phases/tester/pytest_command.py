@@ -13,6 +13,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from verify_dag.models.toolchain import Command
+
+if TYPE_CHECKING:
+    from verify_dag.phases.tester.env.base import Runner
 
 _PYTHON = re.compile(r"^(?:python(?:\d+(?:\.\d+)*)?|py)$")
 _RUNNERS = frozenset({"uv", "poetry", "pipenv", "hatch", "pdm"})  # `<runner> run pytest ...`
@@ -196,3 +202,26 @@ def config_options(declared: Sequence[str]) -> tuple[str, ...]:
             out.append(tok)  # --strict-markers, or -pxdist / -Werror glued to its value
         i += 1
     return tuple(out)
+
+
+def dropped_note(dropped: tuple[tuple[str, str], ...]) -> str:
+    """Why options of the declared command were left out, for the tester's notes."""
+    if not dropped:
+        return ""
+    return "; not passed on from the declared command: " + ", ".join(
+        f"{text} ({why})" for text, why in dropped
+    )
+
+
+def from_tox(runner: Runner) -> Command | None:
+    """The first of a tox env's commands that runs pytest, as the tester's test command."""
+    for argv in runner.commands:
+        if args(argv) is not None:
+            return Command(
+                kind="test",
+                argv=argv,
+                source=f"tox env {runner.name} commands",
+                exists=True,
+                tool="pytest",
+            )
+    return None
