@@ -8,16 +8,44 @@ from pathlib import Path
 
 import pytest
 
-from verify_dag import util
+from verify_dag import credentials, util
+
+
+def test_repository_code_gets_an_allow_list_of_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, value in {
+        "DB_PASS": "x" * 12,
+        "LANG": "C.UTF-8",
+        "LC_TIME": "C",
+        "TZ": "UTC",
+    }.items():
+        monkeypatch.setenv(name, value)
+    env = util.scrubbed_env({"VIRTUAL_ENV": "/venv"})
+    assert "DB_PASS" not in env
+    assert (env["LANG"], env["LC_TIME"], env["TZ"], env["VIRTUAL_ENV"]) == (
+        "C.UTF-8",
+        "C",
+        "UTC",
+        "/venv",
+    )
+    assert set(env) <= {*credentials.PASSED_NAMES, "LC_TIME", "VIRTUAL_ENV"} | {
+        n for n in env if n.startswith("LC_")
+    }
+    # The withheld value is masked in output, as a known secret is.
+    assert "x" * 12 not in util.redact("it was " + "x" * 12)
 
 
 def test_a_password_in_a_url_is_a_secret_whatever_the_variable_is_called(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("DATABASE_URL", "postgres://app:pw123456@db.internal/app")
-    monkeypatch.setenv("UPSTREAM", "https://example.org/simple")  # no credentials: kept
+    # An index URL is passed on (provisioning needs it), unless it carries a password.
+    monkeypatch.setenv("PIP_INDEX_URL", "https://example.org/simple")
+    monkeypatch.setenv("UV_INDEX_URL", "https://ci:pw123456@example.org/simple")
     env = util.scrubbed_env()
-    assert "DATABASE_URL" not in env and env["UPSTREAM"] == "https://example.org/simple"
+    assert "DATABASE_URL" not in env and env["PIP_INDEX_URL"] == "https://example.org/simple"
+    assert "UV_INDEX_URL" not in env
     leaked = "connect failed: postgres://app:pw123456@db.internal/app"
     assert "pw123456" not in util.redact(leaked)
 

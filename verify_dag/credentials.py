@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import fnmatch
 import itertools
 import json
 import os
@@ -64,6 +65,114 @@ _SECRET_PREFIXES = (
 _URL_WITH_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@", re.IGNORECASE)
 
 
+# What repository code may see of the caller's environment: an allow-list, never the environment
+# minus known names (a DB_PASS or SIGNING_KEY has no name a deny-list knows). Locale, terminal
+# and time zone; how to reach the package index (its URLs, proxies and certificates: provisioning
+# needs them, and one carrying a password is still withheld by is_secret); CI's own flag, which
+# test suites read. PATH and HOME are set by the chokepoint and the sandbox themselves.
+PASSED_NAMES = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "LANG",
+        "LANGUAGE",
+        "TERM",
+        "TZ",
+        "CI",
+        "NO_COLOR",
+        "FORCE_COLOR",
+        "COLUMNS",
+        "SOURCE_DATE_EPOCH",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "REQUESTS_CA_BUNDLE",
+        "CURL_CA_BUNDLE",
+        "http_proxy",
+        "https_proxy",
+        "no_proxy",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "NO_PROXY",
+        "PIP_INDEX_URL",
+        "PIP_EXTRA_INDEX_URL",
+        "PIP_FIND_LINKS",
+        "PIP_TRUSTED_HOST",
+        "PIP_NO_INDEX",
+        "PIP_CERT",
+        "PIP_CONFIG_FILE",
+        "UV_INDEX",
+        "UV_INDEX_URL",
+        "UV_DEFAULT_INDEX",
+        "UV_EXTRA_INDEX_URL",
+        "UV_FIND_LINKS",
+        "UV_NO_INDEX",
+        "UV_INDEX_STRATEGY",
+        "NPM_CONFIG_REGISTRY",
+        "npm_config_registry",
+    }
+)
+PASSED_PREFIXES = ("LC_",)
+
+
+def declared(patterns: Iterable[str]) -> dict[str, str]:
+    """The caller's variables a project declares it needs (tox's pass_env: names and fnmatch
+    patterns), but for those that name a secret: what its own runner would hand its tests."""
+    wanted = [p for p in patterns if p]
+    return {
+        key: value
+        for key, value in os.environ.items()
+        if any(fnmatch.fnmatchcase(key, p) for p in wanted) and not is_secret(key, value)
+    }
+
+
+def passed(key: str, value: str) -> bool:
+    """Whether a variable of the caller's environment reaches repository code."""
+    return (key in PASSED_NAMES or key.startswith(PASSED_PREFIXES)) and not is_secret(key, value)
+
+
+# Withheld values that are not secrets, so redaction leaves them in reports: our own settings'
+# (documented, shown by `verify-dag config`; their URLs' passwords are masked as credentials),
+# paths and path lists, version numbers, words a shell or terminal sets.
+_BENIGN_NAMES = frozenset(
+    {
+        "PWD",
+        "OLDPWD",
+        "SHLVL",
+        "_",
+        "SHELL",
+        "USER",
+        "LOGNAME",
+        "HOSTNAME",
+        "MAIL",
+        "EDITOR",
+        "VISUAL",
+        "PAGER",
+        "COLORTERM",
+        "DISPLAY",
+        "DEBIAN_FRONTEND",
+        "PYTEST_CURRENT_TEST",
+    }
+)
+_NOT_SECRET_VALUE = re.compile(
+    r"^(?:[~/][^:\s]*(?::[~/][^:\s]*)*|[\d.:-]+|true|false|yes|no)$", re.I
+)
+
+
+def withheld_values() -> set[str]:
+    """The values of the caller's environment kept from repository code that could be secrets:
+    redaction masks them too, so a value a test found another way (a file, a parent's /proc)
+    still never reaches a report."""
+    return {
+        value
+        for key, value in os.environ.items()
+        if not passed(key, value)
+        and key not in _BENIGN_NAMES
+        and not (key.startswith("VERIFY_DAG_") and not _URL_WITH_PASSWORD.search(value))
+        and len(value) >= MIN_LEN
+        and not _NOT_SECRET_VALUE.match(value)
+    }
+
+
 def is_secret(key: str, value: str) -> bool:
     """Whether an environment variable is kept from repository code (util.scrubbed_env)."""
     return bool(
@@ -79,6 +188,7 @@ def is_secret(key: str, value: str) -> bool:
 def known_values() -> set[str]:
     """The secrets this process holds, as they are (encodings are added by the caller)."""
     found: set[str] = set()
+    found.update(withheld_values())
     for key, value in os.environ.items():
         # A credential's name says so (TOKEN, API_KEY, PASSWORD, ...). The broader rule that
         # keeps VERIFY_DAG_*, GITHUB_*, ... from repository code is not one for output:

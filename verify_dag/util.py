@@ -45,12 +45,10 @@ _GIT_LEAKS = (
 
 
 def scrubbed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment repository code runs in: ours, minus anything secret-looking."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not credentials.is_secret(k, v) and k not in _GIT_LEAKS
-    }
+    """The environment repository code runs in: the allow-listed part of ours
+    (credentials.passed), and what verify-dag itself sets for the step (``extra``)."""
+    env = {k: v for k, v in os.environ.items() if credentials.passed(k, v)}
+    env.setdefault("PATH", os.defpath)
     if extra:
         env.update(extra)
     return env

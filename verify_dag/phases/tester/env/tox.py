@@ -29,7 +29,7 @@ import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
-from verify_dag import util
+from verify_dag import credentials, util
 from verify_dag.files import file_lock, write_atomic
 from verify_dag.phases.tester.env.base import (
     Env,
@@ -250,6 +250,7 @@ def build(
                     if k.startswith(("UV_", "TOX_", "NO_"))
                 ),
                 ("UV_OFFLINE", "1"),
+                *credentials.declared(choice.env.pass_env).items(),
             ),
         ),
     )

@@ -51,6 +51,9 @@ class ToxEnv:
     name: str
     commands: str
     base_python: str
+    # The env's pass_env as tox resolved it: names and fnmatch patterns of the caller's
+    # variables tox hands to its commands (only those that name no secret reach them).
+    pass_env: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,7 @@ class Choice:
 
 
 _CHOICE = "verify-dag-choice.json"
+_FORMAT = 2  # 2: with pass_env; a record of another format is asked of tox again
 
 
 def chosen(workdir: Path, cache: Path, tox_dir: Path, deadline: float) -> Choice:
@@ -70,14 +74,17 @@ def chosen(workdir: Path, cache: Path, tox_dir: Path, deadline: float) -> Choice
     version = _tox_version()
     try:
         kept = json.loads(marker.read_text(encoding="utf-8"))
-        if kept.get("tox") == version:
+        if kept.get("tox") == version and kept.get("format") == _FORMAT:
             env = kept.get("env")
+            if env:
+                env["pass_env"] = tuple(env["pass_env"])
             return Choice(ToxEnv(**env) if env else None, notes=tuple(kept.get("notes", ())))
     except (OSError, ValueError, TypeError, AttributeError):
         pass
     choice = choose(workdir, cache, tox_dir, deadline)
     if choice.error is None:
         record = {
+            "format": _FORMAT,
             "tox": version,
             "env": asdict(choice.env) if choice.env is not None else None,
             "notes": list(choice.notes),
@@ -103,7 +110,16 @@ def choose(workdir: Path, cache: Path, tox_dir: Path, deadline: float) -> Choice
     replaced by this interpreter's (``py312-cov`` becomes ``py311-cov``), as a maintainer on
     this Python would run it."""
     res = util.run(
-        [*tox_argv(), "config", "--workdir", str(tox_dir), "-k", "commands", "base_python"],
+        [
+            *tox_argv(),
+            "config",
+            "--workdir",
+            str(tox_dir),
+            "-k",
+            "commands",
+            "base_python",
+            "pass_env",
+        ],
         cwd=workdir,
         timeout=left(deadline),
         env=tox_env(cache),
@@ -131,7 +147,7 @@ def choose(workdir: Path, cache: Path, tox_dir: Path, deadline: float) -> Choice
         f"no tox environment runs on Python {sys.version_info.major}.{sys.version_info.minor}: "
         f"ran {renamed!r} ({first.name!r} on this interpreter)"
     )
-    return Choice(ToxEnv(renamed, first.commands, ours), notes=(note,))
+    return Choice(ToxEnv(renamed, first.commands, ours, first.pass_env), notes=(note,))
 
 
 def parse_config(text: str) -> list[ToxEnv]:
@@ -155,6 +171,7 @@ def parse_config(text: str) -> list[ToxEnv]:
                 name=section.removeprefix("testenv:"),
                 commands=body.get("commands", ""),
                 base_python=body.get("base_python", ""),
+                pass_env=tuple(body.get("pass_env", "").split()),
             )
         )
     return out
