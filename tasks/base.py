@@ -17,7 +17,7 @@ from typing import Any
 from celery import states
 from celery.exceptions import Ignore
 
-from verify_dag import repos, resultcache, sandbox, util
+from verify_dag import limits, repos, resultcache, sandbox, util
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import RunState, SkillOutcome
 from verify_dag.models.findings import CacheHit
@@ -70,8 +70,12 @@ def cached(outcome: SkillOutcome, hits: list[CacheHit]) -> SkillOutcome:
     return outcome.model_copy(update={"cached": (*outcome.cached, *hits), "notes": notes})
 
 
-def isolated(outcome: SkillOutcome, used: set[str]) -> SkillOutcome:
-    """``outcome`` naming the sandbox its repository code ran in, when it ran any."""
+def isolated(outcome: SkillOutcome, used: set[str], hit: list[str] | None = None) -> SkillOutcome:
+    """``outcome`` naming the sandbox its repository code ran in, when it ran any, and with a
+    finding for each resource limit that code hit."""
+    if hit:
+        found = tuple(limits.finding(h, outcome.skill) for h in hit)
+        outcome = outcome.model_copy(update={"findings": (*outcome.findings, *found)})
     if not used:
         return outcome
     return outcome.model_copy(update={"isolation": sandbox.joined(used)})
@@ -119,19 +123,22 @@ def state_phase(phase: Phase) -> Callable[[StatePhase], Callable[..., dict[str, 
                 with (
                     util.for_run(st.run_id),
                     sandbox.tracking(required=st.request.require_sandbox) as used,
+                    limits.tracking() as hit,
                     resultcache.session(enabled=not st.request.no_cache) as hits,
                 ):
                     out = fn(repos.localize(st))
                 took = round(time.monotonic() - began, 3)
                 # The localized request names this host's copy of the repository; the next
-                # task, maybe on another host, localizes the run's own name again.
+                # task, maybe on another host, localizes the run's own name again. A limit
+                # hit is the finding of the first skill the phase added.
                 added = tuple(
-                    cached(isolated(o, used), hits) for o in out.outcomes[len(st.outcomes) :]
+                    cached(isolated(o, used, hit if i == 0 else None), hits)
+                    for i, o in enumerate(out.outcomes[len(st.outcomes) :])
                 )
                 static = (
                     out.static
                     if out.static == st.static or out.static is None
-                    else cached(isolated(out.static, used), hits)
+                    else cached(isolated(out.static, used, None if added else hit), hits)
                 )
                 out = out.model_copy(
                     update={
@@ -173,9 +180,13 @@ def header_phase(skill: str) -> Callable[[HeaderPhase], Callable[..., Any]]:
                 with (
                     util.for_run(st.run_id),
                     sandbox.tracking(required=st.request.require_sandbox) as used,
+                    limits.tracking() as hit,
                     resultcache.session(enabled=not st.request.no_cache) as hits,
                 ):
-                    outcomes = [cached(isolated(o, used), hits) for o in fn(repos.localize(st))]
+                    outcomes = [
+                        cached(isolated(o, used, hit if i == 0 else None), hits)
+                        for i, o in enumerate(fn(repos.localize(st)))
+                    ]
             except sandbox.SandboxRequired as exc:
                 outcomes = [
                     SkillOutcome(

@@ -13,9 +13,12 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
 import redis
 from conftest import BRANCH, CLI, Repo, make_repo
 from redis_workers import fresh_db, workers
+
+from verify_dag import limits, sandbox
 
 # Variables no deny-list knows by name: the allow-list withholds them all the same.
 WITHHELD = {
@@ -41,6 +44,21 @@ def test_echo_what_it_found_another_way():
     # holds, say): the failure message carries them, and no report may.
     assert False, Path("leaked.txt").read_text()
 """
+
+
+def need_sandbox() -> None:
+    """bubblewrap and a writable cgroup: what .ci/run's machine (root, bubblewrap) gives."""
+    reasons = []
+    if sandbox.mode() != "bubblewrap":
+        reasons.append(f"no working bubblewrap (sandbox mode: {sandbox.mode()})")
+    step = limits.open_step("probe")
+    if not {"pids", "memory"} <= set(step.dirs):
+        reasons.append("no writable pids and memory cgroup")
+    step.close()
+    if reasons:
+        if os.environ.get("CI"):
+            pytest.fail("; ".join(reasons) + " under CI")
+        pytest.skip("; ".join(reasons))
 
 
 def env_attacker(path: Path) -> Repo:
@@ -148,3 +166,84 @@ def test_no_withheld_value_reaches_the_result_backend_or_a_worker_log(tmp_path: 
     assert leaks(files_under(tmp_path / "logs")) == []
     assert leaks(files_under(tmp_path / "worker-store")) == []
     assert leaks(proc.stdout + proc.stderr + out.read_text(encoding="utf-8")) == []
+
+
+# --- resource limits ------------------------------------------------------------------------
+
+HOGS = """\
+import os
+import subprocess
+import sys
+import time
+
+
+def test_fork_bomb():
+    children = []
+    try:
+        for _ in range(200):
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(30)
+                os._exit(0)
+            children.append(pid)
+    except OSError:
+        pass
+    finally:
+        for pid in children:  # the rest of the suite needs processes too
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+    assert len(children) < 200
+
+
+def test_disk_fill():
+    with open("/tmp/fill", "wb") as fh:
+        for _ in range(2048):
+            fh.write(b"x" * 2**20)
+
+
+def test_memory_hog():
+    # In a child of its own: the cgroup's OOM killer takes the biggest process, and the rest
+    # of the suite goes on to report.
+    grab = "hog = [bytearray(2**20) for _ in range(8 * 1024)]"
+    assert subprocess.run([sys.executable, "-c", grab]).returncode == 0
+"""
+
+
+def test_fork_bombs_disk_fills_and_memory_hogs_end_as_findings_naming_their_limits(
+    tmp_path: Path,
+) -> None:
+    need_sandbox()
+    repo = make_repo(tmp_path / "hog")
+    repo.write("pyproject.toml", '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
+    repo.write("tests/test_hogs.py", "def test_nothing():\n    pass\n")
+    repo.commit("base")
+    repo.git("tag", "base")
+    repo.write("tests/test_hogs.py", HOGS)
+    repo.commit("hogs")
+    env = {
+        **os.environ,
+        "VERIFY_DAG_PROCESS_LIMIT": "64",
+        "VERIFY_DAG_MEMORY_LIMIT_MB": "512",
+        "VERIFY_DAG_TMP_LIMIT_MB": "64",
+    }
+    out = tmp_path / "report.json"
+    proc = subprocess.run(
+        [*CLI, "verify", str(repo.path), *BRANCH, "--format=json", f"--output={out}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 1, proc.stderr
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    limited = {i["title"]: i for i in doc["issues"] if "hit the sandbox's" in i["title"]}
+    assert set(limited) == {
+        "Repository code hit the sandbox's processes limit",
+        "Repository code hit the sandbox's memory limit",
+        "Repository code hit the sandbox's /tmp space limit",
+    }, [i["title"] for i in doc["issues"]]
+    assert (
+        "VERIFY_DAG_PROCESS_LIMIT"
+        in limited["Repository code hit the sandbox's processes limit"]["description"]
+    )
+    assert all(i["severity"] == 8 for i in limited.values())

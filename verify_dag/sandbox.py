@@ -49,10 +49,18 @@ REQUIRE_ENV = "VERIFY_DAG_REQUIRE_SANDBOX"  # a worker setting: refuse to run wi
 OWNER_ENV = "VERIFY_DAG_SANDBOX_OWNER"
 WORKER_ENV = "VERIFY_DAG_WORKER_PID"
 PRIVATE_HOME = "/tmp/home"
+# The uid and gid repository code runs as inside bubblewrap's user namespace: nobody, never 0.
+SANDBOX_UID = 65534
+TMP_LIMIT_ENV = "VERIFY_DAG_TMP_LIMIT_MB"
+DEFAULT_TMP_LIMIT_MB = 1024
+# Files of the host's root that hold secrets, replaced by an empty file: inside the user
+# namespace the files of the worker's own user keep their owner's permissions (its uid is the
+# one mapped to nobody), so what only that user may read is hidden, not merely unreadable.
+SECRET_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers")
 
 DESCRIPTIONS: dict[Mode, str] = {
     "bubblewrap": "bubblewrap (own PID namespace and /proc, loopback-only network, read-only file "
-    "system, private HOME and /tmp)",
+    "system, private HOME and size-limited /tmp, an unprivileged uid)",
     "unshare": "unshare (own PID namespace and /proc, loopback-only network; the file system is "
     "NOT read-only and HOME is only private by its variable: install bubblewrap)",
     "none": "no sandbox (neither bubblewrap nor unshare works on this host): repository code can "
@@ -235,16 +243,22 @@ def _bwrap_prefix(policy: Policy, workdir: Path | None, path_var: str) -> list[s
         "--unshare-uts",
         "--unshare-cgroup-try",
     ]
+    if _user_namespaces():
+        argv += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
     if not policy.network:
         argv.append("--unshare-net")
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     hidden = _hidden_dirs()
+    scratch_size = str(tmp_limit_mb() * 2**20)
     for path in hidden:
+        if path in _SCRATCH:
+            argv += ["--size", scratch_size]
         argv += ["--tmpfs", str(path)]
+    for secret in _secret_files():
+        argv += ["--ro-bind", "/dev/null", secret]
     argv += ["--dir", PRIVATE_HOME]
     # A hidden home or /run stays empty: nothing written there could look like it landed.
-    scratch = {Path(p).resolve() for p in ("/tmp", "/var/tmp", "/dev/shm")}
-    late = [p for p in hidden if p not in scratch]
+    late = [p for p in hidden if p not in _SCRATCH]
     own = workdir if policy.cwd_writable else None
     writable = [p for p in (own, *policy.writable) if p is not None]
     readable = [workdir] if workdir is not None and own is None else []
@@ -281,10 +295,54 @@ def _hidden_dirs() -> list[Path]:
         "/var/tmp",
         "/run",
         "/dev/shm",
+        # Services' state: a broker's cookie (/var/lib/rabbitmq/.erlang.cookie), databases.
+        "/var/lib",
+        "/var/log",
+        "/var/spool",
+        "/var/mail",
+        "/var/backups",
     ]
     out = [Path(c).resolve() for c in candidates if c and Path(c).is_dir()]
     # A directory inside another hidden one is already gone; keep the outermost of each.
     return sorted({p for p in out if not any(q != p and p.is_relative_to(q) for q in out)})
+
+
+# The scratch directories: writable, private, size-limited (VERIFY_DAG_TMP_LIMIT_MB).
+_SCRATCH = frozenset(Path(p).resolve() for p in ("/tmp", "/var/tmp", "/dev/shm"))
+
+
+def tmp_limit_mb() -> int:
+    text = os.environ.get(TMP_LIMIT_ENV, "").strip()
+    return int(text) if text.isdigit() and int(text) > 0 else DEFAULT_TMP_LIMIT_MB
+
+
+def _secret_files() -> list[str]:
+    """Host files only root should read: the shadow files, and SSH host keys."""
+    found = [p for p in SECRET_FILES if os.path.isfile(p)]
+    ssh = Path("/etc/ssh")
+    if ssh.is_dir():
+        found += sorted(str(p) for p in ssh.glob("ssh_host_*_key"))
+    return found
+
+
+@functools.cache
+def _user_namespaces() -> bool:
+    """Whether bubblewrap can make a user namespace here (a container's seccomp profile may
+    refuse it): then repository code runs as nobody, not as the worker's uid."""
+    return _works(
+        [
+            "bwrap",
+            "--unshare-user",
+            "--uid",
+            str(SANDBOX_UID),
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "true",
+        ]
+    )
 
 
 def _passwd_home() -> str:

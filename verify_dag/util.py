@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from verify_dag import credentials
+from verify_dag import credentials, limits
 from verify_dag import sandbox as _sandbox
 from verify_dag.errors import CalledProcessError
 from verify_dag.sandbox import Policy
@@ -81,6 +81,9 @@ class Result:
     truncated: bool = False
     duration: float = 0.0
     not_found: bool = False
+    # The resource limits the command hit, in words ("processes (at most 1024)"): repository
+    # code only (verify_dag/limits.py).
+    limits_hit: tuple[str, ...] = ()
     # stdout as it came, for output that is not text or whose byte counts matter (cat-file).
     stdout_bytes: bytes = field(default=b"", repr=False)
 
@@ -102,7 +105,7 @@ def _drain(stream: IO[bytes], cap: int, out: list[bytes], flags: list[bool]) -> 
     stream.close()
 
 
-MEMORY_ENV = "VERIFY_DAG_MEMORY_LIMIT_MB"
+MEMORY_ENV = limits.MEMORY_ENV
 FILE_SIZE_ENV = "VERIFY_DAG_FILE_LIMIT_MB"
 DEFAULT_FILE_LIMIT_MB = 8192  # above any pack file a mirror of a big repository writes
 
@@ -112,29 +115,60 @@ def _megabytes(env: str, default: int) -> int:
     return int(text) if text.isdigit() and int(text) > 0 else default
 
 
-def resource_limits() -> dict[int, int]:
+def resource_limits(memory_cgroup: bool = False) -> dict[int, int]:
     """The rlimits every child runs under: no core dumps; data memory (heap and
     private mappings, RLIMIT_DATA: unlike an address-space limit it leaves the large reservations
-    of V8 or Go alone) at three quarters of this machine's memory, so one runaway test cannot
-    take a worker host down; and a cap on the size of any file it writes. Both are settable
-    in MB through $VERIFY_DAG_MEMORY_LIMIT_MB and $VERIFY_DAG_FILE_LIMIT_MB."""
+    of V8 or Go alone) at $VERIFY_DAG_MEMORY_LIMIT_MB (default half this machine's memory), so
+    one runaway test cannot take a worker host down; and a cap on the size of any file it
+    writes ($VERIFY_DAG_FILE_LIMIT_MB). A step whose memory a cgroup limits to that figure
+    (verify_dag/limits.py) gets RLIMIT_DATA at three quarters of the machine's instead: the
+    cgroup is what bites, and it says so."""
     physical_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    memory = physical_mb * 3 // 4 if memory_cgroup else limits.memory_mb()
     return {
         resource.RLIMIT_CORE: 0,
-        resource.RLIMIT_DATA: _megabytes(MEMORY_ENV, physical_mb * 3 // 4) * 2**20,
-        resource.RLIMIT_FSIZE: _megabytes(FILE_SIZE_ENV, DEFAULT_FILE_LIMIT_MB) * 2**20,
+        resource.RLIMIT_DATA: memory * 2**20,
+        resource.RLIMIT_FSIZE: file_limit_mb() * 2**20,
     }
 
 
-def _limiter(limits: dict[int, int]) -> Callable[[], None]:
+def file_limit_mb() -> int:
+    return _megabytes(FILE_SIZE_ENV, DEFAULT_FILE_LIMIT_MB)
+
+
+def _limiter(rlimits: dict[int, int], step: limits.Step | None = None) -> Callable[[], None]:
     def apply() -> None:  # pragma: no cover - runs in the child between fork and exec
-        for which, value in limits.items():
+        if step is not None:
+            step.join()
+        for which, value in rlimits.items():
             hard = resource.getrlimit(which)[1]
             # Never above a hard limit the worker itself was started under.
             cap = value if hard == resource.RLIM_INFINITY else min(value, hard)
             resource.setrlimit(which, (cap, cap))
 
     return apply
+
+
+# What a step's output says when an rlimit or the sandbox's /tmp stopped it (a cgroup's limits
+# are read off the cgroup itself): the errors those limits give.
+_NO_SPACE = "No space left on device"
+_TOO_LARGE = "File too large"
+_NO_MEMORY = ("MemoryError", "Cannot allocate memory", "std::bad_alloc")
+
+
+def _limits_hit(step: limits.Step | None, output: str) -> tuple[str, ...]:
+    hit = step.hit() if step is not None else []
+    if (step is None or "memory" not in step.dirs) and any(m in output for m in _NO_MEMORY):
+        hit.append(f"memory (at most {limits.memory_mb()} MB, {MEMORY_ENV})")
+    if _TOO_LARGE in output:
+        hit.append(f"file size (at most {file_limit_mb()} MB, {FILE_SIZE_ENV})")
+    if _NO_SPACE in output and _sandbox.mode() == "bubblewrap":
+        hit.append(
+            f"/tmp space (at most {_sandbox.tmp_limit_mb()} MB, {_sandbox.TMP_LIMIT_ENV}; "
+            "or the disk is full)"
+        )
+    limits.record(tuple(hit))
+    return tuple(hit)
 
 
 def run(
@@ -171,6 +205,8 @@ def run(
                 raise CalledProcessError(argv, res.returncode, res.stderr)
             return res
         argv, child_env = _sandbox.wrap(argv, sandbox, cwd=cwd, env=child_env, step=step)
+    # Repository code gets a cgroup of its own: its process and memory limits, and what it hit.
+    cgroup = limits.open_step(step) if sandbox is not None else None
     try:
         proc = subprocess.Popen(
             argv,
@@ -180,9 +216,13 @@ def run(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            preexec_fn=_limiter(resource_limits()),
+            preexec_fn=_limiter(
+                resource_limits(cgroup is not None and "memory" in cgroup.dirs), cgroup
+            ),
         )
     except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+        if cgroup is not None:
+            cgroup.close()
         res = Result(127, "", f"{argv[0]}: {exc.strerror or exc}", not_found=True)
         if check:
             raise CalledProcessError(argv, res.returncode, res.stderr) from exc
@@ -219,12 +259,18 @@ def run(
     for t in readers:
         t.join(timeout=5)
     raw = b"".join(out)
+    errors = b"".join(err).decode("utf-8", "replace")
+    hit: tuple[str, ...] = ()
+    if cgroup is not None:
+        hit = _limits_hit(cgroup, raw.decode("utf-8", "replace")[-20000:] + errors[-20000:])
+        cgroup.close()
     res = Result(
         returncode=proc.returncode if not timed_out else -signal.SIGKILL,
         stdout=raw.decode("utf-8", "replace"),
         stdout_bytes=raw,
-        stderr=b"".join(err).decode("utf-8", "replace"),
+        stderr=errors,
         timed_out=timed_out,
+        limits_hit=hit,
         truncated=bool(flags),
         duration=time.monotonic() - start,
     )
