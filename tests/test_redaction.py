@@ -260,3 +260,15 @@ def test_paths_in_infrastructure_variables_are_not_mistaken_for_secrets(
     assert util.redact(text) == (
         f"{workspace}/tests/test_x.py:3: AssertionError (token [REDACTED])"
     )
+
+
+def test_a_withheld_token_is_masked_but_a_withheld_sentence_is_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every withheld value that could be a secret is masked, whatever its name (DB_PASS is no
+    known credential name); one with whitespace is prose or a command line, not a credential,
+    and a report that masked it would lose ordinary text."""
+    monkeypatch.setenv("DB_PASS", "hunter2-canary-Q7")
+    monkeypatch.setenv("EXPECTED_REPLY", "the error is a bare KeyError")
+    text = "login hunter2-canary-Q7 failed: the error is a bare KeyError"
+    assert util.redact(text) == "login [REDACTED] failed: the error is a bare KeyError"

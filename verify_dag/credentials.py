@@ -132,7 +132,9 @@ def passed(key: str, value: str) -> bool:
 
 # Withheld values that are not secrets, so redaction leaves them in reports: our own settings'
 # (documented, shown by `verify-dag config`; their URLs' passwords are masked as credentials),
-# paths and path lists, version numbers, words a shell or terminal sets.
+# paths and path lists, version numbers, words a shell or terminal sets, and prose: a value with
+# whitespace in it is a sentence or a command line (a test's expected reply, EDITOR="code -w"),
+# not a token, key or password, and masking it would rewrite ordinary output.
 _BENIGN_NAMES = frozenset(
     {
         "PWD",
@@ -154,7 +156,7 @@ _BENIGN_NAMES = frozenset(
     }
 )
 _NOT_SECRET_VALUE = re.compile(
-    r"^(?:[~/][^:\s]*(?::[~/][^:\s]*)*|[\d.:-]+|true|false|yes|no)$", re.I
+    r"^(?:[~/][^:\s]*(?::[~/][^:\s]*)*|[\d.:-]+|true|false|yes|no|.*\s.*)$", re.I | re.S
 )
 
 

@@ -30,6 +30,8 @@ ENV: dict[str, tuple[str, str]] = {
     "VERIFY_DAG_SANDBOX": ("worker", "force a sandbox: bubblewrap, unshare or none"),
     "VERIFY_DAG_MEMORY_LIMIT_MB": ("worker", "data memory limit of repository code"),
     "VERIFY_DAG_FILE_LIMIT_MB": ("worker", "file size limit of repository code"),
+    "VERIFY_DAG_PROCESS_LIMIT": ("worker", "processes one step of repository code may run"),
+    "VERIFY_DAG_TMP_LIMIT_MB": ("worker", "size of a sandboxed step's /tmp (bubblewrap)"),
     "VERIFY_DAG_INVENTORY_TIER": ("worker", "the evidence tier this worker offers (0, 1, 2)"),
     "VERIFY_DAG_FLEET_FILE": ("celery beat", "the fleet file whose audits beat schedules"),
     "VERIFY_DAG_FLEET_CRON": ("celery beat", "when, in UTC cron (default 0 2 * * *)"),
