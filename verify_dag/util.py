@@ -136,6 +136,14 @@ def file_limit_mb() -> int:
     return _megabytes(FILE_SIZE_ENV, DEFAULT_FILE_LIMIT_MB)
 
 
+def limit_settings() -> dict[str, str]:
+    """The worker's limit settings, for a trusted helper of ours that itself runs repository code
+    inside a sandbox (the exercise): the allow-list keeps them from repository code, and without
+    them the helper would apply the defaults instead of the operator's figures."""
+    names = (MEMORY_ENV, FILE_SIZE_ENV, limits.PROCESS_ENV, _sandbox.TMP_LIMIT_ENV)
+    return {name: os.environ[name] for name in names if name in os.environ}
+
+
 def _limiter(rlimits: dict[int, int], step: limits.Step | None = None) -> Callable[[], None]:
     def apply() -> None:  # pragma: no cover - runs in the child between fork and exec
         if step is not None:

@@ -53,7 +53,7 @@ def exercise(
             encoding="utf-8",
         )
         # Inside, the exercise's commands must not try to nest a sandbox of their own.
-        inner = {**env, sandbox.MODE_ENV: "none"}
+        inner = {**env, **util.limit_settings(), sandbox.MODE_ENV: "none"}
         res = util.run(
             [sys.executable, "-m", __name__, str(io)],
             cwd=wt,
