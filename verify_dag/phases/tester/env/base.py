@@ -13,6 +13,7 @@ import shlex
 import shutil
 import sys
 import time
+import tomllib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -267,9 +268,53 @@ def purelib(python: Path) -> Path | None:
     return found[0] if len(found) == 1 else None
 
 
+# Lock files an installer reads while it builds an env (tox-uv's uv.lock runner, pdm, poetry,
+# pipenv): an env built from one lock must not be reused for another.
+LOCK_FILES = ("uv.lock", "pdm.lock", "poetry.lock", "Pipfile.lock", "pylock.toml")
+# Skipped where a declared directory is hashed: what builds and runs write, not what they read.
+HASH_SKIP = frozenset({".git", "node_modules", ".tox", ".nox", ".venv", "__pycache__"})
+
+
+def build_inputs(workdir: Path) -> tuple[str, ...]:
+    """What a build reads besides the declaring files: the lock files present, and the in-tree
+    build backend's directories (``[build-system] backend-path``, PEP 517). The env key hashes
+    them: a commit that changes only its build backend gets an env of its own, so a backend
+    that plants something in the env it builds plants it for its own commit alone."""
+    found = [name for name in LOCK_FILES if (workdir / name).is_file()]
+    try:
+        table = tomllib.loads((workdir / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return tuple(found)
+    paths = table.get("build-system", {}).get("backend-path", [])
+    for rel in paths if isinstance(paths, list) else []:
+        path = workdir / str(rel)
+        if path.exists() and path.resolve().is_relative_to(workdir.resolve()):
+            found.append(str(rel))
+    return tuple(found)
+
+
+def hash_tree(h: Any, workdir: Path, rel: str) -> None:
+    """Feed ``h`` the names and bytes of the file or directory ``rel`` of ``workdir``."""
+    for path in _files(workdir / rel):
+        h.update(path.relative_to(workdir).as_posix().encode() + b"\0" + path.read_bytes())
+
+
+def _files(path: Path) -> Iterator[Path]:
+    if path.is_file():
+        yield path
+        return
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames[:] = sorted(
+            d for d in dirnames if d not in HASH_SKIP and not d.endswith(".egg-info")
+        )
+        for name in sorted(filenames):
+            yield Path(dirpath) / name
+
+
 def cache_dir(workdir: Path, cache: Path, kind: str, declaring: tuple[str, ...]) -> Path:
     """``cache/kind/KEY``: one directory per declaration (the bytes of the ``declaring`` files
-    present in ``workdir``) and interpreter, for the envs a runner (tox, nox) builds there."""
+    present in ``workdir``, and of what the build reads, :func:`build_inputs`) and interpreter,
+    for the envs a runner (tox, nox) builds there."""
     h = hashlib.sha256(
         f"{RECIPE}\0{kind}\0{sys.version}\0{os.path.realpath(sys.executable)}".encode()
     )
@@ -277,6 +322,8 @@ def cache_dir(workdir: Path, cache: Path, kind: str, declaring: tuple[str, ...])
         path = workdir / name
         if path.is_file():
             h.update(name.encode() + b"\0" + path.read_bytes())
+    for rel in build_inputs(workdir):
+        hash_tree(h, workdir, rel)
     return cache / kind / h.hexdigest()[:24]
 
 

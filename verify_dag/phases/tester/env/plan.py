@@ -12,11 +12,10 @@ import os
 import re
 import sys
 import tomllib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from verify_dag.phases.tester.env.base import RECIPE
+from verify_dag.phases.tester.env.base import HASH_SKIP, RECIPE, build_inputs, hash_tree
 
 # Test requirements first (the first pattern that matches wins), then the runtime ones.
 _TEST_REQUIREMENTS = (
@@ -32,7 +31,7 @@ _TEST_REQUIREMENTS = (
 _EXTRAS = ("test", "tests", "testing", "dev")
 # PEP 735 groups a test run needs, by the names projects give them; all that exist are installed.
 _GROUPS = ("test", "tests", "testing", "dev")
-SKIP = frozenset({".git", "node_modules", ".tox", ".nox", ".venv", "__pycache__"})
+SKIP = HASH_SKIP
 _INCLUDE = re.compile(r"^(?:-r|-c|--requirement|--constraint)[\s=]*(\S+)")
 _SELF = re.compile(r"^(?:(?:-e|--editable)[\s=]*)?(?:file:)?\./?(?:\[[^\]]*\])?$")
 _LOCAL = re.compile(r"^(?:(?:-e|--editable)[\s=]*)?(?:file:)?(\.{1,2}/\S*)")
@@ -57,6 +56,7 @@ def read(workdir: Path) -> Plan | None:
     spec = (f".[{extra}]" if extra else ".") if declared else None
     sources = list(reqs) + [f"pyproject.toml [dependency-groups] {g}" for g in groups]
     hashed = {p for p in ("pyproject.toml", "setup.py", "setup.cfg") if (workdir / p).is_file()}
+    hashed |= set(build_inputs(workdir))
     for req in reqs:
         hashed |= {req, *_references(workdir, _lines(workdir / req), os.path.dirname(req))}
     every = [ln for r in reqs for ln in _lines(workdir / r)]
@@ -165,16 +165,5 @@ def key(workdir: Path, plan: Plan) -> str:
         f"{plan.requirements}\0{plan.groups}\0{plan.group_lines}\0{plan.project}\0".encode()
     )
     for rel in plan.hashed:
-        for path in _files(workdir / rel):
-            h.update(path.relative_to(workdir).as_posix().encode() + b"\0" + path.read_bytes())
+        hash_tree(h, workdir, rel)
     return h.hexdigest()
-
-
-def _files(path: Path) -> Iterator[Path]:
-    if path.is_file():
-        yield path
-        return
-    for dirpath, dirnames, filenames in os.walk(path):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP and not d.endswith(".egg-info"))
-        for name in sorted(filenames):
-            yield Path(dirpath) / name

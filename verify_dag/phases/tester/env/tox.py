@@ -62,7 +62,7 @@ EXTRA_DEPS = ("coverage[toml]", "pytest-timeout")
 NAME = "tox"
 # The files tox reads its configuration from, whose own syntax errors it stops on.
 CONFIG_FILES = ("tox.ini", "tox.toml")
-_DECLARING = ("tox.ini", "tox.toml", "pyproject.toml", "setup.cfg")
+_DECLARING = ("tox.ini", "tox.toml", "pyproject.toml", "setup.cfg", "setup.py")
 
 
 def declared(workdir: Path) -> bool:
