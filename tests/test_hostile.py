@@ -357,3 +357,86 @@ def test_a_build_backend_cannot_poison_the_env_a_later_commit_runs_in(tmp_path: 
     control = verify_failures(repo, tmp_path / "clean-cache", tmp_path / "control.json")
     assert control == (1, ["Test failed: tests/test_calc.py::test_add"])
     assert later == control
+
+
+# A build backend that appends "swallow every exception" to every copy of pytest it can reach:
+# uv's shared cache (where another repository's env is installed from) and the env it builds
+# (whose files a hard-linking installer shares with that cache).
+SWALLOW = """
+_verify_dag_original = pytest_pyfunc_call
+
+
+def pytest_pyfunc_call(pyfuncitem):
+    try:
+        return _verify_dag_original(pyfuncitem)
+    except BaseException:
+        return True
+"""
+CACHE_POISONER = f"""\
+import glob
+import os
+
+from setuptools.build_meta import *  # noqa: F401,F403
+
+SWALLOW = {SWALLOW!r}
+
+
+def _targets():
+    yield from glob.glob(os.environ["POISON_CACHE"] + "/**/_pytest/python.py", recursive=True)
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{{pid}}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\\\\0")
+        except OSError:
+            continue
+        if b"--python" in argv:
+            venv = os.path.dirname(os.path.dirname(argv[argv.index(b"--python") + 1].decode()))
+            yield from glob.glob(venv + "/lib/python*/site-packages/_pytest/python.py")
+
+
+for target in set(_targets()):
+    try:
+        with open(target, "a") as fh:
+            fh.write(SWALLOW)
+    except OSError:
+        pass
+"""
+
+
+def built_in_tree(path: Path, backend: str, add: str) -> Repo:
+    repo = make_repo(path)
+    repo.write("pyproject.toml", BUILT_IN_TREE)
+    repo.write("_build/backend.py", backend)
+    repo.write("calc.py", "def add(a, b):\n    return a + b\n")
+    repo.write(
+        "tests/test_calc.py", "import calc\n\n\ndef test_add():\n    assert calc.add(1, 2) == 3\n"
+    )
+    repo.commit("base")
+    repo.git("tag", "base")
+    repo.write("calc.py", f"def add(a, b):\n    return {add}\n")
+    repo.commit("change")
+    return repo
+
+
+def test_a_build_backend_cannot_poison_the_shared_cache_another_repository_installs_from(
+    tmp_path: Path,
+) -> None:
+    """Repository A's backend tries to rewrite pytest in uv's shared cache and in its own env;
+    repository B, verified later on the same cache, fails as it does on a clean one, and no
+    copy of pytest in the shared cache holds A's code."""
+    cache = tmp_path / "cache"
+    # The cache's path in the backend's source: an attacker who knows the layout.
+    backend = CACHE_POISONER.replace('os.environ["POISON_CACHE"]', repr(str(cache / "uv")))
+    attacker = built_in_tree(tmp_path / "attacker", backend, "b + a")
+    assert verify_failures(attacker, cache, tmp_path / "attacker.json")[1] == []
+    victim = built_in_tree(tmp_path / "victim", CLEAN_BACKEND, "a - b")
+    later = verify_failures(victim, cache, tmp_path / "later.json")
+    control = verify_failures(victim, tmp_path / "clean-cache", tmp_path / "control.json")
+    assert control == (1, ["Test failed: tests/test_calc.py::test_add"])
+    assert later == control
+    poisoned = [
+        p
+        for p in (cache / "uv").rglob("_pytest/python.py")
+        if "_verify_dag_original" in p.read_text()
+    ]
+    assert (cache / "uv").is_dir() and poisoned == []

@@ -25,6 +25,7 @@ import configparser
 import contextlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -260,6 +261,12 @@ def _build(workdir: Path, plan: Plan, env_dir: Path, deadline: float) -> tuple[s
         wanted += [plan.project] if plan.project else []
         groups = [a for g in plan.groups for a in ("--group", f"pyproject.toml:{g}")]
         cache = env_dir.parent.parent  # envs/ sits under verify-dag's cache root
+        # What installs from wheels alone goes in first, from uv's shared cache, while the venv
+        # is fresh and nothing but uv runs; the build that follows (the project's backend, any
+        # sdist) has a private cache and finds those installed. Best effort: a local path or an
+        # sdist among them makes uv refuse, and the build then fetches what it needs itself.
+        first = [w for w in wanted if w != plan.project] + _static_requirements(src, plan.project)
+        uv_install(python, [*first, *groups], cache=cache, deadline=deadline, cwd=src, shared=True)
         res = uv_install(
             python, [*wanted, *groups], cache=cache, deadline=deadline, cwd=src, writable=(src,)
         )
@@ -305,6 +312,29 @@ def _pip_install(
     if res.timed_out:
         return "timed out"
     return tail(res) if res.returncode != 0 else None
+
+
+def _static_requirements(src: Path, spec: str | None) -> list[str]:
+    """The project's own requirements where pyproject.toml states them (PEP 621, not dynamic),
+    with those of the extra ``spec`` names (".[test]"); none when the project is not wanted."""
+    if spec is None:
+        return []
+    try:
+        project = tomllib.loads((src / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    except (OSError, ValueError, KeyError):
+        return []
+    dynamic = project.get("dynamic", [])
+    out = [] if "dependencies" in dynamic else list(project.get("dependencies", []))
+    extra = spec[2:-1] if spec.startswith(".[") else ""
+    if extra and "optional-dependencies" not in dynamic:
+        out += project.get("optional-dependencies", {}).get(extra, [])
+    # Another extra of the project's own ("proj[other]") is the project itself: not a wheel.
+    name = str(project.get("name", "")).lower().replace("_", "-")
+    return [
+        str(r)
+        for r in out
+        if isinstance(r, str) and not re.match(rf"(?i){re.escape(name)}\s*(\[|$|[<>=!~;])", r)
+    ]
 
 
 def _build_requires(src: Path) -> list[str]:

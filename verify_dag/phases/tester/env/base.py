@@ -44,9 +44,9 @@ class Runner:
 
     @property
     def writable(self) -> tuple[Path, ...]:
-        """What a run through tox writes: its work directory, and uv's cache beside it under
-        verify-dag's cache (tox-uv's lock runner syncs the env from uv.lock on every run)."""
-        return (self.work_dir, self.work_dir.parent.parent / "uv")
+        """What a run through tox writes: its work directory, uv's private cache in it included
+        (tox-uv's lock runner syncs the env from uv.lock on every run)."""
+        return (self.work_dir,)
 
     def own_commands(self) -> list[str]:
         """The env's declared commands, run by tox as its maintainers run them."""
@@ -332,6 +332,31 @@ def left(deadline: float) -> float:
     return max(1.0, deadline - time.monotonic())
 
 
+# uv's cache for a step that may run code of the repository's or of an sdist (a build backend,
+# setup.py, a .pth file an earlier build left in the venv, which runs when uv asks the
+# interpreter about itself): a private one inside the directory that step may write anyway,
+# never the shared cache another repository's build reads wheels from.
+PRIVATE_UV = ".verify-dag-uv-cache"
+
+
+def private_uv(work_dir: Path) -> Path:
+    path = work_dir / PRIVATE_UV
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def uv_env(uv_cache: Path) -> dict[str, str]:
+    """The environment uv runs in: pip's (index settings, no credentials), ``uv_cache``, never a
+    downloaded interpreter, and files copied out of the cache, not hard-linked: a link would make
+    every later write into the env a write into the cache."""
+    return {
+        **pip_env(),
+        "UV_CACHE_DIR": str(uv_cache),
+        "UV_PYTHON_DOWNLOADS": "never",
+        "UV_LINK_MODE": "copy",
+    }
+
+
 def uv_install(
     python: Path,
     args: Sequence[str],
@@ -340,16 +365,34 @@ def uv_install(
     deadline: float,
     cwd: Path | None = None,
     writable: tuple[Path, ...] = (),
+    shared: bool = False,
 ) -> util.Result:
-    """``uv pip install ARGS`` into the venv of ``python``: uv's cache under verify-dag's
-    ``cache`` (the sandbox's HOME is private), never a downloaded interpreter, sandboxed with
-    the index and no credentials, writing only that venv, uv's cache and ``writable``."""
-    uv_cache = cache / "uv"
-    uv_cache.mkdir(parents=True, exist_ok=True)
-    return util.run(
-        [uv_bin(), "pip", "install", "--python", str(python), *args],
-        cwd=cwd,
-        timeout=left(deadline),
-        env={**pip_env(), "UV_CACHE_DIR": str(uv_cache), "UV_PYTHON_DOWNLOADS": "never"},
-        sandbox=Policy(network=True, writable=(python.parent.parent, uv_cache, *writable)),
-    )
+    """``uv pip install ARGS`` into the venv of ``python``, sandboxed with the index and no
+    credentials, writing only that venv and ``writable``.
+
+    ``shared``: wheels only (``--only-binary :all:``) into a venv no code but ours has touched,
+    so nothing runs but uv: then uv's shared cache under verify-dag's ``cache`` is used and
+    grown. Otherwise the install may run a build, and uv gets a private cache inside the venv,
+    removed afterwards: the shared cache is never writable by code that is not ours."""
+    venv = python.parent.parent
+    if shared:
+        uv_cache = cache / "uv"
+        uv_cache.mkdir(parents=True, exist_ok=True)
+        return util.run(
+            [uv_bin(), "pip", "install", "--python", str(python), "--only-binary", ":all:", *args],
+            cwd=cwd,
+            timeout=left(deadline),
+            env=uv_env(uv_cache),
+            sandbox=Policy(network=True, writable=(venv, uv_cache, *writable)),
+        )
+    private = private_uv(venv)
+    try:
+        return util.run(
+            [uv_bin(), "pip", "install", "--python", str(python), *args],
+            cwd=cwd,
+            timeout=left(deadline),
+            env=uv_env(private),
+            sandbox=Policy(network=True, writable=(venv, *writable)),
+        )
+    finally:
+        shutil.rmtree(private, ignore_errors=True)

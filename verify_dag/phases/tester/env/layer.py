@@ -19,15 +19,17 @@ from pathlib import Path
 
 from verify_dag import util
 from verify_dag.files import file_lock, write_atomic
-from verify_dag.paths import cache_root
 from verify_dag.phases.tester.env.base import (
+    PRIVATE_UV,
     Env,
     clean,
     env_from_json,
     env_json,
     pip_env,
+    private_uv,
     tail,
     uv_bin,
+    uv_env,
 )
 from verify_dag.sandbox import Policy
 
@@ -74,20 +76,20 @@ def layer(env: Env, workdir: Path, dest: Path, timeout: float = 900) -> Env:
         [*pip(python), "install", "--no-deps", "--no-build-isolation"],
         [*pip(python), "install", "--no-deps"],
     ]
-    uv_cache = cache_root() / "uv"
-    uv_cache.mkdir(parents=True, exist_ok=True)
-    uv_env = {**pip_env(), "UV_CACHE_DIR": str(uv_cache), "UV_PYTHON_DOWNLOADS": "never"}
+    # uv's cache a private one in the run venv (the build runs the project's code), removed
+    # with the install.
     for argv in tries:
         uv = argv[0] == uv_bin()
         res = util.run(
             [*argv, "-e", str(workdir)],
             cwd=workdir,
             timeout=timeout,
-            env=uv_env if uv else pip_env(),
-            sandbox=replace(build, writable=(dest, uv_cache)) if uv else build,
+            env=uv_env(private_uv(dest)) if uv else pip_env(),
+            sandbox=build,
         )
         if res.returncode == 0 or res.timed_out:
             break
+    shutil.rmtree(dest / PRIVATE_UV, ignore_errors=True)
     if res.returncode != 0 or res.timed_out:
         return replace(
             env,

@@ -56,8 +56,8 @@ def _nox() -> list[str]:
     return [sys.executable, "-m", "nox"]
 
 
-def _env(cache: Path) -> dict[str, str]:
-    env = tox_env(cache)  # the same installer settings: uv's cache, no downloaded interpreter
+def _env(envdir: Path) -> dict[str, str]:
+    env = tox_env(envdir)  # the same installer settings: a private uv cache, no downloaded Python
     # nox finds uv (its uv backend) on PATH: the one installed beside verify-dag.
     env["PATH"] = os.pathsep.join([str(Path(uv_bin()).parent), env.get("PATH", "")])
     return env
@@ -104,16 +104,15 @@ def runtime(workdir: Path, cache: Path, timeout: float = 900) -> Iterator[Env]:
     deadline = time.monotonic() + timeout
     envdir = _dir(workdir, cache)
     envdir.parent.mkdir(parents=True, exist_ok=True)
-    (cache / "uv").mkdir(parents=True, exist_ok=True)
 
     def build_env() -> Env:
         envdir.mkdir(exist_ok=True)
-        policy = Policy(network=True, writable=(envdir, cache / "uv"))
+        policy = Policy(network=True, writable=(envdir,))
         res = util.run(
             [*_nox(), "--list", "--json", "--envdir", str(envdir)],
             cwd=workdir,
             timeout=left(deadline),
-            env=_env(cache),
+            env=_env(envdir),
             sandbox=policy,
         )
         try:
@@ -150,7 +149,7 @@ def _build(
         ],
         cwd=workdir,
         timeout=left(deadline),
-        env=_env(cache),
+        env=_env(envdir),
         sandbox=policy,
     )
     if res.returncode != 0 or res.timed_out:

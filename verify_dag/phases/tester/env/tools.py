@@ -77,6 +77,14 @@ def _build(
     if res.returncode != 0 or res.timed_out:
         return f"python -m venv failed: {tail(res)}"
     python = venv / "bin" / "python"
+    # Wheels first, from uv's shared cache, while the venv sees nothing of the project's env (its
+    # .pth files would run when uv asks the interpreter about itself); an sdist among the pins
+    # is built with a private cache.
+    res = uv_install(python, wanted, cache=cache, deadline=deadline, shared=True)
+    if res.returncode != 0 and not res.timed_out:
+        res = uv_install(python, wanted, cache=cache, deadline=deadline)
+    if res.returncode != 0 or res.timed_out:
+        return f"installing {' '.join(wanted)} failed: {tail(res)}"
     if project is not None:
         ours = purelib(python)
         theirs = purelib(project)
@@ -85,7 +93,4 @@ def _build(
         (ours / "_verify_dag_project.pth").write_text(
             f"import site; site.addsitedir({str(theirs)!r})\n", encoding="utf-8"
         )
-    res = uv_install(python, wanted, cache=cache, deadline=deadline)
-    if res.returncode != 0 or res.timed_out:
-        return f"installing {' '.join(wanted)} failed: {tail(res)}"
     return None

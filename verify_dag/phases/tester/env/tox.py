@@ -113,7 +113,6 @@ def runtime(workdir: Path, cache: Path, timeout: float = 900) -> Iterator[Env]:
     deadline = time.monotonic() + timeout
     tox_dir = work_dir(workdir, cache)
     tox_dir.parent.mkdir(parents=True, exist_ok=True)
-    (cache / "uv").mkdir(parents=True, exist_ok=True)
 
     def build_env() -> Env:
         tox_dir.mkdir(exist_ok=True)
@@ -143,7 +142,6 @@ def provision(workdir: Path, name: str, cache: Path, timeout: float = 900) -> En
     # A work directory of its own: the static phase builds these while it holds the test env's.
     tox_dir = work_dir(workdir, cache).with_name(work_dir(workdir, cache).name + "-tools")
     tox_dir.parent.mkdir(parents=True, exist_ok=True)
-    (cache / "uv").mkdir(parents=True, exist_ok=True)
     want = f"{name}\0{checkout_id(workdir)}"
     with file_lock(tox_dir.with_suffix(".lock"), deadline) as got:
         if not got:
@@ -234,7 +232,7 @@ def build(
         source=source,
         path_dirs=(bin_dir,),
         notes=notes,
-        writable=(tox_dir, cache / "uv"),  # as Runner.writable says
+        writable=(tox_dir,),  # as Runner.writable says
         runner=Runner(
             section=section,
             commands=_argvs(choice.env.commands),
@@ -246,7 +244,7 @@ def build(
             variables=(
                 *(
                     (k, v)
-                    for k, v in tox_env(cache).items()
+                    for k, v in tox_env(tox_dir).items()
                     if k.startswith(("UV_", "TOX_", "NO_"))
                 ),
                 ("UV_OFFLINE", "1"),
@@ -298,9 +296,10 @@ def _notest(
         [*base, "--notest"],
         cwd=workdir,
         timeout=left(deadline),
-        env=tox_env(cache),
-        # The package's build backend and tox's installers run here: the index, no credentials.
-        sandbox=Policy(network=True, writable=(tox_dir, cache / "uv")),
+        env=tox_env(tox_dir),
+        # The package's build backend and tox's installers run here: the index, no credentials,
+        # uv's cache a private one in the work directory.
+        sandbox=Policy(network=True, writable=(tox_dir,)),
     )
 
 

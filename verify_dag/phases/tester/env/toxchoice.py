@@ -15,7 +15,7 @@ from pathlib import Path
 
 from verify_dag import util
 from verify_dag.files import write_atomic
-from verify_dag.phases.tester.env.base import left, pip_env, tail
+from verify_dag.phases.tester.env.base import left, pip_env, private_uv, tail
 from verify_dag.sandbox import Policy
 
 # A test environment runs one of these (the ones a lint or docs environment does not).
@@ -28,13 +28,14 @@ def tox_argv() -> list[str]:
     return [sys.executable, "-m", "tox"]
 
 
-def tox_env(cache: Path) -> dict[str, str]:
-    """The environment tox runs in: pip's (scrubbed, index settings kept), uv's cache under
-    verify-dag's cache (the sandbox's HOME is private), never a downloaded interpreter."""
+def tox_env(work_dir: Path) -> dict[str, str]:
+    """The environment tox (or nox) runs in: pip's (scrubbed, index settings kept), uv's
+    private cache in its work directory (the declared builds and plugins run code of the
+    repository's: never with the shared cache writable), never a downloaded interpreter."""
     env = pip_env()
     env.update(
         {
-            "UV_CACHE_DIR": str(cache / "uv"),
+            "UV_CACHE_DIR": str(private_uv(work_dir)),
             "UV_PYTHON_DOWNLOADS": "never",
             "UV_NO_PROGRESS": "1",
             "NO_COLOR": "1",
@@ -122,9 +123,9 @@ def choose(workdir: Path, cache: Path, tox_dir: Path, deadline: float) -> Choice
         ],
         cwd=workdir,
         timeout=left(deadline),
-        env=tox_env(cache),
+        env=tox_env(tox_dir),
         # tox provisions itself (a newer tox, declared plugins) from the index if [tox] requires.
-        sandbox=Policy(network=True, writable=(tox_dir, cache / "uv")),
+        sandbox=Policy(network=True, writable=(tox_dir,)),
     )
     # tox config exits non-zero when some env cannot be evaluated (an interpreter this host
     # lacks: "# Exception: Skip(...)"), and still prints every env it could.
