@@ -115,6 +115,33 @@ def test_one_build_under_the_lock_and_a_half_built_env_is_replaced(
     ]
 
 
+def test_a_cached_env_written_after_its_build_is_rebuilt_not_used(tmp_path: Path) -> None:
+    """The seal: whatever wrote into a cached env after its build (a test that escaped a
+    sandbox this host could not give), the next run finds out and rebuilds, with a note."""
+    repo = write(tmp_path / "repo", TINYPKG)
+    cache = tmp_path / "cache"
+    built = testenv.provision(repo, PYTEST, cache)
+    assert built.error is None and built.python is not None and not built.reused
+    again = testenv.provision(repo, PYTEST, cache)
+    assert again.reused and again.notes == ()
+    site = testenv_base.purelib(built.python)
+    assert site is not None
+    target = site / "_pytest" / "python.py"
+    with target.open("a", encoding="utf-8") as fh:
+        fh.write("\n# planted\n")
+    (site / "planted.pth").write_text("import os\n", encoding="utf-8")
+    rebuilt = testenv.provision(repo, PYTEST, cache)
+    assert rebuilt.error is None and not rebuilt.reused
+    assert rebuilt.notes == (
+        "the cached env was rebuilt: added "
+        f"{(site / 'planted.pth').relative_to(built.python.parent.parent).as_posix()}; changed "
+        f"{target.relative_to(built.python.parent.parent).as_posix()}",
+    )
+    assert "# planted" not in target.read_text(encoding="utf-8")
+    assert not (site / "planted.pth").exists()
+    assert testenv.provision(repo, PYTEST, cache).reused
+
+
 def test_same_counts_as_a_venv_built_by_hand(
     tiny: tuple[Path, Path, list[testenv_base.Env]], tmp_path: Path
 ) -> None:

@@ -43,6 +43,7 @@ from verify_dag.phases.tester.env import layer as testenv_layer
 from verify_dag.phases.tester.env import nox as testenv_nox
 from verify_dag.phases.tester.env import npm as testenv_npm
 from verify_dag.phases.tester.env import plan as testenv_plan
+from verify_dag.phases.tester.env import seal
 from verify_dag.phases.tester.env import tools as testenv_tools
 from verify_dag.phases.tester.env import tox as testenv_tox
 from verify_dag.phases.tester.env.base import (
@@ -195,21 +196,24 @@ def _python(workdir: Path, plan: Plan, envs: Path, deadline: float) -> Env:
                 error="timed out waiting for another run building the same environment",
             )
         done = _ready(env_dir)
+        notes: tuple[str, ...] = ()
         if done is not None:
-            # An env cached before bytecode was compiled at build gets it now, once.
-            compile_site(env_dir / "bin" / "python", deadline)
-            return _env(env_dir, key, plan.source, reused=True, project=done)
-        shutil.rmtree(env_dir, ignore_errors=True)  # a half-built env from a run that died
+            why = seal.broken(env_dir)
+            if why is None:
+                return _env(env_dir, key, plan.source, reused=True, project=done)
+            notes = (f"the cached env was rebuilt: {why}",)
+        shutil.rmtree(env_dir, ignore_errors=True)  # half-built, or not what was sealed
         error, project = _build(workdir, plan, env_dir, deadline)
         if error is not None:
             shutil.rmtree(env_dir, ignore_errors=True)
-            return Env(key=key, source=plan.source, error=clean(error))
+            return Env(key=key, source=plan.source, error=clean(error), notes=notes)
         compile_site(env_dir / "bin" / "python", deadline)
+        seal.seal(env_dir, frozenset({MARKER}))
         write_atomic(
             env_dir / MARKER,
             json.dumps({"source": plan.source, "project": project}).encode("utf-8"),
         )
-    return _env(env_dir, key, plan.source, reused=False, project=project)
+    return replace(_env(env_dir, key, plan.source, reused=False, project=project), notes=notes)
 
 
 def _env(env_dir: Path, key: str, source: str, *, reused: bool, project: bool) -> Env:

@@ -1,0 +1,95 @@
+"""Seals on built envs: what an env held when its build ended, checked before a later run uses it.
+
+A cached env outlives the run that built it, and later runs (other commits, other phases) trust
+it. Whatever wrote into it after the build (a test that escaped into a writable work directory,
+a sandbox this host could not give) must not decide a later verdict, so the build records every
+file's size, mode, inode, times and sha256, and a run checks the record first: a file whose
+stat agrees is unchanged (a write always moves ctime, which no process can set back), one
+whose stat moved is hashed again, and an added, changed or removed file breaks the seal. A broken
+env is rebuilt, never used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+from verify_dag.files import write_atomic
+
+RECORD = ".verify-dag-seal.json"
+_FORMAT = 1
+_SHOWN = 3  # differences named in the reason
+
+
+def seal(root: Path, skip: frozenset[str] = frozenset()) -> None:
+    """Record what ``root`` holds now; ``skip``: top-level names left out (logs a runner
+    appends to, its private cache, markers written after the seal)."""
+    files = {rel: [*_stat(st), _digest(path, st)] for rel, path, st in _walk(root, skip)}
+    record = {"format": _FORMAT, "skip": sorted(skip), "files": files}
+    write_atomic(root / RECORD, json.dumps(record, separators=(",", ":")).encode("utf-8"))
+
+
+def broken(root: Path) -> str | None:
+    """Why ``root`` is not what its seal recorded (no seal, or files added, changed or removed);
+    None when it is."""
+    try:
+        record = json.loads((root / RECORD).read_text(encoding="utf-8"))
+        files: dict[str, list[object]] = record["files"]
+        skip = frozenset(record["skip"])
+        if record["format"] != _FORMAT:
+            return "its seal is of another format"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "it has no seal"
+    added, changed = [], []
+    seen = set()
+    for rel, path, st in _walk(root, skip):
+        seen.add(rel)
+        kept = files.get(rel)
+        if kept is None:
+            added.append(rel)
+        elif kept[:-1] != list(_stat(st)) and kept[-1] != _digest(path, st):
+            changed.append(rel)
+    removed = sorted(set(files) - seen)
+    parts = [
+        f"{what} {', '.join(names[:_SHOWN])}{' ...' if len(names) > _SHOWN else ''}"
+        for what, names in (("added", added), ("changed", changed), ("removed", removed))
+        if names
+    ]
+    return "; ".join(parts) or None
+
+
+def _stat(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    return (st.st_size, st.st_mode, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _digest(path: Path, st: os.stat_result) -> str:
+    """The sha256 of a file's bytes, of a symlink's target, or "" for a directory."""
+    if stat.S_ISLNK(st.st_mode):
+        return "link:" + os.readlink(path)
+    if not stat.S_ISREG(st.st_mode):
+        return ""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _walk(root: Path, skip: frozenset[str]) -> Iterator[tuple[str, Path, os.stat_result]]:
+    """(relative path, path, lstat) of everything under ``root``, symlinks not followed."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        if here == root:
+            dirnames[:] = [d for d in dirnames if d not in skip]
+            filenames = [f for f in filenames if f not in skip and f != RECORD]
+        for name in [*dirnames, *filenames]:
+            path = here / name
+            try:
+                st = path.lstat()
+            except OSError:
+                continue
+            yield path.relative_to(root).as_posix(), path, st
