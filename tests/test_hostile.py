@@ -440,3 +440,50 @@ def test_a_build_backend_cannot_poison_the_shared_cache_another_repository_insta
         if "_verify_dag_original" in p.read_text()
     ]
     assert (cache / "uv").is_dir() and poisoned == []
+
+
+ROOT_PROBE = """\
+import os
+
+
+def test_not_root():
+    assert os.getuid() != 0 and os.geteuid() != 0
+
+
+def test_no_shadow():
+    try:
+        with open("/etc/shadow", "rb") as fh:
+            said = fh.read()
+    except OSError:
+        said = b""
+    assert said == b""
+
+
+def test_no_service_state():
+    assert [d for d in ("/var/lib", "/var/log") if os.path.isdir(d) and os.listdir(d)] == []
+"""
+
+
+def test_repository_code_runs_unprivileged_without_the_hosts_shadow_or_service_state(
+    tmp_path: Path,
+) -> None:
+    """Root inside the box read /etc/shadow and RabbitMQ's cookie: now a uid that is not 0,
+    the shadow files bound to an empty one, /var/lib and /var/log empty."""
+    need_sandbox()
+    repo = make_repo(tmp_path / "root")
+    repo.write("pyproject.toml", '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
+    repo.write("tests/test_root.py", "def test_nothing():\n    pass\n")
+    repo.commit("base")
+    repo.git("tag", "base")
+    repo.write("tests/test_root.py", ROOT_PROBE)
+    repo.commit("probe")
+    out = tmp_path / "report.json"
+    subprocess.run(
+        [*CLI, "verify", str(repo.path), *BRANCH, "--format=json", f"--output={out}"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    (tester,) = [s for s in doc["skillResults"] if s["skill"] == "tester"]
+    assert tester["notes"].startswith("3 passed, 0 failed"), (tester, doc["issues"])
