@@ -169,3 +169,5 @@ def test_the_users_own_config_still_selects_the_backend(
     assert "repo-model" not in argv and "repo-reviewer-model" not in argv, argv
     assert "opus" in argv, argv
     assert reviewer(doc)["status"] == "COMPLETED", reviewer(doc)
+    # The report says what of the repository's table was ignored, backend or not.
+    assert "ignored `backend`" in reviewer(doc)["notes"], reviewer(doc)

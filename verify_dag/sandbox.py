@@ -63,8 +63,9 @@ DESCRIPTIONS: dict[Mode, str] = {
     "system, private HOME and size-limited /tmp, an unprivileged uid)",
     "unshare": "unshare (own PID namespace and /proc, loopback-only network; the file system is "
     "NOT read-only and HOME is only private by its variable: install bubblewrap)",
-    "none": "no sandbox (neither bubblewrap nor unshare works on this host): repository code can "
-    "read this host's processes and files and reach the network",
+    "none": "no sandbox (turned off by VERIFY_DAG_SANDBOX=none, or neither bubblewrap nor "
+    "unshare works on this host): repository code can read this host's processes and files and "
+    "reach the network",
 }
 
 

@@ -248,6 +248,17 @@ def _checkout(state: RunState) -> Iterator[Path]:
         yield path
 
 
+def _ignored(outcome: SkillOutcome, state: RunState) -> SkillOutcome:
+    """``outcome`` with a note for each key of the repository's ``[tool.verify-dag]`` that was
+    ignored (a backend, a command template: the user chooses those), which a run with a backend
+    of the user's would otherwise not mention."""
+    notes = backends_config(state).notes
+    if not notes:
+        return outcome
+    said = "; ".join(n for n in (outcome.notes, *notes) if n)
+    return outcome.model_copy(update={"notes": said})
+
+
 def _backend(state: RunState, skill: str, reason: str) -> backends.Backend | SkillOutcome:
     """The skill's backend, or the NOT_RUN outcome that says why there is none."""
     try:
@@ -276,7 +287,7 @@ def model_skill(state: RunState, skill: str, reason: str) -> SkillOutcome:
         return backend
     prompt = prompts.skill_prompt(state, skill)
     with _checkout(state) as cwd:
-        return _settled(state, _ask(skill, reason, backend, prompt, cwd))
+        return _ignored(_settled(state, _ask(skill, reason, backend, prompt, cwd)), state)
 
 
 def plan_completeness(state: RunState, reason: str) -> SkillOutcome:
@@ -291,7 +302,7 @@ def plan_completeness(state: RunState, reason: str) -> SkillOutcome:
     if len(diff) > _DIFF_CAP:
         diff = diff[:_DIFF_CAP] + f"\n[... diff truncated at {_DIFF_CAP} characters]\n"
     with _checkout(state) as cwd:
-        return _ask(skill, reason, backend, prompts.plan_prompt(state, diff), cwd)
+        return _ignored(_ask(skill, reason, backend, prompts.plan_prompt(state, diff), cwd), state)
 
 
 def codex_reviewer(state: RunState, reason: str) -> SkillOutcome:
