@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -88,18 +89,21 @@ def files_under(root: Path) -> str:
 def backend_contents(client: redis.Redis) -> str:
     """Every key of the database and what it holds, read by type (DUMP may compress)."""
     out = []
-    for key in client.keys("*"):
+    keys: list[Any] = list(client.keys("*"))
+    for key in keys:
         kind = client.type(key)
+        values: list[Any]
         if kind == b"string":
             values = [client.get(key) or b""]
         elif kind == b"list":
-            values = client.lrange(key, 0, -1)
+            values = list(client.lrange(key, 0, -1))
         elif kind == b"hash":
-            values = [b"%s=%s" % kv for kv in client.hgetall(key).items()]
+            pairs: dict[Any, Any] = dict(client.hgetall(key))
+            values = [k + b"=" + v for k, v in pairs.items()]
         elif kind == b"set":
             values = list(client.smembers(key))
         elif kind == b"zset":
-            values = client.zrange(key, 0, -1)
+            values = list(client.zrange(key, 0, -1))
         else:
             values = []
         out.append(b"\n".join([key, *values]).decode("utf-8", "replace"))

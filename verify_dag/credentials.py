@@ -135,26 +135,11 @@ def passed(key: str, value: str) -> bool:
 # paths and path lists, version numbers, words a shell or terminal sets, and prose: a value with
 # whitespace in it is a sentence or a command line (a test's expected reply, EDITOR="code -w"),
 # not a token, key or password, and masking it would rewrite ordinary output.
-_BENIGN_NAMES = frozenset(
-    {
-        "PWD",
-        "OLDPWD",
-        "SHLVL",
-        "_",
-        "SHELL",
-        "USER",
-        "LOGNAME",
-        "HOSTNAME",
-        "MAIL",
-        "EDITOR",
-        "VISUAL",
-        "PAGER",
-        "COLORTERM",
-        "DISPLAY",
-        "DEBIAN_FRONTEND",
-        "PYTEST_CURRENT_TEST",
-    }
+_BENIGN_WORDS = (
+    "PWD OLDPWD SHLVL _ SHELL USER LOGNAME HOSTNAME MAIL EDITOR VISUAL PAGER COLORTERM DISPLAY "
+    "DEBIAN_FRONTEND PYTEST_CURRENT_TEST"
 )
+_BENIGN_NAMES = frozenset(_BENIGN_WORDS.split())
 _NOT_SECRET_VALUE = re.compile(
     r"^(?:[~/][^:\s]*(?::[~/][^:\s]*)*|[\d.:-]+|true|false|yes|no|.*\s.*)$", re.I | re.S
 )
