@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -491,3 +494,69 @@ def test_repository_code_runs_unprivileged_without_the_hosts_shadow_or_service_s
     doc = json.loads(out.read_text(encoding="utf-8"))
     (tester,) = [s for s in doc["skillResults"] if s["skill"] == "tester"]
     assert tester["notes"].startswith("3 passed, 0 failed"), (tester, doc["issues"])
+
+
+# -- provisioning's network ---------------------------------------------------------------------
+
+NET_PROBE_BACKEND = """\
+import socket
+
+from setuptools.build_meta import *  # noqa: F401,F403
+
+reached = []
+for host, port in {targets!r}:
+    try:
+        socket.create_connection((host, port), timeout=3).close()
+        reached.append(f"{{host}}:{{port}}")
+    except OSError:
+        pass
+if reached:
+    raise RuntimeError("the build reached " + ", ".join(reached))
+"""
+
+
+@pytest.fixture
+def listener() -> Iterator[tuple[int, list[str]]]:
+    """A TCP service of the test's own on every address of this host, and who connected."""
+    server = socket.create_server(("0.0.0.0", 0))
+    server.settimeout(0.2)
+    seen: list[str] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, peer = server.accept()
+            except OSError:
+                continue
+            seen.append(peer[0])
+            conn.close()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield server.getsockname()[1], seen
+    stop.set()
+    thread.join()
+    server.close()
+
+
+def test_provisioning_reaches_the_package_index_and_nothing_else(
+    tmp_path: Path, listener: tuple[int, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build backend connects to a loopback service and to this host's outside address:
+    neither answers it, and the env still builds from the index (the suite runs). The control,
+    with the sandbox turned off, reaches both: the probe is a real one."""
+    need_sandbox()
+    port, seen = listener
+    outside = socket.gethostbyname(socket.gethostname())
+    targets = [("127.0.0.1", port), (outside, port)]
+    repo = built_in_tree(tmp_path / "prober", NET_PROBE_BACKEND.format(targets=targets), "b + a")
+    failures = verify_failures(repo, tmp_path / "cache", tmp_path / "boxed.json")
+    doc = json.loads((tmp_path / "boxed.json").read_text(encoding="utf-8"))
+    (tester,) = [s for s in doc["skillResults"] if s["skill"] == "tester"]
+    assert tester["status"] == "PASSED", (tester, doc["issues"])
+    assert failures[1] == [] and seen == []
+
+    monkeypatch.setenv("VERIFY_DAG_SANDBOX", "none")
+    verify_failures(repo, tmp_path / "control-cache", tmp_path / "control.json")
+    assert len(seen) >= 2, seen

@@ -31,6 +31,7 @@ ENV: dict[str, tuple[str, str]] = {
     "VERIFY_DAG_MEMORY_LIMIT_MB": ("worker", "data memory limit of repository code"),
     "VERIFY_DAG_FILE_LIMIT_MB": ("worker", "file size limit of repository code"),
     "VERIFY_DAG_PROCESS_LIMIT": ("worker", "processes one step of repository code may run"),
+    "VERIFY_DAG_INDEX_HOSTS": ("worker", "hosts provisioning may reach besides the indexes"),
     "VERIFY_DAG_TMP_LIMIT_MB": ("worker", "size of a sandboxed step's /tmp (bubblewrap)"),
     "VERIFY_DAG_INVENTORY_TIER": ("worker", "the evidence tier this worker offers (0, 1, 2)"),
     "VERIFY_DAG_FLEET_FILE": ("celery beat", "the fleet file whose audits beat schedules"),

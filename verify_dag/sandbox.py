@@ -6,7 +6,8 @@ runs inside Linux namespaces, built from what Linux offers without root:
 
 - **bubblewrap** (``bwrap``, Debian's ``bubblewrap``), when it is installed and works: its own PID
   namespace and /proc (no other process's environment or command line is readable), its own
-  network namespace with loopback only unless the step needs the package index, a private HOME
+  network namespace with loopback only (a step that needs the package index reaches it, and
+  nothing else, through :mod:`verify_dag.netproxy`), a private HOME
   and /tmp, the whole file system read-only, the worker's home, /run and the user's config hidden,
   and only the step's own checkout and scratch writable. Every process it starts dies with it.
 - **unshare** (util-linux) otherwise: the PID and network namespaces and a private /proc, but no
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from verify_dag import netproxy
 from verify_dag.errors import FatalError
 from verify_dag.paths import cache_root, private_roots
 
@@ -183,9 +185,11 @@ def wrap(
     cwd: str | Path | None,
     env: Mapping[str, str],
     step: str,
+    proxy: Path | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """``argv`` and ``env`` as they run inside this host's sandbox; ``step`` names this one
-    command's processes for :func:`kill_step`."""
+    command's processes for :func:`kill_step`. ``proxy``: for a step with the network, the
+    socket of the index proxy (:mod:`verify_dag.netproxy`) that is then its only way out."""
     check_required(_required.get())
     chosen = mode()
     used = _used.get()
@@ -197,10 +201,13 @@ def wrap(
     if chosen == "none":
         return list(argv), inner
     _private_home(inner)
+    if policy.network and proxy is not None:
+        # A network namespace of its own, the index proxy its one way out.
+        argv = netproxy.command(proxy, list(argv))
     if chosen == "unshare":
-        return [*_unshare_prefix(network=policy.network), *argv], inner
+        return [*_unshare_prefix(network=policy.network and proxy is None), *argv], inner
     workdir = Path(cwd).resolve() if cwd is not None else None
-    return [*_bwrap_prefix(policy, workdir, env.get("PATH", "")), *argv], inner
+    return [*_bwrap_prefix(policy, workdir, env.get("PATH", ""), proxy), *argv], inner
 
 
 def _private_home(env: dict[str, str]) -> None:
@@ -234,7 +241,9 @@ def _unshare_prefix(*, network: bool) -> list[str]:
     ]
 
 
-def _bwrap_prefix(policy: Policy, workdir: Path | None, path_var: str) -> list[str]:
+def _bwrap_prefix(
+    policy: Policy, workdir: Path | None, path_var: str, proxy: Path | None = None
+) -> list[str]:
     argv = [
         "bwrap",
         "--die-with-parent",
@@ -246,7 +255,7 @@ def _bwrap_prefix(policy: Policy, workdir: Path | None, path_var: str) -> list[s
     ]
     if _user_namespaces():
         argv += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
-    if not policy.network:
+    if not policy.network or proxy is not None:
         argv.append("--unshare-net")
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     hidden = _hidden_dirs()
@@ -276,6 +285,8 @@ def _bwrap_prefix(policy: Policy, workdir: Path | None, path_var: str) -> list[s
     for path in dict.fromkeys(Path(p).resolve() for p in writable):
         if path.exists():
             argv += ["--bind", str(path), str(path)]
+    if proxy is not None:
+        argv += ["--ro-bind", str(proxy.parent), str(proxy.parent)]
     for path in [*late, *private]:
         argv += ["--remount-ro", str(path)]
     if workdir is not None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from verify_dag import credentials, limits
+from verify_dag import credentials, limits, netproxy
 from verify_dag import sandbox as _sandbox
 from verify_dag.errors import CalledProcessError
 from verify_dag.sandbox import Policy
@@ -201,6 +201,8 @@ def run(
     argv = [str(a) for a in argv]
     start = time.monotonic()
     step = uuid.uuid4().hex[:12]
+    stack = contextlib.ExitStack()  # what the command needs while it runs (the index proxy)
+    refused: list[str] = []
     child_env = (
         dict(env) if env is not None else (scrubbed_env() if sandbox is not None else git_env())
     )
@@ -212,7 +214,13 @@ def run(
             if check:
                 raise CalledProcessError(argv, res.returncode, res.stderr)
             return res
-        argv, child_env = _sandbox.wrap(argv, sandbox, cwd=cwd, env=child_env, step=step)
+        proxy = None
+        if sandbox.network and _sandbox.mode() != "none":
+            # Provisioning reaches the package index through a proxy, and nothing else.
+            proxy, refused = stack.enter_context(netproxy.serving(child_env))
+        argv, child_env = _sandbox.wrap(
+            argv, sandbox, cwd=cwd, env=child_env, step=step, proxy=proxy
+        )
     # Repository code gets a cgroup of its own: its process and memory limits, and what it hit.
     cgroup = limits.open_step(step) if sandbox is not None else None
     try:
@@ -231,6 +239,7 @@ def run(
     except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
         if cgroup is not None:
             cgroup.close()
+        stack.close()
         res = Result(127, "", f"{argv[0]}: {exc.strerror or exc}", not_found=True)
         if check:
             raise CalledProcessError(argv, res.returncode, res.stderr) from exc
@@ -264,10 +273,17 @@ def run(
         if sandbox is not None and _sandbox.mode() == "none":
             # Nothing else holds a daemon that left the group; a namespace does.
             _sandbox.kill_step(step)
+        stack.close()
     for t in readers:
         t.join(timeout=5)
     raw = b"".join(out)
     errors = b"".join(err).decode("utf-8", "replace")
+    if refused and proc.returncode != 0:
+        # Where an install failed for a host it may not reach, say so where its error is read.
+        errors += (
+            f"\nverify-dag: provisioning reaches the package index only; refused "
+            f"{', '.join(dict.fromkeys(refused))} ({netproxy.HOSTS_ENV} adds hosts)\n"
+        )
     hit: tuple[str, ...] = ()
     if cgroup is not None:
         hit = _limits_hit(cgroup, raw.decode("utf-8", "replace")[-20000:] + errors[-20000:])
