@@ -122,7 +122,9 @@ def state_phase(phase: Phase) -> Callable[[StatePhase], Callable[..., dict[str, 
                 began = time.monotonic()
                 with (
                     util.for_run(st.run_id),
-                    sandbox.tracking(required=st.request.require_sandbox) as used,
+                    sandbox.tracking(
+                        required=st.request.require_sandbox, unsandboxed=st.request.no_sandbox
+                    ) as used,
                     limits.tracking() as hit,
                     resultcache.session(enabled=not st.request.no_cache) as hits,
                 ):
@@ -179,7 +181,9 @@ def header_phase(skill: str) -> Callable[[HeaderPhase], Callable[..., Any]]:
             try:
                 with (
                     util.for_run(st.run_id),
-                    sandbox.tracking(required=st.request.require_sandbox) as used,
+                    sandbox.tracking(
+                        required=st.request.require_sandbox, unsandboxed=st.request.no_sandbox
+                    ) as used,
                     limits.tracking() as hit,
                     resultcache.session(enabled=not st.request.no_cache) as hits,
                 ):

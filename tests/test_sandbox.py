@@ -435,3 +435,42 @@ def test_a_step_reads_its_own_checkout_but_not_other_runs_or_projects_cached_dat
     assert ro.stdout == "print('mine')\n", ro.stderr
     listing = util.run(["ls", str(paths.cache_root())], cwd=mine, env=env, sandbox=Policy())
     assert "runs" in listing.stdout.split()
+
+
+def test_a_host_without_any_sandbox_refuses_unless_no_sandbox_is_passed(tmp_path: Path) -> None:
+    """Neither bubblewrap nor unshare works (here: both fail, as in a container that forbids
+    namespaces): a verification refuses in one line, exit 3, no report; with --no-sandbox it
+    runs, and the report's first line says the code ran unconfined."""
+    fakes = tmp_path / "bin"
+    fakes.mkdir()
+    for name in ("bwrap", "unshare"):
+        (fakes / name).write_text("#!/bin/sh\necho 'no namespaces here' >&2\nexit 1\n")
+        (fakes / name).chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != sandbox.MODE_ENV}
+    env["PATH"] = f"{fakes}{os.pathsep}{env['PATH']}"
+    repo = attacker(tmp_path / "repo")
+    out = tmp_path / "out.md"
+    refused = subprocess.run(
+        verify_branch(repo, "--depth=light", f"--output={out}"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert refused.returncode == 3, refused.stderr
+    assert refused.stderr.strip().splitlines() == [
+        "verify-dag: error: this host offers no sandbox for repository code (neither bubblewrap "
+        "nor unshare works here) (install bubblewrap (Debian: apt-get install bubblewrap), or "
+        "pass --no-sandbox to run it unsandboxed)"
+    ]
+    assert not out.exists()
+    ran = subprocess.run(
+        verify_branch(repo, "--depth=light", "--no-sandbox", f"--output={out}"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert ran.returncode in (0, 1, 4), ran.stderr
+    first = out.read_text(encoding="utf-8").splitlines()[0]
+    assert first == "# Verification Report (repository code ran WITHOUT a sandbox)"

@@ -65,9 +65,8 @@ DESCRIPTIONS: dict[Mode, str] = {
     "system, private HOME and size-limited /tmp, an unprivileged uid)",
     "unshare": "unshare (own PID namespace and /proc, loopback-only network; the file system is "
     "NOT read-only and HOME is only private by its variable: install bubblewrap)",
-    "none": "no sandbox (turned off by VERIFY_DAG_SANDBOX=none, or neither bubblewrap nor "
-    "unshare works on this host): repository code can read this host's processes and files and "
-    "reach the network",
+    "none": "no sandbox (turned off by --no-sandbox or VERIFY_DAG_SANDBOX=none): repository "
+    "code can read this host's processes and files and reach the network",
 }
 
 
@@ -85,19 +84,25 @@ class Policy:
 # Which isolation the repository code of the current step ran under; see :func:`tracking`.
 _used: ContextVar[set[str] | None] = ContextVar("verify_dag_sandbox_used", default=None)
 _required: ContextVar[bool] = ContextVar("verify_dag_sandbox_required", default=False)
+# Outside a verification (the tools' own commands) a host without a sandbox runs unsandboxed, as
+# their reports say; a verification refuses unless --no-sandbox.
+_unsandboxed: ContextVar[bool] = ContextVar("verify_dag_unsandboxed", default=True)
 
 
 @contextlib.contextmanager
-def tracking(*, required: bool = False) -> Iterator[set[str]]:
+def tracking(*, required: bool = False, unsandboxed: bool = False) -> Iterator[set[str]]:
     """Collect the isolation every sandboxed command of the block ran under; with ``required``,
-    a command that cannot get bubblewrap raises instead of running."""
+    a command that cannot get bubblewrap raises instead of running; without ``unsandboxed``
+    (``--no-sandbox``), one on a host that offers no sandbox at all does."""
     used: set[str] = set()
     token, req = _used.set(used), _required.set(required or require_setting())
+    loose = _unsandboxed.set(unsandboxed)
     try:
         yield used
     finally:
         _used.reset(token)
         _required.reset(req)
+        _unsandboxed.reset(loose)
 
 
 def require_setting() -> bool:
@@ -166,9 +171,10 @@ class SandboxRequired(FatalError):
     pass
 
 
-def check_required(required: bool) -> None:
+def check_required(required: bool, unsandboxed: bool = True) -> None:
     """Raise SandboxRequired when bubblewrap is required (by the run or this host's setting)
-    and this host cannot give it."""
+    and this host cannot give it; or, unless ``unsandboxed`` (``--no-sandbox``), when this host
+    offers no sandbox at all and nobody chose that (``VERIFY_DAG_SANDBOX=none``)."""
     chosen = mode()
     if chosen != "bubblewrap" and (required or require_setting()):
         raise SandboxRequired(
@@ -176,6 +182,18 @@ def check_required(required: bool) -> None:
             f"{REQUIRE_ENV}) and this host offers {chosen}",
             hint="install bubblewrap (Debian: apt-get install bubblewrap) on the worker hosts",
         )
+    if chosen == "none" and not unsandboxed and not turned_off():
+        raise SandboxRequired(
+            "this host offers no sandbox for repository code (neither bubblewrap nor unshare "
+            "works here)",
+            hint="install bubblewrap (Debian: apt-get install bubblewrap), or pass --no-sandbox "
+            "to run it unsandboxed",
+        )
+
+
+def turned_off() -> bool:
+    """Whether the sandbox was turned off by choice ($VERIFY_DAG_SANDBOX=none)."""
+    return os.environ.get(MODE_ENV, "").strip().lower() == "none"
 
 
 def wrap(
@@ -190,7 +208,7 @@ def wrap(
     """``argv`` and ``env`` as they run inside this host's sandbox; ``step`` names this one
     command's processes for :func:`kill_step`. ``proxy``: for a step with the network, the
     socket of the index proxy (:mod:`verify_dag.netproxy`) that is then its only way out."""
-    check_required(_required.get())
+    check_required(_required.get(), _unsandboxed.get())
     chosen = mode()
     used = _used.get()
     if used is not None:

@@ -163,6 +163,13 @@ def add_parsers(sub: Any) -> None:
         "docs/security.md",
     )
     v.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run repository code without a sandbox where the host that runs it offers none "
+        "(neither bubblewrap nor unshare works); without it such a host refuses, and with it "
+        "the report says so on its first line",
+    )
+    v.add_argument(
         "--skip-visual",
         action="store_true",
         help="skip visual-verify (deep) or the exerciser's visual lens (light)",
@@ -245,7 +252,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         from verify_dag import sandbox
 
         # This host runs the repository's code: refuse now rather than half-way through.
-        sandbox.check_required(request.require_sandbox)
+        sandbox.check_required(request.require_sandbox, request.no_sandbox)
     if request.mode == "auto-fix" and git.is_url(request.repo):
         raise UsageError("--mode=auto-fix needs a local checkout to fix, not a URL")
     progress = client.verify_progress(args.quiet)

@@ -135,6 +135,7 @@ def build_request(args: argparse.Namespace) -> Any:
         contract_text=cli_args.read_text(contract_path, "--contract"),
         skip_visual=args.skip_visual,
         require_sandbox=args.require_sandbox,
+        no_sandbox=args.no_sandbox,
         no_cache=args.no_cache,
         auto_fix_threshold=args.auto_fix_threshold,
         test_timeout=args.test_timeout,

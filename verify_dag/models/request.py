@@ -53,6 +53,8 @@ class VerifyRequest(Frozen):
     skip_visual: bool = False
     # --require-sandbox: repository code runs under bubblewrap or the run is an error.
     require_sandbox: bool = False
+    # --no-sandbox: a host that offers no sandbox runs repository code anyway (else it refuses).
+    no_sandbox: bool = False
     # --no-cache: nothing is taken from the result cache or stored in it (resultcache.py).
     no_cache: bool = False
     plan_file: str | None = None

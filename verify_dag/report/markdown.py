@@ -301,7 +301,12 @@ def markdown(report: Report | dict[str, Any]) -> str:
     """
     if not isinstance(report, Report):
         report = Report.model_validate(report)
-    lines = ["# Verification Report", ""]
+    unsandboxed = any("none" in (r.isolation or "").split("+") for r in report.skill_details)
+    # A report whose verdict rests on code that ran unconfined says so before anything else.
+    title = "# Verification Report" + (
+        " (repository code ran WITHOUT a sandbox)" if unsandboxed else ""
+    )
+    lines = [title, ""]
     lines += _verdict(report)
     lines += _banner(report)
     lines += _scope(report.scope)
