@@ -560,3 +560,52 @@ def test_provisioning_reaches_the_package_index_and_nothing_else(
     monkeypatch.setenv("VERIFY_DAG_SANDBOX", "none")
     verify_failures(repo, tmp_path / "control-cache", tmp_path / "control.json")
     assert len(seen) >= 2, seen
+
+
+TOX_INI = (
+    "[tox]\nenvlist = py\n\n[testenv]\nskip_install = true\ndeps = pytest\n"
+    "commands = pytest {posargs}\n"
+)
+# A test that appends "swallow every exception" to the pytest of the env it runs in.
+ENV_TAMPERER = f"""\
+import glob
+import sys
+
+SWALLOW = {SWALLOW!r}
+
+
+def test_tamper():
+    for target in glob.glob(sys.prefix + "/lib/python*/site-packages/_pytest/python.py"):
+        try:
+            with open(target, "a") as fh:
+                fh.write(SWALLOW)
+        except OSError:
+            pass
+"""
+
+
+def test_a_test_run_through_tox_cannot_change_the_env_a_later_commit_runs_in(
+    tmp_path: Path,
+) -> None:
+    """tox writes its logs in its work directory while a suite runs, so that directory is
+    writable; the env in it is not. A commit whose test rewrites the env's pytest, then one
+    whose test fails: the second fails as it does on a clean cache."""
+    repo = make_repo(tmp_path / "toxed")
+    repo.write("tox.ini", TOX_INI)
+    repo.write("tests/test_ok.py", "def test_ok():\n    assert True\n")
+    repo.commit("base")
+    repo.git("tag", "base")
+    repo.write("tests/test_tamper.py", ENV_TAMPERER)
+    repo.commit("a test tampers with its env")
+    cache = tmp_path / "cache"
+    verify_failures(repo, cache, tmp_path / "tampering.json")
+    repo.write("tests/test_ok.py", "def test_ok():\n    assert 1 + 1 == 3\n")
+    repo.commit("a test fails")
+    later = verify_failures(repo, cache, tmp_path / "later.json")
+    control = verify_failures(repo, tmp_path / "clean-cache", tmp_path / "control.json")
+    assert control == (1, ["Test failed: tests/test_ok.py::test_ok"])
+    assert later == control
+    tampered = [
+        p for p in cache.rglob("_pytest/python.py") if "_verify_dag_original" in p.read_text()
+    ]
+    assert tampered == []

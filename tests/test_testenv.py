@@ -631,6 +631,16 @@ def test_a_tox_uv_lock_runner_env_keeps_coverage_through_its_sync(tmp_path: Path
     assert outcome.status == "PASSED", outcome.findings
     assert outcome.notes.startswith("1 passed, 0 failed"), outcome.notes
     assert data is not None  # coverage.py ran inside the synced env
+    # A run through tox installs nothing (--skip-env-install) and leaves the env's seal whole:
+    # the next run uses the env as built rather than rebuilding it.
+    again, _ = tester.run_with_coverage(
+        whole("tests/test_l.py"),
+        triage.discover(repo.path),
+        repo.path,
+        600,
+        cache_dir=tmp_path / "cache",
+    )
+    assert again.status == "PASSED" and "rebuilt" not in again.notes, again.notes
 
 
 def test_a_tox_toml_project_whose_package_env_wants_a_python_this_host_lacks(

@@ -76,6 +76,9 @@ class Policy:
 
     network: bool = False  # provisioning needs the package index; nothing else does
     writable: tuple[Path, ...] = ()
+    # Inside what is writable, what stays read-only all the same (a tox env's packages, while
+    # tox writes its logs beside them).
+    readonly: tuple[Path, ...] = ()
     # The working directory is writable unless the step is known only to read it (the static
     # tools reading a checkout the run's other phases share).
     cwd_writable: bool = True
@@ -303,6 +306,9 @@ def _bwrap_prefix(
     for path in dict.fromkeys(Path(p).resolve() for p in writable):
         if path.exists():
             argv += ["--bind", str(path), str(path)]
+    for path in dict.fromkeys(Path(p).resolve() for p in policy.readonly):
+        if path.exists():
+            argv += ["--ro-bind", str(path), str(path)]
     if proxy is not None:
         argv += ["--ro-bind", str(proxy.parent), str(proxy.parent)]
     for path in [*late, *private]:

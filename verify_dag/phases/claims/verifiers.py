@@ -261,12 +261,10 @@ def _test(claim: Claim, s: Surface, budget: Budget) -> ClaimVerdict:
         nodeid,
     ]
     timeout = budget.limit(s.test_cap)
-    writable: tuple[Path, ...] = ()
+    policy = Policy()
     if s.runner is not None:
-        argv, writable = s.runner.command(argv), s.runner.writable
-    res = util.run(
-        argv, cwd=s.workdir, timeout=timeout, env=s.env, sandbox=Policy(writable=writable)
-    )
+        argv, policy = s.runner.command(argv), s.runner.policy()
+    res = util.run(argv, cwd=s.workdir, timeout=timeout, env=s.env, sandbox=policy)
     shown = f"`python -m pytest -q -p no:cacheprovider {nodeid}`"
     if res.timed_out:
         budget.cut(timeout, s.test_cap, shown)

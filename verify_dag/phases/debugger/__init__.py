@@ -277,8 +277,8 @@ def _rerun(
     # --tb=long after the repository's addopts: the crash line `path:line: ExcType` is what the
     # signature is read from, and a repository's --tb=short/line/no would drop it.
     cmd = [*argv, "-q", "-p", "no:cacheprovider", f"--rootdir={wt}", "--tb=long", nodeid]
-    run, writable = (runner.command(cmd), runner.writable) if runner else (cmd, ())
-    res = util.run(run, cwd=wt, timeout=timeout, env=env, sandbox=Policy(writable=writable))
+    run, policy = (runner.command(cmd), runner.policy()) if runner else (cmd, Policy())
+    res = util.run(run, cwd=wt, timeout=timeout, env=env, sandbox=policy)
     via = f", through tox env {runner.name}" if runner else ""
     command = f"{shlex.join(cmd)}  (cwd: {wt}, a scratch worktree of {base}{via})"
     output = "\n".join(t for t in (res.stdout.strip(), res.stderr.strip()) if t)

@@ -228,14 +228,7 @@ def _pytest(
             cwd=workdir,
             timeout=timeout,
             env=suite_env(env, plugin_dir, pycache),
-            sandbox=Policy(
-                writable=(
-                    Path(tmp),
-                    pycache,
-                    *([data_file.parent] if data_file else []),
-                    *env.writable,
-                )
-            ),
+            sandbox=env.policy(Path(tmp), pycache, *([data_file.parent] if data_file else [])),
         )
         if res.not_found:
             return blocked(f"{argv[0]} was not found", ran=False), None

@@ -40,9 +40,9 @@ def run(
             + "; ".join(shlex.join(a) for a in env.runner.commands),
             exists=True,
         )
-        env_writable = env.writable
+        policy = env.policy()
     else:
-        env_writable = ()
+        policy = Policy()
         argv = resolve_argv(command.argv)
     if not tox and env.python is not None and Path(command.argv[0]).name in PYTHON_NAMES:
         argv[0] = str(env.python)  # `python -m X` runs in the repository's env when it has one
@@ -51,7 +51,7 @@ def run(
         cwd=workdir,
         timeout=timeout,
         env=suite_env(env),
-        sandbox=Policy(writable=env_writable),
+        sandbox=policy,
     )
     if res.not_found:
         return blocked(f"{command.argv[0]} was not found ({label(command)})", ran=False)

@@ -21,6 +21,7 @@ from typing import Any
 
 from verify_dag import git, util
 from verify_dag.files import file_lock, write_atomic
+from verify_dag.phases.tester.env import seal
 from verify_dag.sandbox import Policy
 
 RECIPE = "verify-dag-env-2"  # part of every key: change it when the way envs are built changes
@@ -44,13 +45,32 @@ class Runner:
 
     @property
     def writable(self) -> tuple[Path, ...]:
-        """What a run through tox writes: its work directory, uv's private cache in it included
-        (tox-uv's lock runner syncs the env from uv.lock on every run)."""
+        """What a run through tox writes: its work directory (its logs and scratch), but for
+        :attr:`readonly`."""
         return (self.work_dir,)
+
+    @property
+    def readonly(self) -> tuple[Path, ...]:
+        """What a run must not change although it lies in :attr:`writable`: the built env (its
+        interpreter, packages, compiled tree), the package env and uv's cache. A test that
+        wrote there would decide a later run's verdict; tox's logs stay writable."""
+        kept = [
+            p
+            for env in (self.work_dir / self.name, self.work_dir / ".pkg")
+            if env.is_dir()
+            for p in sorted(env.iterdir())
+            if p.name not in RUNNER_WRITES
+        ]
+        private = self.work_dir / PRIVATE_UV
+        return (*kept, *([private] if private.exists() else []))
+
+    def policy(self, *writable: Path) -> Policy:
+        """The sandbox of a command run through tox, writing ``writable`` besides."""
+        return Policy(writable=(*writable, *self.writable), readonly=self.readonly)
 
     def own_commands(self) -> list[str]:
         """The env's declared commands, run by tox as its maintainers run them."""
-        return [*self.tox, "--skip-pkg-install"]
+        return [*self.tox, "--skip-env-install"]
 
     def command(self, argv: Sequence[str], pycache: Path | None = None) -> list[str]:
         """``argv`` run by tox as the env's commands; ``pycache``: where their bytecode goes
@@ -64,7 +84,7 @@ class Runner:
         )
         return [
             *self.tox,
-            "--skip-pkg-install",
+            "--skip-env-install",
             # tox passes only what pass_env names: the tester's plugin directory is on it.
             "-x",
             f"{section}.pass_env+=PYTHONPATH",
@@ -92,6 +112,12 @@ class Env:
     notes: tuple[str, ...] = ()
     runner: Runner | None = None  # set when tox built the env: commands run through tox
     writable: tuple[Path, ...] = ()  # what a command in the env writes besides its checkout
+
+    def policy(self, *writable: Path) -> Policy:
+        """The sandbox of a command in this env, writing ``writable`` besides its checkout."""
+        if self.runner is not None:
+            return self.runner.policy(*writable)
+        return Policy(writable=(*writable, *self.writable))
 
     def command(self, argv: Sequence[str], pycache: Path | None = None) -> list[str]:
         """``argv`` as it runs in this env: through tox when tox built it, else as it is."""
@@ -150,26 +176,33 @@ def shared(env_dir: Path, want: str, build: Callable[[], Env], deadline: float) 
     waits for them to finish instead of replacing the project under them. An Env without an
     interpreter (an error, or nothing to run) is handed back as it is, unlocked."""
     lock, marker = env_dir.with_suffix(".lock"), env_dir / _INSTALLED
+    notes: tuple[str, ...] = ()
     while True:
         with file_lock(lock, deadline, shared=True) as got:
             if not got:
                 yield Env(error="timed out waiting for another run using the same env")
                 return
-            env = _installed(marker, want)
+            env, _ = _installed(marker, want)
             if env is not None:
-                yield env
+                yield replace(env, notes=(*env.notes, *notes))
                 return
         with file_lock(lock, deadline) as got:
             if not got:
                 yield Env(error="timed out waiting for another run using the same env")
                 return
             failed: Env | None = None
-            if _installed(marker, want) is None:
+            env, why = _installed(marker, want)
+            if env is None:
                 marker.unlink(missing_ok=True)
+                if why is not None:
+                    # Written after its build: the runner would build on what is there.
+                    shutil.rmtree(env_dir, ignore_errors=True)
+                    notes = (f"the cached env was rebuilt: {why}",)
                 built = build()
                 if built.error is not None or built.python is None:
-                    failed = built
+                    failed = replace(built, notes=(*built.notes, *notes))
                 else:
+                    seal.seal(env_dir, RUNNER_WRITES)
                     record = {"want": want, "env": env_json(replace(built, reused=False))}
                     write_atomic(marker, json.dumps(record).encode("utf-8"))
         if failed is not None:
@@ -178,15 +211,29 @@ def shared(env_dir: Path, want: str, build: Callable[[], Env], deadline: float) 
         # Built: take it shared, unless another checkout replaced it meanwhile (then again).
 
 
-def _installed(marker: Path, want: str) -> Env | None:
+# What tox and nox write in their work directory when they run (their logs, an env's tmp dir
+# and lock, tox's scratch and env info), our marker, written after the seal, and the tester's
+# pytest plugin, written over whatever is there before each run: left out of the seal.
+RUNNER_WRITES = frozenset(
+    {"log", "tmp", ".tmp", "file.lock", ".tox-info.json", _INSTALLED, "_verify_dag_outcomes.py"}
+)
+
+
+def _installed(marker: Path, want: str) -> tuple[Env | None, str | None]:
+    """The env the marker records for checkout ``want``; None when there is none or it holds
+    another checkout, and why when the work directory is not what was sealed after its build,
+    whichever checkout it holds (the runner would build the next one on top of it)."""
     try:
         record = json.loads(marker.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
+        return None, None
+    why = seal.broken(marker.parent)
+    if why is not None:
+        return None, why
     if not isinstance(record, dict) or record.get("want") != want:
-        return None
+        return None, None
     env = env_from_json(record["env"])
-    return env if env.python is not None and env.python.exists() else None
+    return (env, None) if env.python is not None and env.python.exists() else (None, None)
 
 
 _COMPILED = ".verify-dag-compiled"

@@ -26,9 +26,16 @@ _SHOWN = 3  # differences named in the reason
 
 
 def seal(root: Path, skip: frozenset[str] = frozenset()) -> None:
-    """Record what ``root`` holds now; ``skip``: top-level names left out (logs a runner
-    appends to, its private cache, markers written after the seal)."""
-    files = {rel: [*_stat(st), _digest(path, st)] for rel, path, st in _walk(root, skip)}
+    """Record what ``root`` holds now; ``skip``: names left out wherever they are (the logs a
+    runner writes on every run, markers written after the seal)."""
+    before = _record(root)
+    files = {}
+    for rel, path, st in _walk(root, skip):
+        kept = before.get(rel)
+        same = kept is not None and kept[:-1] == list(_stat(st))
+        # A file whose stat is what the last seal recorded is unchanged: its digest stands (a
+        # rebuild for the next checkout rehashes what it rewrote, not the whole cache).
+        files[rel] = [*_stat(st), kept[-1] if same and kept else _digest(path, st)]
     record = {"format": _FORMAT, "skip": sorted(skip), "files": files}
     write_atomic(root / RECORD, json.dumps(record, separators=(",", ":")).encode("utf-8"))
 
@@ -62,6 +69,14 @@ def broken(root: Path) -> str | None:
     return "; ".join(parts) or None
 
 
+def _record(root: Path) -> dict[str, list[object]]:
+    try:
+        record = json.loads((root / RECORD).read_text(encoding="utf-8"))
+        return dict(record["files"]) if record.get("format") == _FORMAT else {}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
 def _stat(st: os.stat_result) -> tuple[int, int, int, int, int]:
     return (st.st_size, st.st_mode, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
 
@@ -83,9 +98,8 @@ def _walk(root: Path, skip: frozenset[str]) -> Iterator[tuple[str, Path, os.stat
     """(relative path, path, lstat) of everything under ``root``, symlinks not followed."""
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
-        if here == root:
-            dirnames[:] = [d for d in dirnames if d not in skip]
-            filenames = [f for f in filenames if f not in skip and f != RECORD]
+        dirnames[:] = [d for d in dirnames if d not in skip]
+        filenames = [f for f in filenames if f not in skip and not (here == root and f == RECORD)]
         for name in [*dirnames, *filenames]:
             path = here / name
             try:

@@ -6,7 +6,8 @@ which ``set_env``, ``pass_env``, ``change_dir`` and ``commands_pre``. Reading to
 each of those wrong in its own way, so tox does it: ``tox config`` says which environments exist
 and what they run, ``tox run --notest`` builds the chosen one (the package included, built from
 the checkout, so a version derived from git tags builds), and the suite then runs through
-``tox run --skip-pkg-install`` with only ``commands`` overridden by the tester's own pytest line.
+``tox run --skip-env-install`` (nothing is installed at run time: the env stays what its build
+sealed, and is read-only to the run) with only ``commands`` overridden by the tester's pytest line.
 tox runs ``commands_pre`` and applies ``set_env`` exactly as for the project's maintainers.
 
 tox's work directory lives under verify-dag's cache, one per declaration (the bytes of the files
@@ -239,8 +240,8 @@ def build(
             tox=tuple(base),
             name=name,
             work_dir=tox_dir,
-            # Runs through tox have no network: tox-uv's lock runner, which syncs (and rebuilds
-            # the package) on every run, works from uv's cache the build filled.
+            # Runs through tox have no network and install nothing (--skip-env-install): the
+            # env, tox-uv's lock runner's too, is what its build sealed.
             variables=(
                 *(
                     (k, v)
@@ -248,6 +249,9 @@ def build(
                     if k.startswith(("UV_", "TOX_", "NO_"))
                 ),
                 ("UV_OFFLINE", "1"),
+                # tox-uv asks uv for the env's packages on every run, and uv locks its cache to
+                # answer: a throwaway one in the run's private /tmp, the env's own read-only.
+                ("UV_CACHE_DIR", "/tmp/verify-dag-uv-run"),
                 *credentials.declared(choice.env.pass_env).items(),
             ),
         ),
