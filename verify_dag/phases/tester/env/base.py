@@ -2,6 +2,9 @@
 they hand back, the lock and marker of a cache entry, and the environment their children run in.
 """
 
+# Long module: the env record, its cache entry's lock, seal and marker, and the environment and
+# private uv cache its builders run with belong together: each is what the others check.
+
 from __future__ import annotations
 
 import contextlib
