@@ -338,20 +338,30 @@ def verify_failures(repo: Repo, cache: Path, out: Path) -> tuple[int, list[str]]
     )
 
 
-def test_a_build_backend_cannot_poison_the_env_a_later_commit_runs_in(tmp_path: Path) -> None:
-    """A commit that changes only its in-tree build backend plants a plugin in the env it
-    builds; the next commit restores the backend and breaks a test. Its run must fail as it
-    does on a clean cache: the backend is part of the env's key, so the planted env is never
-    the next commit's."""
-    repo = make_repo(tmp_path / "victim")
+def built_in_tree(path: Path, backend: str, add: str | None = None) -> Repo:
+    """A project built by its in-tree backend ``backend``, tagged ``base``; with ``add``, a
+    commit after it whose add() returns that expression."""
+    repo = make_repo(path)
     repo.write("pyproject.toml", BUILT_IN_TREE)
-    repo.write("_build/backend.py", CLEAN_BACKEND)
+    repo.write("_build/backend.py", backend)
     repo.write("calc.py", "def add(a, b):\n    return a + b\n")
     repo.write(
         "tests/test_calc.py", "import calc\n\n\ndef test_add():\n    assert calc.add(1, 2) == 3\n"
     )
     repo.commit("base")
     repo.git("tag", "base")
+    if add is not None:
+        repo.write("calc.py", f"def add(a, b):\n    return {add}\n")
+        repo.commit("change")
+    return repo
+
+
+def test_a_build_backend_cannot_poison_the_env_a_later_commit_runs_in(tmp_path: Path) -> None:
+    """A commit that changes only its in-tree build backend plants a plugin in the env it
+    builds; the next commit restores the backend and breaks a test. Its run must fail as it
+    does on a clean cache: the backend is part of the env's key, so the planted env is never
+    the next commit's."""
+    repo = built_in_tree(tmp_path / "victim", CLEAN_BACKEND)
     repo.write("_build/backend.py", EVIL_BACKEND)
     repo.commit("only the build backend changes")
     cache = tmp_path / "cache"
@@ -408,21 +418,6 @@ for target in set(_targets()):
     except OSError:
         pass
 """
-
-
-def built_in_tree(path: Path, backend: str, add: str) -> Repo:
-    repo = make_repo(path)
-    repo.write("pyproject.toml", BUILT_IN_TREE)
-    repo.write("_build/backend.py", backend)
-    repo.write("calc.py", "def add(a, b):\n    return a + b\n")
-    repo.write(
-        "tests/test_calc.py", "import calc\n\n\ndef test_add():\n    assert calc.add(1, 2) == 3\n"
-    )
-    repo.commit("base")
-    repo.git("tag", "base")
-    repo.write("calc.py", f"def add(a, b):\n    return {add}\n")
-    repo.commit("change")
-    return repo
 
 
 def test_a_build_backend_cannot_poison_the_shared_cache_another_repository_installs_from(

@@ -13,10 +13,12 @@ from pathlib import Path
 import pytest
 from conftest import make_repo, write
 
+from verify_dag.models.findings import SkillOutcome
 from verify_dag.models.scope import FileChange, Scope
 from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.phases import tester, triage
 from verify_dag.phases.tester import env as testenv
+from verify_dag.phases.tester.coverage import CoverageData
 from verify_dag.phases.tester.env import base as testenv_base
 from verify_dag.phases.tester.env import plan as testenv_plan
 
@@ -621,25 +623,23 @@ def test_a_tox_uv_lock_runner_env_keeps_coverage_through_its_sync(tmp_path: Path
     repo.write("tests/test_l.py", "import iniconfig  # noqa: F401\n\ndef test_l():\n    pass\n")
     subprocess.run([uv_bin(), "lock", "-q"], cwd=repo.path, check=True, capture_output=True)
     repo.commit("locked")
-    outcome, data = tester.run_with_coverage(
-        whole("tests/test_l.py"),
-        triage.discover(repo.path),
-        repo.path,
-        600,
-        cache_dir=tmp_path / "cache",
-    )
+
+    def run() -> tuple[SkillOutcome, CoverageData | None]:
+        return tester.run_with_coverage(
+            whole("tests/test_l.py"),
+            triage.discover(repo.path),
+            repo.path,
+            600,
+            cache_dir=tmp_path / "cache",
+        )
+
+    outcome, data = run()
     assert outcome.status == "PASSED", outcome.findings
     assert outcome.notes.startswith("1 passed, 0 failed"), outcome.notes
     assert data is not None  # coverage.py ran inside the synced env
     # A run through tox installs nothing (--skip-env-install) and leaves the env's seal whole:
     # the next run uses the env as built rather than rebuilding it.
-    again, _ = tester.run_with_coverage(
-        whole("tests/test_l.py"),
-        triage.discover(repo.path),
-        repo.path,
-        600,
-        cache_dir=tmp_path / "cache",
-    )
+    again, _ = run()
     assert again.status == "PASSED" and "rebuilt" not in again.notes, again.notes
 
 

@@ -395,6 +395,15 @@ def private_uv(work_dir: Path) -> Path:
     return path
 
 
+@contextlib.contextmanager
+def throwaway_uv(venv: Path) -> Iterator[Path]:
+    """A private uv cache in ``venv`` for the block, removed after it."""
+    try:
+        yield private_uv(venv)
+    finally:
+        shutil.rmtree(venv / PRIVATE_UV, ignore_errors=True)
+
+
 def uv_env(uv_cache: Path) -> dict[str, str]:
     """The environment uv runs in: pip's (index settings, no credentials), ``uv_cache``, never a
     downloaded interpreter, and files copied out of the cache, not hard-linked: a link would make
@@ -425,24 +434,17 @@ def uv_install(
     grown. Otherwise the install may run a build, and uv gets a private cache inside the venv,
     removed afterwards: the shared cache is never writable by code that is not ours."""
     venv = python.parent.parent
-    if shared:
-        uv_cache = cache / "uv"
-        uv_cache.mkdir(parents=True, exist_ok=True)
-        return util.run(
-            [uv_bin(), "pip", "install", "--python", str(python), "--only-binary", ":all:", *args],
-            cwd=cwd,
-            timeout=left(deadline),
-            env=uv_env(uv_cache),
-            sandbox=Policy(network=True, writable=(venv, uv_cache, *writable)),
-        )
-    private = private_uv(venv)
-    try:
+    with contextlib.ExitStack() as stack:
+        if shared:
+            uv_cache = cache / "uv"
+            uv_cache.mkdir(parents=True, exist_ok=True)
+            args, writable = ["--only-binary", ":all:", *args], (uv_cache, *writable)
+        else:
+            uv_cache = stack.enter_context(throwaway_uv(venv))
         return util.run(
             [uv_bin(), "pip", "install", "--python", str(python), *args],
             cwd=cwd,
             timeout=left(deadline),
-            env=uv_env(private),
+            env=uv_env(uv_cache),
             sandbox=Policy(network=True, writable=(venv, *writable)),
         )
-    finally:
-        shutil.rmtree(private, ignore_errors=True)

@@ -20,14 +20,13 @@ from pathlib import Path
 from verify_dag import util
 from verify_dag.files import file_lock, write_atomic
 from verify_dag.phases.tester.env.base import (
-    PRIVATE_UV,
     Env,
     clean,
     env_from_json,
     env_json,
     pip_env,
-    private_uv,
     tail,
+    throwaway_uv,
     uv_bin,
     uv_env,
 )
@@ -78,18 +77,18 @@ def layer(env: Env, workdir: Path, dest: Path, timeout: float = 900) -> Env:
     ]
     # uv's cache a private one in the run venv (the build runs the project's code), removed
     # with the install.
-    for argv in tries:
-        uv = argv[0] == uv_bin()
-        res = util.run(
-            [*argv, "-e", str(workdir)],
-            cwd=workdir,
-            timeout=timeout,
-            env=uv_env(private_uv(dest)) if uv else pip_env(),
-            sandbox=build,
-        )
-        if res.returncode == 0 or res.timed_out:
-            break
-    shutil.rmtree(dest / PRIVATE_UV, ignore_errors=True)
+    with throwaway_uv(dest) as uv_cache:
+        for argv in tries:
+            uv = argv[0] == uv_bin()
+            res = util.run(
+                [*argv, "-e", str(workdir)],
+                cwd=workdir,
+                timeout=timeout,
+                env=uv_env(uv_cache) if uv else pip_env(),
+                sandbox=build,
+            )
+            if res.returncode == 0 or res.timed_out:
+                break
     if res.returncode != 0 or res.timed_out:
         return replace(
             env,
