@@ -3,7 +3,8 @@ the caller's environment, and what of it can reach a report, the store, the resu
 log.
 
 Each attacker is a real repository whose code tries one thing; the test checks the world from
-outside.
+outside. Every test runs under each launcher (the ``sandbox_mode`` fixture): bubblewrap, and the
+unshare fallback that builds the same view without it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ import redis
 from conftest import BRANCH, CLI, Repo, make_repo
 from redis_workers import fresh_db, workers
 
-from verify_dag import limits, sandbox
+from verify_dag import limits
+
+pytestmark = pytest.mark.usefixtures("sandbox_mode")
 
 # Variables no deny-list knows by name: the allow-list withholds them all the same.
 WITHHELD = {
@@ -50,19 +53,15 @@ def test_echo_what_it_found_another_way():
 """
 
 
-def need_sandbox() -> None:
-    """bubblewrap and a writable cgroup: what .ci/run's machine (root, bubblewrap) gives."""
-    reasons = []
-    if sandbox.mode() != "bubblewrap":
-        reasons.append(f"no working bubblewrap (sandbox mode: {sandbox.mode()})")
+def need_cgroups() -> None:
+    """A writable pids and memory cgroup: what .ci/run's machine (root) gives."""
     step = limits.open_step("probe")
-    if not {"pids", "memory"} <= set(step.dirs):
-        reasons.append("no writable pids and memory cgroup")
+    usable = {"pids", "memory"} <= set(step.dirs)
     step.close()
-    if reasons:
+    if not usable:
         if os.environ.get("CI"):
-            pytest.fail("; ".join(reasons) + " under CI")
-        pytest.skip("; ".join(reasons))
+            pytest.fail("no writable pids and memory cgroup under CI")
+        pytest.skip("no writable pids and memory cgroup")
 
 
 def env_attacker(path: Path) -> Repo:
@@ -219,7 +218,7 @@ def test_memory_hog():
 def test_fork_bombs_disk_fills_and_memory_hogs_end_as_findings_naming_their_limits(
     tmp_path: Path,
 ) -> None:
-    need_sandbox()
+    need_cgroups()
     repo = make_repo(tmp_path / "hog")
     repo.write("pyproject.toml", '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
     repo.write("tests/test_hogs.py", "def test_nothing():\n    pass\n")
@@ -471,7 +470,6 @@ def test_repository_code_runs_unprivileged_without_the_hosts_shadow_or_service_s
 ) -> None:
     """Root inside the box read /etc/shadow and RabbitMQ's cookie: now a uid that is not 0,
     the shadow files bound to an empty one, /var/lib and /var/log empty."""
-    need_sandbox()
     repo = make_repo(tmp_path / "root")
     repo.write("pyproject.toml", '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
     repo.write("tests/test_root.py", "def test_nothing():\n    pass\n")
@@ -541,7 +539,6 @@ def test_provisioning_reaches_the_package_index_and_nothing_else(
     """A build backend connects to a loopback service and to this host's outside address:
     neither answers it, and the env still builds from the index (the suite runs). The control,
     with the sandbox turned off, reaches both: the probe is a real one."""
-    need_sandbox()
     port, seen = listener
     outside = socket.gethostbyname(socket.gethostname())
     targets = [("127.0.0.1", port), (outside, port)]

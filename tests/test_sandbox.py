@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import redis
-from conftest import Repo, make_repo, running, verify_branch
+from conftest import Repo, make_repo, run_cli, running, verify_branch
 from redis_workers import fresh_db, workers
 
 import verify_dag
@@ -34,6 +34,7 @@ import glob, json, os, socket
 
 BROKER = {broker!r}
 TARGETS = {targets!r}
+SECRETS = {secrets!r}
 
 
 def proc_leaks():
@@ -82,9 +83,25 @@ def writes():
     return done
 
 
+def reads():
+    """The files of SECRETS this code could read something from."""
+    done = []
+    for path in SECRETS:
+        try:
+            with open(path, "rb") as fh:
+                if fh.read():
+                    done.append(path)
+        except OSError:
+            pass
+    return done
+
+
 def test_attack():
-    achieved = {{"proc": proc_leaks(), "broker": broker(), "writes": writes()}}
+    achieved = {{
+        "proc": proc_leaks(), "broker": broker(), "writes": writes(), "reads": reads()
+    }}
     assert not achieved["proc"], json.dumps(achieved)
+    assert not achieved["reads"], json.dumps(achieved)
     assert not achieved["broker"].startswith("connected"), json.dumps(achieved)
     # Writes are judged from outside: one that "worked" may have gone to a private scratch
     # copy (a hidden directory's tmpfs), which is the point.
@@ -93,7 +110,11 @@ def test_attack():
 
 
 def attacker(
-    path: Path, *, broker: tuple[str, int, int] | None = None, targets: tuple[str, ...] = ()
+    path: Path,
+    *,
+    broker: tuple[str, int, int] | None = None,
+    targets: tuple[str, ...] = (),
+    secrets: tuple[str, ...] = (),
 ) -> Repo:
     repo = make_repo(path)
     repo.write("pyproject.toml", '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
@@ -101,7 +122,8 @@ def attacker(
     repo.commit("base")
     repo.git("tag", "base")
     repo.write(
-        "tests/test_attack.py", PROBE.format(broker=broker, targets=list(targets), canary=CANARY)
+        "tests/test_attack.py",
+        PROBE.format(broker=broker, targets=list(targets), secrets=list(secrets), canary=CANARY),
     )
     repo.commit("attack")
     return repo
@@ -142,11 +164,11 @@ def suite_detail(doc: dict[str, Any]) -> dict[str, Any]:
     return detail
 
 
-def need_bubblewrap() -> None:
-    if sandbox.mode() != "bubblewrap":
+def need_mode(wanted: str = "bubblewrap") -> None:
+    if sandbox.mode() != wanted:
         if os.environ.get("CI"):
-            pytest.fail("bubblewrap must work under CI (.ci/run installs it)")
-        pytest.skip(f"no working bubblewrap here (sandbox mode: {sandbox.mode()})")
+            pytest.fail(f"{wanted} must work under CI (.ci/run installs it)")
+        pytest.skip(f"no working {wanted} here (sandbox mode: {sandbox.mode()})")
 
 
 # --- on real workers over Redis -----------------------------------------------------------------
@@ -158,11 +180,10 @@ def broker() -> str:
 
 
 def test_a_suite_cannot_read_the_worker_reach_the_broker_or_forge_a_result(
-    tmp_path: Path, broker: str
+    tmp_path: Path, broker: str, sandbox_mode: str
 ) -> None:
-    """The forgery of issue 11, step by step: each step fails, and the victim's report is its
-    own (its failing test and its exit code)."""
-    need_bubblewrap()
+    """A forged result, step by step: each step fails, and the victim's report is its own (its
+    failing test and its exit code)."""
     where = redis.Redis.from_url(broker).connection_pool.connection_kwargs
     bad = attacker(tmp_path / "attacker", broker=(where["host"], where["port"], where["db"]))
     victim = make_repo(tmp_path / "victim")
@@ -179,7 +200,7 @@ def test_a_suite_cannot_read_the_worker_reach_the_broker_or_forge_a_result(
     with workers(broker, ["sandboxed"], tmp_path / "logs", env):
         _rc, doc, err = verify(bad, tmp_path / "attacker.json", f"--broker={broker}")
         assert suite_result(doc)["status"] == "PASSED", (suite_result(doc), doc["issues"], err)
-        assert suite_detail(doc)["isolation"] == "bubblewrap"
+        assert suite_detail(doc)["isolation"] == sandbox_mode
         rc_victim, victim_doc, err = verify(victim, tmp_path / "victim.json", f"--broker={broker}")
     assert redis.Redis.from_url(broker).get("celery-task-meta-forged") is None
     assert rc_victim == 1, err
@@ -190,11 +211,12 @@ def test_a_suite_cannot_read_the_worker_reach_the_broker_or_forge_a_result(
 
 
 def test_writes_outside_the_checkout_change_nothing_another_run_sees(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sandbox_mode: str
 ) -> None:
     """Cached environments, the store, the mirrors, verify-dag's own installation (a .pth would
-    run in every later verify-dag process) and the user's .git/config stay as they were."""
-    need_bubblewrap()
+    run in every later verify-dag process) and the user's .git/config stay as they were; the
+    user's secrets (~/.netrc, an SSH key, verify-dag's config) and the host's shadow file read
+    as nothing; no other process's environment is readable."""
     cache, mirrors = tmp_path / "cache", tmp_path / "mirrors"
     (cache / "envs" / "someone-elses").mkdir(parents=True)
     cached = cache / "envs" / "someone-elses" / "site.py"
@@ -211,10 +233,17 @@ def test_writes_outside_the_checkout_change_nothing_another_run_sees(
     bad_path = tmp_path / "attacker"
     user_config = bad_path / ".git" / "config"
     targets = (str(cached), str(mirror), str(stored), str(package), str(pth), str(user_config))
-    bad = attacker(bad_path, targets=targets)
+    home = Path(os.environ["HOME"])
+    config = home / ".config" / "verify-dag" / "config.toml"
+    secrets = (home / ".netrc", home / ".ssh" / "id_rsa", config)
+    for secret in secrets:
+        secret.parent.mkdir(parents=True, exist_ok=True)
+        secret.write_text(f"{CANARY}\n", encoding="utf-8")
+    bad = attacker(bad_path, targets=targets, secrets=(*map(str, secrets), "/etc/shadow"))
     before = {p: Path(p).read_bytes() if Path(p).exists() else None for p in targets}
     monkeypatch.setenv("VERIFY_DAG_CACHE", str(cache))
     monkeypatch.setenv("VERIFY_DAG_MIRRORS", str(mirrors))
+    monkeypatch.setenv("WORKER_CANARY_SECRET", CANARY)
     try:
         rc, doc, err = verify(bad, tmp_path / "out.json")
         after = {p: Path(p).read_bytes() if Path(p).exists() else None for p in targets}
@@ -223,6 +252,7 @@ def test_writes_outside_the_checkout_change_nothing_another_run_sees(
             planted.unlink(missing_ok=True)
     assert after == before
     assert suite_result(doc)["status"] == "PASSED", (suite_result(doc), doc["issues"], err)
+    assert suite_detail(doc)["isolation"] == sandbox_mode
     assert rc == 4, err  # nothing failed; no reviewer (no backend) or exerciser could run
 
 
@@ -255,20 +285,6 @@ for _ in range(200):
     assert left == []
 
 
-def test_the_unshare_fallback_still_hides_other_processes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Without bubblewrap: own PID namespace and /proc, and the report says the file system was
-    not protected."""
-    monkeypatch.setenv(sandbox.MODE_ENV, "unshare")
-    if sandbox.mode() != "unshare":
-        pytest.skip("unshare does not work here")
-    monkeypatch.setenv("WORKER_CANARY_SECRET", CANARY)
-    _rc, doc, err = verify(attacker(tmp_path / "attacker"), tmp_path / "out.json")
-    assert suite_result(doc)["status"] == "PASSED", (suite_result(doc), doc["issues"], err)
-    assert suite_detail(doc)["isolation"] == "unshare"
-
-
 def test_require_sandbox_refuses_a_host_without_bubblewrap(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -299,7 +315,7 @@ def test_require_sandbox_refuses_a_host_without_bubblewrap(
 
 
 def test_each_skill_says_which_isolation_its_repository_code_ran_under(tmp_path: Path) -> None:
-    need_bubblewrap()
+    need_mode()
     repo = attacker(tmp_path / "attacker")
     _rc, doc, _err = verify(repo, tmp_path / "out.json")
     by_skill = {s["skill"]: s["isolation"] for s in doc["skillDetails"]}
@@ -313,13 +329,16 @@ def test_each_skill_says_which_isolation_its_repository_code_ran_under(tmp_path:
     assert "ran the repository's code in bubblewrap (own PID namespace" in line
 
 
-@pytest.mark.parametrize("mode", ["bubblewrap", "none"])
-def test_a_killed_workers_suite_does_not_outlive_it(tmp_path: Path, broker: str, mode: str) -> None:
+@pytest.mark.parametrize("mode", ["bubblewrap", "unshare", "none"])
+def test_a_killed_workers_suite_does_not_outlive_it(
+    tmp_path: Path, broker: str, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """SIGKILL a worker (its whole process group) while its suite runs: the suite goes with it
-    (bubblewrap dies with its parent), or, where nothing can tie it to the worker (no sandbox
-    on the host), the next worker that starts there kills it."""
-    if mode == "bubblewrap":
-        need_bubblewrap()
+    (bubblewrap, and unshare under setpriv, die with their parent), or, where nothing can tie
+    it to the worker (no sandbox on the host), the next worker that starts there kills it."""
+    if mode != "none":
+        monkeypatch.setenv(sandbox.MODE_ENV, mode)
+        need_mode(mode)
     repo = make_repo(tmp_path / "repo")
     repo.write("tests/test_slow.py", "def test_slow():\n    pass\n")
     repo.commit("base")
@@ -327,10 +346,10 @@ def test_a_killed_workers_suite_does_not_outlive_it(tmp_path: Path, broker: str,
     repo.write(
         "tests/test_slow.py",
         "import subprocess\n\n\ndef test_slow():\n"
-        f"    subprocess.run(['sleep', '3600.{mode == 'none':d}717'])\n",
+        f"    subprocess.run(['sleep', '3600.{len(mode)}717'])\n",
     )
     repo.commit("slow")
-    needle = f"sleep 3600.{mode == 'none':d}717"
+    needle = f"sleep 3600.{len(mode)}717"
     env = {k: v for k, v in os.environ.items() if k != "VERIFY_DAG_BROKER_URL"}
     env.update({"VERIFY_DAG_STORE": str(tmp_path / "store"), sandbox.MODE_ENV: mode})
     submitted = subprocess.run(
@@ -399,12 +418,11 @@ def test_require_sandbox_on_a_broker_stops_at_a_worker_without_it(
 
 
 def test_a_step_reads_its_own_checkout_but_not_other_runs_or_projects_cached_data(
-    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sandbox_mode: str
 ) -> None:
     """Other runs' checkouts, other projects' tool caches and every cached result live in the
     cache the sandbox exposes for its environments: repository code sees only what its own
     step is given (its checkout, its writable scratch), never the rest."""
-    need_bubblewrap()
     from verify_dag import paths, util, workspace
     from verify_dag.sandbox import Policy
 
@@ -474,3 +492,168 @@ def test_a_host_without_any_sandbox_refuses_unless_no_sandbox_is_passed(tmp_path
     assert ran.returncode in (0, 1, 4), ran.stderr
     first = out.read_text(encoding="utf-8").splitlines()[0]
     assert first == "# Verification Report (repository code ran WITHOUT a sandbox)"
+
+
+def test_the_tools_refuse_a_host_without_a_sandbox_unless_no_sandbox_is_passed(
+    tmp_path: Path,
+) -> None:
+    """The commands outside verify that run the repository's code (a completion criterion, a
+    contract's CHECKs and --test command, shadow's test re-runs) refuse on a host with neither
+    launcher unless --no-sandbox says otherwise, as verify does."""
+    fakes = tmp_path / "bin"
+    fakes.mkdir()
+    for name in ("bwrap", "unshare"):
+        (fakes / name).write_text("#!/bin/sh\necho 'no namespaces here' >&2\nexit 1\n")
+        (fakes / name).chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != sandbox.MODE_ENV}
+    env["PATH"] = f"{fakes}{os.pathsep}{env['PATH']}"
+    refused = (
+        "verify-dag: error: this host offers no sandbox for repository code (neither bubblewrap "
+        "nor unshare works here) (install bubblewrap (Debian: apt-get install bubblewrap), or "
+        "pass --no-sandbox to run it unsandboxed)"
+    )
+    repo = make_repo(tmp_path / "repo")
+    repo.write("tests/test_one.py", "def test_one():\n    assert 1 + 1 == 3\n")
+    repo.commit("base")
+    repo.git("tag", "base")
+    repo.write("a.txt", "changed\n")
+    repo.commit("change")
+    contract = tmp_path / "CONTRACT.md"
+    contract.write_text(
+        "# Contract\n\n## REQUEST\nChange a.txt.\n\n## ACCEPTANCE CRITERIA\n"
+        "1. a.txt says changed\n   CHECK: grep -q changed a.txt\n   EVIDENCE: pending\n\n"
+        "## FILE SCOPE\n- a.txt\n\n## CLARIFICATIONS\n",
+        encoding="utf-8",
+    )
+    runs = tmp_path / "runs"
+    (runs / "r1").mkdir(parents=True)
+    (runs / "r1" / "parsed_scope.json").write_text(
+        json.dumps({"goal": "done", "completion": "true"}), encoding="utf-8"
+    )
+    findings = tmp_path / "findings.json"
+    findings.write_text(
+        json.dumps(
+            {
+                "findings": [
+                    {
+                        "title": "Test failed: tests/test_one.py::test_one",
+                        "location": {"path": "tests/test_one.py", "line": 2},
+                    }
+                ]
+            }
+        ),
+        encoding="utf-8",
+    )
+    commands = {
+        "gates": ["gates", "run", str(contract), f"--repo={repo.path}"],
+        "contract": [
+            "contract",
+            f"--contract={contract}",
+            "--diff=base..HEAD",
+            "--test=true",
+            f"--repo={repo.path}",
+        ],
+        "completion": ["completion", "r1", f"--runs-dir={runs}", "--mode=full"],
+    }
+    for name, args in commands.items():
+        proc = run_cli(*args, cwd=repo.path, env=env, timeout=300)
+        assert (proc.returncode, proc.stderr.strip().splitlines()) == (3, [refused]), name
+        ran = run_cli(*args, "--no-sandbox", cwd=repo.path, env=env, timeout=300)
+        assert ran.returncode == 0, (name, ran.stdout, ran.stderr)
+    # shadow: the claim that needs the test re-run is unverifiable, and says why.
+    args = ["shadow", str(findings), f"--repo={repo.path}", "--all", "--format=json"]
+    proc = run_cli(*args, cwd=repo.path, env=env, timeout=300)
+    (claim,) = json.loads(proc.stdout)["claims"]
+    assert claim["verdict"] == "UNVERIFIABLE", claim
+    assert "offers no sandbox" in claim["detail"] and "--no-sandbox" in claim["detail"]
+    ran = run_cli(*args, "--no-sandbox", cwd=repo.path, env=env, timeout=300)
+    (claim,) = json.loads(ran.stdout)["claims"]
+    assert claim["verdict"] == "CONFIRMED" and claim["method"] == "test", claim
+
+
+VIEW_PROBE = """\
+import json, os, sys
+
+seen = {}
+for path in sys.argv[1:]:
+    entry = {"exists": os.path.exists(path)}
+    try:
+        with open(path, "rb") as fh:
+            entry["read"] = len(fh.read(64)) if os.path.isfile(path) else "dir"
+    except OSError as exc:
+        entry["read"] = exc.strerror
+    if os.path.isdir(path):
+        entry["list"] = sorted(os.listdir(path))[:20] if os.access(path, os.R_OK) else None
+        probe = os.path.join(path, ".verify-dag-probe")
+        try:
+            with open(probe, "w") as fh:
+                fh.write("x")
+            os.unlink(probe)
+            entry["write"] = True
+        except OSError as exc:
+            entry["write"] = exc.strerror
+    seen[path] = entry
+seen["uid"] = [os.getuid(), os.getgid()]
+seen["dev"] = sorted(os.listdir("/dev"))
+seen["pids"] = len([p for p in os.listdir("/proc") if p.isdigit()]) < 5
+print(json.dumps(seen, sort_keys=True))
+"""
+
+
+def test_the_unshare_fallback_gives_the_same_view_as_bubblewrap(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One plan, two launchers: what exists, what reads and what writes, path by path, is the
+    same under bubblewrap and under unshare (the user's home and its secrets, the checkout, a
+    writable scratch, the cache and its private parts, /tmp, /usr, the shadow file, /dev)."""
+    from verify_dag import paths, util, workspace
+    from verify_dag.sandbox import Policy
+
+    monkeypatch.setenv(paths.CACHE_VAR, str(tmp_path / "cache"))
+    home = Path(os.environ["HOME"])
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("key\n", encoding="utf-8")
+    repo.write("a.py", "print('mine')\n")
+    checkout = workspace.ensure("view-run", repo.path, repo.commit("one"))
+    (paths.tools_root() / "mypy").mkdir(parents=True)
+    envs = paths.cache_root() / "envs"
+    envs.mkdir()
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    probed = [
+        "/",
+        "/usr",
+        "/etc/shadow",
+        "/var/lib",
+        "/tmp",
+        "/run",
+        str(home),
+        str(home / ".ssh" / "id_rsa"),
+        str(checkout),
+        str(checkout / "a.py"),
+        str(scratch),
+        str(envs),
+        str(paths.tools_root()),
+        str(paths.runs_root()),
+        str(Path(sys.prefix)),
+    ]
+    views = {}
+    for mode in ("bubblewrap", "unshare"):
+        monkeypatch.setenv(sandbox.MODE_ENV, mode)
+        need_mode(mode)
+        res = util.run(
+            [sys.executable, "-I", "-c", VIEW_PROBE, *probed],
+            cwd=checkout,
+            env=util.scrubbed_env(),
+            sandbox=Policy(writable=(scratch,)),
+        )
+        assert res.returncode == 0, (mode, res.stderr)
+        views[mode] = json.loads(res.stdout)
+    assert views["unshare"] == views["bubblewrap"]
+    view = views["bubblewrap"]
+    assert view["uid"] == [65534, 65534] and view["pids"]
+    assert view[str(checkout)]["write"] is True and view[str(scratch)]["write"] is True
+    assert view["/usr"]["write"] == view[str(envs)]["write"] == "Read-only file system"
+    assert view[str(home / ".ssh" / "id_rsa")]["exists"] is False
+    assert view["/etc/shadow"]["read"] == "Permission denied"  # the host's /dev/null, nodev
+    assert view[str(paths.tools_root())]["list"] == []

@@ -170,7 +170,7 @@ def _limits_hit(step: limits.Step | None, output: str) -> tuple[str, ...]:
         hit.append(f"memory (at most {limits.memory_mb()} MB, {MEMORY_ENV})")
     if _TOO_LARGE in output:
         hit.append(f"file size (at most {file_limit_mb()} MB, {FILE_SIZE_ENV})")
-    if _NO_SPACE in output and _sandbox.mode() == "bubblewrap":
+    if _NO_SPACE in output and _sandbox.mode() != "none":
         hit.append(
             f"/tmp space (at most {_sandbox.tmp_limit_mb()} MB, {_sandbox.TMP_LIMIT_ENV}; "
             "or the disk is full)"
