@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from verify_dag import sandbox
 from verify_dag.completion import flow
 from verify_dag.completion.models import CompletionJob, Outcome
 from verify_dag.errors import VerifyDagError
@@ -30,7 +31,8 @@ def _run(
     j = CompletionJob.model_validate(job)
     progress(task, j.run_id, step)
     try:
-        out = fn(j)
+        with sandbox.tracking(unsandboxed=j.no_sandbox):
+            out = fn(j)
     except Exception as exc:
         why = exc.message if isinstance(exc, VerifyDagError) else f"{type(exc).__name__}: {exc}"
         flow.record(j, step, task.name, task.request.id, f"error: {why}")

@@ -22,6 +22,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from verify_dag import sandbox
 from verify_dag.phases.claims.anchors import Where
 from verify_dag.phases.claims.models import ClaimVerdict
 from verify_dag.phases.claims.verifiers import unverifiable
@@ -41,7 +42,8 @@ def _claim(task: Any, job: dict[str, Any], dispatch: dict[str, Any]) -> dict[str
     d = Dispatch.model_validate(dispatch)
     progress(task, j.run_id, f"shadow {d.claim.id}")
     try:
-        verdict = run.verify(j, d)
+        with sandbox.tracking(unsandboxed=j.no_sandbox):
+            verdict = run.verify(j, d)
     # Whatever broke, the claim gets a verdict that says so and the round still merges.
     except Exception as exc:
         log.exception("shadow verifier of %s crashed", d.claim.id)

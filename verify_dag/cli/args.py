@@ -73,6 +73,25 @@ def add_broker(p: argparse.ArgumentParser, default: str = "else in-process") -> 
     )
 
 
+NO_SANDBOX_HELP = (
+    "run repository code without a sandbox where the host that runs it offers none (neither "
+    "bubblewrap nor unshare works); without it such a host refuses (exit 3), and with it the "
+    "output says so"
+)
+
+
+def add_no_sandbox(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-sandbox", action="store_true", help=NO_SANDBOX_HELP)
+
+
+def refuse_unsandboxed(no_sandbox: bool) -> None:
+    """This host runs the repository's code: refuse now, in one line, if it offers no sandbox
+    and nobody chose to run without one."""
+    from verify_dag import sandbox
+
+    sandbox.check_required(False, no_sandbox)
+
+
 def add_store(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", metavar="DIR", help=STORE_HELP)
 

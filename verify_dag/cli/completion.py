@@ -63,6 +63,7 @@ def add_parsers(sub: Any) -> None:
     # No default: an absent --mode is what sends the run through the question (the mode gate).
     c.add_argument("--mode", choices=["full", "quick"], default=None, help=MODE_HELP)
     cli_args.add_broker(c)
+    cli_args.add_no_sandbox(c)
 
 
 def verify(
@@ -73,6 +74,7 @@ def verify(
     broker: str | None = None,
     timeout: float | None = None,
     wait: float = WAIT_TIMEOUT,
+    no_sandbox: bool = False,
 ) -> Outcome:
     """Run one iteration on ``DIR/RUN_ID`` and return its outcome. ``mode`` is the mode gate's
     choice, or a bare mode that counts as given with --mode; nothing here asks. ``timeout`` is
@@ -97,6 +99,8 @@ def verify(
         )
     choice = mode if isinstance(mode, ModeChoice) else ModeChoice(mode=mode, chosen_by="given")
     configure(broker)
+    if client.embedded():
+        cli_args.refuse_unsandboxed(no_sandbox)
     with artifacts.locked(directory):
         iteration, extract = flow.plan_iteration(directory)
         job = CompletionJob(
@@ -107,6 +111,7 @@ def verify(
             mode_chosen_by=choice.chosen_by,
             unattended=choice.unattended,
             timeout=criterion.DEFAULT_TIMEOUT if timeout is None else timeout,
+            no_sandbox=no_sandbox,
         )
         result = client.run_plan(
             workflow.completion_plan(job, extract=extract),
@@ -122,7 +127,13 @@ def cmd_completion(args: argparse.Namespace) -> int:
 
     # The specification's order: the mode is settled before step 0 looks at the run directory.
     choice = gate.choose(args.mode)
-    out = verify(args.run_id, runs_dir=args.runs_dir, mode=choice, broker=args.broker)
+    out = verify(
+        args.run_id,
+        runs_dir=args.runs_dir,
+        mode=choice,
+        broker=args.broker,
+        no_sandbox=args.no_sandbox,
+    )
     print(
         f"{out.verdict}: {out.reason} (run {out.run_id}, iteration {out.iteration}, "
         f"mode {out.mode})"

@@ -70,6 +70,7 @@ def add_parsers(sub: Any) -> None:
     c.add_argument(
         "--repo", default=".", metavar="DIR", help="the repository (default: the current directory)"
     )
+    cli_args.add_no_sandbox(c)
 
     g = sub.add_parser("gates", help="run a contract's CHECK oracles and write its EVIDENCE")
     gsub = g.add_subparsers(dest="gates_command", metavar="run", required=True)
@@ -94,22 +95,27 @@ def add_parsers(sub: Any) -> None:
         metavar="SECONDS",
         help="time limit per CHECK (default 120)",
     )
+    cli_args.add_no_sandbox(r)
 
     sub.add_parser("floor-guard", help=FLOOR_HELP, add_help=False)
 
 
 def cmd_contract(args: argparse.Namespace) -> int:
+    from verify_dag import sandbox
     from verify_dag.contract import render
     from verify_dag.reviewers.contract.verify import verify_contract
 
-    verdict = verify_contract(
-        Path(args.repo),
-        Path(args.contract),
-        args.diff,
-        test=args.test,
-        test_timeout=args.test_timeout,
-        shown_path=args.contract,
-    )
+    if args.test:
+        cli_args.refuse_unsandboxed(args.no_sandbox)
+    with sandbox.tracking(unsandboxed=args.no_sandbox):
+        verdict = verify_contract(
+            Path(args.repo),
+            Path(args.contract),
+            args.diff,
+            test=args.test,
+            test_timeout=args.test_timeout,
+            shown_path=args.contract,
+        )
     cli_args.write_utf8(render.to_json(verdict) if args.format == "json" else render.text(verdict))
     if verdict.verdict == "ERROR":
         raise FatalError(verdict.error or "the contract could not be verified")
@@ -118,11 +124,13 @@ def cmd_contract(args: argparse.Namespace) -> int:
 
 def cmd_gates(args: argparse.Namespace) -> int:
     """A contract that cannot be read is a usage error here (cli/exits.py)."""
-    from verify_dag import git
+    from verify_dag import git, sandbox
     from verify_dag.contract import gates_run
 
     repo = git.toplevel(Path(args.repo))
-    outcomes = gates_run.run(Path(args.contract), repo, args.timeout)
+    cli_args.refuse_unsandboxed(args.no_sandbox)
+    with sandbox.tracking(unsandboxed=args.no_sandbox):
+        outcomes = gates_run.run(Path(args.contract), repo, args.timeout)
     if not outcomes:
         cli_args.write_utf8("GATES: nothing to run: no criterion has a CHECK line\n")
         return 0

@@ -83,6 +83,7 @@ def add_parsers(sub: Any) -> None:
     s.add_argument("--format", choices=["text", "json"], default="text")
     cli_args.add_broker(s)
     cli_args.add_store(s)  # with a broker: where the repository's bundle goes for the workers
+    cli_args.add_no_sandbox(s)
 
 
 def _commit(repo: str, ref: str | None) -> tuple[str, str]:
@@ -153,6 +154,7 @@ def cmd_shadow(args: argparse.Namespace) -> int:
         surface=findings.surface,
         budget=args.budget,
         store=cli_args.store_dir(args.store),
+        no_sandbox=args.no_sandbox,
     )
     result = (
         _rounds(job, [c for c in candidates if c.claim.id in chosen], args.format == "json")

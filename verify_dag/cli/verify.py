@@ -162,13 +162,7 @@ def add_parsers(sub: Any) -> None:
         "the host that runs it (workers: $VERIFY_DAG_REQUIRE_SANDBOX=1); see "
         "docs/security.md",
     )
-    v.add_argument(
-        "--no-sandbox",
-        action="store_true",
-        help="run repository code without a sandbox where the host that runs it offers none "
-        "(neither bubblewrap nor unshare works); without it such a host refuses, and with it "
-        "the report says so on its first line",
-    )
+    cli_args.add_no_sandbox(v)
     v.add_argument(
         "--skip-visual",
         action="store_true",

@@ -45,6 +45,8 @@ class CompletionJob(Frozen):
     unattended: str | None = None  # with mode_chosen_by "unattended": why nobody was asked
     timeout: float = 30.0  # seconds for the criterion (the default criterion budget)
     cap: int = 100_000  # bytes kept per stream
+    # --no-sandbox: a host that offers no sandbox runs the criterion anyway (else it refuses).
+    no_sandbox: bool = False
 
     def mode_choice(self) -> ModeChoice:
         return ModeChoice(mode=self.mode, chosen_by=self.mode_chosen_by, unattended=self.unattended)

@@ -35,6 +35,8 @@ class ShadowJob(Frozen):
     budget: float  # seconds per claim verifier (claims.budget.DEFAULT_BUDGET)
     store: str | None = None  # with a broker: the report store holding the bundle
     bundle: str | None = None  # with a broker: the git bundle that holds ``commit``
+    # --no-sandbox: a host that offers no sandbox re-runs tests anyway (else it refuses).
+    no_sandbox: bool = False
 
 
 class Dispatch(Frozen):

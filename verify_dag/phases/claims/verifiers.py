@@ -37,7 +37,7 @@ from verify_dag.phases.claims.anchors import (
 from verify_dag.phases.claims.budget import Budget, BudgetExhausted
 from verify_dag.phases.claims.models import Claim, ClaimVerdict
 from verify_dag.phases.tester.env.base import Runner
-from verify_dag.sandbox import Policy
+from verify_dag.sandbox import Policy, SandboxRequired
 from verify_dag.tools import runner
 from verify_dag.tools.base import ToolSpec, python_tool_argv
 
@@ -73,6 +73,10 @@ def verify(
         verdict = _verify(claim, s, budget, outside)
     except BudgetExhausted as exc:
         verdict = exhausted(claim, s, exc.why)
+    # The claim needs the repository's code run on a host that may not run it; claims that
+    # only read git still verify.
+    except SandboxRequired as exc:
+        verdict = unverifiable(claim, s, exc.line().removeprefix("verify-dag: error: "))
     # A verifier that broke has no verdict; it must never take the run down with it.
     except Exception as exc:  # noqa: BLE001
         if budget.spent():
