@@ -21,6 +21,7 @@ ENV: dict[str, tuple[str, str]] = {
     "VERIFY_DAG_API_KEY_FILE": ("worker", "a file holding the model API's key"),
     "VERIFY_DAG_MAX_OUTPUT_TOKENS": ("worker", "tokens a model API reply may use (8192)"),
     "VERIFY_DAG_MODEL_RETRIES": ("worker", "retries of a model API's 429 or 5xx (3)"),
+    "VERIFY_DAG_REVIEW_RATE_LIMIT": ("worker", "review tasks' Celery rate_limit (30/m, 2/s)"),
     "VERIFY_DAG_COMMENT_DENSITY": ("client", "comment-review's density limit (0.1 or 10%)"),
     "VERIFY_DAG_CACHE": ("worker", "the cache root: run checkouts, tools, results"),
     "VERIFY_DAG_RESULT_CACHE": ("worker", "the result cache directory"),

@@ -74,6 +74,12 @@ __all__ = [
 
 DEFAULT_TIMEOUT = 600.0
 HttpSetting = Literal["base_url", "api_key_file", "max_output_tokens", "retries"]
+_HTTP_ENV: dict[HttpSetting, str] = {
+    "base_url": "VERIFY_DAG_BASE_URL",
+    "api_key_file": "VERIFY_DAG_API_KEY_FILE",
+    "max_output_tokens": "VERIFY_DAG_MAX_OUTPUT_TOKENS",
+    "retries": "VERIFY_DAG_MODEL_RETRIES",
+}
 # The HTTP kinds: what a reply may cost at most (the Messages API requires a figure; a review's
 # findings fit well within it), and how often a 429 or 5xx is tried again.
 DEFAULT_MAX_OUTPUT_TOKENS = 8192
@@ -111,6 +117,15 @@ class BackendsConfig(Frozen):
         """The highest-precedence source's value of an HTTP kind's setting, and None when
         no source gives one."""
         return next((v for la in self.layers if (v := getattr(la, key)) is not None), None)
+
+    def origin(self, key: HttpSetting) -> str:
+        """Where ``first(key)`` came from: the variable or the file, or "default"."""
+        layer = next((la for la in self.layers if getattr(la, key) is not None), None)
+        if layer is None:
+            return "default"
+        if layer.source == "environment":
+            return f"environment {_HTTP_ENV[key]}"
+        return layer.source
 
 
 class Backend(Frozen):
