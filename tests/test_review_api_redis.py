@@ -94,7 +94,8 @@ def verify(fleet: Fleet, repo: Repo, out: Path, *flags: str) -> dict[str, Any]:
 
 def redis_values(url: str) -> dict[str, bytes]:
     """Every key of the database and its value (strings, lists, hashes, sets, sorted sets)."""
-    client = redis.Redis.from_url(url)
+    # Typed loosely: redis-py's stubs say str | bytes for what is bytes without decode_responses.
+    client: Any = redis.Redis.from_url(url)
     out: dict[str, bytes] = {}
     try:
         for key in client.scan_iter():
