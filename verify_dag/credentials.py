@@ -201,27 +201,16 @@ def known_values() -> set[str]:
 
 
 def _key_file(path: str) -> Iterator[str]:
-    """The secret a ``*_FILE`` setting names (VERIFY_DAG_API_KEY_FILE, a config file's
-    api-key-file): the file's contents, as a program reading it takes them."""
-    text = _read(Path(path).expanduser())
-    if text is not None and text.strip():
-        yield text.strip()
-
-
-def _key_files() -> list[Path]:
-    """The files ``*_FILE`` variables with a credential's name point at (for ``stamp``)."""
-    return [
-        Path(v).expanduser()
-        for k, v in os.environ.items()
-        if k.endswith("_FILE") and SECRET_NAME.search(k) and v
-    ]
+    """What a ``*_FILE`` setting names (VERIFY_DAG_API_KEY_FILE, a config's api-key-file)."""
+    yield (_read(Path(path).expanduser()) or "").strip()
 
 
 def stamp() -> object:
     """What the known set depends on, cheap to compute: the environment, the Celery app's URLs
     and the identity (inode, size, mtime) of every file read."""
     home = _home()
-    paths = [home / p for p in _CREDENTIAL_FILES] + list(_ssh_files(home)) + _key_files()
+    paths = [home / p for p in _CREDENTIAL_FILES] + list(_ssh_files(home))
+    paths += [Path(v).expanduser() for k, v in os.environ.items() if k.endswith("_FILE") and v]
     config = _config_file()
     if config is not None:
         paths.append(config)
