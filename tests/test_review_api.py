@@ -13,6 +13,7 @@ import pytest
 from conftest import BRANCH, Repo, verify_json
 from fakes.fake_api import FakeAPI, Step
 
+from verify_dag import metrics
 from verify_dag.report import markdown
 
 KEY = "sk-ant-test-0123456789abcdefABCDEF0123"
@@ -68,6 +69,11 @@ def test_deep_review_on_the_messages_api(scenario: Repo, tmp_path: Path, api: Fa
     assert tokens["maxTokens"] is None
     assert all(r.headers["x-api-key"] == KEY for r in api.requests) and len(api.requests) == 3
     assert "> **Review tokens:** 3,600 in, 900 out." in markdown(doc)
+    # The run metrics count them from the stored report.
+    exposed = metrics.exposition(os.environ["VERIFY_DAG_STORE"])
+    assert 'verify_dag_review_tokens_total{direction="in",skill="qa"} 1200.0' in exposed
+    assert 'verify_dag_review_tokens_total{direction="out",skill="reviewer"} 300.0' in exposed
+    assert 'verify_dag_review_requests_total{backend="anthropic",skill="reviewer"} 1.0' in exposed
     # skillResults items stay exactly skill, status and notes.
     assert all(set(r) == {"skill", "status", "notes"} for r in doc["skillResults"])
     # The key is in no file the run wrote: the report, the store, the result cache.
