@@ -6,7 +6,9 @@ Queues map to resource classes (ops/README.md): a worker picks the classes it se
 
 from __future__ import annotations
 
+import fnmatch
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -206,12 +208,50 @@ def _beat_schedule() -> dict[str, Any]:
     return from_environment()
 
 
-def _task_annotations() -> dict[str, dict[str, int]]:
-    return {
-        name: {"time_limit": TIME_LIMITS[queue], "soft_time_limit": TIME_LIMITS[queue] - 30}
-        for name, queue in ROUTES.items()
-        if not name.endswith("*")
-    }
+def _task_annotations() -> list[object]:
+    return [_Annotations(review_rate_limit())]
+
+
+# How many model calls a review task may start per second, minute or hour on each worker.
+REVIEW_RATE_ENV = "VERIFY_DAG_REVIEW_RATE_LIMIT"
+_RATE = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:/[smh])?")
+
+
+def review_rate_limit() -> str | None:
+    """``VERIFY_DAG_REVIEW_RATE_LIMIT`` in Celery's rate_limit form (``30/m``, ``2/s``)."""
+    value = os.environ.get(REVIEW_RATE_ENV, "").strip()
+    if not value:
+        return None
+    if not _RATE.fullmatch(value) or float(value.split("/")[0]) <= 0:
+        raise UsageError(
+            f"{REVIEW_RATE_ENV}: expected a rate such as 30/m, 2/s or 100/h, got {value!r}"
+        )
+    return value
+
+
+class _Annotations:
+    """Each task's time limits (its queue's), and Celery's rate_limit on every task that asks a
+    model (the review queue's) when the worker sets one. One object, because Celery applies
+    only the first annotation that matches a task. Celery counts a rate per task name and per
+    worker: each reviewer's task starts at most that often on a worker, and so do the fix
+    proposals and shadow judgements."""
+
+    def __init__(self, rate: str | None) -> None:
+        self.rate = rate
+
+    def annotate(self, task: Any) -> dict[str, object] | None:
+        queue = next((q for n, q in ROUTES.items() if fnmatch.fnmatchcase(task.name, n)), None)
+        if queue is None:
+            return None
+        said: dict[str, object] = {}
+        if task.name in ROUTES:  # a pattern's tasks (the reviewers) keep the queue's defaults
+            said = {"time_limit": TIME_LIMITS[queue], "soft_time_limit": TIME_LIMITS[queue] - 30}
+        if self.rate and queue == "review":
+            said["rate_limit"] = self.rate
+        return said or None
+
+    def annotate_any(self) -> None:
+        return None
 
 
 # The task modules a worker imports when it starts; a client that only submits imports none.

@@ -18,12 +18,14 @@ from celery import states
 from celery.exceptions import Ignore
 
 from verify_dag import limits, repos, resultcache, sandbox, util
+from verify_dag.backends import budget
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import RunState, SkillOutcome
 from verify_dag.models.findings import CacheHit
 from verify_dag.models.state import Phase
 from verify_dag.tasks import stash
 from verify_dag.tasks.app import CANCELLED, app, sentinel_id
+from verify_dag.tasks.tally import ResultBackendTally
 
 log = logging.getLogger(__name__)
 
@@ -186,6 +188,7 @@ def header_phase(skill: str) -> Callable[[HeaderPhase], Callable[..., Any]]:
                     ) as used,
                     limits.tracking() as hit,
                     resultcache.session(enabled=not st.request.no_cache) as hits,
+                    budget.counting(ResultBackendTally()),
                 ):
                     outcomes = [
                         cached(isolated(o, used, hit if i == 0 else None), hits)

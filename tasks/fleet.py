@@ -20,7 +20,12 @@ from verify_dag.tasks.app import app
 
 @app.task(name="verify_dag.fleet.audit", bind=True)
 def audit_task(
-    self: Any, fleet_file: str, store: str | None, fail_on: int, timeout: float
+    self: Any,
+    fleet_file: str,
+    store: str | None,
+    fail_on: int,
+    timeout: float,
+    max_review_tokens: int | None = None,
 ) -> dict[str, Any]:
     where = fleet.fleet_dir(store)
     where.mkdir(parents=True, exist_ok=True)
@@ -29,12 +34,14 @@ def audit_task(
     with file_lock(where / ".audit.lock", deadline=time.monotonic()) as alone:
         if not alone:
             return {"skipped": "an audit of this store is still running"}
-        # The file is read again each time: an edit since the last audit counts.
+        # The file is read again each time: an edit since the last audit counts. A budget
+        # given to `fleet beat` wins over the file's.
         summary = audit.run(
             fleet.load(fleet_file),
             fleet_file=fleet_file,
             store_dir=store,
             fail_on=fail_on,
             timeout=timeout,
+            max_review_tokens=max_review_tokens or fleet.max_review_tokens(fleet_file),
         )
     return {"summaryDir": summary["summaryDir"], "exitCode": summary["exitCode"]}

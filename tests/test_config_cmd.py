@@ -36,3 +36,38 @@ def test_config_names_each_setting_and_its_source(repo: Repo, tmp_path: Path) ->
     assert any(x.startswith("note: ") and "ignored `model`" in x for x in lines)
     (ruff,) = [x for x in lines if x.startswith("ruff ruff ")]
     assert ruff.endswith("-m ruff")
+
+
+def test_config_shows_a_model_apis_address_and_key_source_never_the_key(
+    repo: Repo, tmp_path: Path
+) -> None:
+    calc_base(repo)
+    key_file = tmp_path / "openai.key"
+    key_file.write_text("sk-proj-secret-0123456789abcdef\n")
+    user = tmp_path / "config.toml"
+    user.write_text(f'api-key-file = "{key_file}"\nretries = 5\n')
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("VERIFY_DAG_", "OPENAI_"))},
+        "VERIFY_DAG_CONFIG": str(user),
+        "VERIFY_DAG_BACKEND": "openai",
+        "VERIFY_DAG_MODEL_REVIEWER": "qwen2.5-coder",
+        "VERIFY_DAG_BASE_URL": "http://ollama:s3cret@127.0.0.1:11434/v1",
+        "VERIFY_DAG_REVIEW_RATE_LIMIT": "30/m",
+    }
+    proc = run_cli("config", str(repo.path), env=env)
+    assert proc.returncode == 0, proc.stderr
+    lines = [" ".join(line.split()) for line in proc.stdout.splitlines()]
+    at = lines.index(
+        "reviewer openai model=qwen2.5-coder effort=- (backend: environment VERIFY_DAG_BACKEND; "
+        "model: environment VERIFY_DAG_MODEL_REVIEWER; effort: default for the capable tier)"
+    )
+    assert lines[at + 1] == (
+        "url=http://ollama:***@127.0.0.1:11434/v1 (environment VERIFY_DAG_BASE_URL); key: file "
+        f"{key_file} ({user}); max-output-tokens=8192 retries=5 timeout=600s"
+    )
+    # The openai kind names no model of its own: a skill without one is NOT_RUN, and says why.
+    (qa,) = [x for x in lines if x.startswith("qa ")]
+    assert qa.startswith("qa none (the openai backend needs a model for qa: set VERIFY_DAG_MODEL")
+    rate = "review tasks' rate limit per worker: 30/m (environment VERIFY_DAG_REVIEW_RATE_LIMIT)"
+    assert rate in lines
+    assert "sk-proj-secret" not in proc.stdout and "s3cret" not in proc.stdout

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from conftest import Repo, make_repo, make_scenario, run_cli
+from fakes.fake_api import FakeAPI
 from redis_workers import fresh_db, logs, workers
 
 from verify_dag import fleet, store
@@ -135,6 +136,43 @@ def test_three_repositories_embedded(
     assert f"]({where / first['runId'] / 'report.md'})" in out
     stored = (Path(doc["summaryDir"]) / "summary.md").read_text()
     assert f"](../../{first['runId']}/report.md)" in stored
+
+
+def test_an_audits_review_token_budget_is_shared_by_its_runs(
+    tmp_path: Path, where: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each call may use 50,000 tokens of reply and spends 55,000: of the two repositories' light
+    # reviewers, one fits in the audit's 60,000, and the other finds the budget spent.
+    for key in list(os.environ):
+        if key.startswith(("VERIFY_DAG_BACKEND", "VERIFY_DAG_MODEL", "ANTHROPIC_")):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("VERIFY_DAG_RESULT_CACHE", str(tmp_path / "results"))
+    monkeypatch.setenv("VERIFY_DAG_MAX_OUTPUT_TOKENS", "50000")
+    one, two = make_project(tmp_path / "one"), make_project(tmp_path / "two", lint_error=True)
+    path = write_fleet(
+        tmp_path / "fleet.toml",
+        {"url": str(one.path), "depth": "light"},
+        {"url": str(two.path), "depth": "light"},
+    )
+    path.write_text("max-review-tokens = 60000\n\n" + path.read_text())
+    with FakeAPI("sk-ant-fleet-0123456789abcdef") as api:
+        api.usage = (30000, 25000)
+        monkeypatch.setenv("VERIFY_DAG_BACKEND", "anthropic")
+        monkeypatch.setenv("VERIFY_DAG_BASE_URL", api.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fleet-0123456789abcdef")
+        main(["fleet", "run", str(path), "--format=json", f"--output={tmp_path / 's.json'}"])
+    doc = json.loads((tmp_path / "s.json").read_text())
+    fleet_summary.validate(doc)
+    assert len(api.requests) == 1
+    assert doc["reviewTokens"] == {"maxTokens": 60000, "input": 30000, "output": 25000}
+    spent = sorted((r["reviewTokens"] for r in doc["repos"]), key=lambda t: t["input"])
+    assert spent == [{"input": 0, "output": 0}, {"input": 30000, "output": 25000}]
+    stopped = [n for r in doc["repos"] for n in r["notRun"] if n["skill"] == "reviewer"]
+    assert len(stopped) == 1 and stopped[0]["status"] == "NOT_RUN"
+    assert "budget: the fleet audit's review-token budget (60000) is spent" in stopped[0]["reason"]
+    stored = (Path(doc["summaryDir"]) / "summary.md").read_text()
+    assert "Review tokens this audit: 30,000 in, 25,000 out (budget 60,000)." in stored
 
 
 def test_summary_schema_is_strict(tmp_path: Path, where: Path) -> None:

@@ -181,7 +181,7 @@ def known_values() -> set[str]:
         # keeps VERIFY_DAG_*, GITHUB_*, ... from repository code is not one for output:
         # GITHUB_WORKSPACE or VERIFY_DAG_STORE are paths every report names.
         if SECRET_NAME.search(key):
-            found.add(value)
+            found.update(_key_file(value) if key.endswith("_FILE") else (value,))
         found.update(_url_credentials(value))
     for url in _celery_urls():
         found.update(_url_credentials(url))
@@ -200,11 +200,17 @@ def known_values() -> set[str]:
     return {v for v in found if len(v) >= MIN_LEN}
 
 
+def _key_file(path: str) -> Iterator[str]:
+    """What a ``*_FILE`` setting names (VERIFY_DAG_API_KEY_FILE, a config's api-key-file)."""
+    yield (_read(Path(path).expanduser()) or "").strip()
+
+
 def stamp() -> object:
     """What the known set depends on, cheap to compute: the environment, the Celery app's URLs
     and the identity (inode, size, mtime) of every file read."""
     home = _home()
     paths = [home / p for p in _CREDENTIAL_FILES] + list(_ssh_files(home))
+    paths += [Path(v).expanduser() for k, v in os.environ.items() if k.endswith("_FILE") and v]
     config = _config_file()
     if config is not None:
         paths.append(config)
@@ -291,7 +297,10 @@ def _toml_secrets(value: Any, key: str) -> Iterator[str]:
         for v in value:
             yield from _toml_secrets(v, key)
     elif isinstance(value, str):
-        if is_secret(key, value) or _CONFIG_KEY.search(key):
+        if key.endswith("-file") and _CONFIG_KEY.search(key):
+            # api-key-file names where the secret is; the path itself is no secret.
+            yield from _key_file(value)
+        elif is_secret(key, value) or _CONFIG_KEY.search(key):
             yield value
         yield from _argv_secrets(value.split())
         yield from _url_credentials(value)

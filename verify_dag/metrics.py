@@ -11,7 +11,10 @@ Metric families (all labelled values are small, fixed sets):
 - ``verify_dag_issues_total{severity_class}``: issues by class (critical 9-10, high 7-8,
   moderate 5-6, low 3-4, trivial 1-2);
 - ``verify_dag_checks_not_run_total{skill, status}``: skills NOT_RUN or BLOCKED;
-- ``verify_dag_cache_hits_total{what}``: parts of results taken from the result cache.
+- ``verify_dag_cache_hits_total{what}``: parts of results taken from the result cache;
+- ``verify_dag_review_tokens_total{skill, direction}``: model tokens the judgement reviewers
+  spent, ``in`` and ``out`` (``reviewTokens``; what a backend did not report is not counted);
+- ``verify_dag_review_requests_total{skill, backend}``: their requests, retries included.
 
 A run's report is read once and kept in memory by its run id; runs the store drops are dropped.
 """
@@ -36,6 +39,8 @@ NAMES = (
     "verify_dag_issues_total",
     "verify_dag_checks_not_run_total",
     "verify_dag_cache_hits_total",
+    "verify_dag_review_tokens_total",
+    "verify_dag_review_requests_total",
 )
 
 
@@ -63,6 +68,13 @@ class _Run:
         self.cache_hits = Counter(
             str(c["what"]).split(":")[0] for r in results for c in r.get("cached") or ()
         )
+        used = (report.get("reviewTokens") or {}).get("skills") or ()
+        self.tokens: Counter[tuple[str, str]] = Counter()
+        self.requests: Counter[tuple[str, str]] = Counter()
+        for u in used:
+            for direction, key in (("in", "inputTokens"), ("out", "outputTokens")):
+                self.tokens[(str(u["skill"]), direction)] += int(u.get(key) or 0)
+            self.requests[(str(u["skill"]), str(u["backend"]))] += int(u.get("requests") or 0)
 
 
 class StoreCollector:
@@ -133,6 +145,18 @@ class StoreCollector:
             "Parts of results taken from the result cache, by what they were.",
             ["what"],
             sum((r.cache_hits for r in runs), Counter()),
+        )
+        yield _counter(
+            "verify_dag_review_tokens",
+            "Model tokens the judgement reviewers spent, by skill, in and out.",
+            ["skill", "direction"],
+            sum((r.tokens for r in runs), Counter()),
+        )
+        yield _counter(
+            "verify_dag_review_requests",
+            "Model requests the judgement reviewers made, retries included, by skill and backend.",
+            ["skill", "backend"],
+            sum((r.requests for r in runs), Counter()),
         )
 
 

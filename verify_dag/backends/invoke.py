@@ -22,13 +22,13 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Literal
 
 from verify_dag import util
-from verify_dag.backends.config import Backend
-from verify_dag.models.base import Frozen
+from verify_dag.backends.config import HTTP_KINDS, Backend
+from verify_dag.backends.reply import Reply, ReplyStatus
+from verify_dag.models.findings import TokenUsage
 
-ReplyStatus = Literal["ok", "timeout", "rate_limited", "auth", "missing", "empty", "failed"]
+__all__ = ["Reply", "ReplyStatus", "build_argv", "invoke", "model_env"]
 
 _BROKER = ("VERIFY_DAG_BROKER_URL", "VERIFY_DAG_RESULT_BACKEND")
 _RATE = re.compile(
@@ -51,12 +51,6 @@ _NOTICE = re.compile(
 _ERROR_LINE = re.compile(
     r"^(?:error|fatal|panic|exception|■|⚠)|\berror\b|\b[45]\d\d\b", re.IGNORECASE
 )
-
-
-class Reply(Frozen):
-    status: ReplyStatus
-    text: str = ""
-    reason: str = ""
 
 
 def model_env() -> dict[str, str]:
@@ -115,7 +109,21 @@ def _fill(backend: Backend) -> list[str]:
 
 
 def invoke(backend: Backend, prompt: str, *, cwd: Path, timeout: float | None = None) -> Reply:
+    if backend.kind in HTTP_KINDS:
+        # Imported here: httpx costs every CLI process about 90 ms it mostly does not need.
+        from verify_dag.backends import http
+
+        return http.call(backend, prompt, timeout=timeout)
     limit = timeout if timeout is not None else backend.timeout
+    reply = _cli(backend, prompt, cwd, limit)
+    if reply.status == "missing" or reply.usage is not None:
+        return reply
+    # A CLI prints no token counts (claude's envelope aside): one request, tokens unknown.
+    usage = TokenUsage(backend=backend.kind, model=backend.model, requests=1)
+    return reply.model_copy(update={"usage": usage})
+
+
+def _cli(backend: Backend, prompt: str, cwd: Path, limit: float) -> Reply:
     with tempfile.TemporaryDirectory(prefix="verify-dag-model-") as tmp:
         last = Path(tmp) / "last-message.txt"
         argv = build_argv(backend, last)
@@ -130,7 +138,7 @@ def invoke(backend: Backend, prompt: str, *, cwd: Path, timeout: float | None = 
         if res.timed_out:
             return Reply(status="timeout", reason=f"{argv[0]} gave no reply within {limit:g} s")
         if backend.kind == "claude":
-            return _claude(res, prompt)
+            return _claude(res, prompt, backend)
         text = res.stdout
         if backend.kind == "codex" and last.is_file():
             text = last.read_text("utf-8", "replace") or res.stdout
@@ -139,7 +147,27 @@ def invoke(backend: Backend, prompt: str, *, cwd: Path, timeout: float | None = 
         return _success(text)
 
 
-def _claude(res: util.Result, prompt: str) -> Reply:
+def _claude(res: util.Result, prompt: str, backend: Backend) -> Reply:
+    reply = _claude_reply(res, prompt)
+    envelope = _envelope(res.stdout)
+    got = envelope.get("usage") if envelope is not None else None
+    if not isinstance(got, dict):
+        return reply
+    # The envelope's usage is the Messages API's: cache reads and writes are input too.
+    parts = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    read = [n for p in parts if isinstance(n := got.get(p), int)]
+    out = got.get("output_tokens")
+    usage = TokenUsage(
+        backend="claude",
+        model=backend.model,
+        input_tokens=sum(read) if read else None,
+        output_tokens=out if isinstance(out, int) else None,
+        requests=1,
+    )
+    return reply.model_copy(update={"usage": usage})
+
+
+def _claude_reply(res: util.Result, prompt: str) -> Reply:
     envelope = _envelope(res.stdout)
     if envelope is None:
         if res.returncode != 0:

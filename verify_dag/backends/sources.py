@@ -21,14 +21,28 @@ from verify_dag.errors import UsageError
 from verify_dag.models.base import Frozen
 from verify_dag.paths import user_file
 
-Kind = Literal["codex", "claude", "command"]
+Kind = Literal["codex", "claude", "command", "anthropic", "openai"]
+# The kinds that call a model API over HTTP (backends/http.py) rather than a CLI.
+HTTP_KINDS: tuple[Kind, ...] = ("anthropic", "openai")
 # The skills that may have their own model and effort: the verify pipeline's that call a model
 # (contract among them: its criteria have a model arm), and the shadow tool's claim verifier.
 MODEL_SKILLS = (*skills.asks_a_model(), "shadow-verifier")
 PLACEHOLDERS = ("{model}", "{effort}", "{skill}")
 # comment-density is read by reviewers/comments.py (the deterministic comment-review rules); it is
 # listed here only so that a [tool.verify-dag] table carrying it is not refused.
-_KEYS = ("backend", "command", "model", "effort", "timeout", "skills", "comment-density")
+_KEYS = (
+    "backend",
+    "command",
+    "model",
+    "effort",
+    "timeout",
+    "skills",
+    "comment-density",
+    "base-url",
+    "api-key-file",
+    "max-output-tokens",
+    "retries",
+)
 # What the repository under verification may set in its own table (issue 11): nothing that picks
 # or starts a program or spends the user's money. timeout only bounds a call to the backend the
 # user chose, and a longer call is not a dearer one (models bill tokens, not time).
@@ -42,7 +56,14 @@ _REFUSED = {
     "model": "a model",
     "effort": "a model effort",
     "skills": "a per-skill model or effort",
+    # The address a prompt and the worker's API key are sent to: never the repository's choice.
+    "base-url": "a model API address",
+    "api-key-file": "an API key file",
+    "max-output-tokens": "a model's output allowance",
+    "retries": "a model call's retries",
 }
+# Retries beyond this would hold a review slot for minutes on a server that is down.
+MAX_RETRIES = 10
 _SKILL_KEYS = ("model", "effort")
 # Model and effort names become CLI arguments: keep them to plain names, never option-like.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,99}")
@@ -64,6 +85,11 @@ class Layer(Frozen):
     effort: str | None = None
     timeout: float | None = None
     skills: dict[str, SkillSettings] = Field(default_factory=dict)
+    # The HTTP kinds' settings (backends/http.py); the CLIs have their own.
+    base_url: str | None = None
+    api_key_file: str | None = None
+    max_output_tokens: int | None = None
+    retries: int | None = None
 
 
 def read_layers(repo: Path | None, env: Mapping[str, str], notes: list[str]) -> list[Layer]:
@@ -114,6 +140,10 @@ def env_layer(env: Mapping[str, str]) -> Layer:
             ("model", get("VERIFY_DAG_MODEL")),
             ("effort", get("VERIFY_DAG_EFFORT")),
             ("timeout", get("VERIFY_DAG_MODEL_TIMEOUT")),
+            ("base-url", get("VERIFY_DAG_BASE_URL")),
+            ("api-key-file", get("VERIFY_DAG_API_KEY_FILE")),
+            ("max-output-tokens", get("VERIFY_DAG_MAX_OUTPUT_TOKENS")),
+            ("retries", get("VERIFY_DAG_MODEL_RETRIES")),
         )
         if v is not None
     }
@@ -138,6 +168,10 @@ def file_layer(
                 "backend": "VERIFY_DAG_BACKEND",
                 "command": "VERIFY_DAG_BACKEND_COMMAND",
                 "timeout": "VERIFY_DAG_MODEL_TIMEOUT",
+                "base-url": "VERIFY_DAG_BASE_URL",
+                "api-key-file": "VERIFY_DAG_API_KEY_FILE",
+                "max-output-tokens": "VERIFY_DAG_MAX_OUTPUT_TOKENS",
+                "retries": "VERIFY_DAG_MODEL_RETRIES",
             }
             name = names.get(key) or "VERIFY_DAG_" + re.sub(r"[.-]", "_", key.upper())
             return f"environment {name}"
@@ -151,7 +185,7 @@ def file_layer(
     backend = raw.get("backend")
     if backend is not None and backend not in get_args(Kind):
         raise UsageError(
-            f"{where('backend')}: expected one of codex, claude, command, got {backend!r}"
+            f"{where('backend')}: expected one of {', '.join(get_args(Kind))}, got {backend!r}"
         )
     command = _template(raw["command"], where("command")) if "command" in raw else ()
     if command and backend is None:
@@ -186,6 +220,10 @@ def file_layer(
         effort=_name(raw.get("effort"), where("effort")),
         timeout=_timeout(raw.get("timeout"), where("timeout")),
         skills=skills,
+        base_url=_url(raw.get("base-url"), where("base-url")),
+        api_key_file=_path(raw.get("api-key-file"), where("api-key-file")),
+        max_output_tokens=_count(raw.get("max-output-tokens"), where("max-output-tokens"), 1),
+        retries=_count(raw.get("retries"), where("retries"), 0, MAX_RETRIES),
     )
 
 
@@ -230,6 +268,37 @@ def _timeout(value: object, where: str) -> float | None:
     if isinstance(value, bool) or not seconds > 0:
         raise UsageError(f"{where}: expected a positive number of seconds, got {value!r}")
     return seconds
+
+
+def _url(value: object, where: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not re.fullmatch(r"https?://[^\s/?#]+(?:/[^\s?#]*)?", value):
+        shown = re.sub(r"://[^/@\s]*@", "://***@", value) if isinstance(value, str) else value
+        raise UsageError(f"{where}: expected an http:// or https:// URL, got {shown!r}")
+    return value.rstrip("/")
+
+
+def _path(value: object, where: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise UsageError(f"{where}: expected the path of a file")
+    return str(Path(value).expanduser())
+
+
+def _count(value: object, where: str, least: int, most: int | None = None) -> int | None:
+    if value is None:
+        return None
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.strip().isdigit():
+        number = int(value)
+    if number is None or number < least or (most is not None and number > most):
+        bound = f"from {least} to {most}" if most is not None else f"of at least {least}"
+        raise UsageError(f"{where}: expected a whole number {bound}, got {value!r}")
+    return number
 
 
 def _template(value: object, where: str) -> tuple[str, ...]:

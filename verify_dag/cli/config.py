@@ -38,7 +38,12 @@ def render(args: argparse.Namespace) -> str:
     from verify_dag import git, paths, resultcache, settings, store
     from verify_dag.backends import config as backends
     from verify_dag.repos import MIRRORS_ENV, mirrors_dir
-    from verify_dag.tasks.app import broker_origin, result_backend_origin
+    from verify_dag.tasks.app import (
+        REVIEW_RATE_ENV,
+        broker_origin,
+        result_backend_origin,
+        review_rate_limit,
+    )
 
     top = git.toplevel(args.path)
     table, where = settings.table(top)
@@ -61,23 +66,56 @@ def render(args: argparse.Namespace) -> str:
     cfg = backends.load_config(top)
     out.append("Model backends (per skill: backend, model, effort; where each came from):")
     for skill in backends.MODEL_SKILLS:
-        chosen_backend = backends.resolve(cfg, skill)
-        said = backends.explain(cfg, skill)
-        if chosen_backend is None:
-            out.append(f"  {skill:<17} none ({said['backend']}): the skill is NOT_RUN")
-            continue
-        out.append(
-            f"  {skill:<17} {chosen_backend.kind} model={chosen_backend.model or '-'} "
-            f"effort={chosen_backend.effort or '-'}  (backend: {said['backend']}; model: "
-            f"{said['model']}; effort: {said['effort']})"
-        )
+        out += _backend_lines(cfg, skill)
     out += [f"  note: {n}" for n in cfg.notes]
+    rate = review_rate_limit()
+    out.append(
+        f"  review tasks' rate limit per worker: {rate}  (environment {REVIEW_RATE_ENV})"
+        if rate
+        else f"  review tasks' rate limit per worker: none  ({REVIEW_RATE_ENV} not set)"
+    )
     out += [
         "",
         "Tools (verify-dag's own; a run uses the project's pinned or env copy where it has one):",
     ]
     out += [f"  {name:<9} {version:<34} {found}" for name, version, found in tools()]
     return "\n".join(out) + "\n"
+
+
+def _backend_lines(cfg: Any, skill: str) -> list[str]:
+    """One skill's backend, model and effort and where each came from; for a model API also
+    its address, where its key would come from (never the key) and its call settings."""
+    from verify_dag.backends import config as backends
+    from verify_dag.errors import VerifyDagError
+
+    said = backends.explain(cfg, skill)
+    try:
+        chosen = backends.resolve(cfg, skill)
+    except VerifyDagError as exc:
+        return [f"  {skill:<17} none ({exc.message}): the skill is NOT_RUN"]
+    if chosen is None:
+        return [f"  {skill:<17} none ({said['backend']}): the skill is NOT_RUN"]
+    lines = [
+        f"  {skill:<17} {chosen.kind} model={chosen.model or '-'} "
+        f"effort={chosen.effort or '-'}  (backend: {said['backend']}; model: "
+        f"{said['model']}; effort: {said['effort']})"
+    ]
+    if chosen.kind in backends.HTTP_KINDS:
+        from verify_dag import git
+        from verify_dag.backends import http
+
+        url, url_from = http.base_url(chosen)
+        if chosen.base_url:
+            url_from = cfg.origin("base_url")
+        key_from = http.key_source(chosen)
+        if chosen.api_key_file:
+            key_from += f" ({cfg.origin('api_key_file')})"
+        lines.append(
+            f"  {'':<17} url={git.display_source(url)} ({url_from}); key: "
+            f"{key_from}; max-output-tokens={chosen.max_output_tokens} "
+            f"retries={chosen.retries} timeout={chosen.timeout:g}s"
+        )
+    return lines
 
 
 def tools() -> list[tuple[str, str, str]]:

@@ -76,6 +76,13 @@ def add_parsers(sub: Any) -> None:
             metavar="SECONDS",
             help="give up on reports not in after this long, per fleet run (default 7200)",
         )
+        p.add_argument(
+            "--max-review-tokens",
+            type=cli_args.positive,
+            metavar="N",
+            help="the review-token budget of each audit, shared by all its runs (default: the "
+            "fleet file's max-review-tokens, else none)",
+        )
         cli_args.add_broker(p)
         cli_args.add_store(p)
     run.add_argument(
@@ -114,6 +121,7 @@ def _audit(args: argparse.Namespace, entries: list[Entry]) -> dict[str, Any]:
     from verify_dag.tasks.app import configure
 
     configure(args.broker)
+    from verify_dag import fleet
     from verify_dag.fleet import audit
 
     return audit.run(
@@ -122,6 +130,7 @@ def _audit(args: argparse.Namespace, entries: list[Entry]) -> dict[str, Any]:
         store_dir=args.store,
         fail_on=args.fail_on,
         timeout=args.timeout,
+        max_review_tokens=args.max_review_tokens or fleet.max_review_tokens(args.fleet_file),
     )
 
 
@@ -168,7 +177,9 @@ def cmd_beat(args: argparse.Namespace) -> int:
     app = configure(args.broker)
     fleet_file = str(Path(args.fleet_file).resolve())
     app.conf.beat_schedule = {
-        schedule.ENTRY: schedule.entry(fleet_file, args.store, args.fail_on, args.timeout, when)
+        schedule.ENTRY: schedule.entry(
+            fleet_file, args.store, args.fail_on, args.timeout, when, args.max_review_tokens
+        )
     }
     if client.embedded():
         from verify_dag.tasks import embedded

@@ -205,6 +205,13 @@ def add_parsers(sub: Any) -> None:
         "commands killed, and recorded as cancelled in the store",
     )
     v.add_argument(
+        "--max-review-tokens",
+        type=cli_args.positive,
+        metavar="N",
+        help="the judgement reviewers' model calls stop at N tokens in and out together: a "
+        "reviewer whose call could pass it is NOT_RUN with the reason budget",
+    )
+    v.add_argument(
         "--quiet",
         action="store_true",
         help="no progress on stderr (by default: live on a terminal, a line per phase elsewhere)",

@@ -143,6 +143,7 @@ def build_request(args: argparse.Namespace) -> Any:
         tool_timeout=args.tool_timeout,
         completion=_criterion(args.completion),
         comment_density=_comment_density(),
+        max_review_tokens=args.max_review_tokens,
         store=cli_args.store_dir(args.store),
         submitted=store.now(),
     )

@@ -10,6 +10,9 @@ A fleet file is TOML, one ``[[repo]]`` table per repository::
     url = "/srv/repos/tool"
     base = "origin/main"                                # implies scope = "branch"
 
+and, at the top, ``max-review-tokens = N``: the review-token budget of each audit of the fleet,
+shared by all its runs (verify_dag/backends/budget.py).
+
 The index (``<store>/fleet/index.json``) remembers, per settings (url, scope, base, depth), the
 head the last completed audit saw and its run id, so an unchanged repository is not audited
 again. docs/fleet.md is the user-facing description.
@@ -84,8 +87,21 @@ def display(url: str) -> str:
     return repos.hide_credentials(url)
 
 
+# The fleet file's settings beside its [[repo]] tables.
+SETTINGS = ("max-review-tokens",)
+
+
 def load(path: str | os.PathLike[str]) -> list[Entry]:
     """Read and check a fleet file strictly; any problem is one UsageError naming file and entry."""
+    return _read(path)[0]
+
+
+def max_review_tokens(path: str | os.PathLike[str]) -> int | None:
+    """The fleet file's ``max-review-tokens``, or None (the file is checked as ``load`` does)."""
+    return _read(path)[1]
+
+
+def _read(path: str | os.PathLike[str]) -> tuple[list[Entry], int | None]:
     where = Path(path)
     try:
         data = tomllib.loads(where.read_text(encoding="utf-8"))
@@ -95,11 +111,17 @@ def load(path: str | os.PathLike[str]) -> list[Entry]:
         raise UsageError(f"{path}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: not valid TOML: {exc}") from None
-    extra = sorted(set(data) - {"repo"})
+    extra = sorted(set(data) - {"repo", *SETTINGS})
     if extra:
         raise UsageError(
-            f"{path}: unknown top-level key(s) {', '.join(extra)}; only [[repo]] tables are allowed"
+            f"{path}: unknown top-level key(s) {', '.join(extra)}; allowed: [[repo]] tables and "
+            f"{', '.join(SETTINGS)}"
         )
+    budget = data.get("max-review-tokens")
+    if budget is not None and (
+        not isinstance(budget, int) or isinstance(budget, bool) or budget < 1
+    ):
+        raise UsageError(f"{path}: max-review-tokens must be a whole number of at least 1")
     tables = data.get("repo")
     if not isinstance(tables, list) or not tables:
         raise UsageError(f"{path}: no repositories; add one [[repo]] table with url = ... each")
@@ -114,7 +136,7 @@ def load(path: str | os.PathLike[str]) -> list[Entry]:
                 "(same url, scope, base and depth)"
             )
         entries.append(entry)
-    return entries
+    return entries, budget
 
 
 def _entry(where: Path, number: int, table: object) -> Entry:

@@ -4,6 +4,7 @@ index and write the run's summary into the store. docs/fleet.md is the user-faci
 from __future__ import annotations
 
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from verify_dag.fleet import Entry, record, reusable
 from verify_dag.fleet import summary as fleet_summary
 from verify_dag.fleet.summary import Outcome
 from verify_dag.models import Report, VerifyRequest
+from verify_dag.models.request import AuditBudget
 from verify_dag.phases import scope
 
 HEAD_READERS = 8  # git ls-remote calls at once: most of their time is network
@@ -37,12 +39,17 @@ def run(
     store_dir: str | None,
     fail_on: int,
     timeout: float,
+    max_review_tokens: int | None = None,
 ) -> dict[str, Any]:
     """Audit ``entries`` and return the summary, already written to its new directory of the
-    store (``summary.json``, ``summary.md``)."""
+    store (``summary.json``, ``summary.md``). ``max_review_tokens`` is the whole audit's
+    review-token budget, which every run it submits draws from."""
     where = store.resolve(store_dir).resolve()
     started = store.now()
-    outcomes = _audit(entries, where, fail_on, timeout)
+    shared = None
+    if max_review_tokens is not None:
+        shared = AuditBudget(audit=uuid.uuid4().hex, tokens=max_review_tokens)
+    outcomes = _audit(entries, where, fail_on, timeout, shared)
     summary = fleet_summary.build(
         outcomes,
         fleet_file=str(Path(fleet_file).resolve()),
@@ -50,6 +57,7 @@ def run(
         summary_dir=fleet_summary.new_dir(where),
         started=started,
         fail_on=fail_on,
+        max_review_tokens=max_review_tokens,
     )
     fleet_summary.write(summary)
     return summary
@@ -62,7 +70,9 @@ def _head(entry: Entry) -> str | VerifyDagError:
         return exc
 
 
-def _request(entry: Entry, store_dir: Path, fail_on: int) -> VerifyRequest:
+def _request(
+    entry: Entry, store_dir: Path, fail_on: int, shared: AuditBudget | None
+) -> VerifyRequest:
     request = VerifyRequest(
         repo=entry.url,
         scope=entry.scope,
@@ -74,13 +84,20 @@ def _request(entry: Entry, store_dir: Path, fail_on: int) -> VerifyRequest:
         allow_incomplete=entry.allow_incomplete,
         store=str(store_dir),
         submitted=store.now(),
+        audit_budget=shared,
     )
     # A URL is resolved by the workers (each keeps its own mirror); a path is checked here,
     # exactly as `verify` checks it.
     return request if entry.is_url else scope.validate_request(request)
 
 
-def _audit(entries: list[Entry], store_dir: Path, fail_on: int, timeout: float) -> list[Outcome]:
+def _audit(
+    entries: list[Entry],
+    store_dir: Path,
+    fail_on: int,
+    timeout: float,
+    shared: AuditBudget | None,
+) -> list[Outcome]:
     """Every run is submitted before any is waited for, so the fleet's workers take them all."""
     with ThreadPoolExecutor(max_workers=HEAD_READERS) as pool:
         heads = list(pool.map(_head, entries))
@@ -104,7 +121,7 @@ def _audit(entries: list[Entry], store_dir: Path, fail_on: int, timeout: float) 
             )
             continue
         try:
-            request = _request(entry, store_dir, fail_on)
+            request = _request(entry, store_dir, fail_on, shared)
             plan = client.submit(request)
         except VerifyDagError as exc:
             outcomes[entry.number] = Outcome(entry, "error", head=head, error=_shown(entry, exc))

@@ -55,18 +55,27 @@ def every(seconds: float) -> Any:
 
 
 def entry(
-    fleet_file: str, store: str | None, fail_on: int, timeout: float, when: Any
+    fleet_file: str,
+    store: str | None,
+    fail_on: int,
+    timeout: float,
+    when: Any,
+    max_review_tokens: int | None = None,
 ) -> dict[str, Any]:
-    """The beat schedule entry of one fleet file's audits."""
+    """The beat schedule entry of one fleet file's audits (``max_review_tokens``: a budget that
+    wins over the file's)."""
+    kwargs: dict[str, Any] = {
+        "fleet_file": fleet_file,
+        "store": store,
+        "fail_on": fail_on,
+        "timeout": timeout,
+    }
+    if max_review_tokens is not None:  # older workers' audit task takes no such argument
+        kwargs["max_review_tokens"] = max_review_tokens
     return {
         "task": TASK,
         "schedule": when,
-        "kwargs": {
-            "fleet_file": fleet_file,
-            "store": store,
-            "fail_on": fail_on,
-            "timeout": timeout,
-        },
+        "kwargs": kwargs,
         "options": {"queue": QUEUE},
     }
 

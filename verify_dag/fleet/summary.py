@@ -54,6 +54,13 @@ def _issues(doc: Report | None, fail_on: int) -> dict[str, Any]:
     }
 
 
+def _tokens(doc: Report | None) -> dict[str, int] | None:
+    spent = doc.review_tokens if doc is not None else None
+    if spent is None:
+        return None
+    return {"input": spent.input_tokens, "output": spent.output_tokens}
+
+
 def _repo(o: Outcome, fail_on: int) -> dict[str, Any]:
     doc = o.report
     not_run = [
@@ -84,6 +91,8 @@ def _repo(o: Outcome, fail_on: int) -> dict[str, Any]:
         "notRun": not_run,
         "report": where,
         "exitCode": exit_code(doc, fail_on) if doc is not None else EXIT_ERROR,
+        # The report's review tokens: for a reused report, what its own audit spent.
+        "reviewTokens": _tokens(doc),
     }
 
 
@@ -95,8 +104,11 @@ def build(
     summary_dir: Path,
     started: str,
     fail_on: int,
+    max_review_tokens: int | None = None,
 ) -> dict[str, Any]:
     repos = [_repo(o, fail_on) for o in outcomes]
+    # What this audit spent: a reused report's tokens were spent by an earlier one.
+    fresh = [r["reviewTokens"] for r in repos if r["reviewTokens"] and r["result"] != "reused"]
     codes = {r["exitCode"] for r in repos}
     # The worst first: 3, then 1, then 4 (nothing failed but checks did not run), then 0.
     code = next((c for c in (EXIT_ERROR, EXIT_ISSUES, EXIT_INCOMPLETE) if c in codes), EXIT_OK)
@@ -110,6 +122,11 @@ def build(
         "failOn": fail_on,
         "exitCode": code,
         "totals": {r: sum(x["result"] == r for x in repos) for r in RESULTS},
+        "reviewTokens": {
+            "maxTokens": max_review_tokens,
+            "input": sum(t["input"] for t in fresh),
+            "output": sum(t["output"] for t in fresh),
+        },
         "repos": repos,
     }
 
@@ -121,6 +138,17 @@ def validate(summary: dict[str, Any]) -> None:
         raise ValueError(
             f"fleet summary does not match {SCHEMA_PATH} at {error.json_path}: {error.message}"
         )
+
+
+def _spent(tokens: dict[str, Any] | None) -> list[str]:
+    if not tokens:
+        return []
+    budget = tokens.get("maxTokens")
+    said = f" (budget {budget:,})" if budget else ""
+    return [
+        f"Review tokens this audit: {tokens['input']:,} in, {tokens['output']:,} out{said}.",
+        "",
+    ]
 
 
 def _cell(text: str) -> str:
@@ -160,6 +188,7 @@ def markdown(summary: dict[str, Any], here: Path | None = None) -> str:
         + ", ".join(f"{t[r]} {r}" for r in RESULTS)
         + f"; fail on severity >= {summary['failOn']}; exit {summary['exitCode']}.**",
         "",
+        *_spent(summary.get("reviewTokens")),
         "| # | Repository | Scope | Depth | Result | Issues | Run |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -196,6 +225,9 @@ def markdown(summary: dict[str, Any], here: Path | None = None) -> str:
                 f"- Issues: {_counts(issues)}; {issues['atOrAboveFailOn']} at or above "
                 f"severity {summary['failOn']}"
             )
+        if r.get("reviewTokens"):
+            spent = r["reviewTokens"]
+            lines.append(f"- Review tokens: {spent['input']:,} in, {spent['output']:,} out")
         if r["notRun"]:
             lines.append("- Did not run:")
             lines += [f"  - {n['skill']}: {n['status']}: {_cell(n['reason'])}" for n in r["notRun"]]

@@ -89,6 +89,25 @@ class CacheHit(Frozen):
     stored: str | None = None  # ISO 8601 UTC
 
 
+class TokenUsage(Frozen):
+    """What one skill's model call cost, as the backend reported it (docs/report.md,
+    "reviewTokens"): tokens read and written, None where the backend does not say (a CLI that
+    prints no usage), and the requests it took (a retried 429 counts each try)."""
+
+    backend: str  # the backend kind: anthropic, openai, claude, codex, command
+    model: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    requests: int = 0
+    cached: bool = False  # the reply came from the result cache: nothing was spent on it
+
+    def spent(self) -> int | None:
+        """Tokens this call used, in and out; None when the backend did not report both."""
+        if self.input_tokens is None or self.output_tokens is None:
+            return None
+        return self.input_tokens + self.output_tokens
+
+
 class ChangedCoverage(Frozen):
     """The changed lines' coverage the suite's run measured (qa's figure, diff-cover's)."""
 
@@ -128,6 +147,8 @@ class SkillOutcome(Frozen):
     coverage: ChangedCoverage | None = None
     # Seconds its task took (tasks/base.py header_phase), for the run metrics; None elsewhere.
     seconds: float | None = None
+    # A judgement skill's model call: its tokens and requests; None when no model was asked.
+    usage: TokenUsage | None = None
 
     def combine(self, other: SkillOutcome) -> SkillOutcome:
         """One skill that ran in two parts (deterministic rules and a model pass, say).
@@ -154,5 +175,6 @@ class SkillOutcome(Frozen):
                 "verifications": (*self.verifications, *other.verifications),
                 "coverage_xml": self.coverage_xml or other.coverage_xml,
                 "cached": (*self.cached, *other.cached),
+                "usage": self.usage or other.usage,
             }
         )

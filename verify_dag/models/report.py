@@ -290,6 +290,28 @@ class CoverageFigure(_V1):
     percent: float  # 100 when no executable line changed, as diff-cover says
 
 
+class SkillTokens(_V1):
+    """reviewTokens.skills[]: one skill's model call, as its backend reported it."""
+
+    skill: str
+    backend: str
+    model: str | None
+    # null: the backend does not report them (codex, a command template); 0 from the cache.
+    input_tokens: int | None
+    output_tokens: int | None
+    requests: int  # HTTP requests made, retries included; 1 for a CLI call, 0 from the cache
+    from_cache: bool
+
+
+class ReviewTokens(_V1):
+    """What the judgement reviewers' model calls cost (additive; docs/report.md)."""
+
+    max_tokens: int | None  # --max-review-tokens, null when the run set none
+    input_tokens: int  # the sums over the skills whose backend reported them
+    output_tokens: int
+    skills: tuple[SkillTokens, ...]
+
+
 class Report(_V1):
     """The JSON v1 report: ``model_dump(mode="json")`` is the document, ``model_validate`` of a
     document gives the model back."""
@@ -317,6 +339,9 @@ class Report(_V1):
     # Additive: each skill's sandbox, cache hits and duration (skillResults holds exactly three
     # keys); read back as () from a report stored before it existed.
     skill_details: tuple[SkillDetail, ...] = ()
+    # Additive: tokens in and out per judgement skill that asked a model; absent when none did
+    # and no budget was set (and from reports stored before it existed).
+    review_tokens: ReviewTokens | None = Field(default=None, exclude_if=_absent)
 
     @model_serializer(mode="wrap")
     def _v1(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

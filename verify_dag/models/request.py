@@ -22,6 +22,13 @@ class Snapshot(Frozen):
     untracked: tuple[str, ...] = ()  # untracked paths, in the work tree snapshot but not the diff
 
 
+class AuditBudget(Frozen):
+    """A fleet audit's review-token budget, shared by every run it submits."""
+
+    audit: str  # the audit's id: its runs count their tokens under it
+    tokens: int
+
+
 class VerifyRequest(Frozen):
     # The repository as the run names it: an absolute path (the top level) or a URL. The tasks
     # see their own host's copy in its place (verify_dag.repos.localize).
@@ -86,3 +93,7 @@ class VerifyRequest(Frozen):
     # the run in the report store) that holds them with the repository's refs.
     snapshot: Snapshot | None = None
     bundle: str | None = None
+    # --max-review-tokens: the judgement reviewers' model calls stop at this many tokens
+    # (verify_dag/backends/budget.py); and the fleet audit's budget this run shares, if any.
+    max_review_tokens: int | None = None
+    audit_budget: AuditBudget | None = None

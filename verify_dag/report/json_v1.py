@@ -44,7 +44,9 @@ from verify_dag.models.report import (
     ReportIssue,
     ReportScope,
     ReportTriage,
+    ReviewTokens,
     RunInfo,
+    SkillTokens,
 )
 from verify_dag.models.scope import FileChange, Scope
 from verify_dag.models.state import RunState
@@ -222,6 +224,32 @@ def _coverage(state: RunState) -> CoverageFigure | None:
     )
 
 
+def _review_tokens(state: RunState) -> ReviewTokens | None:
+    """The model calls' tokens, per skill in the order the skills were collected."""
+    rows = tuple(
+        SkillTokens(
+            skill=o.skill,
+            backend=o.usage.backend,
+            model=o.usage.model,
+            input_tokens=o.usage.input_tokens,
+            output_tokens=o.usage.output_tokens,
+            requests=o.usage.requests,
+            from_cache=o.usage.cached,
+        )
+        for o in state.outcomes
+        if o.usage is not None
+    )
+    budget = state.request.max_review_tokens
+    if not rows and budget is None and state.request.audit_budget is None:
+        return None
+    return ReviewTokens(
+        max_tokens=budget,
+        input_tokens=sum(r.input_tokens or 0 for r in rows),
+        output_tokens=sum(r.output_tokens or 0 for r in rows),
+        skills=rows,
+    )
+
+
 def _all_findings(state: RunState) -> list[Finding]:
     static = list(state.static.findings) if state.static is not None else []
     return static + [f for o in state.outcomes for f in o.findings]
@@ -396,6 +424,7 @@ def build(state: RunState, source: Source | None = None) -> Report:
         ),
         dedup=DedupCounts(skill_findings=len(raw), issues=len(issues)),
         coverage=_coverage(state),
+        review_tokens=_review_tokens(state),
     )
     req = state.request
     gates = Gates(

@@ -225,6 +225,7 @@ def _skill_results(report: Report) -> list[str]:
             f"not run: {inline(codex.notes) or 'no reason recorded'}",
         ]
     out += _isolation(report)
+    out += _tokens(report)
     not_run = [r.skill for r in report.skill_results if r.status == "NOT_RUN"]
     if not_run:
         out += [
@@ -233,6 +234,20 @@ def _skill_results(report: Report) -> list[str]:
             "findings from them is not a pass.",
         ]
     return [*out, "", "---", ""]
+
+
+def _tokens(report: Report) -> list[str]:
+    """One line: what the model calls cost, and the budget they were held to."""
+    t = report.review_tokens
+    if t is None:
+        return []
+    unknown = [s.skill for s in t.skills if s.input_tokens is None or s.output_tokens is None]
+    said = f"{t.input_tokens:,} in, {t.output_tokens:,} out"
+    if t.max_tokens is not None:
+        said += f" (budget {t.max_tokens:,})"
+    if unknown:
+        said += f"; not reported by the backend of {', '.join(unknown)}"
+    return ["", f"> **Review tokens:** {said}."]
 
 
 def _isolation(report: Report) -> list[str]:

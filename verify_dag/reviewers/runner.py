@@ -11,15 +11,16 @@ import os
 import re
 import socket
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 from verify_dag import backends, git, resultcache, skills, util, workspace
+from verify_dag.backends import budget
 from verify_dag.backends.parse import ParsedReply, Unparseable, parse_reply
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import Finding, GateResult, RunState, SkillOutcome
-from verify_dag.models.findings import Status
+from verify_dag.models.findings import Status, TokenUsage
 from verify_dag.phases import gates
 from verify_dag.reviewers import prompts
 
@@ -185,22 +186,41 @@ def _ask(
     backend: backends.Backend,
     prompt: str,
     cwd: Path,
+    limits: Sequence[budget.Limit] = (),
     blocked_when_unavailable: bool = False,
 ) -> SkillOutcome:
+    """Ask ``backend`` (or the result cache) and read the reply; the outcome carries what the
+    call cost (``usage``), whatever came of it."""
     entry = _reply_key(skill, backend, prompt, cwd)
     text = resultcache.get(_REPLY, entry, "reply") if entry is not None else None
     fresh = not isinstance(text, str)
+    usage = TokenUsage(
+        backend=backend.kind, model=backend.model, input_tokens=0, output_tokens=0, cached=True
+    )
     if not isinstance(text, str):
+        held = budget.hold(limits, budget.estimate(prompt, backend.max_output_tokens))
+        if isinstance(held, str):
+            return _not_run(skill, reason, held)
         reply = backends.invoke(backend, prompt, cwd=cwd)
+        budget.settle(held, reply.usage)
+        usage = reply.usage or usage.model_copy(update={"cached": False})
         if reply.status != "ok":
             # A missing CLI or missing auth is BLOCKED for codex-reviewer (its report statuses);
             # a time-out, quota or empty reply is NOT_RUN for everyone (issue 3).
             unavailable = reply.status in {"missing", "auth"}
             status: Status = "BLOCKED" if blocked_when_unavailable and unavailable else "NOT_RUN"
-            return SkillOutcome(
+            failed = SkillOutcome(
                 skill=skill, status=status, reason=reason, notes=f"{reply.status}: {reply.reason}"
             )
+            return failed.model_copy(update={"usage": usage})
         text = reply.text
+    return _read(skill, reason, prompt, text, entry if fresh else None).model_copy(
+        update={"usage": usage}
+    )
+
+
+def _read(skill: str, reason: str, prompt: str, text: str, store: str | None) -> SkillOutcome:
+    """The outcome of a reply; a reply that reads is kept under ``store``, its cache entry."""
     if _echoes(prompt, text):
         # The prompt holds an example finding; a command that parrots it back did not review.
         return _not_run(skill, reason, "unparseable reply: the backend echoed the prompt back")
@@ -208,8 +228,8 @@ def _ask(
         parsed = parse_reply(text, skill)
     except Unparseable as exc:
         return _not_run(skill, reason, f"unparseable reply: {exc}")
-    if fresh and entry is not None:
-        resultcache.put(_REPLY, entry, text)
+    if store is not None:
+        resultcache.put(_REPLY, store, text)
     return _outcome(skill, reason, parsed)
 
 
@@ -217,9 +237,10 @@ _REPLY = "reply"
 
 
 def _reply_key(skill: str, backend: backends.Backend, prompt: str, cwd: Path) -> str | None:
-    """A reply's entry in the result cache: the prompt, the backend (kind, command template,
-    model, effort) and the tree the model may read in ``cwd``; None when ``cwd`` is not a git
-    checkout (a diff-only workspace is keyed by the prompt, which holds its whole diff)."""
+    """A reply's entry in the result cache: the prompt, the backend (kind, its parameters: a
+    command template, or an API's address and reply allowance), model, effort and the tree the
+    model may read in ``cwd``; None when ``cwd`` is not a git checkout (a diff-only workspace is
+    keyed by the prompt, which holds its whole diff)."""
     tree = git.rev_parse(cwd, "HEAD^{tree}") if (cwd / ".git").exists() else "diff-only"
     if tree is None:
         return None
@@ -228,7 +249,7 @@ def _reply_key(skill: str, backend: backends.Backend, prompt: str, cwd: Path) ->
         _REPLY,
         skill,
         backend.kind,
-        json.dumps(list(backend.command)),
+        json.dumps(list(backend.parameters())),
         backend.model or "",
         backend.effort or "",
         tree,
@@ -286,8 +307,9 @@ def model_skill(state: RunState, skill: str, reason: str) -> SkillOutcome:
     if isinstance(backend, SkillOutcome):
         return backend
     prompt = prompts.skill_prompt(state, skill)
+    limits = budget.limits(state)
     with _checkout(state) as cwd:
-        return _ignored(_settled(state, _ask(skill, reason, backend, prompt, cwd)), state)
+        return _ignored(_settled(state, _ask(skill, reason, backend, prompt, cwd, limits)), state)
 
 
 def plan_completeness(state: RunState, reason: str) -> SkillOutcome:
@@ -301,8 +323,10 @@ def plan_completeness(state: RunState, reason: str) -> SkillOutcome:
     diff = git.patch(state.request.repo, sc.old_commit, sc.new_commit, paths)
     if len(diff) > _DIFF_CAP:
         diff = diff[:_DIFF_CAP] + f"\n[... diff truncated at {_DIFF_CAP} characters]\n"
+    prompt = prompts.plan_prompt(state, diff)
     with _checkout(state) as cwd:
-        return _ignored(_ask(skill, reason, backend, prompts.plan_prompt(state, diff), cwd), state)
+        asked = _ask(skill, reason, backend, prompt, cwd, budget.limits(state))
+        return _ignored(asked, state)
 
 
 def codex_reviewer(state: RunState, reason: str) -> SkillOutcome:
@@ -354,6 +378,7 @@ def codex_reviewer(state: RunState, reason: str) -> SkillOutcome:
             backend,
             prompts.skill_prompt(state, skill),
             ws,
+            budget.limits(state),
             blocked_when_unavailable=True,
         )
         return _settled(state, asked)
