@@ -200,6 +200,16 @@ def test_head_verifies_a_range_without_checking_it_out(
     )
     assert proc.returncode == 2
     assert "--head is only valid with --scope=branch" in proc.stderr
+    # A name that is no commit is the user's to fix: one line, exit 2, nothing submitted.
+    unknown = subprocess.run(
+        [*CLI, "verify", str(repo.path), *BRANCH, "--head=no-such-ref"],
+        capture_output=True,
+        text=True,
+    )
+    assert (unknown.returncode, unknown.stderr.splitlines()) == (
+        2,
+        [f"verify-dag: error: --head: 'no-such-ref' is not a commit in {repo.path}"],
+    )
 
 
 @pytest.mark.parametrize("how", [["-a"], ["tests/test_calc.py"], []])

@@ -61,8 +61,13 @@ def validate_request(req: VerifyRequest) -> VerifyRequest:
     module = _inside(top, req.module, "--module", start) if req.module is not None else None
     scope = "files" if files else "module" if module is not None else req.scope
     # --head as the commit it names now: the run verifies that commit wherever it runs (a
-    # worker's copy gets it in the bundle), even if the ref moves meanwhile.
-    head = (git.verify_commit(top, req.head) or req.head) if req.head is not None else None
+    # worker's copy gets it in the bundle), even if the ref moves meanwhile. A name that is no
+    # commit here is the user's to fix, before anything is submitted.
+    head = None
+    if req.head is not None:
+        head = git.verify_commit(top, req.head)
+        if head is None:
+            raise UsageError(f"--head: {req.head!r} is not a commit in {top}")
     return req.model_copy(
         update={"repo": str(top), "files": files, "module": module, "scope": scope, "head": head}
     )
