@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from celery import Celery, signals
-from kombu.entity import Queue
+from kombu.entity import Exchange, Queue
 from kombu.transport import TRANSPORT_ALIASES
 
 from verify_dag import credentials
@@ -265,6 +265,16 @@ app = Celery("verify_dag", include=TASK_MODULES)
 credentials.add_url_source(lambda: (app.conf.broker_url, app.conf.result_backend))
 
 
+def queues() -> list[Queue]:
+    """One direct exchange per queue, named as the queue, with its name as the routing key. A
+    Queue given only a name takes the default exchange (``git``) and key: every queue bound to
+    one exchange with one key, and a message published there delivered to all five."""
+    return [
+        Queue(q, Exchange(q, type="direct"), routing_key=q)  # type: ignore[no-untyped-call]
+        for q in (*QUEUES, FLEET_QUEUE)
+    ]
+
+
 def configure(broker: str | None = None) -> Celery:
     """Point the app at a broker. Called once per process, before any task is sent."""
     url = broker_url(broker)
@@ -275,7 +285,7 @@ def configure(broker: str | None = None) -> Celery:
         task_serializer="json",
         result_serializer="json",
         accept_content=["json"],
-        task_queues=[Queue(q) for q in (*QUEUES, FLEET_QUEUE)],  # type: ignore[no-untyped-call]
+        task_queues=queues(),
         task_default_queue="git",
         task_routes=ROUTES,
         task_annotations=_task_annotations(),

@@ -73,3 +73,30 @@ def test_a_run_on_rabbitmq_with_redis_results(scenario: Repo, tmp_path: Path, vh
     # The worker was on RabbitMQ, its results in Redis; the password is never logged.
     assert f"Connected to amqp://guest:**@{AMQP_HOST}:{AMQP_PORT}/{vhost}" in log
     assert "guest:guest" not in log
+
+
+def test_each_queue_has_an_exchange_of_its_own(vhost: str) -> None:
+    """A message published to one queue's exchange with its routing key lands in that queue
+    alone: with every queue bound to one exchange and key, it was delivered five times."""
+    from celery import Celery
+    from kombu import Connection, Producer
+
+    from verify_dag.tasks.app import queues
+
+    broker = f"amqp://guest:guest@{AMQP_HOST}:{AMQP_PORT}/{vhost}"
+    # The queues as Celery completes them (a queue without an exchange gets the default one).
+    app = Celery("queues", broker=broker, set_as_current=False)
+    app.conf.update(task_queues=queues(), task_default_queue="git")
+    with Connection(broker) as conn:  # type: ignore[no-untyped-call]
+        channel = conn.channel()
+        bound = [q(channel) for q in app.amqp.queues.values()]
+        for q in bound:
+            q.declare()
+        for q in bound:
+            Producer(channel).publish(  # type: ignore[no-untyped-call]
+                {"to": q.name}, exchange=q.exchange, routing_key=q.routing_key
+            )
+        counts = {q.name: q.queue_declare(passive=True).message_count for q in bound}
+        for q in bound:
+            q.delete()
+    assert counts == {name: 1 for name in ("git", "static", "review", "test", "exercise", "fleet")}
