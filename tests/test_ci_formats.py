@@ -5,6 +5,7 @@ the reviewer is the fake model CLI."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 from pathlib import Path
@@ -91,6 +92,41 @@ def test_sarif_of_a_run_with_ruff_mypy_a_failing_test_and_a_reviewer_finding(
     (moved,) = [r for r in results(again)["ruff"] if r["ruleId"] == "F841"]
     assert moved["locations"][0]["physicalLocation"]["region"]["startLine"] == 11
     assert moved["partialFingerprints"] == ruff["partialFingerprints"]
+
+
+def test_a_tool_that_ran_clean_still_has_its_run_so_code_scanning_closes_its_alerts(
+    repo: Repo, tmp_path: Path
+) -> None:
+    """Code scanning closes an alert only when a later upload of the same tool and category no
+    longer reports it: a run with ruff and mypy findings, then the fix. The second SARIF still
+    has a ruff and a mypy run, empty, under the same categories and with their versions; every
+    run's category is its own."""
+    tagged_base(repo, 3, PYTEST + MYPY)
+    repo.write("src/calc.py", CALC + "\n\n" + FLAGGED)
+    repo.commit("mean")
+    _, flagged = sarif_of(repo, tmp_path, "flagged.sarif", "--allow-incomplete")
+    repo.write(
+        "src/calc.py",
+        CALC + "\n\ndef mean(values: list[int]) -> float:\n    return sum(values) / len(values)\n",
+    )
+    repo.commit("fixed")
+    _, clean = sarif_of(repo, tmp_path, "clean.sarif", "--allow-incomplete")
+
+    def runs(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        return {run["tool"]["driver"]["name"]: run for run in doc["runs"]}
+
+    before, after = runs(flagged), runs(clean)
+    assert before["ruff"]["results"] and before["mypy"]["results"]
+    assert after["ruff"]["results"] == [] and after["mypy"]["results"] == []
+    for tool in ("ruff", "mypy", "verify-dag/tester", "verify-dag"):
+        assert after[tool]["automationDetails"] == before[tool]["automationDetails"], tool
+    categories = [run["automationDetails"]["id"] for run in clean["runs"]]
+    assert len(categories) == len(set(categories))
+    assert after["ruff"]["tool"]["driver"]["version"] == importlib.metadata.version("ruff")
+    assert after["mypy"]["tool"]["driver"]["version"] == importlib.metadata.version("mypy")
+    assert after["verify-dag"]["tool"]["driver"]["version"] == importlib.metadata.version(
+        "verify-dag"
+    )
 
 
 def test_new_only_passes_a_clean_change_on_a_base_with_a_failing_test(

@@ -31,6 +31,7 @@ from verify_dag.models import (
     Verification,
     VerifyRequest,
 )
+from verify_dag.models.findings import ToolUse
 from verify_dag.report.dedup import dedup, same_problem
 from verify_dag.report.markdown_text import path_text
 
@@ -169,7 +170,7 @@ def light_branch_state(**kw: Any) -> RunState:
             tool="mypy",
         ),
         reason="ruff and mypy discovered in pyproject.toml",
-    )
+    ).model_copy(update={"tools": (ToolUse(tool="ruff", version="0.8.4"), ToolUse(tool="mypy"))})
     outcomes = (
         outcome(
             "tester",
@@ -314,7 +315,9 @@ def deep_staged_state() -> RunState:
         scope=scope,
         engineer=EngineerContext(),
         toolchain=Toolchain(),
-        static=outcome("static-analysis", "COMPLETED", "ruff (0 findings)"),
+        static=outcome("static-analysis", "COMPLETED", "ruff (0 findings)").model_copy(
+            update={"tools": (ToolUse(tool="ruff", version="0.8.4"),)}
+        ),
         outcomes=outcomes,
     )
 

@@ -119,6 +119,16 @@ class ChangedCoverage(Frozen):
         return 100.0 * self.covered / self.total if self.total else 100.0
 
 
+class ToolUse(Frozen):
+    """One analyser a skill ran: its name, the version it ran at where that is known, and
+    whether it completed. Code scanning closes a tool's alerts only when a later upload names
+    that tool with no result, so every tool that ran is recorded, findings or not."""
+
+    tool: str
+    version: str | None = None
+    completed: bool = True
+
+
 class SkillOutcome(Frozen):
     skill: str
     status: Status
@@ -149,6 +159,8 @@ class SkillOutcome(Frozen):
     seconds: float | None = None
     # A judgement skill's model call: its tokens and requests; None when no model was asked.
     usage: TokenUsage | None = None
+    # The analysers the skill ran (static analysis), with their versions.
+    tools: tuple[ToolUse, ...] = ()
 
     def combine(self, other: SkillOutcome) -> SkillOutcome:
         """One skill that ran in two parts (deterministic rules and a model pass, say).

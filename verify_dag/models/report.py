@@ -165,6 +165,14 @@ class SkillResult(_V1):
     notes: str
 
 
+class ToolUseRow(_V1):
+    """skillDetails[].tools[]: one analyser that ran (docs/report.md)."""
+
+    tool: str
+    version: str | None
+    completed: bool
+
+
 class SkillDetail(_V1):
     """skillDetails[] (additive): what skillResults cannot hold, one entry per skillResults
     item, in the same order."""
@@ -176,6 +184,9 @@ class SkillDetail(_V1):
     cached: tuple[CachedPart, ...]
     # Seconds the skill took where it ran and was timed; null otherwise.
     duration_s: float | None = Field(alias="durationS")
+    # The analysers it ran, with their versions; [] for a skill that runs none (and from
+    # reports stored before this key existed).
+    tools: tuple[ToolUseRow, ...] = ()
 
 
 class IssueLocation(_V1):

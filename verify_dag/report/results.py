@@ -18,6 +18,7 @@ from verify_dag.models.report import (
     SkillDetail,
     SkillReason,
     SkillResult,
+    ToolUseRow,
 )
 from verify_dag.models.state import RunState
 
@@ -119,6 +120,9 @@ def skill_details(
             isolation=o.isolation or None,
             cached=tuple(CachedPart(what=c.what, key=c.key, stored=c.stored) for c in o.cached),
             duration_s=o.seconds if o.seconds is not None else timings.get(o.skill),
+            tools=tuple(
+                ToolUseRow(tool=t.tool, version=t.version, completed=t.completed) for t in o.tools
+            ),
         )
         for o in all_outcomes
     )

@@ -3,7 +3,13 @@ the Report: the same deduplicated issues as every other format.
 
 - One run per source: the tool that reported an issue (ruff, mypy, pyright, ...), else the skill
   (tester, reviewer, ...), named ``verify-dag/<skill>``; its rules are the rule ids its results
-  use, with the tool's documentation where the tool names one (ruff does).
+  use, with the tool's documentation where the tool names one (ruff does). Every tool that ran
+  to completion and every skill that ran gets its run even with no result: code scanning closes
+  an alert only when a later upload of the same tool and category no longer reports it. A tool
+  that did not complete gets a run only for the results it has (an empty run would close alerts
+  it never looked at again).
+- Each run has a category of its own (``automationDetails.id``: ``verify-dag/<tool>/``), stable
+  from run to run, and its driver's version where it is known (the tool's, or verify-dag's).
 - Each result: ``ruleId``, ``level`` from the severity (7+ error, 4-6 warning, 1-3 note), the
   location with its region (start line, end line, column where known), the issue's fingerprint
   as ``partialFingerprints`` (its rule and its line's text, not the line's number, so code
@@ -19,12 +25,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from verify_dag import evidence
 from verify_dag.models.report import Report, ReportIssue
 from verify_dag.report import verdict
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT = "verifyDag/v1"
 _BASELINE = {"introduced": "new", "pre-existing": "unchanged"}
+# A skill in one of these states ran: its run is emitted, results or not.
+_RAN = frozenset({"COMPLETED", "PASSED", "FAILED"})
 
 
 def sarif(report: Report) -> str:
@@ -32,14 +41,38 @@ def sarif(report: Report) -> str:
 
 
 def document(report: Report) -> dict[str, Any]:
-    runs: dict[str, list[ReportIssue]] = {}
+    issues: dict[str, list[ReportIssue]] = {}
     for issue in report.issues:
-        runs.setdefault(driver_name(issue), []).append(issue)
+        issues.setdefault(driver_name(issue), []).append(issue)
+    # Every driver that ran: the tools first (with their versions), then the skills; then any
+    # driver only an issue names (a tool that did not complete, a report stored before tools
+    # were recorded).
+    drivers: dict[str, tuple[str | None, bool]] = {}
+    for detail in report.skill_details:
+        for tool in detail.tools:
+            if tool.completed or tool.tool in issues:
+                drivers.setdefault(tool.tool, (tool.version, tool.completed))
+    own = evidence.version()
+    for result in report.skill_results:
+        if result.status in _RAN:
+            drivers.setdefault(f"verify-dag/{result.skill}", (own, True))
+    for name in issues:
+        drivers.setdefault(name, (own if name.startswith("verify-dag/") else None, True))
     return {
         "$schema": SCHEMA,
         "version": "2.1.0",
-        "runs": [_run(name, issues) for name, issues in runs.items()] + [_own_run(report)],
+        "runs": [
+            _run(name, version, ok, issues.get(name, []))
+            for name, (version, ok) in drivers.items()
+        ]
+        + [_own_run(report)],
     }
+
+
+def category(driver: str) -> str:
+    """The run's automationDetails.id: code scanning's category is what comes before its last
+    slash, so each driver has one of its own, the same in every run."""
+    return f"{driver}/" if driver.startswith("verify-dag") else f"verify-dag/{driver}/"
 
 
 def driver_name(issue: ReportIssue) -> str:
@@ -51,14 +84,21 @@ def rule_id(issue: ReportIssue) -> str:
     return issue.rule or issue.issue_class
 
 
-def _run(name: str, issues: list[ReportIssue]) -> dict[str, Any]:
+def _run(
+    name: str, version: str | None, completed: bool, issues: list[ReportIssue]
+) -> dict[str, Any]:
     rules: dict[str, dict[str, Any]] = {}
     for issue in issues:
         rules.setdefault(rule_id(issue), _rule(issue))
     index = {rule: n for n, rule in enumerate(rules)}
+    driver: dict[str, Any] = {"name": name}
+    if version is not None:
+        driver["version"] = version
+    driver["rules"] = list(rules.values())
     return {
-        "tool": {"driver": {"name": name, "rules": list(rules.values())}},
-        "invocations": [{"executionSuccessful": True}],
+        "tool": {"driver": driver},
+        "automationDetails": {"id": category(name)},
+        "invocations": [{"executionSuccessful": completed}],
         "results": [_result(issue, index) for issue in issues],
     }
 
@@ -138,7 +178,8 @@ def _own_run(report: Report) -> dict[str, Any]:
     if report.run.exit_code is not None:
         invocation["exitCode"] = report.run.exit_code
     return {
-        "tool": {"driver": {"name": "verify-dag"}},
+        "tool": {"driver": {"name": "verify-dag", "version": evidence.version()}},
+        "automationDetails": {"id": category("verify-dag")},
         "invocations": [invocation],
         "results": [],
         "properties": {"verdict": verdict.words(report), "runId": report.run.id},

@@ -24,7 +24,7 @@ from verify_dag.models.findings import Finding, Location
 from verify_dag.models.toolchain import Command
 from verify_dag.paths import tools_root
 from verify_dag.sandbox import Policy
-from verify_dag.tools import fetched
+from verify_dag.tools import fetched, versions
 from verify_dag.tools.base import PY_SUFFIXES, Invocation, RawFinding, ToolSpec
 
 # Characters of file arguments per invocation: far below ARG_MAX, so `--scope=all` on a large
@@ -39,6 +39,7 @@ class ToolRun:
     raw: list[RawFinding] = field(default_factory=list)
     failure: str | None = None  # why the tool could not run (or stopped part way)
     detail: str = ""  # the first lines of its stderr (stdout if stderr was empty), redacted
+    version: str | None = None  # the version it ran at, where its environment says
 
 
 class Memo:
@@ -113,11 +114,11 @@ def cached(spec: ToolSpec, files: Sequence[str], memo: Memo | None) -> ToolRun |
 
 def _per_file_hits(
     spec: ToolSpec, files: Sequence[str], memo: Memo
-) -> tuple[dict[str, tuple[list[RawFinding], str]] | None, dict[str, str]]:
-    """(file -> (its findings, when stored) for the files the cache has; None when a file has
-    no entry key at all), and every file's entry key."""
+) -> tuple[dict[str, tuple[list[RawFinding], str, str | None]] | None, dict[str, str]]:
+    """(file -> (its findings, when stored, the tool's version) for the files the cache has;
+    None when a file has no entry key at all), and every file's entry key."""
     keys: dict[str, str] = {}
-    found: dict[str, tuple[list[RawFinding], str]] = {}
+    found: dict[str, tuple[list[RawFinding], str, str | None]] = {}
     for path in files:
         entry = memo.per_file(path)
         if entry is None:
@@ -127,17 +128,18 @@ def _per_file_hits(
         if got is not None:
             run = _from_json(spec.name, got[0])
             if run is not None:
-                found[path] = (run.raw, got[1])
+                found[path] = (run.raw, got[1], run.version)
     return found, keys
 
 
 def _assembled(
     spec: ToolSpec,
     files: Sequence[str],
-    found: dict[str, tuple[list[RawFinding], str]],
+    found: dict[str, tuple[list[RawFinding], str, str | None]],
     memo: Memo,
 ) -> ToolRun:
-    run = ToolRun(spec.name, raw=[r for p in files for r in found[p][0]])
+    version = next((found[p][2] for p in files if found[p][2] is not None), None)
+    run = ToolRun(spec.name, raw=[r for p in files for r in found[p][0]], version=version)
     stored = min((found[p][1] for p in files), default="")
     resultcache.hit(
         f"{spec.name}: {len(files)} of {len(files)} file(s)",
@@ -148,14 +150,20 @@ def _assembled(
 
 
 def _to_json(run: ToolRun) -> dict[str, object]:
-    return {"raw": [asdict(r) for r in run.raw], "detail": run.detail}
+    return {"raw": [asdict(r) for r in run.raw], "detail": run.detail, "version": run.version}
 
 
 def _from_json(name: str, value: object) -> ToolRun | None:
     try:
         assert isinstance(value, dict)
         raw = [RawFinding(**r) for r in value["raw"]]
-        return ToolRun(name, raw=raw, detail=str(value.get("detail", "")))
+        version = value.get("version")
+        return ToolRun(
+            name,
+            raw=raw,
+            detail=str(value.get("detail", "")),
+            version=version if isinstance(version, str) else None,
+        )
     except (AssertionError, KeyError, TypeError):
         return None
 
@@ -191,14 +199,19 @@ def run(
         result = _run(spec, todo, workdir, timeout, python, memo)
         if result.failure is None and store:
             for path in todo:
-                mine = ToolRun(spec.name, raw=[r for r in result.raw if r.path == path])
+                mine = ToolRun(
+                    spec.name,
+                    raw=[r for r in result.raw if r.path == path],
+                    version=result.version,
+                )
                 resultcache.put(_KIND, keys[path], _to_json(mine))
         if found:
             result.raw = [r for p in files if p in found for r in found[p][0]] + result.raw
+            result.version = result.version or next(iter(found.values()))[2]
             resultcache.hit(
                 f"{spec.name}: {len(found)} of {len(files)} file(s)",
                 keys[next(iter(found))],
-                min(stored for _, stored in found.values()),
+                min(stored for _, stored, _ in found.values()),
             )
         return result
     result = _run(spec, files, workdir, timeout, python, memo)
@@ -237,6 +250,8 @@ def _run(
             if argv is None:
                 result.failure = f"{spec.name} is not installed (not importable, not on PATH)"
                 return result
+            if result.version is None:
+                result.version = versions.installed(spec.name, argv, env.get("PATH", ""))
             # The project's config (mypy plugins, make recipes, npm scripts) executes repository
             # code, so these run like the test suite: scrubbed environment, time limit, capped
             # output; the scratch directory is the one place besides the checkout it may write,

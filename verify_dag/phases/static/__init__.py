@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from verify_dag import declarations, git, tools
-from verify_dag.models.findings import Finding, Location, SkillOutcome
+from verify_dag.models.findings import Finding, Location, SkillOutcome, ToolUse
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.paths import cache_root
@@ -69,6 +69,7 @@ def run(
     # written once the baseline has classified the findings.
     runs: list[tuple[str, slice, str, str | None]] = []
     left_out: list[str] = []  # tools the project's configuration gives none of the files
+    used: list[ToolUse] = []  # every tool that was run (or answered from the cache)
     applicable = ran = 0
     for command in commands:
         spec = tools.spec_for(command)
@@ -109,6 +110,7 @@ def run(
         if failure is not None and stopped:
             failure = f"{failure}; {declarations.because(stopped)}"
         runs.append((spec.name, slice(start, len(findings)), dropped, failure))
+        used.append(ToolUse(tool=spec.name, version=result.version, completed=failure is None))
         if result.failure is None:
             ran += 1
         elif not stopped:
@@ -138,6 +140,7 @@ def run(
             ran=False,
             reason="no discovered analyser could run",
             findings=tuple(findings),
+            tools=tuple(used),
         )
         return _with_declarations(outcome, declared)
     outcome = SkillOutcome(
@@ -146,6 +149,7 @@ def run(
         notes=", ".join(notes),
         reason=f"analysers discovered: {names}",
         findings=tuple(findings),
+        tools=tuple(used),
     )
     return _with_declarations(outcome, declared)
 
