@@ -231,9 +231,20 @@ def staged_change(repo: Repo, test_mul: str) -> Repo:
 @pytest.mark.parametrize(
     ("assertion", "rc", "status", "said"),
     [
-        ("assert mul(3, 4) == 12", 0, "Passed", ("Verdict: pass",)),  # its report, by --verbose
-        # pre-commit's "- exit code: 1": issues found, not a verification error (3)
-        ("assert mul(3, 4) == 13", 1, "Failed", ("- exit code: 1", "tests/test_calc.py::test_mul")),
+        # Its verdict, shown by --verbose: one line, not the whole report.
+        ("assert mul(3, 4) == 12", 0, "Passed", ("verify-dag: pass (exit 0)",)),
+        # pre-commit's "- exit code: 1": issues found, not a verification error (3); the issue
+        # at the gate on a line of its own, as linters print theirs.
+        (
+            "assert mul(3, 4) == 13",
+            1,
+            "Failed",
+            (
+                "- exit code: 1",
+                "verify-dag: issues found (exit 1): 1 issue(s) at severity 7+",
+                "tests/test_calc.py:8: [9] Test failed: tests/test_calc.py::test_mul (tester)",
+            ),
+        ),
     ],
     ids=["clean", "failing-test"],
 )
@@ -252,3 +263,4 @@ def test_the_hook_on_a_staged_change(
     assert proc.returncode == rc, output
     assert re.search(rf"^{HOOK_ID}\.+{status}$", output, re.M), output
     assert all(text in output for text in said), output
+    assert "# Verification Report" not in output and "## Issues Found" not in output, output

@@ -214,7 +214,9 @@ def add_parsers(sub: Any) -> None:
     v.add_argument(
         "--quiet",
         action="store_true",
-        help="no progress on stderr (by default: live on a terminal, a line per phase elsewhere)",
+        help="no progress on stderr (by default: live on a terminal, a line per phase "
+        "elsewhere); with the Markdown report on stdout, print only the verdict and the issues "
+        "at the gate, one line each, as a git hook does",
     )
     v.add_argument(
         "--no-wait",
@@ -276,7 +278,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"Nothing to verify: {notes}")
         return _verdict(doc, request.fail_on)
     if not flow.wanted(request):
-        _emit(request, doc, result.markdown)
+        if args.quiet and not request.output and request.format == cli_args.DEFAULT:
+            sys.stdout.write(report.summary_lines(doc, request.fail_on))
+        else:
+            _emit(request, doc, result.markdown)
         return _verdict(doc, request.fail_on)
     # Phase 9: the person reads the report first, then triage (or auto-fix) and its summary.
     if not request.output:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from verify_dag.report.json_v1 import build, json_text, to_json
 from verify_dag.report.markdown import markdown
 from verify_dag.report.schema import validate
+from verify_dag.report.summary import summary_lines
 from verify_dag.report.verdict import exit_code
 
-__all__ = ["build", "exit_code", "json_text", "markdown", "to_json", "validate"]
+__all__ = ["build", "exit_code", "json_text", "markdown", "summary_lines", "to_json", "validate"]
