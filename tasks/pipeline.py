@@ -117,7 +117,9 @@ def _tester(st: RunState) -> list[SkillOutcome]:
 def _run_suite(st: RunState, workdir: Path, deep: bool, measure: bool) -> list[SkillOutcome]:
     assert st.scope is not None and st.toolchain is not None
     with tempfile.TemporaryDirectory(prefix="verify-dag-cov-") as scratch:
-        xml_file = Path(scratch) / "coverage.xml" if deep else None
+        # Whenever coverage is measured (deep, or --fail-under at light): the store keeps it as
+        # coverage.xml, so diff-cover can re-check the figure the gate used.
+        xml_file = Path(scratch) / "coverage.xml" if measure else None
         outcome, data = tester.run_with_coverage(
             st.scope,
             st.toolchain,
@@ -134,7 +136,7 @@ def _run_suite(st: RunState, workdir: Path, deep: bool, measure: bool) -> list[S
         measured = ChangedCoverage(covered=figure.covered, total=figure.total)
         outcome = outcome.model_copy(update={"coverage": measured})
     if not deep:
-        return [outcome]
+        return [outcome.model_copy(update={"coverage_xml": xml})] if xml else [outcome]
     if figure is None:
         qa = SkillOutcome(
             skill="qa",

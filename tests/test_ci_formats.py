@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -172,6 +174,26 @@ def test_fail_under_gates_on_changed_line_coverage_measured_at_light(
     assert rc == 1
     cov = doc["coverage"]
     assert cov == {"changedLines": 7, "covered": 6, "percent": 85.71}
+    # The data the gate read is kept with the run: diff-cover re-checks the figure on it.
+    kept = Path(os.environ["VERIFY_DAG_STORE"]) / doc["run"]["id"] / "coverage.xml"
+    checked = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "diff_cover.diff_cover_tool",
+            str(kept),
+            "--compare-branch=base",
+            "--total-percent-float",
+            "--fail-under=90",
+            f"--json-report={tmp_path / 'diff-cover.json'}",
+        ],
+        cwd=repo.path,
+        capture_output=True,
+        text=True,
+    )
+    assert checked.returncode == 1, checked.stdout + checked.stderr  # below 90 there too
+    rechecked = json.loads((tmp_path / "diff-cover.json").read_text(encoding="utf-8"))
+    assert round(rechecked["total_percent_covered"], 2) == cov["percent"]
     rc_low, low = verify_json(
         repo, tmp_path, *BRANCH, "--fail-under=80", "--no-cache", "--allow-incomplete"
     )

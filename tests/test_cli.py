@@ -61,6 +61,9 @@ def test_output_is_never_overwritten(repo: Repo, tmp_path: Path) -> None:
     existing.write_text("keep me", encoding="utf-8")
     proc = run_cli("verify", str(repo.path), "--format=json", f"--output={existing}")
     assert_one_line_error(proc, 2, "already exists")
+    # The line says how to go on: a new path per run (the specification: "callers supply a
+    # unique path for each invocation").
+    assert "pass a new path per run" in proc.stderr
     assert existing.read_text(encoding="utf-8") == "keep me"
 
 

@@ -149,7 +149,12 @@ def new_output(value: str) -> str:
         return value
     out = Path(value)
     if out.exists():
-        raise UsageError(f"--output: {value} already exists; pass a new path per run")
+        raise UsageError(
+            f"--output: {value} already exists, and a report never overwrites an earlier "
+            "run's file",
+            hint="pass a new path per run, e.g. --output=report-$(date +%s).json, or remove "
+            "the old file first",
+        )
     if not out.parent.is_dir():
         raise UsageError(f"--output: directory {out.parent} does not exist")
     return str(out.resolve())
