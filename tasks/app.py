@@ -321,6 +321,29 @@ except UsageError as exc:
 reliability.install(app)
 
 
+@signals.beat_init.connect
+def _check_fleet_file(**_: object) -> None:
+    """``celery -A verify_dag beat`` sends the audit of the fleet file VERIFY_DAG_FLEET_FILE
+    names: a file that is missing or does not parse stops it at once, in one line and exit 2,
+    rather than a beat that starts quietly and fails its first audit at 2 a.m."""
+    from verify_dag import fleet
+    from verify_dag.fleet import schedule
+
+    path = os.environ.get(schedule.FLEET_FILE_ENV, "").strip()
+    if not path:
+        print(
+            f"verify-dag: warning: {schedule.FLEET_FILE_ENV} is not set: this beat schedules no "
+            "fleet audit",
+            file=sys.stderr,
+        )
+        return
+    try:
+        fleet.load(path)
+    except UsageError as exc:
+        print(exc.line(), file=sys.stderr)
+        raise SystemExit(exc.exit_code) from None
+
+
 @signals.celeryd_init.connect
 def _refuse_memory_transport(**_: object) -> None:
     """``celery -A verify_dag worker`` with no broker would start on the memory transport and

@@ -347,6 +347,60 @@ def test_beat_is_celery_beat_sending_the_fleet_audit(compose: dict[str, Any]) ->
     # ... and it is the very volume the workers write reports to.
     for name, svc in workers(compose).items():
         assert f"{mounts[target][0]}:{target}" in svc["volumes"], name
+    # beat reads the same file as it starts; the directory ships an example that parses, and
+    # the operators' README names the command compose runs.
+    assert "./fleet:/fleet:ro" in svc_volumes(services(compose)["beat"])
+    from verify_dag import fleet as fleet_file
+
+    assert fleet_file.load(ROOT / "ops" / "fleet" / "fleet.example.toml")
+    row = next(
+        line
+        for line in (ROOT / "ops" / "README.md").read_text().splitlines()
+        if line.startswith("| `beat` |")
+    )
+    assert "`celery -A verify_dag beat`" in row
+
+
+def svc_volumes(svc: dict[str, Any]) -> list[str]:
+    return [str(v) for v in svc.get("volumes", [])]
+
+
+def test_beat_refuses_a_missing_fleet_file_at_start(tmp_path: Path) -> None:
+    """A beat whose fleet file is missing stops as it starts, in one line and exit 2: not a
+    beat that runs quietly and fails its first audit in the night."""
+    env = {**os.environ, "VERIFY_DAG_FLEET_FILE": str(tmp_path / "fleet.toml")}
+    env.pop("VERIFY_DAG_BROKER_URL", None)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "verify_dag",
+            "beat",
+            "--schedule",
+            str(tmp_path / "schedule"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    said = [line for line in (proc.stdout + proc.stderr).splitlines() if "verify-dag:" in line]
+    assert len(said) == 1 and said[0].endswith(
+        f"verify-dag: error: fleet file not found: {tmp_path / 'fleet.toml'}"
+    ), said
+
+
+def test_every_worker_that_runs_repository_code_shares_the_env_cache(
+    compose: dict[str, Any],
+) -> None:
+    """Static analysis resolves imports in the project's env (mypy), the suite and the
+    exercise run in it: the workers of those queues share one cache of envs."""
+    for name in ("worker-static", "worker-test", "worker-exercise"):
+        assert "testenv-cache:/var/cache/verify-dag" in svc_volumes(services(compose)[name]), name
 
 
 def test_every_setting_is_documented_for_operators() -> None:
