@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pty
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -134,7 +136,10 @@ def test_progress_in_a_log_is_a_line_per_phase_and_quiet_is_silent(scenario: Rep
     args = verify_branch(scenario)
     piped = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert piped.returncode == 1
-    lines = piped.stderr.splitlines()
+    said = piped.stderr.splitlines()
+    # A line as a phase is seen to start, one as it ends, and the ends count up to the last.
+    started = [x for x in said if re.fullmatch(r"verify-dag: [a-z: ]+: started", x)]
+    lines = [x for x in said if x not in started]
     assert lines[0].startswith("verify-dag: [1/") and "] scope: done (" in lines[0]
     assert all(re.fullmatch(r"verify-dag: \[\d+/\d+\] .+: .+ \(\d+\.\d s\)", x) for x in lines)
     assert lines[-1].startswith(f"verify-dag: [{len(lines)}/{len(lines)}] report: done")
@@ -164,9 +169,44 @@ def test_progress_on_a_terminal_shows_the_running_phase_with_its_time(repo: Repo
     # Nothing fails, but no reviewer ran (no backend) and nothing could exercise it: exit 4.
     assert proc.returncode == 4 and out.startswith("# Verification Report")
     # The running phase, rewritten in place while it runs, then its line when it ends.
-    assert re.search(r"\r  running: (.*, )?test \(2 s\)", screen), screen
+    assert re.search(r"\r  running: (.*, )?test \(2 s\)(, [^;]*)?; \d+ s in all", screen), screen
     assert re.search(r"  \[\d+/\d+\] test: done \([3-9]\.\d s\)", screen), screen
     assert "verify-dag: [" not in screen  # the plain lines are for logs
+
+
+def test_a_log_hears_from_a_long_phase_every_heartbeat(tmp_path: Path) -> None:
+    """In a CI log (no terminal), a phase that runs long is never silent: a line as it starts,
+    then one every heartbeat naming what runs with its elapsed time and the run's."""
+    from verify_dag.progress import Progress
+
+    log = tmp_path / "log.txt"
+
+    @dataclasses.dataclass(frozen=True)
+    class Ref:
+        label: str
+        task_id: str
+
+    @dataclasses.dataclass(frozen=True)
+    class Plan:
+        phases: tuple[Ref, ...]
+
+    plan = Plan((Ref("scope", "a"), Ref("test", "b")))
+    state = {"a": {"status": "SUCCESS", "result": None}, "b": {"status": "STARTED"}}
+    with log.open("w", encoding="utf-8") as stream:
+        progress = Progress(stream, live=False, heartbeat=0.3)
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            progress.update(plan, lambda task: state[task])
+            time.sleep(0.05)
+        state["b"] = {"status": "SUCCESS", "result": None}
+        progress.update(plan, lambda task: state[task])
+    lines = log.read_text(encoding="utf-8").splitlines()
+    assert lines[0].startswith("verify-dag: [1/2] scope: done (")
+    assert lines[1] == "verify-dag: test: started"
+    beats = [x for x in lines if x.startswith("verify-dag: running: ")]
+    assert len(beats) >= 2, lines
+    assert all(re.fullmatch(r"verify-dag: running: test \(\d+ s\); \d+ s in all", x) for x in beats)
+    assert lines[-1].startswith("verify-dag: [2/2] test: done (")
 
 
 def test_status_with_redis_unreachable_is_one_line_within_the_outage_limit(

@@ -1,10 +1,15 @@
 """The progress display of a run a client waits for (``verify``).
 
 On a terminal (stderr), a line per phase as it ends and, below them, the phases running now with
-their elapsed time, rewritten in place while they run. Elsewhere (CI logs), one plain line per
-phase as it ends. ``--quiet``: nothing. A phase's line says what it came to: ``done``, or the
-statuses of the skills it ran when one did not complete (``NOT_RUN``, ``BLOCKED``, ``FAILED``),
-``failed`` for a task that failed, ``cancelled``.
+their elapsed time and the run's, rewritten in place while they run. Elsewhere (CI logs), plain
+lines: one as a phase starts, one as it ends, and while phases run one every
+:data:`HEARTBEAT` seconds naming them with their elapsed time and the run's, so a log is never
+silent long enough to look hung. ``--quiet``: nothing. A phase's line says what it came to:
+``done``, or the statuses of the skills it ran when one did not complete (``NOT_RUN``,
+``BLOCKED``, ``FAILED``), ``failed`` for a task that failed, ``cancelled``.
+
+Only this display writes to the terminal while a run is waited for: the repository's own output
+is captured by the subprocess chokepoint and reaches the report, never the live line.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from celery import states
 
 Meta = Callable[[str], dict[str, Any]]
 _QUIET_STATUSES = frozenset({"COMPLETED", "PASSED", "SKIPPED"})
+HEARTBEAT = 10.0  # seconds between "still running" lines in a log
 
 
 class _Ref(Protocol):
@@ -32,12 +38,15 @@ class _Plan(Protocol):
 
 
 class Progress:
-    def __init__(self, stream: TextIO | None, *, live: bool = True) -> None:
+    def __init__(
+        self, stream: TextIO | None, *, live: bool = True, heartbeat: float = HEARTBEAT
+    ) -> None:
         self.stream = stream
         self.live = live
+        self.heartbeat = heartbeat
         self.ended: set[str] = set()
         self.started: dict[str, float] = {}
-        self.last_end = time.monotonic()
+        self.began = self.last_end = self.last_said = time.monotonic()
         self.status_width = 0
 
     def update(self, p: _Plan, meta: Meta) -> None:
@@ -59,10 +68,16 @@ class Progress:
                 )
                 self.last_end = now
             elif state == states.STARTED:
-                began = self.started.setdefault(ref.task_id, now)
-                running.append(f"{ref.label} ({now - began:.0f} s)")
+                if ref.task_id not in self.started:
+                    self.started[ref.task_id] = now
+                    if not self.live:
+                        self._line(f"{ref.label}: started")
+                running.append(f"{ref.label} ({now - self.started[ref.task_id]:.0f} s)")
+        total = f"{now - self.began:.0f} s in all"
         if self.live:
-            self._status("running: " + ", ".join(running) if running else "")
+            self._status(f"running: {', '.join(running)}; {total}" if running else "")
+        elif running and now - self.last_said >= self.heartbeat:
+            self._line(f"running: {', '.join(running)}; {total}")
 
     def close(self) -> None:
         if self.stream is not None and self.live:
@@ -76,6 +91,7 @@ class Progress:
         else:
             self.stream.write(f"verify-dag: {text}\n")
         self.stream.flush()
+        self.last_said = time.monotonic()
 
     def _status(self, text: str) -> None:
         """The line of what is running now, rewritten in place (a terminal only)."""
