@@ -56,4 +56,4 @@ export CELERY_BROKER_URL="$broker"
 # "repo=... phase=... run=...", never the run's state.
 exec "$python" -m celery flower \
   --port="$port" --address="$address" --persistent=False \
-  --tasks_columns=name,args,state,started,runtime,worker "$@"
+  --tasks_columns=name,args,state,result,started,runtime,worker "$@"

@@ -297,9 +297,11 @@ def configure(broker: str | None = None) -> Celery:
         result_extended=True,
         task_track_started=True,
         result_expires=7 * 24 * 3600,
-        # Operators watch runs in Flower, which reads task events.
+        # Operators watch runs in Flower, which reads task events. Only workers send task-sent
+        # events (_workers_announce_sends): a client's would carry its own one-off name
+        # (gen<pid>@host), which Flower then lists as a worker, one more per client process.
         worker_send_task_events=not memory,
-        task_send_sent_event=not memory,
+        task_send_sent_event=False,
         broker_transport_options=_transport_options(url),
         # `celery -A verify_dag beat`: the fleet file's nightly audits, when one is named.
         beat_schedule=_beat_schedule(),
@@ -342,6 +344,19 @@ def _check_fleet_file(**_: object) -> None:
     except UsageError as exc:
         print(exc.line(), file=sys.stderr)
         raise SystemExit(exc.exit_code) from None
+
+
+@signals.celeryd_init.connect
+def _workers_announce_sends(sender: object = None, **_: object) -> None:
+    """A worker sends the next phases of a run: Flower shows them as sent, and queued, from the
+    moment they are, under this worker's own name. Celery's producer would name each pool
+    process gen<pid>@host, which Flower counts as one more worker per process; the dispatcher
+    the pool processes inherit is given the worker's node name instead."""
+    if str(app.conf.broker_url).startswith("memory://") or not isinstance(sender, str):
+        return
+    app.conf.task_send_sent_event = True
+    # kombu's cached_property: what Celery's send_task_message publishes task-sent through.
+    app.amqp._event_dispatcher = app.events.Dispatcher(enabled=False, hostname=sender)
 
 
 @signals.celeryd_init.connect

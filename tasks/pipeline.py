@@ -20,6 +20,7 @@ from verify_dag.phases.tester import coverage
 from verify_dag.phases.tester import env as testenv
 from verify_dag.phases.tester import memo as tester_memo
 from verify_dag.phases.triage import gating
+from verify_dag.report import verdict
 from verify_dag.reviewers import composition_skips
 from verify_dag.tasks import stash, workspaces
 from verify_dag.tasks.app import app
@@ -303,6 +304,8 @@ def _stored(st: RunState, doc: Report, markdown: str) -> ReportResult:
     # whatever became of the run's other files.
     written = [saved] if "storeError" in saved else [bundle, kept]
     return ReportResult(
+        verdict=verdict.words(doc),
+        exit_code=doc.run.exit_code,
         report=doc,
         markdown=markdown,
         stored=saved.get("stored"),

@@ -8,6 +8,7 @@ API, its Prometheus endpoint, and its task page in headless Chromium.
 from __future__ import annotations
 
 import base64
+import html
 import json
 import os
 import re
@@ -214,8 +215,9 @@ def test_task_page_in_headless_chromium(flower: Flower, run: Run, tmp_path: Path
     assert SECRET not in dom
 
 
-def chromium_dom(url: str, tmp_path: Path) -> str:
-    """The page at ``url`` as headless Chromium renders it (Debian's package)."""
+def chromium_dom(url: str, tmp_path: Path, wait_ms: int = 0) -> str:
+    """The page at ``url`` as headless Chromium renders it (Debian's package); ``wait_ms`` of
+    virtual time lets a page that fills itself by script (the Tasks table) do so first."""
     if not CHROMIUM.exists():
         if os.environ.get("CI") == "true":
             pytest.fail(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium package")
@@ -229,6 +231,7 @@ def chromium_dom(url: str, tmp_path: Path) -> str:
             "--no-first-run",
             "--disable-background-networking",
             f"--user-data-dir={tmp_path / 'chromium'}",
+            *([f"--virtual-time-budget={wait_ms}"] if wait_ms else []),
             "--dump-dom",
             url,
         ],
@@ -248,7 +251,39 @@ def test_the_task_list_shows_what_an_operator_needs_on_one_screen(
         f"http://{USER}:{PASSWORD}@{flower.base.removeprefix('http://')}/tasks", tmp_path
     )
     columns = re.findall(r'<th data-column="([a-z_]+)"', dom)
-    assert columns == ["name", "args", "state", "started", "runtime", "worker"], dom[:2000]
+    assert columns == ["name", "args", "state", "result", "started", "runtime", "worker"], dom[
+        :2000
+    ]
+
+
+def test_an_operator_reads_the_runs_verdict_where_its_tasks_are_listed(
+    flower: Flower, run: Run, tmp_path: Path
+) -> None:
+    """Searching the Tasks page for a run id lists its tasks; the report task's Result column
+    starts with the run's verdict, its exit code and where the store keeps it."""
+    (report,) = [
+        t for t in run_tasks(flower, run.run_id).values() if t["name"] == "verify_dag.report"
+    ]
+    stored = run.doc["run"]["id"]
+    assert report["state"] == "SUCCESS"
+    assert report["result"].startswith("{'verdict': 'issues found', 'exit_code': 1, 'stored': '")
+    assert f"/{stored}'" in report["result"].split(", 'report'")[0]
+    dom = chromium_dom(
+        f"http://{USER}:{PASSWORD}@{flower.base.removeprefix('http://')}/tasks",
+        tmp_path,
+        wait_ms=10000,
+    )
+    assert "'verdict': 'issues found', 'exit_code': 1" in html.unescape(dom), dom[-3000:]
+
+
+def test_only_workers_appear_as_workers(flower: Flower, run: Run) -> None:
+    """Clients send no events of their own: Flower's worker list and its metrics' worker label
+    name the run's worker alone, not one more 'worker' per client process."""
+    metrics = get(f"{flower.base}/metrics", auth=False)[1]
+    labels = set(re.findall(r'worker="([^"]+)"', metrics))
+    assert labels and all(w.startswith("flower-test@") for w in labels), labels
+    status, body = get(f"{flower.base}/api/workers")
+    assert status == 200 and all(w.startswith("flower-test@") for w in json.loads(body)), body
 
 
 def test_a_run_that_errored_shows_as_failed_with_its_run_id(

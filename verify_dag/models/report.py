@@ -389,9 +389,14 @@ class Report(_V1):
 
 class ReportResult(Frozen):
     """What the report task hands back to the client: the report, its Markdown, and where the
-    store kept the run or why it could not (the report is delivered either way)."""
+    store kept the run or why it could not (the report is delivered either way).
 
+    The verdict, the exit code and the store's directory come first: Flower shows a task's
+    result as the start of its repr, so an operator reads there what the run came to."""
+
+    verdict: str = ""  # report.verdict.words: pass, issues found, incomplete, blocked, error
+    exit_code: int | None = None  # the exit code the run's gates give
+    stored: str | None = None  # the run's directory in the report store
     report: Report
     markdown: str
-    stored: str | None = None  # the run's directory in the report store
     store_errors: tuple[str, ...] = ()  # each file of the run the store could not keep, and why
