@@ -4,17 +4,18 @@ scrape config and Grafana dashboard in ops/ that use them."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import urllib.request
 from pathlib import Path
 
 import yaml
-from conftest import CLI, Repo, verify_json
+from conftest import BRANCH, CLI, Repo, verify_json
 from prometheus_client.parser import text_string_to_metric_families
 from redis_workers import free_port
 
-from verify_dag import metrics
+from verify_dag import metrics, metrics_live
 
 OPS = Path(__file__).parents[1] / "ops"
 
@@ -78,7 +79,7 @@ def test_metrics_count_the_runs_in_the_store(scenario: Repo, tmp_path: Path) -> 
 def test_the_dashboard_and_the_scrape_config_use_metrics_that_exist() -> None:
     dashboard = json.loads((OPS / "grafana-dashboard.json").read_text(encoding="utf-8"))
     assert dashboard["panels"] and dashboard["uid"] == "verify-dag-runs"
-    ours = {n.removesuffix("_total") for n in metrics.NAMES}
+    ours = {n.removesuffix("_total") for n in (*metrics.NAMES, *metrics_live.NAMES)}
     flower = {"flower_events", "flower_task_runtime_seconds"}
     used = set()
     for panel in dashboard["panels"]:
@@ -92,3 +93,54 @@ def test_the_dashboard_and_the_scrape_config_use_metrics_that_exist() -> None:
         t for job in scrape["scrape_configs"] for c in job["static_configs"] for t in c["targets"]
     }
     assert {"127.0.0.1:9808", "127.0.0.1:5555"} <= targets
+
+
+def test_with_a_broker_the_queues_depth_and_the_runs_in_flight(
+    scenario: Repo, tmp_path: Path
+) -> None:
+    """A run submitted with no worker up waits in the git queue and is in flight; once a worker
+    has run it, nothing waits and nothing is in flight."""
+    from redis_workers import fresh_db, workers
+
+    broker = fresh_db(5)
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("VERIFY_DAG_BROKER", "CELERY_"))
+    }
+    env["VERIFY_DAG_STORE"] = str(tmp_path / "store")
+    submitted = subprocess.run(
+        [*CLI, "verify", str(scenario.path), *BRANCH, f"--broker={broker}", "--no-wait"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert submitted.returncode == 0, submitted.stderr
+    run_id = submitted.stdout.strip()
+
+    def now() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        proc = subprocess.run(
+            [*CLI, "metrics", "--once", f"--broker={broker}"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+        assert proc.returncode == 0, proc.stderr
+        return samples(proc.stdout)
+
+    waiting = now()
+    assert waiting[("verify_dag_queue_depth", (("queue", "git"),))] == 1
+    assert waiting[("verify_dag_queue_depth", (("queue", "test"),))] == 0
+    assert waiting[("verify_dag_runs_in_flight", ())] == 1
+    with workers(broker, ["metrics"], tmp_path / "logs", env):
+        waited = subprocess.run(
+            [*CLI, "wait", run_id, f"--broker={broker}", "--timeout=240"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+        )
+        assert waited.returncode == 1, waited.stderr
+    done = now()
+    assert all(v == 0 for (name, _), v in done.items() if name == "verify_dag_queue_depth")
+    assert done[("verify_dag_runs_in_flight", ())] == 0

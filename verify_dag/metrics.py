@@ -16,6 +16,9 @@ Metric families (all labelled values are small, fixed sets):
   spent, ``in`` and ``out`` (``reviewTokens``; what a backend did not report is not counted);
 - ``verify_dag_review_requests_total{skill, backend}``: their requests, retries included.
 
+With a broker (``--broker``), also what waits and runs now (verify_dag/metrics_live.py):
+``verify_dag_queue_depth{queue}`` and ``verify_dag_runs_in_flight``.
+
 A run's report is read once and kept in memory by its run id; runs the store drops are dropped.
 """
 
@@ -186,22 +189,31 @@ def _seconds_between(start: str | None, end: str | None) -> float | None:
         return None
 
 
-def exposition(store_dir: str | None) -> str:
+def _registry(store_dir: str | None, broker: str | None) -> Any:
+    """The store's figures, and with a broker what waits and runs now (metrics_live)."""
+    from prometheus_client import CollectorRegistry
+
+    registry = CollectorRegistry()
+    registry.register(StoreCollector(store_dir))
+    if broker:
+        from verify_dag.metrics_live import BrokerCollector
+
+        registry.register(BrokerCollector(broker))
+    return registry
+
+
+def exposition(store_dir: str | None, broker: str | None = None) -> str:
     """The metrics in Prometheus's text format, once (``verify-dag metrics --once``)."""
-    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client import generate_latest
 
-    registry = CollectorRegistry()
-    registry.register(StoreCollector(store_dir))
-    return generate_latest(registry).decode("utf-8")
+    return generate_latest(_registry(store_dir, broker)).decode("utf-8")
 
 
-def serve(store_dir: str | None, address: str, port: int) -> Any:
+def serve(store_dir: str | None, address: str, port: int, broker: str | None = None) -> Any:
     """Serve /metrics on ``address:port`` (prometheus_client's server, in a thread)."""
-    from prometheus_client import CollectorRegistry, start_http_server
+    from prometheus_client import start_http_server
 
-    registry = CollectorRegistry()
-    registry.register(StoreCollector(store_dir))
-    return start_http_server(port, addr=address, registry=registry)
+    return start_http_server(port, addr=address, registry=_registry(store_dir, broker))
 
 
 __all__ = ["NAMES", "StoreCollector", "exposition", "serve", "severity_class"]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import Any
@@ -28,17 +29,24 @@ def add_parsers(sub: Any) -> None:
     )
     m.add_argument("--once", action="store_true", help="print the metrics once and exit")
     cli_args.add_store(m)
+    m.add_argument(
+        "--broker",
+        metavar="URL",
+        help="also serve each queue's depth and the runs in flight, read from this broker "
+        "and its result backend at each scrape (default: $VERIFY_DAG_BROKER_URL, else none)",
+    )
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
     from verify_dag import metrics
 
     store_dir = cli_args.store_dir(args.store)
+    broker = args.broker or os.environ.get("VERIFY_DAG_BROKER_URL") or None
     if args.once:
-        sys.stdout.write(metrics.exposition(store_dir))
+        sys.stdout.write(metrics.exposition(store_dir, broker))
         return 0
     try:
-        metrics.serve(store_dir, args.address, args.port)
+        metrics.serve(store_dir, args.address, args.port, broker)
     except OSError as exc:
         raise UsageError(f"cannot listen on {args.address}:{args.port}: {exc.strerror}") from None
     print(f"verify-dag metrics on http://{args.address}:{args.port}/metrics", flush=True)

@@ -62,8 +62,7 @@ def document(report: Report) -> dict[str, Any]:
         "$schema": SCHEMA,
         "version": "2.1.0",
         "runs": [
-            _run(name, version, ok, issues.get(name, []))
-            for name, (version, ok) in drivers.items()
+            _run(name, version, ok, issues.get(name, [])) for name, (version, ok) in drivers.items()
         ]
         + [_own_run(report)],
     }
