@@ -7,6 +7,7 @@ hook runs for real, through `pre-commit try-repo`, on repositories made in tmp_p
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -100,6 +101,113 @@ def test_the_github_job_fails_with_verify_dag_after_uploading_its_findings() -> 
     assert steps.index(verify) < steps.index(sarif) < steps.index(artifact) < len(steps) - 1
 
 
+def pull_request(tmp_path: Path, test_mul: str) -> Path:
+    """A clone as a CI checkout leaves it: origin (a bare repository) has ``main`` with the
+    calculator; the clone, fetched in full, is on a pull request's branch that adds ``mul`` and
+    a test of it."""
+    origin = tmp_path / "origin.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True)
+    author = staged_change(make_repo(tmp_path / "author"), test_mul)
+    author.commit("mul")
+    author.git("remote", "add", "origin", str(origin))
+    author.git("push", "-q", "origin", "base:refs/heads/main", "HEAD:refs/heads/feature")
+    clone = tmp_path / "checkout"
+    subprocess.run(["git", "clone", "-q", "-b", "feature", str(origin), str(clone)], check=True)
+    return clone
+
+
+def ci_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """What a runner gives the job: this interpreter's verify-dag first on PATH, no model
+    backend of the developer's, and the variables the job reads."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("VERIFY_DAG_BACKEND", "VERIFY_DAG_MODEL", "ANTHROPIC_", "OPENAI_"))
+        and k != "VERIFY_DAG_BROKER_URL"
+    }
+    env["PATH"] = f"{sysconfig.get_path('scripts')}{os.pathsep}{env['PATH']}"
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    return {**env, **extra}
+
+
+def run_script(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    # As GitHub runs a step's `run:` (bash --noprofile --norc -eo pipefail), and GitLab a job's
+    # script lines (one shell, stopping at the first failing line).
+    return subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.mark.parametrize(
+    ("assertion", "code"), [("assert mul(3, 4) == 12", "0"), ("assert mul(3, 4) == 13", "1")]
+)
+def test_the_github_job_as_a_runner_runs_it_without_a_model_key(
+    tmp_path: Path, assertion: str, code: str
+) -> None:
+    """A new user's first pull request, with no ANTHROPIC_API_KEY secret: the job's own steps
+    give exit 0 for a clean change and 1 for a failing test (not 4 for every pull request), and
+    leave the SARIF and the summary for the upload steps."""
+    steps = yaml.safe_load(GITHUB.read_text(encoding="utf-8"))["jobs"]["verify"]["steps"]
+    (verify,) = [s for s in steps if s.get("id") == "verify"]
+    clone = pull_request(tmp_path, assertion)
+    outputs, summary = tmp_path / "github-output", tmp_path / "summary.md"
+    env = ci_env(
+        tmp_path,
+        BASE_REF="main",
+        RUNNER_TEMP=str(tmp_path / "runner-temp"),
+        GITHUB_OUTPUT=str(outputs),
+        GITHUB_STEP_SUMMARY=str(summary),
+        ANTHROPIC_API_KEY="",  # a secret the repository does not have is empty
+    )
+    ran = run_script(verify["run"], clone, env)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "::notice::no ANTHROPIC_API_KEY secret" in ran.stdout
+    assert outputs.read_text(encoding="utf-8") == f"code={code}\n"
+    assert (clone / "verify-dag.sarif").is_file() and (clone / "verify-dag.md").is_file()
+    assert summary.read_text(encoding="utf-8").startswith("# Verification Report")
+    last = run_script(steps[-1]["run"], clone, {**env, "CODE": code})
+    assert last.returncode == int(code)
+
+
+def test_the_github_job_reviews_with_the_key_when_the_secret_is_set(tmp_path: Path) -> None:
+    """With the secret, the judgement reviewer runs (here against a local fake of the Messages
+    API) and --allow-incomplete is not passed: a check that did not run fails the job (this
+    calculator declares no way to exercise it: the exerciser's BLOCKED is the one, exit 4)."""
+    from fakes.fake_api import FakeAPI
+
+    steps = yaml.safe_load(GITHUB.read_text(encoding="utf-8"))["jobs"]["verify"]["steps"]
+    (verify,) = [s for s in steps if s.get("id") == "verify"]
+    clone = pull_request(tmp_path, "assert mul(3, 4) == 12")
+    outputs = tmp_path / "github-output"
+    with FakeAPI("sk-ant-test-key") as api:
+        api.reply = '{"findings": []}'
+        env = ci_env(
+            tmp_path,
+            BASE_REF="main",
+            RUNNER_TEMP=str(tmp_path / "runner-temp"),
+            GITHUB_OUTPUT=str(outputs),
+            GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"),
+            ANTHROPIC_API_KEY="sk-ant-test-key",
+            ANTHROPIC_BASE_URL=api.url,
+        )
+        ran = run_script(verify["run"], clone, env)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        assert api.requests, "the reviewer never called the model"
+    report = (clone / "verify-dag.md").read_text(encoding="utf-8")
+    assert "| reviewer | COMPLETED |" in report, report
+    said = outputs.read_text(encoding="utf-8")
+    missing = re.search(r"\*\*Did not run:\*\* (.*)", report)
+    assert said == "code=0\n" or (
+        said == "code=4\n" and missing and missing.group(1).startswith("exerciser BLOCKED")
+    ), report
+    assert "sk-ant-test-key" not in report
+
+
 # --- GitLab CI --------------------------------------------------------------------------------
 
 
@@ -131,6 +239,20 @@ def test_the_gitlab_job_reports_code_quality_from_the_verify_command(tmp_path: P
         "verify-dag:\n  script: [echo]\n  artifacts:\n    when: sometimes\n", encoding="utf-8"
     )
     assert check_gitlab_schema(bad).returncode == 1
+
+
+def test_the_gitlab_job_as_a_runner_runs_it_without_a_model_key(tmp_path: Path) -> None:
+    """The job's script lines, as a merge request pipeline runs them with no ANTHROPIC_API_KEY
+    variable: the target branch fetched, a clean change verified, exit 0 (not 4), and the Code
+    Quality report written."""
+    job = yaml.safe_load(GITLAB.read_text(encoding="utf-8"))["verify-dag"]
+    clone = pull_request(tmp_path, "assert mul(3, 4) == 12")
+    env = ci_env(tmp_path, CI_MERGE_REQUEST_TARGET_BRANCH_NAME="main")
+    ran = run_script("\n".join(job["script"]), clone, env)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "no ANTHROPIC_API_KEY: no judgement reviewer" in ran.stdout
+    quality = json.loads((clone / "gl-code-quality-report.json").read_text(encoding="utf-8"))
+    assert isinstance(quality, list)
 
 
 # --- the pre-commit hook ----------------------------------------------------------------------
