@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from conftest import Repo, calc_base, run_cli
@@ -71,3 +72,32 @@ def test_config_shows_a_model_apis_address_and_key_source_never_the_key(
     rate = "review tasks' rate limit per worker: 30/m (environment VERIFY_DAG_REVIEW_RATE_LIMIT)"
     assert rate in lines
     assert "sk-proj-secret" not in proc.stdout and "s3cret" not in proc.stdout
+
+
+def test_config_says_what_a_run_here_would_do(repo: Repo) -> None:
+    """The linters, type checker and test command a run would use, each with the declaration
+    it came from, who builds the suite's environment, and the depth's skills; a broken tox.ini
+    in the repository does not become tox's version."""
+    repo.write(
+        "pyproject.toml",
+        "[tool.ruff]\nline-length = 100\n\n[tool.mypy]\nfiles = ['src']\n\n"
+        "[tool.pytest.ini_options]\ntestpaths = ['tests']\n",
+    )
+    repo.write("tox.ini", "[tox\nenvlist = py\n")  # does not parse
+    repo.write("src/calc.py", "def add(a: int, b: int) -> int:\n    return a + b\n")
+    repo.write("tests/test_calc.py", "def test_one():\n    pass\n")
+    repo.commit()
+    proc = run_cli("config", "--store", str(repo.path.parent / "store"), cwd=repo.path)
+    assert proc.returncode == 0, proc.stderr
+    section = proc.stdout.split("What a run here would do (depth light, read from the work tree):")
+    assert len(section) == 2, proc.stdout
+    lines = section[1].split("\n\n")[0].splitlines()
+    kinds = {line.split()[0] for line in lines if line.strip()}
+    assert {"lint", "typecheck", "test", "skills"} <= kinds, lines
+    assert any(line.split()[:2] == ["lint", "ruff"] and "[tool.ruff]" in line for line in lines)
+    assert any(line.split()[:2] == ["typecheck", "mypy"] for line in lines), lines
+    assert any("built by tox" in line for line in lines), lines
+    (skills_line,) = [line for line in lines if line.split()[:1] == ["skills"]]
+    assert "static-analysis, tester" in skills_line and "qa" not in skills_line
+    (tox,) = [line for line in proc.stdout.splitlines() if line.split()[:1] == ["tox"]]
+    assert re.match(r"\s*tox\s+\d+\.\d+", tox), tox

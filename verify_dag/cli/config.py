@@ -1,6 +1,8 @@
 """``verify-dag config``: what a run from here would use, and where each setting came from: the
-run settings (flag, repository, default), the broker and result backend, the store and cache
-paths, the model backend of every skill that asks one, and the tools with their versions."""
+run settings (flag, repository, default), what the run would do in this repository (its
+linters, type checkers and test command as triage finds them, the environment the suite runs
+in, the skills of the depth), the broker and result backend, the store and cache paths, the
+model backend of every skill that asks one, and the tools with their versions."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 from typing import Any
 
 from verify_dag.cli import args as cli_args
@@ -50,6 +53,7 @@ def render(args: argparse.Namespace) -> str:
     chosen = settings.resolve({}, table, where)
     out = [f"Repository: {top}", "", "Run settings (a flag wins over these):"]
     out += [f"  {key:<17} {_show(s.value):<10} {s.source}" for key, s in chosen.items()]
+    out += ["", *would_run(top, str(chosen["depth"].value))]
     broker, broker_from = broker_origin(args.broker)
     backend, backend_from = result_backend_origin(broker)
     store_from = "--store" if args.store else _env_or_default(store.STORE_ENV)
@@ -118,6 +122,58 @@ def _backend_lines(cfg: Any, skill: str) -> list[str]:
     return lines
 
 
+def would_run(top: Any, depth: str) -> list[str]:
+    """The checks a run of this work tree would make, as triage finds them: each command with
+    the declaration it came from, the environment the suite would run in, and the skills of
+    ``depth``'s composition (a gated one runs only when the change calls for it)."""
+    from verify_dag import skills
+    from verify_dag.phases import triage
+    from verify_dag.phases.tester.env import plan as env_plan
+
+    toolchain = triage.discover(top)
+    out = [f"What a run here would do (depth {depth}, read from the work tree):"]
+    for kind in ("lint", "typecheck", "test"):
+        for command in toolchain.of(kind):  # type: ignore[arg-type]
+            missing = "" if command.exists else "  [not installed]"
+            out.append(f"  {kind:<10} {command.display()}  ({command.source}){missing}")
+    if not toolchain.commands:
+        out.append("  no linter, type checker or test command found")
+    out.append(f"  test env   {_test_env(top, toolchain, env_plan)}")
+    out += [f"  note: {n}" for n in toolchain.notes]
+    when = {
+        "if-codex": "with Codex on PATH",
+        "if-no-codex": "without Codex",
+        "triage-gated": "when the change calls for it",
+        "needs-plan": "with a plan",
+        "needs-contract": "with a contract",
+        "on-failure": "when a test or the exercise fails",
+    }
+    composed = []
+    for name in skills.pipeline():
+        gate = skills.gate(name, depth)  # type: ignore[arg-type]
+        if gate is not None:
+            composed.append(name if gate == "always" else f"{name} ({when.get(gate, gate)})")
+    out.append(f"  skills     {', '.join(composed)}")
+    return out
+
+
+def _test_env(top: Any, toolchain: Any, env_plan: Any) -> str:
+    """Which environment the suite would run in, and who builds it."""
+    from pathlib import Path
+
+    root = Path(top)
+    if toolchain.test is None:
+        return "none: no test command found"
+    if (root / "tox.ini").is_file() or (root / "tox.toml").is_file():
+        return "the tox env that runs the tests, built by tox (tox.ini or tox.toml)"
+    if (root / "noxfile.py").is_file():
+        return "the nox session that runs the tests, built by nox (noxfile.py)"
+    plan = env_plan.read(root)
+    if plan is None:
+        return "verify-dag's own interpreter: the project declares no dependencies"
+    return f"a venv built by uv from {plan.source}"
+
+
 def tools() -> list[tuple[str, str, str]]:
     from verify_dag import util
     from verify_dag.tools.base import python_tool_argv
@@ -137,7 +193,10 @@ def _version(argv: list[str] | None, run: Any, flag: str = "--version") -> tuple
         return "not found", "-"
     where = " ".join(argv) if argv[0] == sys.executable else argv[0]
     try:
-        res = run([*argv, flag], timeout=VERSION_TIMEOUT)
+        # Not from the repository: tox reads the tox.ini of its working directory first and
+        # prints what it thinks of that (an error, say) where its version should be.
+        with tempfile.TemporaryDirectory(prefix="verify-dag-version-") as neutral:
+            res = run([*argv, flag], timeout=VERSION_TIMEOUT, cwd=neutral)
     except OSError as exc:
         return f"cannot run: {exc.strerror}", where
     lines = (res.stdout + "\n" + res.stderr).strip().splitlines()
