@@ -512,7 +512,7 @@ def test_tox_without_an_env_for_this_python_runs_the_test_env_on_it(tmp_path: Pa
         },
     )
     work = tmp_path / "tox-work"
-    choice = testenv_tox.choose(repo, tmp_path / "cache", work, deadline=1e12)
+    choice = testenv_tox.chosen(repo, work, deadline=1e12)
     assert choice.env is not None and choice.env.name == f"{PY}-django", choice
     assert "py27-django" in choice.notes[0]
 

@@ -43,6 +43,9 @@ class Finding(Frozen):
     # Static findings on modified lines: did the same problem exist at the merge base already?
     baseline: Literal["introduced", "pre-existing"] | None = None
     nodeid: str | None = None  # tester failures: the test id, for re-running just that test
+    # tester failures: the per-test time limit (seconds) the test hit. Nothing re-runs such a
+    # test at that limit again (it would cost the limit again).
+    timed_out: float | None = None
     help_uri: str | None = None  # the rule's documentation, where the tool names it
 
 
@@ -54,6 +57,15 @@ class Diagnosis(Frozen):
     command: str
     evidence: str
     touched_by_diff: tuple[str, ...] = ()
+
+
+class BuiltEnv(Frozen):
+    """The env a suite ran in, by the builder that made it (tester/env/registry.py) and the env's
+    own name there (a tox env, a nox session, a hatch env): another commit's suite (the
+    debugger's, at the merge base) asks for the same one, to be built alike."""
+
+    builder: str
+    name: str
 
 
 class GateResult(Frozen):
@@ -128,6 +140,9 @@ class SkillOutcome(Frozen):
     coverage: ChangedCoverage | None = None
     # Seconds its task took (tasks/base.py header_phase), for the run metrics; None elsewhere.
     seconds: float | None = None
+    # The tester: the env builder and env the suite ran in, when a builder with named envs
+    # made it.
+    env: BuiltEnv | None = None
 
     def combine(self, other: SkillOutcome) -> SkillOutcome:
         """One skill that ran in two parts (deterministic rules and a model pass, say).

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from verify_dag import declarations, util, workspace
 from verify_dag.files import file_lock, write_atomic
+from verify_dag.models.findings import BuiltEnv
 from verify_dag.models.toolchain import Toolchain
 from verify_dag.paths import cache_root
 from verify_dag.phases.tester.env import layer as testenv_layer
@@ -111,9 +112,16 @@ def suite_env(env: Env, extra: Mapping[str, str] | None = None) -> dict[str, str
 
 
 @contextlib.contextmanager
-def runtime(workdir: Path, toolchain: Toolchain, cache_dir: Path | None = None) -> Iterator[Env]:
+def runtime(
+    workdir: Path,
+    toolchain: Toolchain,
+    cache_dir: Path | None = None,
+    want: BuiltEnv | None = None,
+) -> Iterator[Env]:
     """The environment a test of ``workdir`` runs in, for the duration of the block: the cached
-    env, layered with the project itself when it installs one. Check ``error`` first."""
+    env, layered with the project itself when it installs one. Check ``error`` first. ``want``:
+    the env another commit's suite ran in, built the same way here (the same builder, the same
+    env when this checkout declares it; the builder's own choice, with a note, when not)."""
     root = cache_dir if cache_dir is not None else cache_root()
     notes: tuple[str, ...] = ()
     # The project's tox environments or nox sessions are how its maintainers run the suite:
@@ -127,7 +135,8 @@ def runtime(workdir: Path, toolchain: Toolchain, cache_dir: Path | None = None) 
             # rest of the project declares, and the broken file is the static phase's finding.
             notes = (f"{runner.NAME} not used: {declarations.because(unreadable)}",)
             break
-        with runner.runtime(workdir, root) as env:
+        named = want.name if want is not None and want.builder == runner.NAME else None
+        with runner.runtime(workdir, root, want=named) as env:
             if env.python is not None or env.error is not None:
                 yield env
                 return

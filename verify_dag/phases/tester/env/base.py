@@ -109,6 +109,10 @@ class Env:
     key: str = ""
     reused: bool = False
     source: str = ""  # what was installed from: "requirements-test.txt, pyproject.toml [...]"
+    # Which env builder made it (its registry name: "tox", "nox", "hatch") and the env it built
+    # ("py311-tests"): another commit's env is asked for by these, to be built alike.
+    builder: str = ""
+    name: str = ""
     error: str | None = None
     project: bool = False  # the project is installed per run (layer), not kept in the cache
     path_dirs: tuple[Path, ...] = ()  # prepended to PATH for the suite
@@ -144,6 +148,8 @@ def env_from_json(data: dict[str, Any]) -> Env:
         key=str(data.get("key", "")),
         reused=bool(data.get("reused")),
         source=str(data.get("source", "")),
+        builder=str(data.get("builder", "")),
+        name=str(data.get("name", "")),
         project=bool(data.get("project")),
         path_dirs=tuple(Path(p) for p in data.get("path_dirs", ())),
         notes=tuple(data.get("notes", ())),
