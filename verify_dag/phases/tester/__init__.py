@@ -155,12 +155,13 @@ def _in_env(
 ) -> tuple[SkillOutcome, CoverageData | None]:
     if env.error is not None:
         return unprovisioned(env), None
-    if env.runner is not None and env.runner.commands:
-        # tox built the env: what its commands run is the suite its maintainers run.
-        found = pytest_command.from_tox(env.runner)
-        if found is None:
+    if env.declared_commands:
+        # A builder's env (tox's, hatch's) declares what its suite runs: the suite its
+        # maintainers run. tox runs any other commands as declared.
+        found = pytest_command.from_env(env)
+        if found is None and env.runner is not None:
             return other.run(command, workdir, timeout, env, tox=True), None
-        command = found
+        command = found or command
     if command.tool == "pytest":
         return _pytest(
             scope,

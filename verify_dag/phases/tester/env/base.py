@@ -119,6 +119,15 @@ class Env:
     notes: tuple[str, ...] = ()
     runner: Runner | None = None  # set when tox built the env: commands run through tox
     writable: tuple[Path, ...] = ()  # what a command in the env writes besides its checkout
+    # The env's own test commands, as its builder resolved them (a hatch env's pytest line),
+    # and the variables its commands run with (its env-vars), where no runner applies them.
+    commands: tuple[tuple[str, ...], ...] = ()
+    variables: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def declared_commands(self) -> tuple[tuple[str, ...], ...]:
+        """What the env declares its suite runs: tox's commands, or the builder's line."""
+        return self.runner.commands if self.runner is not None else self.commands
 
     def policy(self, *writable: Path) -> Policy:
         """The sandbox of a command in this env, writing ``writable`` besides its checkout."""
@@ -154,6 +163,8 @@ def env_from_json(data: dict[str, Any]) -> Env:
         path_dirs=tuple(Path(p) for p in data.get("path_dirs", ())),
         notes=tuple(data.get("notes", ())),
         writable=tuple(Path(p) for p in data.get("writable", ())),
+        commands=tuple(tuple(c) for c in data.get("commands", ())),
+        variables=tuple((k, v) for k, v in data.get("variables", ())),
         runner=None
         if not runner
         else Runner(

@@ -53,6 +53,16 @@ def declared(workdir: Path) -> bool:
     return (workdir / "noxfile.py").is_file()
 
 
+def tool_env(workdir: Path, source: str, cache: Path, timeout: float) -> Env | None:
+    """No linter command line is this builder's to provision."""
+    return None
+
+
+def command_lines(workdir: Path) -> list[tuple[str, str, int]]:
+    """A noxfile is Python: the lines its sessions run are not read, they are run."""
+    return []
+
+
 def _nox() -> list[str]:
     return [sys.executable, "-m", "nox"]
 

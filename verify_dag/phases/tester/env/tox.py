@@ -28,6 +28,7 @@ import sys
 import time
 import tomllib
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from verify_dag import credentials, util
@@ -53,6 +54,7 @@ from verify_dag.phases.tester.env.toxchoice import (
     tox_argv,
     tox_env,
 )
+from verify_dag.phases.tester.env.toxlines import command_lines as command_lines
 from verify_dag.sandbox import Policy
 from verify_dag.tools import fetched
 
@@ -137,6 +139,14 @@ def declaring_env(source: str) -> str | None:
     """The tox env a discovered command came from ("tox.ini [testenv:typing] commands")."""
     m = _SECTION.search(source) if source.startswith(("tox.ini", "setup.cfg")) else None
     return m.group(1) if m else None
+
+
+def tool_env(workdir: Path, source: str, cache: Path, timeout: float) -> Env | None:
+    """The tox env whose commands run a linter's line of ``source``, built by tox."""
+    name = declaring_env(source)
+    if name is None:
+        return None
+    return replace(provision(workdir, name, cache, timeout), builder=NAME, name=name)
 
 
 def provision(workdir: Path, name: str, cache: Path, timeout: float = 900) -> Env:
