@@ -107,3 +107,27 @@ def test_a_hatch_script_that_runs_pytest(tmp_path: Path) -> None:
     # The lint env's script is a command line triage reads, as tox's commands are.
     assert any(c.source == "hatch env lint scripts.check" for c in toolchain.of("lint"))
     assert _by_hand(repo, tmp_path, "run", "test") == "1 failed, 3 passed"
+
+
+def test_a_hatch_script_that_runs_unittest_runs_as_declared(tmp_path: Path) -> None:
+    """mkdocs' shape: a matrix env whose test script runs unittest; it runs in that env as
+    declared, and its result is unittest's own summary."""
+    unittest_env = (
+        '[tool.hatch.envs.test]\ndependencies = ["iniconfig"]\n'
+        "[tool.hatch.envs.test.scripts]\n"
+        "test = 'python -m unittest discover -s tests/unit -p \"test_*.py\"'\n\n"
+        f'[[tool.hatch.envs.test.matrix]]\npython = ["3.99", "{OURS}"]\ntype = ["default"]\n'
+    )
+    repo = _project(tmp_path / "repo", unittest_env)
+    (repo / "tests/unit/test_unit.py").write_text(
+        "import unittest\n\nimport hx\n\n\nclass T(unittest.TestCase):\n"
+        "    def test_ok(self):\n        import iniconfig  # noqa: F401\n\n"
+        "    def test_fails(self):\n        self.assertEqual(hx.X, 2)\n",
+        encoding="utf-8",
+    )
+    outcome, _ = tester.run_with_coverage(
+        _whole(), triage.discover(repo), repo, 600, cache_dir=tmp_path / "cache"
+    )
+    assert outcome.env is not None and outcome.env.name == f"test.py{OURS}-default"
+    assert outcome.status == "FAILED", outcome.notes
+    assert "unittest: Ran 2 tests, FAILED (failures=1)" in outcome.notes, outcome.notes

@@ -161,7 +161,12 @@ def _in_env(
         found = pytest_command.from_env(env)
         if found is None and env.runner is not None:
             return other.run(command, workdir, timeout, env, tox=True), None
-        command = found or command
+        if found is None:
+            # A builder's own line that runs no pytest (a hatch script running unittest).
+            line = env.declared_commands[0]
+            own = Command(kind="test", argv=line, source=f"{env.source} commands", exists=True)
+            return other.run(own, workdir, timeout, env), None
+        command = found
     if command.tool == "pytest":
         return _pytest(
             scope,

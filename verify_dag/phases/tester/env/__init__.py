@@ -29,6 +29,7 @@ from verify_dag.phases.tester.env import plan as testenv_plan
 from verify_dag.phases.tester.env import registry
 from verify_dag.phases.tester.env import tools as testenv_tools
 from verify_dag.phases.tester.env import venv as testenv_venv
+from verify_dag.phases.tester.env import wheelhouse as testenv_wheelhouse
 from verify_dag.phases.tester.env.base import PY_LEAKS, Env, clean
 from verify_dag.tools import pinned
 
@@ -107,7 +108,13 @@ def runtime(
             continue
         named = want.name if want is not None and want.builder == builder.NAME else None
         with builder.runtime(workdir, root, want=named) as env:
-            if env.python is not None or env.error is not None:
+            if env.error is not None:
+                yield replace(env, notes=(*notes, *env.notes))
+                return
+            if env.python is not None:
+                # The suite's own builds of the project (pytest-checkdocs) find its build
+                # requirements offline.
+                env = testenv_wheelhouse.offline(env, workdir, root)
                 yield replace(env, notes=(*notes, *env.notes))
                 return
             notes = (*notes, *env.notes)

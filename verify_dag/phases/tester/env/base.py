@@ -123,6 +123,7 @@ class Env:
     # and the variables its commands run with (its env-vars), where no runner applies them.
     commands: tuple[tuple[str, ...], ...] = ()
     variables: tuple[tuple[str, str], ...] = ()
+    readable: tuple[Path, ...] = ()  # what a command in the env reads outside it (wheelhouse)
 
     @property
     def declared_commands(self) -> tuple[tuple[str, ...], ...]:
@@ -131,9 +132,12 @@ class Env:
 
     def policy(self, *writable: Path) -> Policy:
         """The sandbox of a command in this env, writing ``writable`` besides its checkout."""
-        if self.runner is not None:
-            return self.runner.policy(*writable)
-        return Policy(writable=(*writable, *self.writable))
+        policy = (
+            self.runner.policy(*writable)
+            if self.runner is not None
+            else Policy(writable=(*writable, *self.writable))
+        )
+        return replace(policy, readonly=(*policy.readonly, *self.readable))
 
     def command(self, argv: Sequence[str], pycache: Path | None = None) -> list[str]:
         """``argv`` as it runs in this env: through tox when tox built it, else as it is."""
@@ -165,6 +169,7 @@ def env_from_json(data: dict[str, Any]) -> Env:
         writable=tuple(Path(p) for p in data.get("writable", ())),
         commands=tuple(tuple(c) for c in data.get("commands", ())),
         variables=tuple((k, v) for k, v in data.get("variables", ())),
+        readable=tuple(Path(p) for p in data.get("readable", ())),
         runner=None
         if not runner
         else Runner(

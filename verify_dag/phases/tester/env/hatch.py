@@ -8,7 +8,8 @@ variables, the project in dev mode, its installer) is hatch's to resolve: ``hatc
 variables, ``hatch env create NAME`` builds the chosen one and ``hatch env find NAME`` says where.
 The suite then runs on that env's interpreter with its ``env-vars``, and the pytest line hatch
 would run: ``hatch test``'s (its ``extra-args``, ``-p no:randomly`` unless it randomizes, its
-``default-args`` or ``tests``) or the env's first script that runs pytest. coverage and
+``default-args`` or ``tests``) or the env's first script that runs a suite (a unittest line runs
+as declared, its result unittest's own summary). coverage and
 pytest-timeout are added by uv, as for every env the tester measures.
 
 hatch's data and envs live under verify-dag's cache, one directory per declaration and
@@ -52,7 +53,8 @@ NAME = "hatch"
 CONFIG_FILES = ("hatch.toml",)
 _DECLARING = ("pyproject.toml", "hatch.toml", "setup.py", "setup.cfg")
 _TEST_ENV = "hatch-test"  # `hatch test`'s env
-_PYTEST = re.compile(r"(?:^|[\s/])(?:pytest|py\.test)\b|-m\s+pytest")
+# A script line that runs a suite (one that runs no pytest runs as declared).
+_RUNS_TESTS = re.compile(r"(?:^|[\s/])(?:pytest|py\.test)\b|-m\s+(?:pytest|unittest)\b")
 _ARGS = re.compile(r"\{args(?::([^{}]*))?\}")
 _EXTRA = ("pytest", "coverage[toml]", "pytest-timeout")
 
@@ -128,7 +130,7 @@ def _dir(workdir: Path, cache: Path) -> Path:
 def choose(envs: dict[str, dict[str, Any]], test_declared: bool, want: str | None) -> str | None:
     """The env the suite runs in: ``want`` when hatch lists it; else ``hatch test``'s env for
     this Python when the project configures ``hatch-test``; else the first env on this Python
-    whose scripts run pytest."""
+    whose scripts run a suite (pytest, unittest)."""
     if want is not None and want in envs:
         return want
     ours = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -143,7 +145,7 @@ def choose(envs: dict[str, dict[str, Any]], test_declared: bool, want: str | Non
     for name, body in envs.items():
         if name.startswith("hatch-") or not fits(body):
             continue  # hatch's own envs (build, static analysis, uv) run no suite
-        if any(_PYTEST.search(line) for line in _script_lines(body)):
+        if any(_RUNS_TESTS.search(line) for line in _script_lines(body)):
             return name
     return None
 
@@ -153,15 +155,15 @@ def _script_lines(body: dict[str, Any]) -> list[str]:
     return [line for lines in scripts.values() for line in lines] if scripts else []
 
 
-def pytest_line(name: str, body: dict[str, Any]) -> tuple[str, ...] | None:
-    """The pytest command hatch runs the suite of env ``name`` with (``hatch test``'s for its
-    env, else the first script line that runs pytest), ``{args}`` given no arguments."""
+def test_line(name: str, body: dict[str, Any]) -> tuple[str, ...] | None:
+    """The command hatch runs the suite of env ``name`` with (``hatch test``'s for its env,
+    else the first script line that runs a suite), ``{args}`` given no arguments."""
     if name == _TEST_ENV or name.startswith(f"{_TEST_ENV}."):
         args = [str(a) for a in body.get("extra-args", [])]
         args += [] if body.get("randomize") else ["-p", "no:randomly"]
         return ("pytest", *args, *[str(a) for a in body.get("default-args", ["tests"])])
     for line in _script_lines(body):
-        if _PYTEST.search(line):
+        if _RUNS_TESTS.search(line):
             try:
                 return tuple(shlex.split(_ARGS.sub(lambda m: m.group(1) or "", line)))
             except ValueError:
@@ -244,7 +246,7 @@ def _build(
     if res.returncode != 0 or res.timed_out:
         return Env(source=source, error=clean(f"adding coverage to the hatch env: {tail(res)}"))
     compile_site(bin_dir / "python", deadline)
-    line = pytest_line(name, body)
+    line = test_line(name, body)
     variables = body.get("env-vars", {})
     return Env(
         python=bin_dir / "python",
