@@ -131,3 +131,22 @@ def test_a_hatch_script_that_runs_unittest_runs_as_declared(tmp_path: Path) -> N
     assert outcome.env is not None and outcome.env.name == f"test.py{OURS}-default"
     assert outcome.status == "FAILED", outcome.notes
     assert "unittest: Ran 2 tests, FAILED (failures=1)" in outcome.notes, outcome.notes
+
+
+def test_env_plugins_a_project_requires_go_in_a_hatch_of_its_own(tmp_path: Path) -> None:
+    """hatch installs `[tool.hatch.env] requires` into its own environment first: never
+    verify-dag's (read-only to the build, and shared by every project), a venv of its own."""
+    import importlib.util
+
+    plugin = "hatch-requirements-txt"
+    assert importlib.util.find_spec("hatch_requirements_txt") is None
+    repo = _project(
+        tmp_path / "repo", f'[tool.hatch.env]\nrequires = ["{plugin}"]\n\n' + HATCH_TEST
+    )
+    outcome, _ = tester.run_with_coverage(
+        _whole(), triage.discover(repo), repo, 600, cache_dir=tmp_path / "cache"
+    )
+    assert outcome.notes.startswith("3 passed, 1 failed"), [f.description for f in outcome.findings]
+    assert importlib.util.find_spec("hatch_requirements_txt") is None
+    (tool,) = (tmp_path / "cache" / "hatch").glob("tool-*/lib/python*/site-packages")
+    assert list(tool.glob("hatch_requirements_txt*")), list(tool.iterdir())

@@ -374,6 +374,10 @@ def test_a_nox_test_session_declares_the_env(tmp_path: Path) -> None:
         "import nox\n\n\n@nox.session\ndef lint(session):\n    session.install('ruff')\n\n\n"
         "@nox.session(python=['3.11'])\ndef tests(session):\n"
         "    session.install('./vendor/tinypkg')\n    session.run('pytest')\n"
+        # stamina's shape: the test session notifies a report session, whose venv nox makes
+        # in the same run, after the test session's.
+        "    session.notify('report')\n\n\n"
+        "@nox.session\ndef report(session):\n    session.install('iniconfig')\n"
     )
     repo = write(tmp_path / "noxrepo", files)
     outcome, _ = tester.run_with_coverage(

@@ -20,10 +20,13 @@ shared while a run uses them (:func:`~verify_dag.phases.tester.env.base.shared`,
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import importlib.metadata
 import json
 import os
 import re
 import shlex
+import shutil
 import sys
 import time
 import tomllib
@@ -33,13 +36,16 @@ from pathlib import Path
 from typing import Any
 
 from verify_dag import util
+from verify_dag.files import file_lock
 from verify_dag.phases.tester.env.base import (
+    MARKER,
     Env,
     cache_dir,
     checkout_id,
     clean,
     compile_site,
     left,
+    pip_env,
     shared,
     tail,
     uv_bin,
@@ -97,8 +103,52 @@ def command_lines(workdir: Path) -> list[tuple[str, str, int]]:
     return out
 
 
-def _hatch() -> list[str]:
-    return [sys.executable, "-m", "hatch"]
+def _plugins(workdir: Path) -> list[str]:
+    """The env plugins the project requires of hatch (``[tool.hatch.env] requires``)."""
+    for name, path in (("hatch.toml", ("env",)), ("pyproject.toml", ("tool", "hatch", "env"))):
+        try:
+            table: Any = tomllib.loads((workdir / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for key in path:
+            table = table.get(key, {}) if isinstance(table, dict) else {}
+        requires = table.get("requires", []) if isinstance(table, dict) else []
+        if requires:
+            return [str(r) for r in requires]
+    return []
+
+
+def _hatch(workdir: Path, cache: Path, deadline: float) -> tuple[list[str], str | None]:
+    """How hatch is started for ``workdir`` (or why it cannot be). hatch installs the env
+    plugins a project requires into its own environment before anything else: that is never
+    verify-dag's, so a project that requires some gets a hatch of its own, in a venv under the
+    cache per plugin set, its plugins installed as wheels from the index (no package code
+    runs)."""
+    plugins = _plugins(workdir)
+    if not plugins:
+        return [sys.executable, "-m", "hatch"], None
+    version = importlib.metadata.version("hatch")
+    key = hashlib.sha256(f"{sys.version}\0{version}\0{sorted(plugins)}".encode()).hexdigest()
+    tool = cache / "hatch" / f"tool-{key[:24]}"
+    python = tool / "bin" / "python"
+    with file_lock(tool.with_suffix(".lock"), deadline) as got:
+        if not got:
+            return [], "timed out waiting for another run making hatch's plugin venv"
+        if not (tool / MARKER).exists():
+            shutil.rmtree(tool, ignore_errors=True)
+            made = util.run(
+                [sys.executable, "-m", "venv", "--without-pip", str(tool)],
+                timeout=left(deadline),
+                env=pip_env(),
+                sandbox=Policy(writable=(tool.parent,)),
+            )
+            wanted = [f"hatch=={version}", *plugins]
+            res = uv_install(python, wanted, cache=cache, deadline=deadline, shared=True)
+            if made.returncode != 0 or res.returncode != 0 or res.timed_out:
+                why = tail(res) if made.returncode == 0 else tail(made)
+                return [], clean(f"installing hatch with {', '.join(plugins)} failed: {why}")
+            (tool / MARKER).touch()
+    return [str(python), "-m", "hatch"], None
 
 
 def _env(hatch_dir: Path) -> dict[str, str]:
@@ -183,9 +233,14 @@ def runtime(
 
     def build_env() -> Env:
         hatch_dir.mkdir(exist_ok=True)
-        policy = Policy(network=True, writable=(hatch_dir,))
+        hatch, why = _hatch(workdir, cache, deadline)
+        if why is not None:
+            return Env(source="hatch", error=why)
+        # A hatch of the project's own (its plugins) is read where it lies in the cache.
+        own = () if hatch[0] == sys.executable else (Path(hatch[0]).parent.parent,)
+        policy = Policy(network=True, writable=(hatch_dir,), readonly=own)
         res = util.run(
-            [*_hatch(), "env", "show", "--json"],
+            [*hatch, "env", "show", "--json"],
             cwd=workdir,
             timeout=left(deadline),
             env=_env(hatch_dir),
@@ -200,7 +255,7 @@ def runtime(
         name = choose(envs, _TEST_ENV in _envs_table(workdir), want)
         if name is None:
             return Env(source="hatch", notes=("hatch declares no env that runs tests here",))
-        env = _build(workdir, cache, hatch_dir, name, envs[name], policy, deadline)
+        env = _build(workdir, cache, hatch, (name, envs[name]), policy, deadline)
         if want is not None and name != want:
             said = f"hatch declares no env {want!r} here: built {name!r}, its own choice"
             env = replace(env, notes=(*env.notes, said))
@@ -214,16 +269,17 @@ def runtime(
 def _build(
     workdir: Path,
     cache: Path,
-    hatch_dir: Path,
-    name: str,
-    body: dict[str, Any],
+    hatch: list[str],
+    chosen: tuple[str, dict[str, Any]],
     policy: Policy,
     deadline: float,
 ) -> Env:
+    name, body = chosen
     source = f"hatch env {name}"
+    hatch_dir = _dir(workdir, cache)
     env = _env(hatch_dir)
     res = util.run(
-        [*_hatch(), "env", "create", name],
+        [*hatch, "env", "create", name],
         cwd=workdir,
         timeout=left(deadline),
         env=env,
@@ -232,7 +288,7 @@ def _build(
     if res.returncode != 0 or res.timed_out:
         return Env(source=source, error=clean(f"hatch env create {name} failed: {tail(res)}"))
     found = util.run(
-        [*_hatch(), "env", "find", name],
+        [*hatch, "env", "find", name],
         cwd=workdir,
         timeout=left(deadline),
         env=env,

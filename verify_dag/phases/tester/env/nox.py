@@ -177,13 +177,14 @@ def _build(
     )
     if res.returncode != 0 or res.timed_out:
         return Env(source=source, error=clean(f"nox -s {name} --install-only failed: {tail(res)}"))
-    venvs = sorted(
-        (p for p in envdir.iterdir() if (p / "bin" / "python").exists()),
-        key=lambda p: p.stat().st_mtime,
-    )
-    if not venvs:
-        return Env(source=source, error=f"nox -s {name} --install-only made no venv")
-    bin_dir = venvs[-1] / "bin"
+    # The session's own venv, where nox names it: a session may notify others (a coverage
+    # report), whose venvs are made beside it in the same run.
+    from nox.sessions import _normalize_path  # imported late: nox's, only nox projects need it
+
+    venv = Path(_normalize_path(str(envdir), name))
+    if not (venv / "bin" / "python").exists():
+        return Env(source=source, error=f"nox -s {name} --install-only made no venv at {venv}")
+    bin_dir = venv / "bin"
     res = uv_install(
         bin_dir / "python", ["pytest", *EXTRA_DEPS], cache=cache, deadline=deadline, cwd=workdir
     )
