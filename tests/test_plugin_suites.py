@@ -104,3 +104,27 @@ def test_a_jaraco_style_suite_counts_as_pytest_counts_it(tmp_path: Path) -> None
     file, line = _location(report, "jx.double")
     assert failed.location is not None and line is not None
     assert (failed.location.path, failed.location.line) == (file, int(line) + 1)
+
+
+def test_through_tox_the_checkdocs_item_finds_the_build_requirements_too(tmp_path: Path) -> None:
+    """jaraco's projects run through tox (usedevelop, their extras): tox passes a command only
+    the variables pass_env names, so the wheelhouse's are named there."""
+    repo = make_repo(tmp_path / "repo")
+    for rel, text in FILES.items():
+        repo.write(rel, text)
+    repo.write(
+        "tox.ini",
+        "[testenv]\nusedevelop = True\nextras =\n\ttest\ncommands =\n\tpytest {posargs}\n",
+    )
+    repo.commit("jaraco-style project with tox")
+    outcome, _ = tester.run_with_coverage(
+        Scope(mode="all", new_commit="0" * 40),
+        triage.discover(repo.path),
+        repo.path,
+        600,
+        cache_dir=tmp_path / "cache",
+    )
+    assert outcome.notes.startswith("4 passed, 1 failed, 0 errors, 0 skipped"), outcome.notes
+    assert outcome.notes.endswith("; env from tox env py"), outcome.notes
+    assert outcome.evidence is not None
+    assert {c.nodeid: c.outcome for c in outcome.evidence.tests}[".::project"] == "passed"

@@ -75,9 +75,12 @@ class Runner:
         """The env's declared commands, run by tox as its maintainers run them."""
         return [*self.tox, "--skip-env-install"]
 
-    def command(self, argv: Sequence[str], pycache: Path | None = None) -> list[str]:
+    def command(
+        self, argv: Sequence[str], pycache: Path | None = None, passed: Sequence[str] = ()
+    ) -> list[str]:
         """``argv`` run by tox as the env's commands; ``pycache``: where their bytecode goes
-        (set by tox for the commands alone, not for tox itself)."""
+        (set by tox for the commands alone, not for tox itself); ``passed``: more variables
+        of the caller's that the commands see (tox passes only what pass_env names)."""
         line = _escaped(shlex.join(argv))
         section = self.section or f"testenv:{self.name}"
         prefix = (
@@ -85,12 +88,12 @@ class Runner:
             if pycache is not None
             else []
         )
+        # The tester's plugin directory (PYTHONPATH) and the env's own variables.
+        names = ["PYTHONPATH", *passed]
         return [
             *self.tox,
             "--skip-env-install",
-            # tox passes only what pass_env names: the tester's plugin directory is on it.
-            "-x",
-            f"{section}.pass_env+=PYTHONPATH",
+            *(a for name in names for a in ("-x", f"{section}.pass_env+={name}")),
             *prefix,
             "-x",
             f"{section}.commands={line}",
@@ -141,7 +144,9 @@ class Env:
 
     def command(self, argv: Sequence[str], pycache: Path | None = None) -> list[str]:
         """``argv`` as it runs in this env: through tox when tox built it, else as it is."""
-        return self.runner.command(argv, pycache) if self.runner is not None else list(argv)
+        if self.runner is None:
+            return list(argv)
+        return self.runner.command(argv, pycache, [name for name, _ in self.variables])
 
 
 def env_json(env: Env) -> dict[str, Any]:
