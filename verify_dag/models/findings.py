@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import field_validator
+
 from verify_dag.models.base import Frozen
 from verify_dag.models.carry import Deferred, Reaffirmed, Reopened
 from verify_dag.models.evidence import SuiteEvidence
@@ -28,6 +30,13 @@ class Location(Frozen):
     line: int | None = None
     end_line: int | None = None
     column: int | None = None  # 1-based, where the tool gave one
+
+    @field_validator("column")
+    @classmethod
+    def _one_based(cls, value: int | None) -> int | None:
+        # A tool's column 0 (mypy's for a note without one, a 0-based tool's first column)
+        # says no more than "this line": the report's columns are 1-based.
+        return value if value is None or value >= 1 else None
 
 
 class Finding(Frozen):

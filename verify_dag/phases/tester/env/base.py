@@ -45,6 +45,9 @@ class Runner:
     variables: tuple[tuple[str, str], ...] = ()  # what tox itself needs in its environment
     commands: tuple[tuple[str, ...], ...] = ()  # the env's own `commands`, as tox resolved them
     section: str = ""  # how tox's --override names the env: `testenv:NAME` (ini), `env.NAME`
+    # What keeps a run from installing anything: tox's flag, and tox-uv's for its lock runner,
+    # which syncs the env (reinstalling the package) on every run otherwise.
+    no_install: tuple[str, ...] = ("--skip-env-install",)
 
     @property
     def writable(self) -> tuple[Path, ...]:
@@ -73,7 +76,7 @@ class Runner:
 
     def own_commands(self) -> list[str]:
         """The env's declared commands, run by tox as its maintainers run them."""
-        return [*self.tox, "--skip-env-install"]
+        return [*self.tox, *self.no_install]
 
     def command(
         self, argv: Sequence[str], pycache: Path | None = None, passed: Sequence[str] = ()
@@ -92,7 +95,7 @@ class Runner:
         names = ["PYTHONPATH", *passed]
         return [
             *self.tox,
-            "--skip-env-install",
+            *self.no_install,
             *(a for name in names for a in ("-x", f"{section}.pass_env+={name}")),
             *prefix,
             "-x",
@@ -184,6 +187,7 @@ def env_from_json(data: dict[str, Any]) -> Env:
             variables=tuple((k, v) for k, v in runner.get("variables", ())),
             commands=tuple(tuple(c) for c in runner.get("commands", ())),
             section=runner.get("section", ""),
+            no_install=tuple(runner.get("no_install", ("--skip-env-install",))),
         ),
     )
 

@@ -262,6 +262,11 @@ def build(
             tox=tuple(base),
             name=name,
             work_dir=tox_dir,
+            no_install=(
+                ("--skip-env-install",)
+                if choice.env.installs_with_pip
+                else ("--skip-env-install", "--skip-uv-sync")
+            ),
             # Runs through tox have no network and install nothing (--skip-env-install): the
             # env, tox-uv's lock runner's too, is what its build sealed.
             variables=(
