@@ -34,8 +34,8 @@ class Location(Frozen):
     @field_validator("column")
     @classmethod
     def _one_based(cls, value: int | None) -> int | None:
-        # A tool's column 0 (mypy's for a note without one, a 0-based tool's first column)
-        # says no more than "this line": the report's columns are 1-based.
+        # A tool's column 0 (a 0-based tool's first column, a message without one) says no
+        # more than "this line": the report's columns are 1-based.
         return value if value is None or value >= 1 else None
 
 
