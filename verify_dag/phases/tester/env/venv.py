@@ -18,6 +18,7 @@ runner the project declares (tox, nox, hatch) has an env that runs its tests.
 
 from __future__ import annotations
 
+import configparser
 import contextlib
 import json
 import re
@@ -60,7 +61,12 @@ _GROUP_LINES = ".verify-dag-dev-groups.txt"  # pdm's and poetry's test groups, i
 
 
 def declared(workdir: Path) -> bool:
-    return testenv_plan.read(workdir) is not None
+    """Whether ``workdir`` declares test dependencies; a declaration that does not parse
+    counts (:func:`runtime` says why in the env's error, as the installer would)."""
+    try:
+        return testenv_plan.read(workdir) is not None
+    except (OSError, ValueError, KeyError, TypeError, configparser.Error):
+        return True
 
 
 def tool_env(workdir: Path, source: str, cache: Path, timeout: float) -> Env | None:
@@ -86,7 +92,7 @@ def runtime(
             if plan is None
             else build(workdir, plan, cache / "envs", time.monotonic() + timeout)
         )
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, configparser.Error) as exc:
         env = Env(error=clean(f"{type(exc).__name__}: {exc}"))
     if env.error is not None or not env.project:
         yield env
