@@ -428,7 +428,7 @@ def test_a_run_that_stops_after_the_exerciser_stopped_at_the_debugger(two_commit
 
 
 def test_pytests_summary_is_read_past_the_lines_tox_prints_after_it() -> None:
-    from verify_dag.phases.debugger import _counts
+    from verify_dag.phases.debugger.signature import counts as _counts
 
     out = "F\n1 failed, 2 passed in 0.12s\npy311: exit 1 (0.5 seconds)\n  py311: FAIL code 1\n"
     assert _counts(out + "  evaluation failed :( (0.6 seconds)\n") == {"failed": 1, "passed": 2}

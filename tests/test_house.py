@@ -214,3 +214,35 @@ def test_mypy_is_clean_on_the_installed_package_and_on_the_tests(tmp_path: Path)
         env={**os.environ, "MYPYPATH": str(ROOT / "tests")},
     )  # fmt: skip
     assert tests.returncode == 0, tests.stdout + tests.stderr
+
+
+_BUILDER_MEMBERS = {"declared", "runtime", "command_lines", "tool_env"}
+
+
+def test_env_builders_are_one_module_each_behind_one_registry() -> None:
+    """Adding an env builder is one module and its line in the registry: every module of
+    tester/env defining a builder's functions is registered, once, and nothing outside env/
+    imports a builder module (tox is no longer the tester's, static analysis' or triage's own
+    special case)."""
+    from verify_dag.phases.tester.env import registry
+
+    env_dir = ROOT / "verify_dag" / "phases" / "tester" / "env"
+    defining = set()
+    for path in sorted(env_dir.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        names |= {
+            a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names
+        }
+        if names >= _BUILDER_MEMBERS:
+            defining.add(f"verify_dag.phases.tester.env.{path.stem}")
+    registered = [b.__name__ for b in registry.BUILDERS]  # type: ignore[attr-defined]
+    assert sorted(registered) == sorted(defining)
+    assert len(registered) == len(set(registered)) == 4
+    assert len({b.NAME for b in registry.BUILDERS}) == len(registered)
+    known = {name for name, _ in _modules()}
+    helpers = {f"verify_dag.phases.tester.env.{m}" for m in ("toxchoice", "toxlines")}
+    for name, path in _modules():
+        if name.startswith("verify_dag.phases.tester.env"):
+            continue
+        assert not (_imports(name, path, known) & (defining | helpers)), name

@@ -310,3 +310,12 @@ def test_a_test_item_without_a_line_is_located_by_its_failure_or_at_line_1(
     assert (
         "No line was given in tests/plugin.case: the location is line 1" in (plugin["description"])
     )
+
+
+def test_a_tools_column_0_is_no_column() -> None:
+    """The report's columns are 1-based (its schema's minimum): a tool's column 0 (seen on
+    pygments 2.19.2, where it failed the whole report) says only which line."""
+    from verify_dag.models.findings import Location
+
+    assert Location(path="a.py", line=3, column=0).column is None
+    assert Location(path="a.py", line=3, column=1).column == 1

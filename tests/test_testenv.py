@@ -374,6 +374,10 @@ def test_a_nox_test_session_declares_the_env(tmp_path: Path) -> None:
         "import nox\n\n\n@nox.session\ndef lint(session):\n    session.install('ruff')\n\n\n"
         "@nox.session(python=['3.11'])\ndef tests(session):\n"
         "    session.install('./vendor/tinypkg')\n    session.run('pytest')\n"
+        # stamina's shape: the test session notifies a report session, whose venv nox makes
+        # in the same run, after the test session's.
+        "    session.notify('report')\n\n\n"
+        "@nox.session\ndef report(session):\n    session.install('iniconfig')\n"
     )
     repo = write(tmp_path / "noxrepo", files)
     outcome, _ = tester.run_with_coverage(
@@ -512,7 +516,7 @@ def test_tox_without_an_env_for_this_python_runs_the_test_env_on_it(tmp_path: Pa
         },
     )
     work = tmp_path / "tox-work"
-    choice = testenv_tox.choose(repo, tmp_path / "cache", work, deadline=1e12)
+    choice = testenv_tox.chosen(repo, work, deadline=1e12)
     assert choice.env is not None and choice.env.name == f"{PY}-django", choice
     assert "py27-django" in choice.notes[0]
 
@@ -603,8 +607,9 @@ def test_poetry_and_pdm_test_groups_are_installed(tmp_path: Path) -> None:
 
 
 def test_a_tox_uv_lock_runner_env_keeps_coverage_through_its_sync(tmp_path: Path) -> None:
-    """tox-uv's uv-venv-lock-runner syncs the env to uv.lock exactly, on every run and offline
-    inside the sandbox: the suite still runs under coverage, with the locked packages."""
+    """tox-uv's uv-venv-lock-runner syncs the env to uv.lock exactly when it is built: the suite
+    then runs under coverage, with the locked packages, and a run syncs nothing
+    (--skip-uv-sync)."""
     from verify_dag.phases.tester.env.base import uv_bin
 
     repo = make_repo(tmp_path / "repo")
@@ -618,7 +623,9 @@ def test_a_tox_uv_lock_runner_env_keeps_coverage_through_its_sync(tmp_path: Path
     repo.write(
         "tox.ini",
         "[tox]\nenvlist = py\n\n[testenv]\nrunner = uv-venv-lock-runner\n"
-        "dependency_groups = test\ncommands = pytest {posargs}\n",
+        # flask's shape: a wheel of the package, which tox-uv's sync reinstalls on every run
+        # unless told not to sync (the env is read-only to the run).
+        "package = wheel\ndependency_groups = test\ncommands = pytest {posargs}\n",
     )
     repo.write("tests/test_l.py", "import iniconfig  # noqa: F401\n\ndef test_l():\n    pass\n")
     subprocess.run([uv_bin(), "lock", "-q"], cwd=repo.path, check=True, capture_output=True)

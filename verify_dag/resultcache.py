@@ -48,7 +48,18 @@ log = logging.getLogger(__name__)
 CACHE_ENV = RESULT_CACHE_VAR
 FORMAT = 1  # part of every key: bump it when what an entry holds changes shape
 # The packages whose versions decide what a tool, a suite or a reviewer run gives.
-_VERSIONED = ("verify-dag", "ruff", "mypy", "tox", "tox-uv", "nox", "uv", "pytest", "coverage")
+_VERSIONED = (
+    "verify-dag",
+    "ruff",
+    "mypy",
+    "tox",
+    "tox-uv",
+    "nox",
+    "hatch",
+    "uv",
+    "pytest",
+    "coverage",
+)
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _enabled: ContextVar[bool] = ContextVar("verify_dag_cache_enabled", default=True)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import field_validator
+
 from verify_dag.models.base import Frozen
 from verify_dag.models.carry import Deferred, Reaffirmed, Reopened
 from verify_dag.models.evidence import SuiteEvidence
@@ -29,6 +31,13 @@ class Location(Frozen):
     end_line: int | None = None
     column: int | None = None  # 1-based, where the tool gave one
 
+    @field_validator("column")
+    @classmethod
+    def _one_based(cls, value: int | None) -> int | None:
+        # A tool's column 0 (a 0-based tool's first column, a message without one) says no
+        # more than "this line": the report's columns are 1-based.
+        return value if value is None or value >= 1 else None
+
 
 class Finding(Frozen):
     title: str
@@ -43,6 +52,9 @@ class Finding(Frozen):
     # Static findings on modified lines: did the same problem exist at the merge base already?
     baseline: Literal["introduced", "pre-existing"] | None = None
     nodeid: str | None = None  # tester failures: the test id, for re-running just that test
+    # tester failures: the per-test time limit (seconds) the test hit. Nothing re-runs such a
+    # test at that limit again (it would cost the limit again).
+    timed_out: float | None = None
     help_uri: str | None = None  # the rule's documentation, where the tool names it
 
 
@@ -54,6 +66,15 @@ class Diagnosis(Frozen):
     command: str
     evidence: str
     touched_by_diff: tuple[str, ...] = ()
+
+
+class BuiltEnv(Frozen):
+    """The env a suite ran in, by the builder that made it (tester/env/registry.py) and the env's
+    own name there (a tox env, a nox session, a hatch env): another commit's suite (the
+    debugger's, at the merge base) asks for the same one, to be built alike."""
+
+    builder: str
+    name: str
 
 
 class GateResult(Frozen):
@@ -161,6 +182,9 @@ class SkillOutcome(Frozen):
     usage: TokenUsage | None = None
     # The analysers the skill ran (static analysis), with their versions.
     tools: tuple[ToolUse, ...] = ()
+    # The tester: the env builder and env the suite ran in, when a builder with named envs
+    # made it.
+    env: BuiltEnv | None = None
 
     def combine(self, other: SkillOutcome) -> SkillOutcome:
         """One skill that ran in two parts (deterministic rules and a model pass, say).

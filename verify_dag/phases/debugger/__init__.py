@@ -7,10 +7,13 @@ limit and a scrubbed environment, and gets a Diagnosis: PRE_EXISTING yes | no | 
 COMMAND, EVIDENCE and TOUCHED_BY_DIFF.
 
 Tests. A failing test is re-run alone (under its old path when the diff renamed its file), in
-the base's own env (through tox when tox builds it). One the base lacks is "no" only when the diff
-adds its definition, else "undetermined". One that fails at the base is "yes" only when it fails
-the same way: the exception class of pytest's crash line (``path:line: ExcType``; line numbers
-move), or without one (``--tb=short``) the first line of the failure message.
+the base's own env built the way the verified commit's was (the same builder, and the same env
+where the base declares it; through tox when tox builds it). A test that timed out in the
+tester's run is re-run under a short limit (:data:`HANG_LIMIT`), never the full one again. One
+the base lacks is "no" only when the diff adds its definition, else "undetermined". One that
+fails at the base is "yes" only when it fails the same way: the exception class of pytest's
+crash line (``path:line: ExcType``; line numbers move), or without one (``--tb=short``) the
+first line of the failure message.
 
 Exerciser failures (a gate, an EXERCISE command, the completion criterion) re-run the whole
 exercise at the base (:mod:`~verify_dag.phases.debugger.exercise`). Either way, a different or
@@ -31,14 +34,20 @@ from pathlib import Path
 from verify_dag import git, skills, util, workspace
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import Diagnosis, Finding, RunState, SkillOutcome
+from verify_dag.models.findings import BuiltEnv
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Toolchain
 from verify_dag.phases.debugger import exercise as debugger_exercise
 from verify_dag.phases.debugger.signature import (
     PreExisting,
     Signature,
+    base_signature,
+    branch_signature,
+    counts,
     defines,
     excerpt,
+    hung,
+    summary,
     touched,
     undetermined,
     unsafe,
@@ -55,12 +64,11 @@ log = logging.getLogger(__name__)
 SKILL = "debugger"
 MAX_RERUNS = 20  # distinct signatures re-run per verification; the rest are "not re-run: cap"
 RERUN_TIMEOUT = 600.0  # one test, not a suite: a single re-run never gets more than this
+# A test that hit the tester's per-test limit is re-run at the base under this limit instead:
+# waiting the full limit again to learn that it hangs there too is what it must not cost.
+HANG_LIMIT = 30.0
 _TEST_TITLE = "Test failed: "  # the tester's title for one failing test (nodeid follows)
 _COMMAND_TITLE = "Test command failed: "  # the tester's title for a non-pytest runner
-_CRASH = re.compile(r"^(?P<path>[^\s:]+\.py):\d+: (?P<exc>[A-Za-z_][\w.]*)[ \t]*$", re.MULTILINE)
-_EXC_MESSAGE = re.compile(r"^(?P<exc>[A-Za-z_][\w.]*)(?::|$)")  # "ValueError: x" -> ValueError
-_E_LINE = re.compile(r"^E\s+(?P<text>\S.*)$", re.MULTILINE)
-_COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)")
 # pytest's exit 4 when the node id names no file or no test: the test is not at the base.
 _NOT_FOUND = re.compile(r"^ERROR: (?:file or directory )?not found: ", re.MULTILINE)
 # pytest's exit codes that mean "the test could not be run as asked" at the base.
@@ -145,8 +153,9 @@ def run(state: RunState) -> SkillOutcome:
             reason="no failures of severity 7+",
         )
     reason = f"{len(found)} failure(s) of severity 7+ to investigate"
+    said: list[str] = []  # what holds for every re-run (the merge base's env), said once
     try:
-        diagnoses = _diagnose(state, signatures(found))
+        diagnoses = _diagnose(state, signatures(found), said)
     except Exception as exc:  # the report must still be written: never raise into the chain
         log.exception("debugger crashed")
         return SkillOutcome(
@@ -155,12 +164,13 @@ def run(state: RunState) -> SkillOutcome:
             reason=reason,
             notes=f"debugger could not run: {type(exc).__name__}: {exc}",
         )
-    counts = {k: sum(d.pre_existing == k for d in diagnoses) for k in ("yes", "no", "undetermined")}
+    tally = {k: sum(d.pre_existing == k for d in diagnoses) for k in ("yes", "no", "undetermined")}
     n = len(diagnoses)
     notes = (
-        f"{n} failure{'s' if n != 1 else ''}: {counts['yes']} pre-existing, "
-        f"{counts['no']} new"
-        + (f", {counts['undetermined']} undetermined" if counts["undetermined"] else "")
+        f"{n} failure{'s' if n != 1 else ''}: {tally['yes']} pre-existing, "
+        f"{tally['no']} new"
+        + (f", {tally['undetermined']} undetermined" if tally["undetermined"] else "")
+        + "".join(f"; {n}" for n in said)
     )
     return SkillOutcome(
         skill=SKILL, status="COMPLETED", notes=notes, reason=reason, diagnoses=tuple(diagnoses)
@@ -176,7 +186,12 @@ def _base(scope: Scope | None) -> tuple[str | None, str]:
     return base, ""
 
 
-def _diagnose(state: RunState, sigs: list[Signature]) -> list[Diagnosis]:
+def _head_env(state: RunState) -> BuiltEnv | None:
+    """The env the verified commit's suite ran in, to build the merge base's alike."""
+    return next((o.env for o in state.outcomes if o.skill == "tester" and o.env), None)
+
+
+def _diagnose(state: RunState, sigs: list[Signature], said: list[str]) -> list[Diagnosis]:
     included = state.scope.included if state.scope is not None else ()
     scoped = {f.path for f in included if f.status != "deleted"}
     base, no_base = _base(state.scope)
@@ -207,12 +222,22 @@ def _diagnose(state: RunState, sigs: list[Signature]) -> list[Diagnosis]:
         try:
             # The base runs in the environment its own declarations provision, as the suite did
             # at HEAD: otherwise a missing package would pass for a pre-existing failure.
+            # Built the way the verified commit's was: the same builder, the same env where the
+            # base declares it (another env of the base's, a pip install into a uv venv, once
+            # made every failure "undetermined").
+            want = _head_env(state)
             with (
                 workspace.checkout(state.run_id, state.request.repo, base) as wt,
-                testenv.runtime(wt, toolchain) as env,
+                testenv.runtime(wt, toolchain, want=want) as env,
             ):
+                said += [f"at the merge base: {n}" for n in env.notes]
                 if env.error is not None:
-                    why = f"the merge base's test environment could not be set up: {env.error}"
+                    # Why is said once, in the debugger's notes; each failure points there.
+                    said.append(
+                        f"the merge base's test environment could not be built from "
+                        f"{env.source or 'its declarations'}: {excerpt('', env.error)[:1500]}"
+                    )
+                    why = "the merge base's test environment could not be built (see the notes)"
                     for sig in todo:
                         results[sig.key] = undetermined(sig, why, scoped)
                     todo = []
@@ -229,6 +254,7 @@ def _diagnose(state: RunState, sigs: list[Signature]) -> list[Diagnosis]:
                 repo, head = state.request.repo, state.scope.new_commit
                 for sig in todo:
                     left = deadline - time.monotonic()
+                    limit = _hang_limit(sig)
                     results[sig.key] = (
                         _rerun(
                             run_argv,
@@ -236,11 +262,12 @@ def _diagnose(state: RunState, sigs: list[Signature]) -> list[Diagnosis]:
                             wt,
                             base,
                             sig,
-                            min(left, RERUN_TIMEOUT),
+                            min(left, RERUN_TIMEOUT if limit is None else limit + 30),
                             scoped,
                             renamed,
                             lambda path: git.read_file(repo, head, path),
                             env.runner,
+                            limit,
                         )
                         if left > 1
                         else undetermined(sig, "not re-run: time budget spent", scoped)
@@ -256,6 +283,12 @@ def _diagnose(state: RunState, sigs: list[Signature]) -> list[Diagnosis]:
     return [results[s.key] for s in sigs]
 
 
+def _hang_limit(sig: Signature) -> float | None:
+    """The short per-test limit of a re-run of a test that timed out in the tester's run."""
+    hit = [f.timed_out for f in sig.findings if f.timed_out is not None]
+    return min(HANG_LIMIT, *hit) if hit else None
+
+
 def _rerun(
     argv: list[str],
     env: dict[str, str],
@@ -267,16 +300,19 @@ def _rerun(
     renamed: dict[str, str],
     at_head: Callable[[str], str | None],
     runner: Runner | None = None,
+    limit: float | None = None,
 ) -> Diagnosis:
     """``sig``'s test re-run at the base; ``at_head`` reads a file of the verified commit.
-    ``runner``: tox built the base's env, and the test runs through tox as the suite did."""
+    ``runner``: tox built the base's env, and the test runs through tox as the suite did.
+    ``limit``: the test timed out in the tester's run; pytest-timeout's limit on this re-run."""
     assert sig.nodeid is not None
     path, sep, rest = sig.nodeid.partition("::")
     old = renamed.get(path)
     nodeid = f"{old}{sep}{rest}" if old else sig.nodeid
     # --tb=long after the repository's addopts: the crash line `path:line: ExcType` is what the
     # signature is read from, and a repository's --tb=short/line/no would drop it.
-    cmd = [*argv, "-q", "-p", "no:cacheprovider", f"--rootdir={wt}", "--tb=long", nodeid]
+    short = ["-o", f"timeout={limit:g}"] if limit is not None else []
+    cmd = [*argv, "-q", "-p", "no:cacheprovider", f"--rootdir={wt}", "--tb=long", *short, nodeid]
     run, policy = (runner.command(cmd), runner.policy()) if runner else (cmd, Policy())
     res = util.run(run, cwd=wt, timeout=timeout, env=env, sandbox=policy)
     via = f", through tox env {runner.name}" if runner else ""
@@ -285,6 +321,11 @@ def _rerun(
 
     def verdict(pre: PreExisting, why: str) -> Diagnosis:
         why = f"{why} (renamed from {old} by the diff)" if old else why
+        if limit is not None:
+            why = (
+                f"{why} (it timed out in the tester's run: re-run under the debugger's short "
+                f"limit of {limit:g}s)"
+            )
         return Diagnosis(
             failure=sig.key,
             pre_existing=pre,
@@ -297,6 +338,10 @@ def _rerun(
         return verdict("undetermined", f"{cmd[0]} was not found")
     if res.timed_out:
         return verdict("undetermined", f"timed out after {timeout:g}s at the merge base")
+    if limit is not None and hung(output):
+        # A hang at the base under a short limit and one here under the full limit are not the
+        # same observation: the test may be slow at the base, not stuck.
+        return verdict("undetermined", f"timed out at the merge base too, after {limit:g}s")
     if res.returncode == 4 and _NOT_FOUND.search(output):
         # A test the diff added is new: it cannot have failed there. pytest finding no such id
         # says no more than that, though: an inherited or generated test, or an id pytest does
@@ -321,17 +366,15 @@ def _rerun(
         return verdict(
             "undetermined", f"pytest exited {res.returncode}: {_UNRUNNABLE[res.returncode]}"
         )
-    counts = _counts(res.stdout)
+    found = counts(res.stdout)
     if res.returncode == 0:
-        if counts.get("passed", 0) and not counts.get("failed") and not counts.get("error"):
+        if found.get("passed", 0) and not found.get("failed") and not found.get("error"):
             return verdict("no", "passes at the merge base")
-        return verdict(
-            "undetermined", f"did not pass or fail at the merge base ({_summary(counts)})"
-        )
+        return verdict("undetermined", f"did not pass or fail at the merge base ({summary(found)})")
     if res.returncode != 1:
         return verdict("undetermined", f"pytest exited {res.returncode} at the merge base")
-    here_exc, here_msg = _branch_signature(sig.findings)
-    there_exc, there_msg = _base_signature(output)
+    here_exc, here_msg = branch_signature(sig.findings)
+    there_exc, there_msg = base_signature(output)
     if here_exc and there_exc:
         if here_exc == there_exc:
             return verdict("yes", f"fails at the merge base with the same signature: {there_exc}")
@@ -346,49 +389,3 @@ def _rerun(
         "undetermined",
         "fails at the merge base too, but the failure signatures could not be matched",
     )
-
-
-def _branch_signature(findings: list[Finding]) -> tuple[str | None, str]:
-    """(exception class, first message line) of the failure as the tester recorded it."""
-    for f in findings:
-        crash = list(_CRASH.finditer(f.description))
-        message = next(
-            (
-                ln.strip()
-                for ln in f.description.splitlines()
-                if ln.strip() and not ln.startswith("Error outside the test body")
-            ),
-            "",
-        )
-        if crash:
-            return crash[-1]["exc"], message
-        m = _EXC_MESSAGE.match(message)
-        if m:
-            return m["exc"], message
-        # pytest's rewritten assertions report "assert <expr>" with no class in the message.
-        if message == "assert" or message.startswith("assert "):
-            return "AssertionError", message
-        if message:
-            return None, message
-    return None, ""
-
-
-def _base_signature(output: str) -> tuple[str | None, str]:
-    crash = list(_CRASH.finditer(output))
-    first_e = _E_LINE.search(output)
-    return (crash[-1]["exc"] if crash else None), (first_e["text"].strip() if first_e else "")
-
-
-def _counts(stdout: str) -> dict[str, int]:
-    # pytest's summary: the last line with counts (through tox, tox's own lines follow it).
-    out: dict[str, int] = {}
-    for line in reversed(stdout.splitlines()):
-        if found := _COUNT.findall(line):
-            for n, kind in found:
-                out[kind.removesuffix("s") if kind == "errors" else kind] = int(n)
-            break
-    return out
-
-
-def _summary(counts: dict[str, int]) -> str:
-    return ", ".join(f"{n} {k}" for k, n in counts.items()) or "no result line"

@@ -71,3 +71,62 @@ def unsafe(nodeid: str) -> str:
     if nodeid.startswith("-") or path.is_absolute() or ".." in path.parts:
         return f"refused to re-run {nodeid!r}: not a repository-relative test id"
     return ""
+
+
+# How pytest's output says where a failure broke, what it raised, and how many ran.
+_CRASH = re.compile(r"^(?P<path>[^\s:]+\.py):\d+: (?P<exc>[A-Za-z_][\w.]*)[ \t]*$", re.MULTILINE)
+_EXC_MESSAGE = re.compile(r"^(?P<exc>[A-Za-z_][\w.]*)(?::|$)")  # "ValueError: x" -> ValueError
+_HUNG = re.compile(r"Timeout \(>[\d.]+s\) from pytest-timeout")
+_E_LINE = re.compile(r"^E\s+(?P<text>\S.*)$", re.MULTILINE)
+_COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)")
+
+
+def hung(output: str) -> bool:
+    """Whether pytest-timeout stopped the test (its words in pytest's output)."""
+    return _HUNG.search(output) is not None
+
+
+def branch_signature(findings: list[Finding]) -> tuple[str | None, str]:
+    """(exception class, first message line) of the failure as the tester recorded it."""
+    for f in findings:
+        crash = list(_CRASH.finditer(f.description))
+        message = next(
+            (
+                ln.strip()
+                for ln in f.description.splitlines()
+                if ln.strip() and not ln.startswith("Error outside the test body")
+            ),
+            "",
+        )
+        if crash:
+            return crash[-1]["exc"], message
+        m = _EXC_MESSAGE.match(message)
+        if m:
+            return m["exc"], message
+        # pytest's rewritten assertions report "assert <expr>" with no class in the message.
+        if message == "assert" or message.startswith("assert "):
+            return "AssertionError", message
+        if message:
+            return None, message
+    return None, ""
+
+
+def base_signature(output: str) -> tuple[str | None, str]:
+    crash = list(_CRASH.finditer(output))
+    first_e = _E_LINE.search(output)
+    return (crash[-1]["exc"] if crash else None), (first_e["text"].strip() if first_e else "")
+
+
+def counts(stdout: str) -> dict[str, int]:
+    # pytest's summary: the last line with counts (through tox, tox's own lines follow it).
+    out: dict[str, int] = {}
+    for line in reversed(stdout.splitlines()):
+        if found := _COUNT.findall(line):
+            for n, kind in found:
+                out[kind.removesuffix("s") if kind == "errors" else kind] = int(n)
+            break
+    return out
+
+
+def summary(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {k}" for k, n in counts.items()) or "no result line"

@@ -67,7 +67,8 @@ def _run(state: RunState) -> SkillOutcome:
         # into the worktree must not change whether a finding reproduces.
         # A failing test is re-run where the tester ran it: in the provisioned environment (the
         # run's own build of it). Static findings are not re-run, so they need none.
-        if not any(f.source != STATIC for o in state.outcomes for f in o.findings):
+        rerun = (f for o in state.outcomes for f in o.findings if f.timed_out is None)
+        if not any(f.source != STATIC for f in rerun):
             verified, vnote = verify_issues(state, wt, env)
         else:
             with testenv.runtime(wt, state.toolchain or Toolchain()) as tenv:

@@ -42,6 +42,13 @@ _SAME_TOOL = (
     "and there is no runtime behaviour to reproduce"
 )
 
+# A test the tester stopped at its per-test limit would only hang again for as long: never
+# re-run (the debugger tries it at the merge base under a short limit of its own).
+_TIMED_OUT = (
+    "not re-run: the test hit the tester's per-test time limit ({limit:g}s), and a re-run "
+    "would wait as long again"
+)
+
 
 def verify_issues(
     state: RunState,
@@ -83,6 +90,8 @@ def verify_issues(
             break
         if f.source == STATIC:
             status, evidence = "NOT_APPLICABLE", _SAME_TOOL.format(tool=f.tool or "its analyser")
+        elif f.timed_out is not None:
+            status, evidence = "BLOCKED", _TIMED_OUT.format(limit=f.timed_out)
         else:
             claim = phrasing.from_finding(f, f"issue-{n}")
             status, evidence = status_of(f, verifiers.verify(claim, surface, Budget(left)))

@@ -21,7 +21,7 @@ from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.paths import cache_root
 from verify_dag.phases.static import baseline
-from verify_dag.phases.tester.env import tox as testenv_tox
+from verify_dag.phases.tester.env import registry
 from verify_dag.tools import pinned, runner
 from verify_dag.tools.base import RawFinding
 
@@ -225,17 +225,20 @@ def _declared_env(
     was). A tool that a named tox env runs is provisioned from that env's declaration by tox:
     one not installed here (pyright in a typing env) is NOT run only when that fails, with the
     installer's reason; ruff or mypy then run from that env, at the version it pins."""
-    name = testenv_tox.declaring_env(command.source)
-    if name is None or (command.exists and command.tool is None):
+    if command.exists and command.tool is None:
         return python, None
-    # ruff or mypy run by a named tox env: that env holds the version the project pins (and,
-    # unless it skips the install, the project and its dependencies for mypy's imports).
-    env = testenv_tox.provision(workdir, name, cache_root(), timeout)
+    # ruff or mypy run by a named env (a tox env's commands): that env holds the version the
+    # project pins (and, unless it skips the install, the project and its dependencies for
+    # mypy's imports).
+    found = registry.tool_env(workdir, command.source, cache_root(), timeout)
+    if found is None:
+        return python, None
+    builder, env = found
     if env.error is None:
         return env.python, None
     if command.exists:
         return python, None  # verify-dag's own copy, as when nothing is pinned
-    return None, f"tox could not provision env {name} that declares it: {env.error}"
+    return None, f"{builder} could not provision env {env.name} that declares it: {env.error}"
 
 
 def _hooked(raw: list[RawFinding], pin: pinned.Pin | None) -> tuple[list[RawFinding], str]:

@@ -19,18 +19,15 @@ junit report (junit) and coverage.py's files after the run (coverage_files).
 
 from __future__ import annotations
 
-import importlib.metadata
 import re
 import shlex
 import sys
 import tempfile
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from verify_dag import util, workspace
 from verify_dag.files import write_atomic
-from verify_dag.models.evidence import SuiteEvidence
-from verify_dag.models.findings import Finding, SkillOutcome
+from verify_dag.models.findings import BuiltEnv, Finding, SkillOutcome
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.phases.tester import (
@@ -40,7 +37,7 @@ from verify_dag.phases.tester import (
     junit_plugin,
     other,
     pytest_command,
-    records,
+    pytest_evidence,
     skips,
 )
 from verify_dag.phases.tester import env as testenv
@@ -51,13 +48,11 @@ from verify_dag.phases.tester.outcome import (
     blocked,
     declared_broken,
     env_note,
-    environment,
     label,
     suite_env,
     tail,
     unprovisioned,
 )
-from verify_dag.sandbox import Policy
 from verify_dag.tools.base import module_available, python_tool_argv
 
 # pytest's documented exit codes other than 0 (all passed) and 1 (some failed).
@@ -127,26 +122,63 @@ def _run_with_coverage(
         testenv.runtime(workdir, toolchain, cache_dir) as env,
         tempfile.TemporaryDirectory(prefix="verify-dag-test-") as tmp,
     ):
-        if env.error is not None:
-            return unprovisioned(env), None
-        if env.runner is not None and env.runner.commands:
-            # tox built the env: what its commands run is the suite its maintainers run.
-            found = pytest_command.from_tox(env.runner)
-            if found is None:
-                return other.run(command, workdir, timeout, env, tox=True), None
-            command = found
-        if command.tool == "pytest":
-            return _pytest(
-                scope,
-                command,
-                workdir,
-                timeout,
-                env,
-                (data_file or Path(tmp) / ".coverage") if measure else None,
-                xml_file,
-                per_test_timeout,
-            )
-        return other.run(command, workdir, timeout, env), None
+        outcome, data = _in_env(
+            scope,
+            command,
+            workdir,
+            timeout,
+            env,
+            Path(tmp),
+            data_file=data_file,
+            xml_file=xml_file,
+            per_test_timeout=per_test_timeout,
+            measure=measure,
+        )
+    if env.builder and env.name:
+        # Which env it was, so that the debugger builds the merge base's alike.
+        outcome = outcome.model_copy(update={"env": BuiltEnv(builder=env.builder, name=env.name)})
+    return outcome, data
+
+
+def _in_env(
+    scope: Scope,
+    command: Command,
+    workdir: Path,
+    timeout: float,
+    env: Env,
+    tmp: Path,
+    *,
+    data_file: Path | None,
+    xml_file: Path | None,
+    per_test_timeout: float,
+    measure: bool,
+) -> tuple[SkillOutcome, CoverageData | None]:
+    if env.error is not None:
+        return unprovisioned(env), None
+    if env.declared_commands:
+        # A builder's env (tox's, hatch's) declares what its suite runs: the suite its
+        # maintainers run. tox runs any other commands as declared.
+        found = pytest_command.from_env(env)
+        if found is None and env.runner is not None:
+            return other.run(command, workdir, timeout, env, tox=True), None
+        if found is None:
+            # A builder's own line that runs no pytest (a hatch script running unittest).
+            line = env.declared_commands[0]
+            own = Command(kind="test", argv=line, source=f"{env.source} commands", exists=True)
+            return other.run(own, workdir, timeout, env), None
+        command = found
+    if command.tool == "pytest":
+        return _pytest(
+            scope,
+            command,
+            workdir,
+            timeout,
+            env,
+            (data_file or tmp / ".coverage") if measure else None,
+            xml_file,
+            per_test_timeout,
+        )
+    return other.run(command, workdir, timeout, env), None
 
 
 def _pytest_argv(env: Env, data_file: Path | None) -> tuple[list[str] | None, str | None]:
@@ -283,7 +315,7 @@ def _pytest(
         notes=counts.notes() + pytest_command.dropped_note(dropped) + env_note(env),
         reason=f"test command discovered: {label(command)}",
         findings=tuple(findings),
-        evidence=_pytest_evidence(root, workdir, base, env, shown, res.returncode),
+        evidence=pytest_evidence.record(root, workdir, base, env, shown, res.returncode),
     )
     return outcome, measured
 
@@ -334,43 +366,3 @@ def _shown(argv: list[str], paths: dict[str, str]) -> str:
             arg = arg.replace(path, name)
         out.append(arg)
     return shlex.join(out)
-
-
-def _pytest_evidence(
-    root: ET.Element, workdir: Path, base: list[str], env: Env, shown: str, returncode: int
-) -> SuiteEvidence:
-    cases = junit.cases(root, workdir)
-    version = _pytest_version(base, env)
-    return SuiteEvidence(
-        runner="pytest",
-        runner_version=version,
-        command=shown,
-        returncode=returncode,
-        per_test=True,
-        tests=tuple(cases[: records.MAX_TESTS]),
-        counts=records.counts(c.outcome for c in cases),
-        truncated=len(cases) > records.MAX_TESTS,
-        inventory=records.inventory(f"pytest {version or 'unknown'}", environment(env)),
-    )
-
-
-def _pytest_version(base: list[str], env: Env) -> str | None:
-    """The version of the pytest that ran the suite (its junit report does not say)."""
-    if base[0] == sys.executable:
-        try:
-            return importlib.metadata.version("pytest")
-        except importlib.metadata.PackageNotFoundError:
-            return None
-    if len(base) > 1 and base[1] == "-m":  # the provisioned env's interpreter
-        # Read off the env's site-packages (a layer's and the env it sits on): no process.
-        sites = [purelib(d / "python") for d in (env.path_dirs or [Path(base[0]).parent])]
-        for dist in importlib.metadata.distributions(
-            name="pytest", path=[str(s) for s in sites if s]
-        ):
-            return dist.version
-        argv = [base[0], "-c", "import importlib.metadata as m; print(m.version('pytest'))"]
-    else:
-        argv = [base[0], "--version"]  # a pytest executable on PATH
-    res = util.run(argv, timeout=30, env=suite_env(env), sandbox=Policy())
-    found = re.search(r"\d+(?:\.\w+)+", res.stdout + res.stderr)
-    return found.group(0) if res.returncode == 0 and found else None

@@ -246,6 +246,8 @@ def _location(tc: ET.Element, file: str | None, line: str | None) -> Location | 
 
 
 _TRACE_PATH = re.compile(r"^(?P<path>[^\s:]+\.py):(?P<line>\d+):", re.MULTILINE)
+# pytest-timeout's words for a test it stopped at its limit.
+_TIMEOUT = re.compile(r"Timeout \(>(?P<seconds>\d+(?:\.\d+)?)s\) from pytest-timeout")
 
 
 def failure(tc: ET.Element, scope: Scope, source: str) -> Finding:
@@ -265,6 +267,7 @@ def failure(tc: ET.Element, scope: Scope, source: str) -> Finding:
     touched = {m["path"] for m in _TRACE_PATH.finditer(text)}
     if found.tag == "error":
         message.insert(0, "Error outside the test body (fixture setup or teardown):")
+    limit = _TIMEOUT.search(found.get("message") or "")
     return Finding(
         title=f"Test failed: {nodeid(tc)}",
         severity=9,
@@ -274,4 +277,5 @@ def failure(tc: ET.Element, scope: Scope, source: str) -> Finding:
         location=_location(tc, file, line),
         in_scope=bool(file in scoped or touched & scoped),
         nodeid=nodeid(tc),
+        timed_out=float(limit["seconds"]) if limit else None,
     )

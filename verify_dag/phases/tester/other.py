@@ -42,7 +42,7 @@ def run(
         )
         policy = env.policy()
     else:
-        policy = Policy()
+        policy = Policy(readonly=env.readable)
         argv = resolve_argv(command.argv)
     if not tox and env.python is not None and Path(command.argv[0]).name in PYTHON_NAMES:
         argv[0] = str(env.python)  # `python -m X` runs in the repository's env when it has one

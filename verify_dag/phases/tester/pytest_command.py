@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from verify_dag.models.toolchain import Command
 
 if TYPE_CHECKING:
-    from verify_dag.phases.tester.env.base import Runner
+    from verify_dag.phases.tester.env.base import Env
 
 _PYTHON = re.compile(r"^(?:python(?:\d+(?:\.\d+)*)?|py)$")
 _RUNNERS = frozenset({"uv", "poetry", "pipenv", "hatch", "pdm"})  # `<runner> run pytest ...`
@@ -213,14 +213,15 @@ def dropped_note(dropped: tuple[tuple[str, str], ...]) -> str:
     )
 
 
-def from_tox(runner: Runner) -> Command | None:
-    """The first of a tox env's commands that runs pytest, as the tester's test command."""
-    for argv in runner.commands:
+def from_env(env: Env) -> Command | None:
+    """The first of the commands an env declares (a tox env's ``commands``, a hatch env's
+    pytest line) that runs pytest, as the tester's test command."""
+    for argv in env.declared_commands:
         if args(argv) is not None:
             return Command(
                 kind="test",
                 argv=argv,
-                source=f"tox env {runner.name} commands",
+                source=f"{env.source} commands",
                 exists=True,
                 tool="pytest",
             )

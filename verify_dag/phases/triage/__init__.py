@@ -24,6 +24,7 @@ from verify_dag.phases.triage.sources import (
     declare_make_targets,
     discoverable,
     read_ci,
+    read_env_builders,
     read_ini_files,
     read_makefile,
     read_package_json,
@@ -65,6 +66,7 @@ def discover(workdir: Path, engineer: EngineerContext | None = None) -> Toolchai
                         found.pytest_line(line, source, 0)
     read_pyproject(workdir, found)
     read_ini_files(workdir, found)
+    read_env_builders(workdir, found)
     read_makefile(workdir, found)
     read_package_json(workdir, found)
     if (workdir / "Cargo.toml").is_file():

@@ -24,6 +24,7 @@ from typing import Any
 from verify_dag import tools
 from verify_dag.models.toolchain import CommandKind
 from verify_dag.phases.tester import pytest_command
+from verify_dag.phases.tester.env import registry
 from verify_dag.phases.triage import invocations
 from verify_dag.tools.base import Discovery, module_available
 
@@ -69,7 +70,6 @@ _NPM_SCRIPTS: dict[str, CommandKind] = {
     "typecheck": "typecheck",
     "type-check": "typecheck",
 }
-_TOX_SUBSTITUTION = re.compile(r"\{([^{}]*)\}")
 
 
 def discoverable() -> dict[str, Discovery]:
@@ -210,13 +210,6 @@ def read_ini_files(workdir: Path, found: Found) -> None:
             elif section == "flake8":
                 argv = ("python", "-m", "flake8") if module_available("flake8") else ("flake8",)
                 found.candidates.append(Candidate("lint", argv, f"{name} [flake8]", 5))
-            elif section == "testenv" or section.startswith("testenv:"):
-                # [testenv] is what a plain `tox` runs in every env; named ones come after it.
-                rank = 40 if section == "testenv" else 45
-                text = cfg.get(section, "commands", fallback="").replace("\\\n", " ")
-                for line in text.splitlines():
-                    line = _tox_command(line.strip().lstrip("- "))
-                    _command_line(line, f"tox.ini [{section}] commands", rank, found)
 
 
 def _ini_tool(section: str) -> tuple[str, str] | None:
@@ -307,6 +300,14 @@ def read_package_json(workdir: Path, found: Found) -> None:
         )
 
 
+def read_env_builders(workdir: Path, found: Found) -> None:
+    """The command lines the project's env declarations run (tox's commands, hatch's scripts),
+    as each env builder reads them (tester/env/registry.py)."""
+    for builder in registry.BUILDERS:
+        for line, source, rank in builder.command_lines(workdir):
+            _command_line(line, source, rank, found)
+
+
 def read_ci(workdir: Path, found: Found) -> None:
     files = [(p, "run") for p in sorted((workdir / ".github" / "workflows").glob("*.y*ml"))]
     files.append((workdir / ".gitlab-ci.yml", "script"))
@@ -343,44 +344,6 @@ def _command_line(text: str, source: str, rank: int, found: Found) -> None:
     except ValueError:
         return
     found.candidates.append(Candidate(kind, argv, source, rank, text))
-
-
-def _tox_command(line: str) -> str:
-    """A tox ``commands`` line with the substitutions that have a value outside tox resolved
-    ({posargs} is empty, {posargs:x} is x, {toxinidir} is the checkout's root, which is where
-    commands run, {envpython} is python) and the tokens holding any other left out, with the
-    option they are the value of: a value left behind would be read as the value of something
-    else (`--basetemp {envtmpdir} tests` must not become `--basetemp tests`)."""
-
-    def resolve(m: re.Match[str]) -> str:
-        inner = m.group(1)
-        if inner.partition(":")[0] == "posargs":
-            return inner.partition(":")[2]
-        if inner in ("toxinidir", "tox_root"):
-            return "."
-        if inner == "envpython":
-            return "python"  # `python -m X` from a config runs in the suite's env
-        if inner.startswith("env:") and inner.count(":") >= 2:
-            return inner.split(":", 2)[2]
-        return m.group(0)
-
-    text, before = line, ""
-    while text != before:  # innermost first: {posargs:{toxinidir}/tests}
-        before, text = text, _TOX_SUBSTITUTION.sub(resolve, text)
-    try:
-        tokens = shlex.split(text)
-    except ValueError:
-        return text
-    kept: list[str] = []
-    for tok in tokens:
-        if tok == "[]":  # tox 3's old spelling of {posargs}
-            continue
-        if _TOX_SUBSTITUTION.search(tok):
-            if len(kept) > 1 and kept[-1].startswith("-") and "=" not in kept[-1]:
-                kept.pop()
-            continue
-        kept.append(tok)
-    return shlex.join(kept)
 
 
 def _yaml_values(lines: list[str], key: str) -> list[str]:

@@ -1,78 +1,45 @@
 """Isolated environments for the repository under test, built from what it declares.
 
-A suite that needs its own dependencies gets a venv made with our interpreter and cached under
-``$VERIFY_DAG_CACHE/envs`` (default ``~/.cache/verify-dag/envs``), keyed by the sha256 of the
-declaring files, of any local directories they install, and of the Python version. A marker file
-is written only after a successful install, so a half-built env is rebuilt, never reused; a lock
-file serialises builders of one key. pytest and coverage are always installed in it.
-
-The project itself is NOT kept in the cached env: its code changes with every commit while the
-key only follows the declaring files, so a cached copy would be stale (and for src layouts it
-would be what the tests import). Its dependencies stay cached; the project is uninstalled after
-the build, and :func:`layer` installs it editable (with uv, pip where uv cannot) from the run's
-checkout into a venv of its own that sees the cached one. That layer is made once per run and
-checkout on a host (beside the checkout, :mod:`verify_dag.workspace`) and shared by the static
-tools, the suite and the exerciser. Editable keeps tracebacks and coverage on checkout paths;
-the per-run venv keeps concurrent runs of different commits from sharing one install.
-
-What the repository declares is read by :mod:`~verify_dag.phases.tester.env.plan`; node suites get
-their dependencies from :mod:`~verify_dag.phases.tester.env.npm`.
+Each way a project declares its test envs is an env builder, one module behind one interface
+(:mod:`~verify_dag.phases.tester.env.registry`): tox, nox and hatch build theirs with the tool
+itself; otherwise :mod:`~verify_dag.phases.tester.env.venv` builds a venv from the declared
+dependencies (requirements files, extras, PEP 735 groups, pdm's and poetry's groups), cached by
+the sha256 of the declaring files and the interpreter, with the project installed per run in an
+editable layer over it. :func:`runtime` asks the builders in their order: the first that declares
+an env running tests here builds it. Node suites get their dependencies from
+:mod:`~verify_dag.phases.tester.env.npm`.
 """
 
 from __future__ import annotations
 
 import configparser
 import contextlib
-import json
 import os
-import re
-import shutil
-import sys
-import tempfile
 import time
-import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from verify_dag import declarations, util, workspace
-from verify_dag.files import file_lock, write_atomic
+from verify_dag import declarations, util
+from verify_dag.models.findings import BuiltEnv
 from verify_dag.models.toolchain import Toolchain
 from verify_dag.paths import cache_root
-from verify_dag.phases.tester.env import layer as testenv_layer
-from verify_dag.phases.tester.env import nox as testenv_nox
 from verify_dag.phases.tester.env import npm as testenv_npm
 from verify_dag.phases.tester.env import plan as testenv_plan
-from verify_dag.phases.tester.env import seal
+from verify_dag.phases.tester.env import registry
 from verify_dag.phases.tester.env import tools as testenv_tools
-from verify_dag.phases.tester.env import tox as testenv_tox
-from verify_dag.phases.tester.env.base import (
-    MARKER,
-    PY_LEAKS,
-    Env,
-    clean,
-    compile_site,
-    left,
-    pip_env,
-    purelib,
-    tail,
-    uv_bin,
-    uv_install,
-)
-from verify_dag.phases.tester.env.plan import SKIP, Plan
-from verify_dag.sandbox import Policy
+from verify_dag.phases.tester.env import venv as testenv_venv
+from verify_dag.phases.tester.env import wheelhouse as testenv_wheelhouse
+from verify_dag.phases.tester.env.base import PY_LEAKS, Env, clean
 from verify_dag.tools import pinned
-
-# The build's copy keeps .git: a version derived from git tags (setuptools-scm, hatch-vcs,
-# versioneer) is read from it while the project's metadata is generated.
-_COPY_SKIP = SKIP - {".git"}
-_GROUP_LINES = ".verify-dag-dev-groups.txt"  # pdm's and poetry's test groups, in the build copy
 
 
 def provision(
     workdir: Path, toolchain: Toolchain, cache_dir: Path | None = None, timeout: float = 900
 ) -> Env:
-    """The environment the suite of ``workdir`` runs in; failures are in ``Env.error``."""
+    """The cached env the suite of ``workdir`` needs without a runner of its own (a node suite's
+    node_modules, or the venv of the declared dependencies, without the project's layer);
+    failures are in ``Env.error``."""
     command = toolchain.test
     root = cache_dir if cache_dir is not None else cache_root()
     try:
@@ -85,7 +52,7 @@ def provision(
         plan = testenv_plan.read(workdir)
         if plan is None:
             return Env()
-        return _python(workdir, plan, root / "envs", time.monotonic() + timeout)
+        return testenv_venv.build(workdir, plan, root / "envs", time.monotonic() + timeout)
     except (OSError, ValueError, KeyError, TypeError, configparser.Error) as exc:
         return Env(error=clean(f"{type(exc).__name__}: {exc}"))
 
@@ -107,43 +74,51 @@ def suite_env(env: Env, extra: Mapping[str, str] | None = None) -> dict[str, str
     out["PATH"] = os.pathsep.join([*map(str, env.path_dirs), out.get("PATH", os.defpath)])
     if env.runner is not None:
         out.update(env.runner.variables)
+    out.update(env.variables)
     return out
 
 
 @contextlib.contextmanager
-def runtime(workdir: Path, toolchain: Toolchain, cache_dir: Path | None = None) -> Iterator[Env]:
-    """The environment a test of ``workdir`` runs in, for the duration of the block: the cached
-    env, layered with the project itself when it installs one. Check ``error`` first."""
+def runtime(
+    workdir: Path,
+    toolchain: Toolchain,
+    cache_dir: Path | None = None,
+    want: BuiltEnv | None = None,
+) -> Iterator[Env]:
+    """The environment a test of ``workdir`` runs in, for the duration of the block, built by
+    the first env builder (:data:`~verify_dag.phases.tester.env.registry.BUILDERS`) that
+    declares one running tests here; node suites get theirs from npm. Check ``error`` first.
+    ``want``: the env another commit's suite ran in, built the same way here (the same builder,
+    the same env when this checkout declares it; the builder's own choice, with a note, when
+    not)."""
     root = cache_dir if cache_dir is not None else cache_root()
+    if not _python_suite(toolchain):
+        yield provision(workdir, toolchain, cache_dir)
+        return
     notes: tuple[str, ...] = ()
-    # The project's tox environments or nox sessions are how its maintainers run the suite:
-    # tox or nox builds the env. Only when they declare none that runs tests does the rest apply.
-    for runner in (testenv_tox, testenv_nox) if _python_suite(toolchain) else ():
-        if not runner.declared(workdir):
+    for builder in registry.BUILDERS:
+        if not builder.declared(workdir):
             continue
-        unreadable = declarations.named(toolchain.broken, set(runner.CONFIG_FILES))
+        unreadable = declarations.named(toolchain.broken, set(builder.CONFIG_FILES))
         if unreadable:
-            # The change broke the file tox or nox reads: the suite still runs, in the env the
-            # rest of the project declares, and the broken file is the static phase's finding.
-            notes = (f"{runner.NAME} not used: {declarations.because(unreadable)}",)
-            break
-        with runner.runtime(workdir, root) as env:
-            if env.python is not None or env.error is not None:
-                yield env
+            # The change broke the file the builder reads: the suite still runs, in the env
+            # the rest of the project declares, and the broken file is the static phase's
+            # finding.
+            notes = (*notes, f"{builder.NAME} not used: {declarations.because(unreadable)}")
+            continue
+        named = want.name if want is not None and want.builder == builder.NAME else None
+        with builder.runtime(workdir, root, want=named) as env:
+            if env.error is not None:
+                yield replace(env, notes=(*notes, *env.notes))
                 return
-            notes = env.notes
-        break
-    env = provision(workdir, toolchain, cache_dir)
-    env = replace(env, notes=(*notes, *env.notes))
-    if env.error is not None or not env.project:
-        yield env
-        return
-    home = workspace.home(workdir)
-    if home is not None:
-        yield testenv_layer.for_run(env, workdir, home)
-        return
-    with tempfile.TemporaryDirectory(prefix="verify-dag-test-") as tmp:
-        yield testenv_layer.layer(env, workdir, Path(tmp) / "run-env")
+            if env.python is not None:
+                # The suite's own builds of the project (pytest-checkdocs) find its build
+                # requirements offline.
+                env = testenv_wheelhouse.offline(env, workdir, root)
+                yield replace(env, notes=(*notes, *env.notes))
+                return
+            notes = (*notes, *env.notes)
+    yield Env(notes=notes)
 
 
 @contextlib.contextmanager
@@ -179,190 +154,3 @@ def _cached_python(env: Env) -> Path | None:
         return None
     python = env.path_dirs[-1] / "python"
     return python if python.exists() else None
-
-
-# -- building ---------------------------------------------------------------------------------
-
-
-def _python(workdir: Path, plan: Plan, envs: Path, deadline: float) -> Env:
-    key = testenv_plan.key(workdir, plan)
-    env_dir = envs / key[:24]
-    envs.mkdir(parents=True, exist_ok=True)
-    with file_lock(envs / f"{key[:24]}.lock", deadline) as got:
-        if not got:
-            return Env(
-                key=key,
-                source=plan.source,
-                error="timed out waiting for another run building the same environment",
-            )
-        done = _ready(env_dir)
-        notes: tuple[str, ...] = ()
-        if done is not None:
-            why = seal.broken(env_dir)
-            if why is None:
-                return _env(env_dir, key, plan.source, reused=True, project=done)
-            notes = (f"the cached env was rebuilt: {why}",)
-        shutil.rmtree(env_dir, ignore_errors=True)  # half-built, or not what was sealed
-        error, project = _build(workdir, plan, env_dir, deadline)
-        if error is not None:
-            shutil.rmtree(env_dir, ignore_errors=True)
-            return Env(key=key, source=plan.source, error=clean(error), notes=notes)
-        compile_site(env_dir / "bin" / "python", deadline)
-        seal.seal(env_dir, frozenset({MARKER}))
-        write_atomic(
-            env_dir / MARKER,
-            json.dumps({"source": plan.source, "project": project}).encode("utf-8"),
-        )
-    return replace(_env(env_dir, key, plan.source, reused=False, project=project), notes=notes)
-
-
-def _env(env_dir: Path, key: str, source: str, *, reused: bool, project: bool) -> Env:
-    bin_dir = env_dir / "bin"
-    return Env(
-        python=bin_dir / "python",
-        bin_dir=bin_dir,
-        key=key,
-        reused=reused,
-        source=source,
-        project=project,
-        path_dirs=(bin_dir,),
-    )
-
-
-def _ready(env_dir: Path) -> bool | None:
-    """Whether the finished env at ``env_dir`` needs the project layered; None if not finished."""
-    try:
-        marker = json.loads((env_dir / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return bool(marker.get("project")) if (env_dir / "bin" / "python").exists() else None
-
-
-def _build(workdir: Path, plan: Plan, env_dir: Path, deadline: float) -> tuple[str | None, bool]:
-    """(error, whether the project was installed and removed again). The installers run in a
-    copy of the checkout: building local packages writes build/ and egg-info next to their
-    sources. uv installs (``bench/bench_envbuild.py`` measures it against pip on the same
-    declarations); pip is the fallback for what uv refuses (an index only pip's own
-    configuration names, a legacy build uv does not run), with uv still installing PEP 735
-    groups, which pip learnt only in 25.1."""
-    with tempfile.TemporaryDirectory(prefix="verify-dag-env-") as tmp:
-        src = Path(tmp) / "src"
-        shutil.copytree(
-            workdir, src, symlinks=True, ignore=lambda d, names: _COPY_SKIP & set(names)
-        )
-        own_pip = testenv_layer.own_pip()
-        venv = [sys.executable, "-m", "venv", *(["--without-pip"] if own_pip else [])]
-        res = util.run([*venv, str(env_dir)], timeout=left(deadline), env=pip_env())
-        if res.returncode != 0 or res.timed_out:
-            return f"python -m venv failed: {tail(res)}", False
-        python = env_dir / "bin" / "python"
-        if plan.group_lines:
-            (src / _GROUP_LINES).write_text("\n".join(plan.group_lines) + "\n", encoding="utf-8")
-        wanted = ["pytest", *testenv_tox.EXTRA_DEPS]
-        for req in plan.requirements:
-            wanted += ["-r", req]
-        wanted += ["-r", _GROUP_LINES] if plan.group_lines else []
-        wanted += [plan.project] if plan.project else []
-        groups = [a for g in plan.groups for a in ("--group", f"pyproject.toml:{g}")]
-        cache = env_dir.parent.parent  # envs/ sits under verify-dag's cache root
-        # What installs from wheels alone goes in first, from uv's shared cache, while the venv
-        # is fresh and nothing but uv runs; the build that follows (the project's backend, any
-        # sdist) has a private cache and finds those installed. Best effort: a local path or an
-        # sdist among them makes uv refuse, and the build then fetches what it needs itself.
-        first = [w for w in wanted if w != plan.project] + _static_requirements(src, plan.project)
-        uv_install(python, [*first, *groups], cache=cache, deadline=deadline, cwd=src, shared=True)
-        res = uv_install(
-            python, [*wanted, *groups], cache=cache, deadline=deadline, cwd=src, writable=(src,)
-        )
-        if res.timed_out:
-            return f"installing from {plan.source} timed out", False
-        if res.returncode != 0:
-            error = _pip_install(python, wanted, src, env_dir, Path(tmp), deadline)
-            if error is not None:
-                return f"pip install from {plan.source} failed: {error}", False
-            if groups:
-                res = uv_install(
-                    python, groups, cache=cache, deadline=deadline, cwd=src, writable=(src,)
-                )
-                if res.returncode != 0 or res.timed_out:
-                    return f"uv pip install of {plan.source} failed: {tail(res)}", False
-        names = _installed_from(python, src)
-        if names:
-            res = util.run(
-                [uv_bin(), "pip", "uninstall", "--python", str(python), *names],
-                cwd=tmp,
-                timeout=left(deadline),
-                env=pip_env(),
-                sandbox=Policy(writable=(env_dir,)),
-            )
-            if res.returncode != 0:
-                return f"removing the project from the cached env failed: {tail(res)}", False
-            # Its build requirements, so that each run's editable install can skip build
-            # isolation (seconds per run, and no index needed once the env is cached). Best
-            # effort: the layer falls back to an isolated build when they are not usable.
-            uv_install(python, _build_requires(src), cache=cache, deadline=deadline, cwd=src)
-    return None, bool(names)
-
-
-def _pip_install(
-    python: Path, wanted: list[str], src: Path, env_dir: Path, tmp: Path, deadline: float
-) -> str | None:
-    """pip's install of what uv refused; why it failed too, or None."""
-    argv = [*testenv_layer.pip(python), "install", *wanted]
-    # Build backends and setup.py files run here: sandboxed, with the index but no
-    # credentials, writing only the env being built and the scratch copy.
-    build = Policy(network=True, writable=(env_dir, tmp))
-    res = util.run(argv, cwd=src, timeout=left(deadline), env=pip_env(), sandbox=build)
-    if res.timed_out:
-        return "timed out"
-    return tail(res) if res.returncode != 0 else None
-
-
-def _static_requirements(src: Path, spec: str | None) -> list[str]:
-    """The project's own requirements where pyproject.toml states them (PEP 621, not dynamic),
-    with those of the extra ``spec`` names (".[test]"); none when the project is not wanted."""
-    if spec is None:
-        return []
-    try:
-        project = tomllib.loads((src / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    except (OSError, ValueError, KeyError):
-        return []
-    dynamic = project.get("dynamic", [])
-    out = [] if "dependencies" in dynamic else list(project.get("dependencies", []))
-    extra = spec[2:-1] if spec.startswith(".[") else ""
-    if extra and "optional-dependencies" not in dynamic:
-        out += project.get("optional-dependencies", {}).get(extra, [])
-    # Another extra of the project's own ("proj[other]") is the project itself: not a wheel.
-    name = str(project.get("name", "")).lower().replace("_", "-")
-    return [
-        str(r)
-        for r in out
-        if isinstance(r, str) and not re.match(rf"(?i){re.escape(name)}\s*(\[|$|[<>=!~;])", r)
-    ]
-
-
-def _build_requires(src: Path) -> list[str]:
-    pyproject = src / "pyproject.toml"
-    table = tomllib.loads(pyproject.read_text(encoding="utf-8")) if pyproject.is_file() else {}
-    requires = table.get("build-system", {}).get("requires", ["setuptools>=40.8.0"])
-    # setuptools before 70.1 builds wheels (editable ones too) with the separate wheel package.
-    extra = ["wheel"] if any(str(r).startswith("setuptools") for r in requires) else []
-    return [str(r) for r in requires] + extra
-
-
-def _installed_from(python: Path, src: Path) -> list[str]:
-    """Names of what the installer put in the env from the checkout's root (the project): the
-    distributions whose direct_url.json (PEP 610, written by pip and uv alike) points there."""
-    site = purelib(python)
-    if site is None:
-        return []
-    where = src.resolve().as_uri().rstrip("/")
-    names = []
-    for record in sorted(site.glob("*.dist-info/direct_url.json")):
-        try:
-            url = str(json.loads(record.read_text(encoding="utf-8")).get("url", ""))
-        except (OSError, ValueError, AttributeError):
-            continue
-        if url.rstrip("/") == where:
-            names.append(record.parent.name.removesuffix(".dist-info").rsplit("-", 1)[0])
-    return names

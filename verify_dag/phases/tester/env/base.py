@@ -45,6 +45,9 @@ class Runner:
     variables: tuple[tuple[str, str], ...] = ()  # what tox itself needs in its environment
     commands: tuple[tuple[str, ...], ...] = ()  # the env's own `commands`, as tox resolved them
     section: str = ""  # how tox's --override names the env: `testenv:NAME` (ini), `env.NAME`
+    # What keeps a run from installing anything: tox's flag, and tox-uv's for its lock runner,
+    # which syncs the env (reinstalling the package) on every run otherwise.
+    no_install: tuple[str, ...] = ("--skip-env-install",)
 
     @property
     def writable(self) -> tuple[Path, ...]:
@@ -73,11 +76,14 @@ class Runner:
 
     def own_commands(self) -> list[str]:
         """The env's declared commands, run by tox as its maintainers run them."""
-        return [*self.tox, "--skip-env-install"]
+        return [*self.tox, *self.no_install]
 
-    def command(self, argv: Sequence[str], pycache: Path | None = None) -> list[str]:
+    def command(
+        self, argv: Sequence[str], pycache: Path | None = None, passed: Sequence[str] = ()
+    ) -> list[str]:
         """``argv`` run by tox as the env's commands; ``pycache``: where their bytecode goes
-        (set by tox for the commands alone, not for tox itself)."""
+        (set by tox for the commands alone, not for tox itself); ``passed``: more variables
+        of the caller's that the commands see (tox passes only what pass_env names)."""
         line = _escaped(shlex.join(argv))
         section = self.section or f"testenv:{self.name}"
         prefix = (
@@ -85,12 +91,12 @@ class Runner:
             if pycache is not None
             else []
         )
+        # The tester's plugin directory (PYTHONPATH) and the env's own variables.
+        names = ["PYTHONPATH", *passed]
         return [
             *self.tox,
-            "--skip-env-install",
-            # tox passes only what pass_env names: the tester's plugin directory is on it.
-            "-x",
-            f"{section}.pass_env+=PYTHONPATH",
+            *self.no_install,
+            *(a for name in names for a in ("-x", f"{section}.pass_env+={name}")),
             *prefix,
             "-x",
             f"{section}.commands={line}",
@@ -109,22 +115,41 @@ class Env:
     key: str = ""
     reused: bool = False
     source: str = ""  # what was installed from: "requirements-test.txt, pyproject.toml [...]"
+    # Which env builder made it (its registry name: "tox", "nox", "hatch") and the env it built
+    # ("py311-tests"): another commit's env is asked for by these, to be built alike.
+    builder: str = ""
+    name: str = ""
     error: str | None = None
     project: bool = False  # the project is installed per run (layer), not kept in the cache
     path_dirs: tuple[Path, ...] = ()  # prepended to PATH for the suite
     notes: tuple[str, ...] = ()
     runner: Runner | None = None  # set when tox built the env: commands run through tox
     writable: tuple[Path, ...] = ()  # what a command in the env writes besides its checkout
+    # The env's own test commands, as its builder resolved them (a hatch env's pytest line),
+    # and the variables its commands run with (its env-vars), where no runner applies them.
+    commands: tuple[tuple[str, ...], ...] = ()
+    variables: tuple[tuple[str, str], ...] = ()
+    readable: tuple[Path, ...] = ()  # what a command in the env reads outside it (wheelhouse)
+
+    @property
+    def declared_commands(self) -> tuple[tuple[str, ...], ...]:
+        """What the env declares its suite runs: tox's commands, or the builder's line."""
+        return self.runner.commands if self.runner is not None else self.commands
 
     def policy(self, *writable: Path) -> Policy:
         """The sandbox of a command in this env, writing ``writable`` besides its checkout."""
-        if self.runner is not None:
-            return self.runner.policy(*writable)
-        return Policy(writable=(*writable, *self.writable))
+        policy = (
+            self.runner.policy(*writable)
+            if self.runner is not None
+            else Policy(writable=(*writable, *self.writable))
+        )
+        return replace(policy, readonly=(*policy.readonly, *self.readable))
 
     def command(self, argv: Sequence[str], pycache: Path | None = None) -> list[str]:
         """``argv`` as it runs in this env: through tox when tox built it, else as it is."""
-        return self.runner.command(argv, pycache) if self.runner is not None else list(argv)
+        if self.runner is None:
+            return list(argv)
+        return self.runner.command(argv, pycache, [name for name, _ in self.variables])
 
 
 def env_json(env: Env) -> dict[str, Any]:
@@ -144,10 +169,15 @@ def env_from_json(data: dict[str, Any]) -> Env:
         key=str(data.get("key", "")),
         reused=bool(data.get("reused")),
         source=str(data.get("source", "")),
+        builder=str(data.get("builder", "")),
+        name=str(data.get("name", "")),
         project=bool(data.get("project")),
         path_dirs=tuple(Path(p) for p in data.get("path_dirs", ())),
         notes=tuple(data.get("notes", ())),
         writable=tuple(Path(p) for p in data.get("writable", ())),
+        commands=tuple(tuple(c) for c in data.get("commands", ())),
+        variables=tuple((k, v) for k, v in data.get("variables", ())),
+        readable=tuple(Path(p) for p in data.get("readable", ())),
         runner=None
         if not runner
         else Runner(
@@ -157,6 +187,7 @@ def env_from_json(data: dict[str, Any]) -> Env:
             variables=tuple((k, v) for k, v in runner.get("variables", ())),
             commands=tuple(tuple(c) for c in runner.get("commands", ())),
             section=runner.get("section", ""),
+            no_install=tuple(runner.get("no_install", ("--skip-env-install",))),
         ),
     )
 

@@ -22,6 +22,7 @@ import re
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from verify_dag import util
@@ -50,6 +51,16 @@ _DECLARING = ("noxfile.py", "pyproject.toml", "setup.cfg", "setup.py")
 
 def declared(workdir: Path) -> bool:
     return (workdir / "noxfile.py").is_file()
+
+
+def tool_env(workdir: Path, source: str, cache: Path, timeout: float) -> Env | None:
+    """No linter command line is this builder's to provision."""
+    return None
+
+
+def command_lines(workdir: Path) -> list[tuple[str, str, int]]:
+    """A noxfile is Python: the lines its sessions run are not read, they are run."""
+    return []
 
 
 def _nox() -> list[str]:
@@ -83,9 +94,14 @@ def _runs_tests(workdir: Path) -> set[str]:
     return out
 
 
-def choose(sessions: list[dict[str, object]], testing: set[str]) -> str | None:
-    """The session to build: a test session (by its code, else by its name) on this
-    interpreter, or one with no interpreter of its own."""
+def choose(
+    sessions: list[dict[str, object]], testing: set[str], want: str | None = None
+) -> str | None:
+    """The session to build: session ``want`` when nox lists it (the one another commit's
+    suite ran in); else a test session (by its code, else by its name) on this interpreter, or
+    one with no interpreter of its own."""
+    if want is not None and any(s.get("session") == want for s in sessions):
+        return want
     ours = f"{sys.version_info.major}.{sys.version_info.minor}"
     tests = [s for s in sessions if s.get("name") in testing] or [
         s for s in sessions if _TEST_NAME.match(str(s.get("name", "")))
@@ -97,7 +113,9 @@ def choose(sessions: list[dict[str, object]], testing: set[str]) -> str | None:
 
 
 @contextlib.contextmanager
-def runtime(workdir: Path, cache: Path, timeout: float = 900) -> Iterator[Env]:
+def runtime(
+    workdir: Path, cache: Path, timeout: float = 900, want: str | None = None
+) -> Iterator[Env]:
     """The chosen nox session's venv, built by nox for this checkout and held shared for the
     block (as tox's: :func:`~verify_dag.phases.tester.env.base.shared`); an Env with neither
     python nor error when the noxfile has no test session for this interpreter."""
@@ -121,12 +139,17 @@ def runtime(workdir: Path, cache: Path, timeout: float = 900) -> Iterator[Env]:
             sessions = None
         if not isinstance(sessions, list):
             return Env(source="nox", error=clean(f"nox --list failed: {tail(res)}"))
-        name = choose(sessions, _runs_tests(workdir))
+        name = choose(sessions, _runs_tests(workdir), want)
         if name is None:
             return Env(source="nox", notes=("the noxfile has no test session for this Python",))
-        return _build(workdir, cache, envdir, name, policy, deadline)
+        env = _build(workdir, cache, envdir, name, policy, deadline)
+        if want is not None and name != want:
+            said = f"the noxfile has no session {want!r} here: built {name!r}, its own choice"
+            env = replace(env, notes=(*env.notes, said))
+        return env
 
-    with shared(envdir, checkout_id(workdir), build_env, deadline) as env:
+    held = checkout_id(workdir) + (f"\0{want}" if want else "")
+    with shared(envdir, held, build_env, deadline) as env:
         yield env
 
 
@@ -154,13 +177,14 @@ def _build(
     )
     if res.returncode != 0 or res.timed_out:
         return Env(source=source, error=clean(f"nox -s {name} --install-only failed: {tail(res)}"))
-    venvs = sorted(
-        (p for p in envdir.iterdir() if (p / "bin" / "python").exists()),
-        key=lambda p: p.stat().st_mtime,
-    )
-    if not venvs:
-        return Env(source=source, error=f"nox -s {name} --install-only made no venv")
-    bin_dir = venvs[-1] / "bin"
+    # The session's own venv, where nox names it: a session may notify others (a coverage
+    # report), whose venvs are made beside it in the same run.
+    from nox.sessions import _normalize_path  # imported late: nox's, only nox projects need it
+
+    venv = Path(_normalize_path(str(envdir), name))
+    if not (venv / "bin" / "python").exists():
+        return Env(source=source, error=f"nox -s {name} --install-only made no venv at {venv}")
+    bin_dir = venv / "bin"
     res = uv_install(
         bin_dir / "python", ["pytest", *EXTRA_DEPS], cache=cache, deadline=deadline, cwd=workdir
     )
@@ -172,5 +196,7 @@ def _build(
         bin_dir=bin_dir,
         key=envdir.name,
         source=source,
+        builder=NAME,
+        name=name,
         path_dirs=(bin_dir,),
     )

@@ -28,6 +28,7 @@ import sys
 import time
 import tomllib
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from verify_dag import credentials, util
@@ -53,6 +54,7 @@ from verify_dag.phases.tester.env.toxchoice import (
     tox_argv,
     tox_env,
 )
+from verify_dag.phases.tester.env.toxlines import command_lines as command_lines
 from verify_dag.sandbox import Policy
 from verify_dag.tools import fetched
 
@@ -105,24 +107,28 @@ def work_dir(workdir: Path, cache: Path) -> Path:
 
 
 @contextlib.contextmanager
-def runtime(workdir: Path, cache: Path, timeout: float = 900) -> Iterator[Env]:
-    """The chosen tox environment of ``workdir``, built by tox for this checkout and held shared
-    for the block (:func:`~verify_dag.phases.tester.env.base.shared`: the static tools and the
-    suite of one run use one build). An error is in ``Env.error``; an Env with neither python
-    nor error means tox declares nothing that runs tests (the caller falls back to what else
-    the project declares)."""
+def runtime(
+    workdir: Path, cache: Path, timeout: float = 900, want: str | None = None
+) -> Iterator[Env]:
+    """The chosen tox environment of ``workdir`` (env ``want`` when tox lists it), built by tox
+    for this checkout and held shared for the block
+    (:func:`~verify_dag.phases.tester.env.base.shared`: the static tools and the suite of one
+    run use one build). An error is in ``Env.error``; an Env with neither python nor error
+    means tox declares nothing that runs tests (the caller falls back to what else the
+    project declares)."""
     deadline = time.monotonic() + timeout
     tox_dir = work_dir(workdir, cache)
     tox_dir.parent.mkdir(parents=True, exist_ok=True)
 
     def build_env() -> Env:
         tox_dir.mkdir(exist_ok=True)
-        choice = chosen(workdir, cache, tox_dir, deadline)
+        choice = chosen(workdir, tox_dir, deadline, want)
         if choice.env is None:
             return Env(source="tox", error=choice.error, notes=choice.notes)
         return build(workdir, cache, tox_dir, choice, deadline)
 
-    with shared(tox_dir, checkout_id(workdir), build_env, deadline) as env:
+    held = checkout_id(workdir) + (f"\0{want}" if want else "")
+    with shared(tox_dir, held, build_env, deadline) as env:
         yield env
 
 
@@ -133,6 +139,14 @@ def declaring_env(source: str) -> str | None:
     """The tox env a discovered command came from ("tox.ini [testenv:typing] commands")."""
     m = _SECTION.search(source) if source.startswith(("tox.ini", "setup.cfg")) else None
     return m.group(1) if m else None
+
+
+def tool_env(workdir: Path, source: str, cache: Path, timeout: float) -> Env | None:
+    """The tox env whose commands run a linter's line of ``source``, built by tox."""
+    name = declaring_env(source)
+    if name is None:
+        return None
+    return replace(provision(workdir, name, cache, timeout), builder=NAME, name=name)
 
 
 def provision(workdir: Path, name: str, cache: Path, timeout: float = 900) -> Env:
@@ -192,6 +206,12 @@ def build(
         base += ["-x", f"{section}.uv_sync_flags+=--inexact"]
     source = f"tox env {name}"
     notes = choice.notes
+    variables = tox_env(tox_dir)
+    if choice.env.installs_with_pip:
+        # The env installs with its own pip command: tox's own runner (virtualenv, with pip)
+        # builds it, as for a maintainer without tox-uv; uv's venvs have no pip.
+        variables["TOX_DISABLED_EXTERNAL_PLUGINS"] = "tox-uv"
+        notes = (*notes, f"tox env {name} declares a pip install_command: built without tox-uv")
     ours = f"py{sys.version_info.major}{sys.version_info.minor}"
     # The packaging envs' base section: [pkgenv] in ini configs, env_pkg_base in TOML.
     pkg_section = f"{toml}env_pkg_base" if toml is not None else "pkgenv"
@@ -201,7 +221,7 @@ def build(
         # tried again on every run (1.2 s of a failed tox run on platformdirs).
         base += ["-x", f"{pkg_section}.base_python={ours}"]
         notes = (*notes, on_ours.read_text(encoding="utf-8").strip())
-    res = _notest(base, workdir, cache, tox_dir, deadline)
+    res = _notest(base, workdir, variables, tox_dir, deadline)
     pkg = _missing_pkg_python(res.stdout + res.stderr, name)
     if res.returncode != 0 and pkg and not on_ours.is_file():
         # The package env asks for an interpreter this host lacks (a default_base_python of a
@@ -210,7 +230,7 @@ def build(
         base += ["-x", f"{pkg_section}.base_python={ours}"]
         said = f"tox's package env {pkg} built on this Python ({ours})"
         notes = (*notes, said)
-        res = _notest(base, workdir, cache, tox_dir, deadline)
+        res = _notest(base, workdir, variables, tox_dir, deadline)
         if res.returncode == 0:
             write_atomic(on_ours, said.encode("utf-8"))
     if res.timed_out:
@@ -231,6 +251,8 @@ def build(
         bin_dir=bin_dir,
         key=tox_dir.name,
         source=source,
+        builder=NAME,
+        name=name,
         path_dirs=(bin_dir,),
         notes=notes,
         writable=(tox_dir,),  # as Runner.writable says
@@ -240,14 +262,15 @@ def build(
             tox=tuple(base),
             name=name,
             work_dir=tox_dir,
+            no_install=(
+                ("--skip-env-install",)
+                if choice.env.installs_with_pip
+                else ("--skip-env-install", "--skip-uv-sync")
+            ),
             # Runs through tox have no network and install nothing (--skip-env-install): the
             # env, tox-uv's lock runner's too, is what its build sealed.
             variables=(
-                *(
-                    (k, v)
-                    for k, v in tox_env(tox_dir).items()
-                    if k.startswith(("UV_", "TOX_", "NO_"))
-                ),
+                *((k, v) for k, v in variables.items() if k.startswith(("UV_", "TOX_", "NO_"))),
                 ("UV_OFFLINE", "1"),
                 # tox-uv asks uv for the env's packages on every run, and uv locks its cache to
                 # answer: a throwaway one in the run's private /tmp, the env's own read-only.
@@ -294,13 +317,13 @@ def _toml_prefix(workdir: Path) -> str | None:
 
 
 def _notest(
-    base: list[str], workdir: Path, cache: Path, tox_dir: Path, deadline: float
+    base: list[str], workdir: Path, variables: dict[str, str], tox_dir: Path, deadline: float
 ) -> util.Result:
     return util.run(
         [*base, "--notest"],
         cwd=workdir,
         timeout=left(deadline),
-        env=tox_env(tox_dir),
+        env=variables,
         # The package's build backend and tox's installers run here: the index, no credentials,
         # uv's cache a private one in the work directory.
         sandbox=Policy(network=True, writable=(tox_dir,)),

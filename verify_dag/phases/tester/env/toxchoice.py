@@ -22,6 +22,8 @@ from verify_dag.sandbox import Policy
 _RUNS_TESTS = re.compile(r"(?:^|[\s/])(?:pytest|py\.test|unittest|trial|stestr)\b|-m\s+pytest")
 _PY_FACTOR = re.compile(r"^(?:py|python)?(\d)\.?(\d+)$|^py(\d)(\d+)$")
 _LOG_LINE = re.compile(r"^\S+: [\w-]+> ")
+_PIP = re.compile(r"(?:^|[\s/])(?:-\w*m\s+)?pip3?\s+install\b")
+_UV_PIP = re.compile(r"(?:^|[\s/])uv\s+pip\s")  # tox-uv's own default install_command
 
 
 def tox_argv() -> list[str]:
@@ -55,6 +57,15 @@ class ToxEnv:
     # The env's pass_env as tox resolved it: names and fnmatch patterns of the caller's
     # variables tox hands to its commands (only those that name no secret reach them).
     pass_env: tuple[str, ...] = ()
+    install_command: str = ""
+
+    @property
+    def installs_with_pip(self) -> bool:
+        """Whether the env declares its own pip install command (``python -Im pip install
+        ...``): tox-uv's venvs have no pip, and tox-uv hands it uv's options, so such an env
+        is built the way tox builds it without tox-uv (virtualenv and pip)."""
+        command = self.install_command
+        return bool(_PIP.search(command)) and not _UV_PIP.search(command)
 
 
 @dataclass(frozen=True)
@@ -65,33 +76,29 @@ class Choice:
 
 
 _CHOICE = "verify-dag-choice.json"
-_FORMAT = 2  # 2: with pass_env; a record of another format is asked of tox again
+# 3: every env tox listed, with install_command; a record of another format is asked again.
+_FORMAT = 3
 
 
-def chosen(workdir: Path, cache: Path, tox_dir: Path, deadline: float) -> Choice:
-    """:func:`choose`, asked of tox once per declaration, interpreter and tox version: the work
-    directory is keyed by the first two, and ``tox config`` costs a tox start (0.6 s)."""
+def chosen(workdir: Path, tox_dir: Path, deadline: float, want: str | None = None) -> Choice:
+    """:func:`choose` among the envs tox lists, asked of tox once per declaration, interpreter
+    and tox version: the work directory is keyed by the first two, and ``tox config`` costs a
+    tox start (0.6 s)."""
     marker = tox_dir / _CHOICE
     version = _tox_version()
     try:
         kept = json.loads(marker.read_text(encoding="utf-8"))
         if kept.get("tox") == version and kept.get("format") == _FORMAT:
-            env = kept.get("env")
-            if env:
-                env["pass_env"] = tuple(env["pass_env"])
-            return Choice(ToxEnv(**env) if env else None, notes=tuple(kept.get("notes", ())))
-    except (OSError, ValueError, TypeError, AttributeError):
+            envs = [ToxEnv(**{**e, "pass_env": tuple(e["pass_env"])}) for e in kept.get("envs", ())]
+            return choose(envs, want)
+    except (OSError, ValueError, TypeError, AttributeError, KeyError):
         pass
-    choice = choose(workdir, cache, tox_dir, deadline)
-    if choice.error is None:
-        record = {
-            "format": _FORMAT,
-            "tox": version,
-            "env": asdict(choice.env) if choice.env is not None else None,
-            "notes": list(choice.notes),
-        }
-        write_atomic(marker, json.dumps(record).encode("utf-8"))
-    return choice
+    envs, error = listed(workdir, tox_dir, deadline)
+    if error is not None:
+        return Choice(None, error=error)
+    record = {"format": _FORMAT, "tox": version, "envs": [asdict(e) for e in envs]}
+    write_atomic(marker, json.dumps(record).encode("utf-8"))
+    return choose(envs, want)
 
 
 def _tox_version() -> str:
@@ -105,11 +112,8 @@ def _tox_version() -> str:
     return ", ".join(found)
 
 
-def choose(workdir: Path, cache: Path, tox_dir: Path, deadline: float) -> Choice:
-    """The tox environment the suite runs in: among tox's default environments, the first that
-    runs tests on this interpreter; else the first test environment with its Python factor
-    replaced by this interpreter's (``py312-cov`` becomes ``py311-cov``), as a maintainer on
-    this Python would run it."""
+def listed(workdir: Path, tox_dir: Path, deadline: float) -> tuple[list[ToxEnv], str | None]:
+    """tox's default environments as ``tox config`` resolves them; or why tox could not say."""
     res = util.run(
         [
             *tox_argv(),
@@ -120,6 +124,7 @@ def choose(workdir: Path, cache: Path, tox_dir: Path, deadline: float) -> Choice
             "commands",
             "base_python",
             "pass_env",
+            "install_command",
         ],
         cwd=workdir,
         timeout=left(deadline),
@@ -131,7 +136,27 @@ def choose(workdir: Path, cache: Path, tox_dir: Path, deadline: float) -> Choice
     # lacks: "# Exception: Skip(...)"), and still prints every env it could.
     envs = parse_config(res.stdout)
     if res.timed_out or (res.returncode != 0 and not envs):
-        return Choice(None, error=f"tox config failed: {tail(res)}")
+        return [], f"tox config failed: {tail(res)}"
+    return envs, None
+
+
+def choose(envs: list[ToxEnv], want: str | None = None) -> Choice:
+    """The tox environment the suite runs in: env ``want`` when tox lists it (the env another
+    commit's suite ran in, so that both are built alike); else among tox's default
+    environments, the first that runs tests on this interpreter; else the first test
+    environment with its Python factor replaced by this interpreter's (``py312-cov`` becomes
+    ``py311-cov``), as a maintainer on this Python would run it."""
+    named = next((e for e in envs if want is not None and e.name == want), None)
+    if named is not None and "# Exception:" not in named.commands:
+        return Choice(named)
+    choice = _default(envs)
+    if want is None or choice.env is None:
+        return choice
+    said = f"tox declares no env {want!r} here: built {choice.env.name!r}, its own choice"
+    return Choice(choice.env, choice.error, (*choice.notes, said))
+
+
+def _default(envs: list[ToxEnv]) -> Choice:
     tests = [e for e in envs if _RUNS_TESTS.search(e.commands)]
     if not tests:
         return Choice(None, notes=("tox declares no environment that runs tests",))
@@ -148,7 +173,8 @@ def choose(workdir: Path, cache: Path, tox_dir: Path, deadline: float) -> Choice
         f"no tox environment runs on Python {sys.version_info.major}.{sys.version_info.minor}: "
         f"ran {renamed!r} ({first.name!r} on this interpreter)"
     )
-    return Choice(ToxEnv(renamed, first.commands, ours, first.pass_env), notes=(note,))
+    renamed_env = ToxEnv(renamed, first.commands, ours, first.pass_env, first.install_command)
+    return Choice(renamed_env, notes=(note,))
 
 
 def parse_config(text: str) -> list[ToxEnv]:
@@ -173,6 +199,7 @@ def parse_config(text: str) -> list[ToxEnv]:
                 commands=body.get("commands", ""),
                 base_python=body.get("base_python", ""),
                 pass_env=tuple(body.get("pass_env", "").split()),
+                install_command=body.get("install_command", ""),
             )
         )
     return out
