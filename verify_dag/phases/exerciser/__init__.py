@@ -7,7 +7,9 @@ not happen is BLOCKED with its reason, never PASSED.
 
 Beside it: the exercise itself (:mod:`~verify_dag.phases.exerciser.exercise`), the app under test
 (:mod:`~verify_dag.phases.exerciser.app`), the exercise in one sandbox
-(:mod:`~verify_dag.phases.exerciser.sandboxed`), issue reproduction
+(:mod:`~verify_dag.phases.exerciser.sandboxed`), the exercise derived from the project's
+declarations when it declares none (:mod:`~verify_dag.phases.exerciser.derived`), issue
+reproduction
 (:mod:`~verify_dag.phases.exerciser.reproduce`) and the ``--completion`` criterion
 (:mod:`~verify_dag.phases.exerciser.criterion`).
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 from verify_dag import util, workspace
 from verify_dag.models import EngineerContext, RunState, SkillOutcome, Toolchain, VerifyRequest
-from verify_dag.phases.exerciser import sandboxed
+from verify_dag.phases.exerciser import derived, sandboxed
 from verify_dag.phases.exerciser.exercise import SKILL, completion_blocked
 from verify_dag.phases.exerciser.reproduce import STATIC, verify_issues
 from verify_dag.phases.tester import env as testenv
@@ -79,6 +81,8 @@ def _run(state: RunState) -> SkillOutcome:
                 else:
                     verified, vnote = verify_issues(state, wt, env)
         ex = sandboxed.exercise(eng, wt, env, state.request.completion)
+        # Nothing declared: what the project's own declarations say to run (004 7c).
+        ex = derived.instead(state, wt, ex)
     notes = "; ".join([ex.note, *ex.details, vnote, lens(state.request)])
     return SkillOutcome(
         skill=SKILL,
