@@ -230,7 +230,7 @@ def exercise(plan: Strategy, wt: Path, env: Env, variables: dict[str, str]) -> E
     else:
         ex.note = f"PASSED: {len(plan.probes)} derived exercise(s) succeeded"
     ex.details.append(
-        "exercised as the project declares it (no VERIFICATION.md): " + "; ".join(done)
+        "exercised as the project declares it (nothing declared to exercise it): " + "; ".join(done)
     )
     return ex
 
