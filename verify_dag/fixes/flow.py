@@ -58,6 +58,9 @@ def run(ctx: Context) -> Report:
     from verify_dag import client
 
     report, req = ctx.report, ctx.request
+    stop = _codex_blocked(ctx) if wanted(req) and req.mode == "interactive" else None
+    if stop is not None:
+        return stop
     if not wanted(req) or not report.issues:
         if wanted(req):
             ctx.out.write("No issues: nothing to triage or fix.\n")
@@ -99,6 +102,35 @@ def run(ctx: Context) -> Report:
         ctx.out.write(_summary_table(report.issues, decisions))
     _apply(ctx, repo, plan.ordered(steps), records)
     return _done(ctx, records)
+
+
+def _codex_blocked(ctx: Context) -> Report | None:
+    """004 7a, in interactive mode: codex-reviewer BLOCKED is asked about before anything else
+    ("Continue without Codex review, or stop to resolve?"). The DAG has run by then, so
+    stopping ends the run at its report: no triage, no fix, and the run's note says why."""
+    blocked = next(
+        (
+            r
+            for r in ctx.report.skill_results
+            if r.skill == "codex-reviewer" and r.status == "BLOCKED"
+        ),
+        None,
+    )
+    if blocked is None:
+        return None
+    from verify_dag.fixes import interactive
+
+    reason = blocked.notes or "no reason given"
+    if interactive.continue_without_codex(reason, ctx.out):
+        return None
+    note = (
+        f"interactive stopped before triage: Codex review was BLOCKED ({reason}) and the "
+        "person chose to stop and resolve it"
+    )
+    ctx.out.write(f"\nStopped: {note}.\n")
+    ctx.out.flush()
+    run = ctx.report.run.model_copy(update={"note": note})
+    return ctx.report.model_copy(update={"run": run})
 
 
 def _decide(
