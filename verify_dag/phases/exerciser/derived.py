@@ -156,9 +156,9 @@ def scripts(wt: Path) -> list[tuple[str, str]]:
         doc = tomllib.loads((wt / "pyproject.toml").read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
         doc = {}
-    project = doc.get("project", {})
-    poetry = doc.get("tool", {}).get("poetry", {})
-    for table in (project.get("scripts", {}), poetry.get("scripts", {})):
+    project = _table(doc.get("project"))
+    poetry = _table(_table(doc.get("tool")).get("poetry"))
+    for table in (project.get("scripts"), poetry.get("scripts")):
         if isinstance(table, dict):
             found += [(n, t) for n, t in table.items() if isinstance(t, str) and ":" in t]
     cfg = configparser.ConfigParser(interpolation=None)
@@ -172,6 +172,11 @@ def scripts(wt: Path) -> list[tuple[str, str]]:
         if name.strip() and ":" in target:
             found.append((name.strip(), target.strip()))
     return list(dict.fromkeys(found))
+
+
+def _table(value: object) -> dict[str, object]:
+    # A declaration of another shape (a broken pyproject.toml) declares no script.
+    return value if isinstance(value, dict) else {}
 
 
 def subcommands(wt: Path, scope: Scope, paths: list[str]) -> list[str]:
