@@ -303,6 +303,7 @@ def _stored(st: RunState, doc: Report, markdown: str) -> ReportResult:
     # A report the store could not keep leaves no run there: that is the one error to tell,
     # whatever became of the run's other files.
     written = [saved] if "storeError" in saved else [bundle, kept]
+    sc = st.scope
     return ReportResult(
         verdict=verdict.words(doc),
         exit_code=doc.run.exit_code,
@@ -310,4 +311,6 @@ def _stored(st: RunState, doc: Report, markdown: str) -> ReportResult:
         markdown=markdown,
         stored=saved.get("stored"),
         store_errors=tuple(w["storeError"] for w in written if "storeError" in w),
+        compared_commit=sc.old_commit if sc is not None else None,
+        verified_commit=(sc.new_commit or None) if sc is not None else None,
     )

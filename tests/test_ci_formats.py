@@ -85,7 +85,8 @@ def test_sarif_of_a_run_with_ruff_mypy_a_failing_test_and_a_reviewer_finding(
     assert by_tool["verify-dag/reviewer"][0]["ruleId"] == "correctness"
     own = next(run for run in doc["runs"] if run["tool"]["driver"]["name"] == "verify-dag")
     notes = own["invocations"][0]["toolExecutionNotifications"]
-    assert any(n["descriptor"]["id"] == "exerciser" for n in notes)  # BLOCKED: no exercise
+    # The exerciser imported the changed module (docs/gates.md): it is no check that did not run.
+    assert not any(n["descriptor"]["id"] == "exerciser" for n in notes)
 
     # The flagged line five lines further down, in another commit: the same fingerprint.
     repo.write("src/calc.py", CALC + "\n\n" + "# a\n# b\n# c\n# d\n# e\n" + flagged)

@@ -469,7 +469,7 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
     make_run(tmp_path, None, "no-scope")
     runs = f"--runs-dir={tmp_path / 'runs'}"
 
-    passed = run_cli("completion", "ok", runs)
+    passed = run_cli("completion", "ok", runs, "--mode=full")
     assert passed.returncode == 0, passed.stderr
     assert passed.stdout.splitlines() == [
         "pass: completion command exited 0 (run ok, iteration 1, mode full)",
@@ -478,14 +478,14 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
     failed = run_cli("completion", "failing", runs, "--mode=quick")
     assert failed.returncode == 1
     assert failed.stdout.startswith("fail: exited 4 (run failing, iteration 1, mode quick)")
-    skipped = run_cli("completion", "invalid", runs)
+    skipped = run_cli("completion", "invalid", runs, "--mode=full")
     assert skipped.returncode == 1
     assert skipped.stdout.startswith("fail: skipped: the completion field is empty")
 
     for args, needle in [
-        (("no-scope", runs), "parsed_scope.json not found in "),
-        (("missing", runs), "no run directory "),
-        (("../ok", runs), "not a run id: '../ok'"),
+        (("no-scope", runs, "--mode=full"), "parsed_scope.json not found in "),
+        (("missing", runs, "--mode=full"), "no run directory "),
+        (("../ok", runs, "--mode=full"), "not a run id: '../ok'"),
         (("ok", runs, "--mode=fast"), "argument --mode: invalid choice"),
     ]:
         proc = run_cli("completion", *args)
@@ -496,7 +496,7 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
     # Another run holding the run directory: the verification cannot proceed (exit 3).
     with open(ok / artifacts.LOCK, "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
-        busy = run_cli("completion", "ok", runs)
+        busy = run_cli("completion", "ok", runs, "--mode=full")
     assert busy.returncode == 3
     assert "another verify-dag completion is running" in busy.stderr
 
@@ -505,7 +505,7 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
     dflt = tmp_path / "data" / "verify-dag" / "completion-runs" / "dflt"
     dflt.mkdir(parents=True)
     write_scope(dflt, scope("true"))
-    assert run_cli("completion", "dflt", env=env).returncode == 0
+    assert run_cli("completion", "dflt", "--mode=full", env=env).returncode == 0
 
     helptext = run_cli("completion", "--help").stdout
     assert "0  pass" in helptext and "3  the verification itself errored" in helptext

@@ -1,6 +1,7 @@
 """The completion verifier's mode gate (docs/completion.md "Modes"): without --mode, a person at a
-terminal is asked full or quick before the run; with nobody attached (no terminal, or CI set) the
-run is full, not asked, and the report and dispatches.jsonl say so; with --mode nothing is asked.
+terminal is asked full or quick before the run, each with its expected time and dispatch count;
+with nobody attached (no terminal, or CI set) nothing runs and the command says to pass --mode
+(exit 2); with --mode nothing is asked.
 
 The command runs as a user runs it: on a pseudo-terminal, or in tmux (a server on a socket of its
 own) where the test reads the screen and presses keys."""
@@ -108,9 +109,19 @@ def attached(
 # --- nobody attached ------------------------------------------------------------------------------
 
 
-def test_without_mode_and_without_a_terminal_the_run_is_full_and_says_it_was_not_asked(
+REFUSED = (
+    "verify-dag: error: the mode gate asks full or quick before every run, and there is {why} "
+    "to answer: pass --mode=full (recommended) or --mode=quick"
+)
+
+
+def test_without_mode_and_without_a_terminal_nothing_runs_and_mode_is_required(
     tmp_path: Path,
 ) -> None:
+    """001: before step 0 the question is fired "무조건" (unconditionally), and "메인 자가 판단
+    금지" (the orchestrator never decides by itself: no guess of time, budget or context). With
+    nobody to ask, no mode may be picked: the command refuses (exit 2) and says to pass --mode;
+    nothing is written."""
     d = make_run(tmp_path, "echo done")
     proc = subprocess.run(
         [*CLI, "completion", "r1", f"--runs-dir={d.parent}"],
@@ -120,23 +131,10 @@ def test_without_mode_and_without_a_terminal_the_run_is_full_and_says_it_was_not
         env=no_ci(),
         timeout=120,
     )
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines()[0] == (
-        "pass: completion command exited 0 (run r1, iteration 1, mode full)"
-    )
-    assert QUESTION not in proc.stdout + proc.stderr
-    got = rows(d)
-    assert [r["step"] for r in got] == FULL_STEPS
-    assert {(r["mode"], r["mode_chosen_by"]) for r in got} == {("full", "unattended")}
-    assert all(
-        r["description"].endswith(
-            " (mode=full, not asked: nobody attached (stdin is not a terminal))"
-        )
-        for r in got
-    )
-    text = summary(d, 1)
-    assert "| mode | full |" in text
-    assert "| mode chosen | not asked: nobody attached (stdin is not a terminal) |" in text
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == REFUSED.format(why="nobody attached (stdin is not a terminal)")
+    assert proc.stdout == "" and QUESTION not in proc.stderr
+    assert sorted(p.name for p in d.iterdir()) == ["parsed_scope.json"]
 
 
 @pytest.mark.parametrize(
@@ -154,14 +152,9 @@ def test_at_a_terminal_ci_or_a_redirected_stdout_still_means_nobody_to_ask(
     code, printed = attached(
         ["completion", "r1", f"--runs-dir={d.parent}"], env, stdout_tty=stdout_tty
     )
-    assert code == 0, printed
-    assert QUESTION not in printed
-    assert "pass: completion command exited 0 (run r1, iteration 1, mode full)" in printed
-    got = rows(d)
-    assert [r["step"] for r in got] == FULL_STEPS
-    assert {(r["mode"], r["mode_chosen_by"]) for r in got} == {("full", "unattended")}
-    assert all(r["description"].endswith(f" (mode=full, not asked: {why})") for r in got)
-    assert f"| mode chosen | not asked: {why} |" in summary(d, 1)
+    assert code == 2, printed
+    assert QUESTION not in printed and REFUSED.format(why=why) in " ".join(printed.split())
+    assert sorted(p.name for p in d.iterdir()) == ["parsed_scope.json"]
 
 
 def test_with_mode_given_a_person_at_a_terminal_is_never_asked(tmp_path: Path) -> None:
@@ -194,6 +187,9 @@ def terminal(tmp_path: Path) -> Iterator[Terminal]:
 def test_at_a_terminal_the_question_is_asked_and_the_answer_is_the_mode(
     tmp_path: Path, terminal: Terminal
 ) -> None:
+    """001: "full mode (추천) ... 예상 시간 ... dispatch 수: 4회" and "quick mode — 통합 1
+    dispatch": the question names each mode with its expected time and dispatch count, full
+    first."""
     d = make_run(tmp_path, "echo asked")
     env = {
         "PATH": os.environ["PATH"],
@@ -214,7 +210,11 @@ def test_at_a_terminal_the_question_is_asked_and_the_answer_is_the_mode(
 
     screen = terminal.wait_for(QUESTION)
     assert FULL in screen and QUICK in screen
-    assert "accuracy and completeness first" in " ".join(screen.split())  # what full is for
+    said = " ".join(screen.split())
+    assert "accuracy and completeness first" in said  # what full is for
+    # 001: each option carries its expected time and its dispatch count.
+    assert "Dispatches: 4 (3 when an unchanged parsed_scope.json skips step 1)." in said
+    assert "Dispatches: 1." in said and said.count("Expected time:") == 2
     assert screen.index(FULL) < screen.index(QUICK)  # the recommended mode comes first
     terminal.keys("C-c")  # no answer: nothing runs
     screen = terminal.wait_for("EXIT=")

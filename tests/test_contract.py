@@ -270,6 +270,44 @@ def test_an_oracle_must_observe_the_named_artifact() -> None:
     assert oracle.artifacts("works with and/or without e.g. flags") == []
 
 
+CALC_TESTS = (
+    "from calc import add, diff, sub\n\n\ndef test_add():\n    assert add(2, 2) == 4\n\n\n"
+    "def test_sub():\n    assert sub(3, 1) == 2\n\n\ndef test_diff():\n    assert diff(5, 3)\n\n\n"
+    "def halve_then_check(x):\n    return sub(x, x // 2)\n\n\n"
+    "def test_via_helper():\n    assert halve_then_check(4) == 2\n"
+)
+CALC_SRC = (
+    "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n\n\n"
+    "def diff(a, b):\n    return abs(sub(a, b))\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("check", "observes"),
+    [
+        ("pytest tests/test_calc.py::test_add", False),
+        ("pytest -q tests/test_calc.py -k test_add", False),
+        ("pytest tests/test_calc.py::test_sub", True),
+        ("pytest tests/test_calc.py -k sub", True),
+        ("pytest tests/test_calc.py::test_via_helper", True),  # the helper it calls
+        ("pytest tests/test_calc.py::test_diff", True),  # diff() in src/calc.py calls sub()
+        ("pytest tests/test_calc.py", True),  # the whole file runs
+        ("pytest tests/test_calc.py -k 'add or sub'", True),  # an expression: the file
+    ],
+)
+def test_a_selected_test_must_itself_observe_the_named_artifact(check: str, observes: bool) -> None:
+    """002: "Read the CHECK: and confirm it observes the artifact the criterion names. A vacuous
+    oracle ... is NOT-MET — reason vacuous oracle". A CHECK that runs `test_add` for a criterion
+    about `sub()` observes `add`, not `sub`, though its file also tests `sub`: the selected
+    test's body, and what it calls, decide; not the file."""
+    files = {"tests/test_calc.py": CALC_TESTS, "src/calc.py": CALC_SRC}
+    why = oracle.unobserved("`sub()` subtracts its second argument", check, files.get)
+    if observes:
+        assert why is None
+    else:
+        assert why == f"`{check}` does not observe `sub()` named by the criterion"
+
+
 # --- FILE SCOPE ------------------------------------------------------------------------------
 
 
@@ -662,7 +700,7 @@ JUDGED = contract("1. Errors are readable\n")
             "NOT-MET",
             "ECARTS",
             "expected the criterion to hold / actual model judgement (claude (model sonnet)): the "
-            "error is a bare KeyError \u2014 the diff base..HEAD",
+            "error is a bare KeyError",
         ),
         ("It looks fine to me overall.", "UNVERIFIABLE", "ECARTS", "gave no verdict"),
     ],
@@ -689,6 +727,40 @@ def test_a_criterion_without_oracle_is_judged_by_the_model(
     assert "CRITERION 1:\nErrors are readable" in call["prompt"]
     assert "+    return sum(xs) if xs else 0" in call["prompt"]  # the diff
     assert "Make `reconcile()` handle empty lists." in call["prompt"]
+
+
+@pytest.mark.parametrize(
+    ("said", "location"),
+    [
+        ("the error handling part", None),
+        ("src/inv.py:2", "src/inv.py:2"),
+        ("`src/inv.py:2`", "src/inv.py:2"),
+        ("src/nowhere.py:2", None),
+        ("src/inv.py:999", None),
+    ],
+)
+def test_a_model_judged_not_met_is_located_at_file_line_or_nowhere(
+    project: Repo,
+    fake_claude: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    said: str,
+    location: str | None,
+) -> None:
+    """002: "NOT-MET — expected vs actual, located at file:line", and the report line is
+    "<criterion> — NOT-MET — expected <…> / actual <…> — <file:line>". A model's prose ("the
+    error handling part"), a file the verified commit lacks or a line past its end is no
+    file:line: the location is null, and the reason says what the model gave."""
+    reply = {"status": "NOT-MET", "reason": "the error is a bare KeyError", "location": said}
+    monkeypatch.setenv("FAKE_MODEL_REPLY", json.dumps(reply))
+    verdict = verify_contract(project.path, write_contract(project, JUDGED), "base..HEAD")
+    (c,) = verdict.criteria
+    assert (c.status, c.location) == ("NOT-MET", location)
+    if location is None:
+        assert c.evidence.endswith(
+            f"(its location {said!r} is not a file:line of the verified commit)"
+        )
+    else:
+        assert c.evidence.endswith(f" \u2014 {location}")
 
 
 def test_a_failing_backend_leaves_the_criterion_unverifiable(

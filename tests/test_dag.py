@@ -43,7 +43,9 @@ def test_acceptance_branch_scenario(
         "status": "SKIPPED",
         "notes": "not in light composition",
     }
-    assert skill(doc, "exerciser")["status"] == "BLOCKED"
+    # No VERIFICATION.md: the changed module is imported, as the project declares it.
+    assert skill(doc, "exerciser")["status"] == "PASSED"
+    assert "import calc (and its doctests): ok" in skill(doc, "exerciser")["notes"]
     assert doc["run"]["mode"] == "report-only" and doc["run"]["requestedMode"] == "interactive"
 
 
@@ -51,10 +53,10 @@ def test_markdown_report_on_stdout(scenario: Repo, capsys: pytest.CaptureFixture
     rc = main(["verify", str(scenario.path), "--scope=branch", "--base=base", "--fail-on=10"])
     out, err = capsys.readouterr()
     # The worst issue is severity 9, below --fail-on=10, but the reviewer did not run (no
-    # backend) and the exerciser was blocked: not a pass (exit 4), and stderr says why.
+    # backend): not a pass (exit 4), and stderr says why.
     assert rc == 4
     assert "verify-dag: incomplete: no issue fails the run, but these checks did not run: " in err
-    assert "reviewer (NOT_RUN)" in err and "exerciser (BLOCKED)" in err
+    assert "reviewer (NOT_RUN)" in err
     rc = main(
         [
             *["verify", str(scenario.path), "--scope=branch", "--base=base"],

@@ -6,6 +6,7 @@ import os
 import socket
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import BRANCH, Repo, verify_json
@@ -72,12 +73,11 @@ EXERCISE: curl -fsS http://127.0.0.1:{port}/index.html
         s.listen()
 
 
-def test_review_gates_are_judged_by_the_reviewer_and_fail_at_severity_9(
+def _judged_gates_run(
     scenario: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A review gate without CHECK is judged by the reviewer that ran (its GATE line, with the
-    evidence), not left NOT_CHECKED; a failed one, judged or run, is a severity 9 issue. A GATE
-    line for a gate the file does not declare, or one with a CHECK, is not taken."""
+) -> dict[str, Any]:
+    """Three review gates, two without CHECK (the reviewer judges them), one with a CHECK
+    that fails; and two GATE lines the file does not declare or the CHECK decides."""
     bin_dir = tmp_path / "bin"
     install(bin_dir, ["claude"])
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
@@ -107,6 +107,16 @@ def test_review_gates_are_judged_by_the_reviewer_and_fail_at_severity_9(
     )
     scenario.commit("engineer skill")
     _, doc = verify_json(scenario, tmp_path, *BRANCH)
+    return doc
+
+
+def test_review_gates_are_judged_by_the_reviewer_and_fail_at_severity_9(
+    scenario: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A review gate without CHECK is judged by the reviewer that ran (its GATE line, with the
+    evidence), not left NOT_CHECKED; a failed one, judged or run, is a severity 9 issue. A GATE
+    line for a gate the file does not declare, or one with a CHECK, is not taken."""
+    doc = _judged_gates_run(scenario, tmp_path, monkeypatch)
     review = {g["rule"]: (g["status"], g["checker"]) for g in doc["customGates"]["review"]}
     assert review == {
         "Arithmetic stays in src/calc.py": ("PASS", "reviewer"),
@@ -120,3 +130,18 @@ def test_review_gates_are_judged_by_the_reviewer_and_fail_at_severity_9(
         "Review gate failed: Every public function has a docstring": 9,
         "Review gate failed: The version is printed": 9,
     }
+
+
+def test_the_exercisers_notes_count_the_gates_as_the_gate_table_has_them(
+    scenario: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """004: review agents get the review gates and "report PASS/FAIL for it"; 8b's Review Gates
+    table has "PASS / FAIL / NOT CHECKED" per gate with the skill that checked it. The exerciser
+    runs after the reviewers (7c), so its notes count the gates as that table has them: the
+    ones the reviewer judged with its verdict, never as NOT_CHECKED."""
+    doc = _judged_gates_run(scenario, tmp_path, monkeypatch)
+    table = [g["status"] for g in doc["customGates"]["review"]]
+    assert sorted(table) == ["FAIL", "FAIL", "PASS"]
+    notes = next(s["notes"] for s in doc["skillResults"] if s["skill"] == "exerciser")
+    assert "review gates: 1 PASS, 2 FAIL" in notes, notes
+    assert "NOT_CHECKED" not in notes

@@ -117,3 +117,49 @@ def test_a_batch_of_four_fix_explain_skip_skip_then_restore(
     assert restored.returncode == 0, restored.stderr
     assert (calc.path / "src/calc.py").read_text(encoding="utf-8") == CHANGED
     assert untouched(calc) == before and calc.git("status", "--porcelain") == ""
+
+
+def test_codex_blocked_is_asked_about_and_stop_ends_the_run_before_triage(
+    calc: Repo, tmp_path: Path, terminal: Terminal
+) -> None:
+    """004 7a: "If codex-reviewer reports BLOCKED ... In interactive mode: Use AskUserQuestion to
+    ask: 'Codex review was BLOCKED ({reason}). Continue without Codex review, or stop to
+    resolve?'" Codex is on PATH but not logged in; the person stops: no triage, no fix, and the
+    stored run says why."""
+    bin_dir = tmp_path / "bin"
+    install(bin_dir, ("codex",))
+    env = {
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "HOME": os.environ["HOME"],
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "FAKE_MODEL_MODE": "auth",
+        "VERIFY_DAG_STORE": os.environ["VERIFY_DAG_STORE"],
+        "TERM": "xterm-256color",
+        "LANG": "C.UTF-8",
+    }
+    command = " ".join([*CLI, "verify", "--scope=branch", "--base=base"])
+    terminal.tmux(
+        "new-session", "-d", "-s", "vd", "-x", "80", "-y", "50", "-c", str(calc.path),
+        "env", "-i", *(f"{k}={v}" for k, v in env.items()),
+        "sh", "-c", f"{command}; echo EXIT=$?; sleep 600",
+    )  # fmt: skip
+    screen = terminal.wait_for("Codex review was BLOCKED: what now?")
+    said = " ".join(screen.split())
+    assert "Codex review was BLOCKED (" in said
+    assert "). Continue without Codex review, or stop to resolve?" in said
+    assert "Continue without Codex review" in screen and "Stop to resolve" in screen
+    terminal.keys("Down", "Enter")  # Stop to resolve
+    screen = terminal.wait_for("EXIT=")
+    assert "EXIT=4" in screen  # the verdict stands: a check (codex-reviewer) did not run
+    assert "Stopped: interactive stopped before triage: Codex review was BLOCKED" in " ".join(
+        screen.split()
+    )
+    assert "Proposing fixes" not in screen and "=== Triage" not in screen
+    (run_dir,) = (Path(os.environ["VERIFY_DAG_STORE"])).iterdir()
+    stored = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
+    codex = next(s for s in stored["skillResults"] if s["skill"] == "codex-reviewer")
+    assert codex["status"] == "BLOCKED"
+    assert stored["run"]["note"].startswith(
+        f"interactive stopped before triage: Codex review was BLOCKED ({codex['notes']})"
+    )
+    assert stored["fixes"] == [] and calc.git("status", "--porcelain") == ""

@@ -179,14 +179,28 @@ def test_deep_runs_the_full_composition(
     assert comment["severity"] == 5
 
 
-def test_scope_all_skips_codex(scenario: Repo, tmp_path: Path, fake: Path) -> None:
-    install(fake, ["codex"])
+def test_scope_all_skips_codex_and_the_reviewer_takes_lights_slot(
+    scenario: Repo, tmp_path: Path, fake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """004: at light "Always run, every time: tester, and exactly one judgement reviewer";
+    codex-reviewer: "If scope is `--scope=all`, report SKIPPED_UNSUPPORTED_SCOPE". With Codex on
+    PATH but unusable for the scope, the reviewer runs instead ("the alternative is a change
+    nobody independently reviewed"), and the report says why it was the reviewer."""
+    install(fake, ["codex", "claude"])
+    monkeypatch.setenv("VERIFY_DAG_BACKEND", "claude")
     out = tmp_path / "all.json"
     main(["verify", str(scenario.path), "--scope=all", "--format=json", f"--output={out}"])
     doc = json.loads(out.read_text(encoding="utf-8"))
     codex = result(doc, "codex-reviewer")
     assert codex["status"] == "SKIPPED" and "SKIPPED_UNSUPPORTED_SCOPE" in codex["notes"]
-    assert calls(fake) == []
+    reviewer = result(doc, "reviewer")
+    assert reviewer["status"] == "COMPLETED"
+    assert reviewer["notes"].startswith(
+        "Judgement reviewer at light depth (Codex does not audit --scope=all)."
+    )
+    assert [c["name"] for c in calls(fake)] == ["claude"]
+    assert "**Judgement reviewer:** reviewer (Codex does not audit --scope=all)" in markdown(doc)
+    assert "judgement reviewer NOT_RUN" not in markdown(doc)
 
 
 def test_ledger_epic_and_plan_reach_the_report(

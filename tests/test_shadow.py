@@ -135,11 +135,57 @@ def test_a_file_that_never_existed_is_refuted(
     assert claim["claim"] == ("[F-1] src/stats.py :: Division by zero in mean() :: src/stats.py:3")
 
 
+def test_every_refutation_by_anchor_carries_its_corrected_finding(
+    calc: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """003: "On `REFUTED` or `STALE`, the verifier also emits a corrected or updated finding",
+    and "`REFUTED` → replace the claim with the verifier's corrected finding". A claim refuted
+    by its anchor alone (no such file, no such line) says what is there instead: `corrected`
+    is never null where the note says the claim was replaced by it."""
+    first = calc.head()
+    calc.write("src/calc.py", CALC + "\n\ndef sub(a, b):\n    return a - b\n")
+    calc.commit("sub")
+    report = findings_file(
+        tmp_path,
+        [
+            {"id": "missing", "title": "mean divides by zero", "location": "src/stats.py:3"},
+            {"id": "outside", "title": "leaks a key", "location": "../secrets.py:1"},
+            {"id": "beyond", "title": "mul overflows", "location": "src/calc.py:99"},
+        ],
+    )
+    at_ref = findings_file(
+        tmp_path,
+        [{"id": "never", "title": "mul overflows", "location": "src/calc.py:99"}],
+        ref=first,
+    )
+    _, doc = shadow(calc, report, "--all", capsys=capsys)
+    _, again = shadow(calc, at_ref, "--all", capsys=capsys)
+    claims = {**by_id(doc), **by_id(again)}
+    label = doc["repository"]["ref"]
+    assert {k: (c["verdict"], c["method"], c["corrected"]) for k, c in claims.items()} == {
+        "missing": ("REFUTED", "anchor", f"src/stats.py does not exist in {label}"),
+        "outside": (
+            "REFUTED",
+            "anchor",
+            "../secrets.py is not a file of this repository: nothing there to support the claim",
+        ),
+        "beyond": ("REFUTED", "anchor", f"src/calc.py has only 18 lines in {label}"),
+        "never": (
+            "REFUTED",
+            "anchor",
+            f"src/calc.py had only 14 lines at {first[:12]}: there was no line 99",
+        ),
+    }
+    assert all(c["note"].startswith("replaced by the corrected finding") for c in claims.values())
+
+
 def test_a_line_changed_since_the_claim_is_stale(
     calc: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A branch-scope report's head is the claims' ref; the line was edited since (here, in the
-    work tree, which is what shadow verifies by default)."""
+    work tree, which is what shadow verifies by default). ruff, run again, reports F841 there
+    for another variable: the claim about `unused` no longer holds, and the updated finding
+    says what ruff reports now."""
     report = v1_file(
         tmp_path,
         calc.head(),
@@ -160,11 +206,37 @@ def test_a_line_changed_since_the_claim_is_stale(
     assert claim["verdict"] == "STALE" and claim["tags"] == ["[was true, now stale]"]
     assert "line 9 of src/calc.py changed since the claim's ref" in claim["detail"]
     assert "was 'unused = 1', now 'product = a * b'" in claim["detail"]
-    assert claim["corrected"] and "re-check the claim there" in claim["corrected"]
+    assert "re-ran ruff on src/calc.py: the claimed F841 is not at line(s) 9" in claim["detail"]
+    assert claim["corrected"] == (
+        f"ruff reports F841 in src/calc.py in {doc['repository']['ref']} at line 9: "
+        "Local variable `product` is assigned to but never used"
+    )
     assert doc["repository"]["ref"].startswith("the work tree (uncommitted changes")
     # --ref verifies a commit instead: at HEAD the line is still what the report saw.
     rc, doc = shadow(calc, report, "--ref=HEAD", capsys=capsys)
     assert rc == 0 and by_id(doc)["VI-1"]["verdict"] == "CONFIRMED"
+
+
+def test_a_static_claim_on_a_changed_line_that_still_holds_is_confirmed(
+    calc: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """003: "`STALE` → the claim was true at some prior point but no longer holds", and each
+    verifier "re-derives the verdict independently using tool calls only". The cited import
+    line's text changed since the report, but ruff still reports the same F401 there: the
+    claim holds, so it is CONFIRMED, never called STALE for the edit alone."""
+    calc.write("src/calc.py", CALC.replace("import os\n", "import os  # the file system\n"))
+    calc.commit("comment")
+    report = v1_file(
+        tmp_path,
+        calc.git("rev-parse", "HEAD^"),
+        [issue(1, "ruff F401: `os` imported but unused", "src/calc.py", 1, ["static-analysis"])],
+    )
+    rc, doc = shadow(calc, report, "--ref=HEAD", capsys=capsys)
+    claim = by_id(doc)["VI-1"]
+    assert claim["verdict"] == "CONFIRMED", claim["detail"]
+    assert "line 1 of src/calc.py changed since the claim's ref" in claim["detail"]
+    assert "F401 still at line 1: `os` imported but unused" in claim["detail"]
+    assert rc == 0 and doc["gate"] == "PASS"
 
 
 def test_moved_but_unchanged_lines_are_followed(

@@ -95,7 +95,7 @@ def test_mypy_finding_on_scoped_line(tmp_path: Path) -> None:
     )
     out = run(scope_of(modified("m.py", 2)), discover(tmp_path), tmp_path)
     (finding,) = [f for f in out.findings if f.tool == "mypy"]
-    assert (finding.rule, finding.severity, finding.issue_class) == ("assignment", 7, "correctness")
+    assert (finding.rule, finding.severity, finding.issue_class) == ("assignment", 9, "correctness")
     assert finding.location is not None and finding.location.line == 2
     assert finding.title.startswith("mypy assignment: Incompatible types in assignment")
     assert "mypy (1 finding, 1 outside scoped lines not reported)" in out.notes
@@ -267,7 +267,11 @@ def test_generic_parser_reads_stderr_and_rates_by_kind(tmp_path: Path) -> None:
     types = generic.spec_for(
         Command(kind="typecheck", argv=("npx", "tsc"), source="x", exists=True)
     )
-    assert lint.rate(f) == (5, "style") and types.rate(f) == (5, "correctness")
+    assert lint.rate(f) == (5, "style") and types.rate(f) == (9, "correctness")
+    # 004 8c: "Build/typecheck errors ... are findings with severity 9-10"; a type checker's
+    # warnings and notes stay lower.
+    (w,) = generic.parse("", "src/a.ts:1:1: warning: unused label", tmp_path)
+    assert types.rate(w) == (3, "correctness") and lint.rate(w) == (3, "style")
     assert lint.suffixes == frozenset({".rs"}) and ".tsx" in types.suffixes
     call = Invocation(["ignored.rs"], tmp_path, tmp_path)
     assert not lint.takes_files and lint.argv(call) == ["cargo", "clippy"]
@@ -528,7 +532,7 @@ def test_mypy_resolves_imports_in_the_projects_environment(tmp_path: Path) -> No
     theirs = static.run(scope, mypy_only(root), root, 60, python=python)
     assert [
         (f.rule, f.severity, f.location.line if f.location else 0) for f in theirs.findings
-    ] == [("arg-type", 7, 2)]
+    ] == [("arg-type", 9, 2)]
 
 
 # A stand-in for the mypy a project pins in its environment: it prints what it was given.
@@ -591,7 +595,7 @@ def test_a_missing_dependency_is_one_finding_not_a_cascade(tmp_path: Path) -> No
     ]
     assert got == [
         ("import-not-found", 3, "environment", 1),
-        ("assignment", 7, "correctness", 19),
+        ("assignment", 9, "correctness", 19),
     ]
     one = out.findings[0]
     assert '"missing_star", "missing_lib", "yaml_not_here"' in one.title
@@ -605,7 +609,7 @@ def test_consequences_alone_anchor_the_missing_dependency_finding(tmp_path: Path
     write(tmp_path, {"mypy.ini": "[mypy]\nstrict = true\n", "a.py": CASCADE})
     out = run(scope_of(modified("a.py", 6, 19)), mypy_only(tmp_path), tmp_path)
     got = [(f.rule, f.severity, f.location.line if f.location else 0) for f in out.findings]
-    assert got == [("import-not-found", 3, 6), ("assignment", 7, 19)]
+    assert got == [("import-not-found", 3, 6), ("assignment", 9, 19)]
 
 
 # -- severity tables ------------------------------------------------------------------------
@@ -643,18 +647,23 @@ def test_ruff_severity_follows_the_rule(code: str, expected: tuple[int, str]) ->
 @pytest.mark.parametrize(
     ("code", "expected"),
     [
-        ("arg-type", (7, "correctness")),
-        ("call-arg", (7, "correctness")),
-        ("attr-defined", (7, "correctness")),
-        ("return-value", (7, "correctness")),
-        ("some-future-code", (7, "correctness")),
-        ("no-untyped-def", (2, "style")),
-        ("no-any-return", (3, "style")),
+        ("arg-type", (9, "correctness")),
+        ("call-arg", (9, "correctness")),
+        ("attr-defined", (9, "correctness")),
+        ("return-value", (9, "correctness")),
+        ("some-future-code", (9, "correctness")),
+        ("no-redef", (9, "correctness")),
+        ("no-untyped-def", (9, "style")),
+        ("no-any-return", (9, "style")),
         ("import-untyped", (3, "environment")),
     ],
 )
 def test_mypy_severity_follows_the_error_code(code: str, expected: tuple[int, str]) -> None:
-    assert mypy.rate(RawFinding("a.py", 1, 1, code, "m")) == expected
+    """004 8c: "Build/typecheck errors and test failures are findings with severity 9-10". mypy
+    runs where the project declares it, and each error it reports fails that type check; a
+    missing dependency is this host's environment (3), and a warning does not fail it."""
+    assert mypy.rate(RawFinding("a.py", 1, 1, code, "m", "error")) == expected
+    assert mypy.rate(RawFinding("a.py", 1, 1, code, "m", "warning"))[0] <= 3
 
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "static.md"

@@ -1024,3 +1024,40 @@ def worktree_differs(repo: str | Path, commit: str, path: str) -> bool:
     if blob is None:
         return True
     return _git(repo, "hash-object", "--", path).stdout.strip() != blob
+
+
+def index_text(repo: str | Path, path: str) -> str | None:
+    """What the index holds for ``path`` (stage 0), or None when it holds no such file."""
+    res = _git(repo, "cat-file", "blob", f":0:{path}", check=False)
+    return res.stdout if res.returncode == 0 else None
+
+
+def stage_texts(repo: str | Path, texts: Mapping[str, str | None]) -> None:
+    """Put ``texts`` into the user's index, as ``git add`` of those contents would (None:
+    the file leaves the index); a file keeps the mode its entry has. Staged fixes of a staged
+    change go there, beside the work tree's."""
+    for path, text in texts.items():
+        if text is None:
+            _git(repo, "update-index", "--force-remove", "--", path)
+            continue
+        blob = _git(
+            repo, "hash-object", "-w", "--stdin", input_data=text.encode("utf-8")
+        ).stdout.strip()
+        listed = _git(repo, "ls-files", "-s", "--", path).stdout.split()
+        mode = listed[0] if listed else "100644"
+        _git(repo, "update-index", "--add", "--cacheinfo", f"{mode},{blob},{path}")
+
+
+def restore_index(repo: str | Path, source: str, paths: Sequence[str]) -> None:
+    """Put ``paths`` of the index back as ``source`` has them (one it lacks leaves the index);
+    the work tree is not touched."""
+    if paths:
+        _git(repo, "restore", f"--source={source}", "--staged", *_pathspec(paths))
+
+
+def index_differs(repo: str | Path, commit: str, path: str) -> bool:
+    """Whether the index's ``path`` is not what ``commit`` holds."""
+    res = _git(repo, "rev-parse", "--verify", "--quiet", f"{commit}:{path}", check=False)
+    blob = res.stdout.strip() if res.returncode == 0 else None
+    staged = _git(repo, "rev-parse", "--verify", "--quiet", f":0:{path}", check=False)
+    return (staged.stdout.strip() if staged.returncode == 0 else None) != blob

@@ -21,17 +21,18 @@ DESCRIPTION = """Run the completion criterion of the run directory DIR/RUN_ID (t
 "completion" field of its parsed_scope.json, one bash command line) and give a
 deterministic pass or fail, with an audit trail and VERIFY_REPORT.md.
 
-mode gate: every run is full or quick. Without --mode the command first asks at
-the terminal, before it looks at the run directory (Ctrl-C there runs nothing).
-With nobody attached to answer (stdin or stdout not a terminal, or CI set) it
-runs full without asking, and the report and the rows of dispatches.jsonl say
-so: "not asked: nobody attached (...)". With --mode it never asks.
+mode gate: every run is full or quick, and the mode is never guessed. Without
+--mode the command first asks at the terminal, before it looks at the run
+directory, with each mode's dispatch count and expected time (Ctrl-C there runs
+nothing). With nobody attached to answer (stdin or stdout not a terminal, or CI
+set) it refuses (exit 2): pass --mode. With --mode it never asks.
 """
 
 EXIT_CODES_HELP = """exit codes:
   0  pass: the completion command exited 0
   1  fail: it exited non-zero, timed out, or was skipped because the criterion is invalid
-  2  usage error: bad flags or RUN_ID, no run directory, no parsed_scope.json in it
+  2  usage error: bad flags or RUN_ID, no run directory, no parsed_scope.json in it,
+     no --mode with nobody attached to answer the mode gate
   3  the verification itself errored: a step failed, no worker answered, the run was busy
 """
 RUNS_HELP = (
@@ -42,7 +43,7 @@ RUNS_HELP = (
 MODE_HELP = (
     "full (recommended): four tasks, one per step, each audited; quick: one task that "
     "writes the same artifacts, only when short of time, counted as quick in the report's "
-    "mode usage (default: ask at a terminal; full, not asked, with nobody attached)"
+    "mode usage (default: ask at a terminal; required with nobody attached)"
 )
 # Seconds to wait for the outcome: the criterion itself is limited to 30 s, the rest is queueing.
 WAIT_TIMEOUT = 600.0

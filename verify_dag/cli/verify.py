@@ -293,6 +293,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         report=doc,
         timeout=args.timeout,
         out=flow.out_stream(report_on_stdout),
+        verified=result.verified_commit,
+        compared=result.compared_commit,
     )
     fixed = flow.run(ctx)
     if fixed is not doc:

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from verify_dag.completion import artifacts as files
 from verify_dag.completion import report
 from verify_dag.completion.models import CompletionJob, Dispatch, Outcome
+from verify_dag.completion.reach import reach
 from verify_dag.phases.exerciser import criterion
 from verify_dag.phases.exerciser.criterion import Execution, Extracted, VerifyResult
 
@@ -65,8 +66,17 @@ def extract(job: CompletionJob) -> str:
 def execute(job: CompletionJob) -> str:
     directory = Path(job.run_dir)
     extracted = files.read_model(directory / files.EXTRACTED, Extracted)
-    # The run directory is the documented working directory: the criterion may cd elsewhere.
-    execution = criterion.execute(extracted, cwd=directory, timeout=job.timeout, cap=job.cap)
+    # The run directory is the documented working directory: the criterion may cd elsewhere,
+    # and what it names there is exposed to it (reach.py).
+    seen = reach(extracted.completion or "")
+    execution = criterion.execute(
+        extracted,
+        cwd=directory,
+        timeout=job.timeout,
+        cap=job.cap,
+        policy=seen.policy,
+        named=seen.named,
+    )
     files.write_model(directory / files.EXECUTION, execution)
     if execution.skipped:
         return "skipped"

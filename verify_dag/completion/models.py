@@ -15,7 +15,8 @@ from verify_dag.phases.exerciser.criterion import Verdict
 
 Mode = Literal["full", "quick"]
 # How a run's mode was chosen by the mode gate (verify_dag/completion/gate.py): given with
-# --mode, asked at the terminal, or unattended (nobody to ask, so full).
+# --mode or asked at the terminal; "unattended" (nobody to ask, so full) is what earlier
+# versions wrote, kept so that their rows and reports still read.
 ChosenBy = Literal["given", "asked", "unattended"]
 
 

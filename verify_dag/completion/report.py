@@ -68,6 +68,7 @@ def section(ctx: Context, extracted: Extracted, execution: Execution, result: Ve
             + ("; the samples show what was kept)" if ex.truncated else ")")
         ),
         cwd=f"`{ex.cwd}`" if ex.cwd else "none (not run)",
+        named_paths=_named(ex),
         stdout_sample=_sample(ex, ex.stdout),
         stderr_sample=_sample(ex, ex.stderr),
         reasoning=_reasoning(ex, result),
@@ -89,6 +90,15 @@ def place(existing: str | None, text: str, run_id: str, iteration: int) -> str:
     after = re.search(r"^## Iteration \d+\n", existing[heading.end() :], re.MULTILINE)
     rest = existing[heading.end() + after.start() :] if after else ""
     return existing[: heading.start()] + text + ("\n" + rest if rest else "")
+
+
+def _named(ex: Execution) -> str:
+    """What the sandbox made of each path the criterion names, on one table row."""
+    if not ex.named_paths:
+        return "none besides the working directory"
+    return "; ".join(
+        f"`{_inline(n.path)}`: {n.access} ({_inline(n.note)})" for n in ex.named_paths
+    ).replace("|", "\\|")
 
 
 def _yes_no(flag: bool) -> str:

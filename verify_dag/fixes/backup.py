@@ -1,7 +1,8 @@
 """The user's work is never lost: before Phase 9 changes a file, the work tree and the index are
 kept as a commit under ``refs/verify-dag/backups/<run id>`` (parents HEAD and the staged state, as
 ``git stash create`` makes them, but no stash entry), and ``verify-dag restore <run id>`` puts the
-files the fixes touched back as they were. HEAD, the index and the stash are never touched."""
+files the fixes touched back as they were, in the index too where the fixes of a staged change
+staged them. HEAD and the stash are never touched."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from verify_dag.errors import UsageError
 
 PREFIX = "refs/verify-dag/backups/"
 _TOUCHED = "Touched: "
+_STAGED = "Staged: "
 
 
 def ref(run_id: str) -> str:
@@ -26,33 +28,51 @@ def keep(repo: Path, run_id: str) -> str:
     return ref(run_id)
 
 
-def note_touched(repo: Path, run_id: str, paths: Sequence[str]) -> None:
-    """Record in the backup which files the fixes wrote: ``restore`` puts back those only."""
+def note_touched(repo: Path, run_id: str, paths: Sequence[str], staged: Sequence[str] = ()) -> None:
+    """Record in the backup which files the fixes wrote, and which of them they staged (a
+    staged change's fixes): ``restore`` puts back those only."""
     sha = _backup(repo, run_id)
-    said = touched(repo, run_id)
-    new = [p for p in paths if p not in said]
+    said = _listed(repo, run_id)
+    new = [_TOUCHED + p for p in paths] + [_STAGED + p for p in staged]
+    new = [line for line in new if line not in said]
     if not new:
         return
     message = git.commit_message(repo, sha).rstrip("\n")
-    lines = "\n".join(_TOUCHED + p for p in new)
     sep = "\n" if said else "\n\n"
+    lines = "\n".join(new)
     git.update_ref(repo, ref(run_id), git.recommit(repo, sha, f"{message}{sep}{lines}\n"))
 
 
-def touched(repo: Path, run_id: str) -> list[str]:
+def _listed(repo: Path, run_id: str) -> list[str]:
     message = git.commit_message(repo, _backup(repo, run_id))
-    return [line[len(_TOUCHED) :] for line in message.splitlines() if line.startswith(_TOUCHED)]
+    return [line for line in message.splitlines() if line.startswith((_TOUCHED, _STAGED))]
+
+
+def touched(repo: Path, run_id: str) -> list[str]:
+    return [line[len(_TOUCHED) :] for line in _listed(repo, run_id) if line.startswith(_TOUCHED)]
+
+
+def staged(repo: Path, run_id: str) -> list[str]:
+    return [line[len(_STAGED) :] for line in _listed(repo, run_id) if line.startswith(_STAGED)]
 
 
 def restore(repo: Path, run_id: str) -> list[str]:
-    """Put the files the fixes of ``run_id`` touched back as the backup has them; returns them."""
+    """Put the files the fixes of ``run_id`` touched back as the backup has them (in the index
+    too, for those the fixes staged); returns them."""
     paths = touched(repo, run_id)
-    git.restore_worktree(repo, _backup(repo, run_id), paths)
+    restore_paths(repo, run_id, paths)
     return paths
 
 
 def restore_paths(repo: Path, run_id: str, paths: list[str]) -> None:
-    git.restore_worktree(repo, _backup(repo, run_id), paths)
+    sha = _backup(repo, run_id)
+    git.restore_worktree(repo, sha, paths)
+    in_index = [p for p in staged(repo, run_id) if p in paths]
+    if in_index:
+        # The backup's second parent is the index as it was (the first, HEAD, when nothing
+        # was staged then).
+        source = git.verify_commit(repo, f"{sha}^2") or f"{sha}^1"
+        git.restore_index(repo, source, in_index)
 
 
 def _backup(repo: Path, run_id: str) -> str:

@@ -11,7 +11,7 @@ scope merges the same way, with those changes as the starting point.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +25,8 @@ class Composed:
     texts: dict[str, str | None] = field(default_factory=dict)  # None: the file goes
     applied: list[Step] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)  # issue id -> why it is not applied
+    # A staged change's fixes go to the index too: what it holds once they are made.
+    staged: dict[str, str | None] = field(default_factory=dict)
 
 
 def worktree_text(repo: Path, path: str) -> str | None:
@@ -34,7 +36,13 @@ def worktree_text(repo: Path, path: str) -> str | None:
         return None
 
 
-def compose(repo: Path, verified: str, steps: Sequence[Step]) -> Composed:
+def compose(
+    repo: Path,
+    verified: str,
+    steps: Sequence[Step],
+    start: Callable[[Path, str], str | None] = worktree_text,
+) -> Composed:
+    """The fixes merged into the files as ``start`` reads them (the work tree's by default)."""
     out = Composed()
     for s in steps:
         try:
@@ -42,7 +50,7 @@ def compose(repo: Path, verified: str, steps: Sequence[Step]) -> Composed:
         except FatalError as exc:
             out.failed[s.issue.id] = exc.message
             continue
-        current = {p: out.texts[p] if p in out.texts else worktree_text(repo, p) for p in alone}
+        current = {p: out.texts[p] if p in out.texts else start(repo, p) for p in alone}
         new = _merged(repo, verified, alone, current)
         if new is None:
             # Adjacent changes conflict in a three-way merge; applied with less context (as
@@ -60,6 +68,19 @@ def compose(repo: Path, verified: str, steps: Sequence[Step]) -> Composed:
     return out
 
 
+def compose_staged(repo: Path, verified: str, steps: Sequence[Step]) -> Composed:
+    """For a staged change: the fixes made both in the index and in the work tree, and only
+    those that can be made in both (the work tree may hold unstaged edits besides)."""
+    on_index = compose(repo, verified, steps, start=git.index_text)
+    out = compose(repo, verified, on_index.applied)
+    index_failed = {i: f"in the index: {why}" for i, why in on_index.failed.items()}
+    if out.failed:
+        on_index = compose(repo, verified, out.applied, start=git.index_text)
+    out.failed = {**out.failed, **index_failed}
+    out.staged = on_index.texts
+    return out
+
+
 def _merged(
     repo: Path, verified: str, alone: dict[str, str | None], current: dict[str, str | None]
 ) -> dict[str, str | None] | None:
@@ -72,16 +93,19 @@ def _merged(
     return new
 
 
-def undo(repo: Path, verified: str, step: Step) -> dict[str, str | None] | None:
-    """The work tree's files with ``step``'s fix taken out again and the others kept; None when
-    it cannot be taken out alone."""
+def undo(
+    repo: Path,
+    verified: str,
+    step: Step,
+    start: Callable[[Path, str], str | None] = worktree_text,
+) -> dict[str, str | None] | None:
+    """The work tree's files (or as ``start`` reads them: the index's) with ``step``'s fix
+    taken out again and the others kept; None when it cannot be taken out alone."""
     alone = git.patched_files(repo, verified, step.option.patch)
     out: dict[str, str | None] = {}
     for path, fixed in alone.items():
         try:
-            out[path] = _merge(
-                worktree_text(repo, path), fixed, git.read_file(repo, verified, path)
-            )
+            out[path] = _merge(start(repo, path), fixed, git.read_file(repo, verified, path))
         except _Conflict:
             return None
     return out

@@ -30,6 +30,23 @@ class Context:
     report: Report
     timeout: float
     out: TextIO  # where the person reads: stdout, or stderr when stdout carries the report
+    # The commits the run compared (ReportResult): fixes are proposed against, and checked on,
+    # what was verified, which for a staged or unstaged change is a snapshot, not HEAD.
+    verified: str | None = None
+    compared: str | None = None
+
+    def commit(self) -> str | None:
+        """The verified commit; a report from a worker that does not say it falls back on HEAD,
+        which is the verified commit only outside the staged and unstaged scopes."""
+        if self.verified:
+            return self.verified
+        if self.report.scope.mode in ("staged", "unstaged"):
+            return None
+        return self.report.scope.head_sha
+
+    def staged(self) -> bool:
+        """Whether the fixes go to the index as well as the work tree: a staged change's do."""
+        return self.report.scope.mode == "staged"
 
 
 def wanted(request: VerifyRequest) -> bool:
@@ -41,6 +58,9 @@ def run(ctx: Context) -> Report:
     from verify_dag import client
 
     report, req = ctx.report, ctx.request
+    stop = _codex_blocked(ctx) if wanted(req) and req.mode == "interactive" else None
+    if stop is not None:
+        return stop
     if not wanted(req) or not report.issues:
         if wanted(req):
             ctx.out.write("No issues: nothing to triage or fix.\n")
@@ -56,7 +76,7 @@ def run(ctx: Context) -> Report:
                 records[i.id] = _record(i, "not-acted-on", evidence=why)
     else:
         chosen = list(report.issues)
-    commit = report.scope.head_sha
+    commit = ctx.commit()
     if commit is None:
         for i in chosen:
             records[i.id] = _record(i, "fix", evidence="the run verified no commit to fix")
@@ -72,7 +92,7 @@ def run(ctx: Context) -> Report:
         if d.option is None:
             records[d.issue.id] = _unchosen(ctx, d, proposals[d.issue.id])
             continue
-        outside = [f for f in d.option.files if git.worktree_differs(repo, commit, f)]
+        outside = [f for f in d.option.files if _outside(ctx, repo, commit, f)]
         if outside and not _may_touch(ctx, d.issue, outside):
             why = f"{', '.join(outside)} changed outside the verified scope; left as it is"
             records[d.issue.id] = _record(d.issue, "fix", d.option, evidence=why)
@@ -82,6 +102,35 @@ def run(ctx: Context) -> Report:
         ctx.out.write(_summary_table(report.issues, decisions))
     _apply(ctx, repo, plan.ordered(steps), records)
     return _done(ctx, records)
+
+
+def _codex_blocked(ctx: Context) -> Report | None:
+    """004 7a, in interactive mode: codex-reviewer BLOCKED is asked about before anything else
+    ("Continue without Codex review, or stop to resolve?"). The DAG has run by then, so
+    stopping ends the run at its report: no triage, no fix, and the run's note says why."""
+    blocked = next(
+        (
+            r
+            for r in ctx.report.skill_results
+            if r.skill == "codex-reviewer" and r.status == "BLOCKED"
+        ),
+        None,
+    )
+    if blocked is None:
+        return None
+    from verify_dag.fixes import interactive
+
+    reason = blocked.notes or "no reason given"
+    if interactive.continue_without_codex(reason, ctx.out):
+        return None
+    note = (
+        f"interactive stopped before triage: Codex review was BLOCKED ({reason}) and the "
+        "person chose to stop and resolve it"
+    )
+    ctx.out.write(f"\nStopped: {note}.\n")
+    ctx.out.flush()
+    run = ctx.report.run.model_copy(update={"note": note})
+    return ctx.report.model_copy(update={"run": run})
 
 
 def _decide(
@@ -99,6 +148,14 @@ def _decide(
     ]
 
 
+def _outside(ctx: Context, repo: Path, commit: str, path: str) -> bool:
+    """Whether ``path`` changed outside what was verified: in the work tree, or, for a staged
+    change whose fixes are staged too, in the index."""
+    if git.worktree_differs(repo, commit, path):
+        return True
+    return ctx.staged() and git.index_differs(repo, commit, path)
+
+
 def _may_touch(ctx: Context, issue: ReportIssue, outside: list[str]) -> bool:
     if ctx.request.mode != "interactive":
         return False
@@ -111,11 +168,14 @@ def _may_touch(ctx: Context, issue: ReportIssue, outside: list[str]) -> bool:
 
 
 def _apply(ctx: Context, repo: Path, steps: list[Step], records: dict[str, FixRecord]) -> None:
-    commit = ctx.report.scope.head_sha
+    commit = ctx.commit()
     if not steps or commit is None:
         return
     run_id = ctx.report.run.id
-    composed = compose.compose(repo, commit, steps)
+    if ctx.staged():
+        composed = compose.compose_staged(repo, commit, steps)
+    else:
+        composed = compose.compose(repo, commit, steps)
     text = plan.render(run_id, steps, composed.failed)
     where = plan.write(ctx.request.store, run_id, text)
     ctx.out.write(f"\n{text}\nThe plan is in {where}\n")
@@ -137,8 +197,9 @@ def _apply(ctx: Context, repo: Path, steps: list[Step], records: dict[str, FixRe
             return
     ref = backup.keep(repo, run_id)
     ctx.out.write(f"Backup of the work tree and index: {ref}\n")
-    backup.note_touched(repo, run_id, list(composed.texts))
+    backup.note_touched(repo, run_id, list(composed.texts), staged=list(composed.staged))
     compose.write(repo, composed.texts)
+    git.stage_texts(repo, composed.staged)
     evidence = "applied; verify was not re-run (run verify-dag verify again)"
     for s in composed.applied:
         records[s.issue.id] = _record(s.issue, "fix", s.option, True, "not-checked", evidence)
@@ -151,7 +212,7 @@ def _recheck(
 ) -> None:
     from verify_dag import client
 
-    old = recheck.old_side(repo, ctx.report)
+    old = recheck.old_side(repo, ctx.report, ctx.compared)
     if old is None:
         why = f"applied; a {ctx.report.scope.mode} scope has no base to re-check the fixes against"
         for s in composed.applied:
@@ -169,13 +230,19 @@ def _recheck(
         o = outcomes[s.issue.id]
         applied = True
         if o.revert:
-            undone = compose.undo(repo, commit, s)
-            if undone is None:  # tangled with another fix: its files go back to the backup
-                backup.restore_paths(repo, ctx.report.run.id, list(s.option.files))
-            else:
-                compose.write(repo, undone)
+            _undo(ctx, repo, commit, s)
             applied = False
         records[s.issue.id] = _record(s.issue, "fix", s.option, applied, o.verified, o.evidence)
+
+
+def _undo(ctx: Context, repo: Path, commit: str, s: Step) -> None:
+    undone = compose.undo(repo, commit, s)
+    unstaged = compose.undo(repo, commit, s, start=git.index_text) if ctx.staged() else {}
+    if undone is None or unstaged is None:  # tangled with another fix: back to the backup
+        backup.restore_paths(repo, ctx.report.run.id, list(s.option.files))
+        return
+    compose.write(repo, undone)
+    git.stage_texts(repo, unstaged)
 
 
 def _unchosen(ctx: Context, d: Decision, props: Proposals) -> FixRecord:

@@ -114,6 +114,28 @@ def _select(message: str, choices: list[Any]) -> Any:
     return questionary.select(message, choices=choices, instruction="(arrows, Enter)").ask()
 
 
+CODEX_BLOCKED = (
+    "Codex review was BLOCKED ({reason}). Continue without Codex review, or stop to resolve?"
+)
+
+
+def continue_without_codex(reason: str, out: TextIO) -> bool:
+    """004 7a: with codex-reviewer BLOCKED, the person decides whether the run goes on without
+    the independent second engine's review. True: continue; Stop or Ctrl-C: False."""
+    import questionary
+
+    out.write("\n" + textwrap.fill(CODEX_BLOCKED.format(reason=reason), WIDTH) + "\n")
+    out.flush()
+    answer = _select(
+        "Codex review was BLOCKED: what now?",
+        [
+            questionary.Choice(title="Continue without Codex review", value=True),
+            questionary.Choice(title="Stop to resolve", value=False),
+        ],
+    )
+    return answer is True
+
+
 def confirm(message: str) -> bool:
     import questionary
 

@@ -39,14 +39,15 @@ class Outcome:
     revert: bool = False
 
 
-def old_side(repo: Path, report: Report) -> str | None:
-    """The commit the run compared against: the merge base of a branch, the parent snapshot of
-    a staged or unstaged one (HEAD, the index); None for whole-file scopes."""
+def old_side(repo: Path, report: Report, compared: str | None) -> str | None:
+    """The commit the run compared against (``compared``, from the run's result): the merge
+    base of a branch, HEAD for a staged change, the index's snapshot for an unstaged one; None
+    for whole-file scopes, and for a staged or unstaged run whose worker did not say."""
     scope = report.scope
     if scope.mode == "branch":
         return scope.merge_base
-    if scope.mode in ("staged", "unstaged") and scope.head_sha:
-        return git.verify_commit(repo, f"{scope.head_sha}^")
+    if scope.mode in ("staged", "unstaged") and compared:
+        return git.verify_commit(repo, compared)
     return None
 
 

@@ -400,3 +400,7 @@ class ReportResult(Frozen):
     report: Report
     markdown: str
     store_errors: tuple[str, ...] = ()  # each file of the run the store could not keep, and why
+    # The pair of commits the run compared (scope.old_commit, scope.new_commit): a staged or
+    # unstaged change's are snapshots no ref names, and Phase 9 fixes what was verified.
+    compared_commit: str | None = None
+    verified_commit: str | None = None

@@ -12,6 +12,7 @@ Parsing is pure; :func:`check` runs one CHECK through the subprocess chokepoint.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -268,6 +269,34 @@ def check(
     if failed:
         return result("FAIL", f"{ran}: " + "; ".join(failed + passed) + tail)
     return result("PASS", f"{ran}: " + "; ".join(passed) + tail)
+
+
+def settled(results: Iterable[GateResult]) -> list[GateResult]:
+    """One result per declared gate, as the report's gate table shows it (customGates): a
+    review gate the exerciser could not check (NOT_CHECKED) takes a reviewer's PASS or FAIL, and
+    of two verdicts on one gate a FAIL wins over a PASS."""
+    rows: dict[tuple[str, str], GateResult] = {}
+    for g in results:
+        held = rows.get((g.kind, g.rule))
+        if (
+            held is None
+            or held.status == "NOT_CHECKED"
+            or (held.status == "PASS" and g.status == "FAIL")
+        ):
+            rows[(g.kind, g.rule)] = g
+    return list(rows.values())
+
+
+def counts(results: Iterable[GateResult]) -> list[str]:
+    """``exerciser gates: 1 PASS, 1 FAIL`` and ``review gates: ...``, for notes."""
+    out = []
+    listed = list(results)
+    for kind in ("exerciser", "review"):
+        mine = [g.status for g in listed if g.kind == kind]
+        if mine:
+            said = ", ".join(f"{mine.count(s)} {s}" for s in dict.fromkeys(mine))
+            out.append(f"{kind} gates: {said}")
+    return out
 
 
 def failure(g: GateResult) -> tuple[str, int]:

@@ -50,6 +50,7 @@ from verify_dag.models.report import (
 )
 from verify_dag.models.scope import FileChange, Scope
 from verify_dag.models.state import RunState
+from verify_dag.phases import gates
 from verify_dag.report import results, verdict
 from verify_dag.report.dedup import Issue, dedup, norm_title
 
@@ -318,20 +319,16 @@ def _gates(state: RunState) -> CustomGates:
     """One row per declared gate. A review gate without a CHECK command is NOT_CHECKED in the
     exerciser's rows until a reviewer judges it (its GATE line): the reviewer's PASS or FAIL
     replaces it, and of two reviewers' verdicts a FAIL wins."""
-    rows: dict[str, dict[str, GateRow]] = {"exerciser": {}, "review": {}}
-    for o in state.outcomes:
-        for g in o.gates:
-            row = GateRow(rule=g.rule, status=g.status, evidence=g.evidence, checker=g.checker)
-            held = rows[g.kind].get(g.rule)
-            if (
-                held is None
-                or held.status == "NOT_CHECKED"
-                or (held.status == "PASS" and row.status == "FAIL")
-            ):
-                rows[g.kind][g.rule] = row
-    return CustomGates(
-        exerciser=tuple(rows["exerciser"].values()), review=tuple(rows["review"].values())
-    )
+    merged = gates.settled(g for o in state.outcomes for g in o.gates)
+
+    def rows(kind: str) -> tuple[GateRow, ...]:
+        return tuple(
+            GateRow(rule=g.rule, status=g.status, evidence=g.evidence, checker=g.checker)
+            for g in merged
+            if g.kind == kind
+        )
+
+    return CustomGates(exerciser=rows("exerciser"), review=rows("review"))
 
 
 def _verifications(state: RunState, issues: list[Issue]) -> tuple[ExerciserVerdict, ...]:

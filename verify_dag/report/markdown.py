@@ -153,7 +153,10 @@ def _judgement_line(report: Report) -> str:
         if with_codex in ran:
             return named(with_codex)
         if without in ran:
-            return named(without, f"{without} (Codex unavailable)")
+            codex = next((r for r in report.skill_results if r.skill == with_codex), None)
+            whole = codex is not None and "SKIPPED_UNSUPPORTED_SCOPE" in codex.notes
+            why = "Codex does not audit --scope=all" if whole else "Codex unavailable"
+            return named(without, f"{without} ({why})")
         return "none ran"
     count = _NUMBERS[len(_JUDGEMENT)]
     done = [s for s in _JUDGEMENT if s in ran]

@@ -76,7 +76,9 @@ def codex_reviewer(state: RunState) -> list[SkillOutcome]:
 
 
 def light_judgement(state: RunState) -> list[SkillOutcome]:
-    """Light runs exactly one judgement reviewer: codex-reviewer when Codex is there, else reviewer.
+    """Light runs exactly one judgement reviewer: codex-reviewer when Codex is there and can
+    review the scope, else reviewer (at --scope=all Codex reports SKIPPED_UNSUPPORTED_SCOPE and
+    the reviewer runs in its place).
 
     The choice is made here, on the worker that would run Codex, and recorded: the chosen one's
     outcome (its notes say whether Codex was available) and the other's SKIPPED, outside this
@@ -84,13 +86,22 @@ def light_judgement(state: RunState) -> list[SkillOutcome]:
     name would report model diversity that did not happen.
     """
     with_codex, without = skills.light_slot()
-    if backends.codex_on_path():
+    whole = state.scope is not None and state.scope.mode == "all"
+    if backends.codex_on_path() and not whole:
         chosen = runner.codex_reviewer(state, "light judgement reviewer (Codex available)")
         return [chosen, skipped(without, "not in light composition")]
-    chosen = runner.model_skill(state, without, "light judgement reviewer (Codex unavailable)")
-    note = "Judgement reviewer at light depth (Codex unavailable)"
+    if whole and backends.codex_on_path():
+        # Codex does not audit a whole codebase (SKIPPED_UNSUPPORTED_SCOPE): the slot's one
+        # judgement must still happen, so the reviewer takes it, as where Codex is missing.
+        why = "Codex does not audit --scope=all"
+        other = runner.codex_reviewer(state, "light judgement reviewer (Codex available)")
+    else:
+        why = "Codex unavailable"
+        other = skipped(with_codex, "not in light composition")
+    chosen = runner.model_skill(state, without, f"light judgement reviewer ({why})")
+    note = f"Judgement reviewer at light depth ({why})"
     chosen = chosen.model_copy(update={"notes": f"{note}. {chosen.notes}"})
-    return [chosen, skipped(with_codex, "not in light composition")]
+    return [chosen, other]
 
 
 def _gated(skill: str) -> Reviewer:

@@ -209,7 +209,7 @@ def wrap(
     inner[WORKER_ENV] = os.environ.get(WORKER_ENV, str(os.getpid()))
     if chosen == "none":
         return list(argv), inner
-    _private_home(inner)
+    _private_home(inner, policy.home)
     if policy.network and proxy is not None:
         # A network namespace of its own, the index proxy its one way out.
         argv = netproxy.command(proxy, list(argv))
@@ -221,8 +221,8 @@ def wrap(
     return [*_bwrap_prefix(policy, workdir, env.get("PATH", ""), proxy), *argv], inner
 
 
-def _private_home(env: dict[str, str]) -> None:
-    env["HOME"] = PRIVATE_HOME
+def _private_home(env: dict[str, str], home: Path | None) -> None:
+    env["HOME"] = PRIVATE_HOME if home is None else str(home)
     env["TMPDIR"] = "/tmp"
     for name in (
         "XDG_CONFIG_HOME",

@@ -31,6 +31,20 @@ DEFAULT_TMP_LIMIT_MB = 1024
 # namespace the files of the worker's own user keep their owner's permissions (its uid is the
 # one mapped to nobody), so what only that user may read is hidden, not merely unreadable.
 SECRET_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers")
+# Version managers that live in a home and put shims on PATH: a shim is nothing without the
+# manager and the interpreters it installed, all under one root that holds no credentials, so a
+# PATH entry under one of these exposes that whole root, read-only (``python3`` then means the
+# same interpreter inside as outside).
+VERSION_MANAGERS = (
+    ".pyenv",
+    ".rbenv",
+    ".nodenv",
+    ".goenv",
+    ".nvm",
+    ".asdf",
+    ".volta",
+    ".local/share/mise",
+)
 # The scratch directories: writable, private, size-limited (VERIFY_DAG_TMP_LIMIT_MB).
 _SCRATCH = frozenset(Path(p).resolve() for p in ("/tmp", "/var/tmp", "/dev/shm"))
 
@@ -47,6 +61,14 @@ class Policy:
     # The working directory is writable unless the step is known only to read it (the static
     # tools reading a checkout the run's other phases share).
     cwd_writable: bool = True
+    # Read-only besides what every step reads: paths a person's command names (a completion
+    # criterion's files outside any work tree).
+    readable: tuple[Path, ...] = ()
+    # HOME inside: by default the private /tmp/home; a person's command line (a completion
+    # criterion) gets the worker's own home path instead, so that ``~/src/shop`` names what it
+    # names outside. That home is as empty as any hidden one, writable scratch like /tmp, with
+    # only what the policy exposes bound into it.
+    home: Path | None = None
 
 
 def tmp_limit_mb() -> int:
@@ -59,15 +81,21 @@ def plan(
 ) -> list[Op]:
     """The mount operations, in order, that make a step's view of the host."""
     ops: list[Op] = [("ro-bind", "/", "/"), ("dev", "/dev"), ("proc", "/proc")]
-    hidden = _hidden_dirs()
+    hidden = hidden_dirs()
+    home = policy.home.resolve() if policy.home is not None else None
+    # The hidden directory HOME lies in is scratch for such a step: tools write their caches
+    # under HOME, and what they write goes with the sandbox.
+    scratch = _SCRATCH | {h for h in hidden if home is not None and home.is_relative_to(h)}
     scratch_size = str(tmp_limit_mb() * 2**20)
     for path in hidden:
-        ops.append(("tmpfs", str(path), scratch_size if path in _SCRATCH else ""))
-    for secret in _secret_files():
+        ops.append(("tmpfs", str(path), scratch_size if path in scratch else ""))
+    for secret in secret_files():
         ops.append(("ro-bind", "/dev/null", secret))
     ops.append(("dir", PRIVATE_HOME))
+    if home is not None:
+        ops.append(("dir", str(home)))
     # A hidden home or /run stays empty: nothing written there could look like it landed.
-    late = [p for p in hidden if p not in _SCRATCH]
+    late = [p for p in hidden if p not in scratch]
     own = workdir if policy.cwd_writable else None
     writable = [p for p in (own, *policy.writable) if p is not None]
     readable = [workdir] if workdir is not None and own is None else []
@@ -81,9 +109,10 @@ def plan(
         ops.append(("tmpfs", str(path), ""))
     for path in _outermost(_inside(wanted, private, writable)):
         ops.append(("ro-bind", str(path), str(path)))
-    for path in dict.fromkeys(Path(p).resolve() for p in writable):
-        if path.exists():
-            ops.append(("bind", str(path), str(path)))
+    # Outermost first, and one inside another is covered by it: bound afterwards, the outer one
+    # would shadow the inner mount, which the unshare launcher then cannot remount.
+    for path in _outermost([Path(p).resolve() for p in writable if Path(p).exists()]):
+        ops.append(("bind", str(path), str(path)))
     for path in dict.fromkeys(Path(p).resolve() for p in policy.readonly):
         if path.exists():
             ops.append(("ro-bind", str(path), str(path)))
@@ -109,32 +138,37 @@ def bwrap_args(ops: Sequence[Op]) -> list[str]:
     return argv
 
 
-def _hidden_dirs() -> list[Path]:
-    """Replaced by empty ones: where the worker's secrets and other runs' files live."""
-    homes = {os.environ.get("HOME", ""), _passwd_home(), "/root", "/home"}
-    xdg = {os.environ.get(n, "") for n in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")}
+# Services' state: a broker's cookie (/var/lib/rabbitmq/.erlang.cookie), databases, logs.
+SERVICE_STATE = ("/run", "/var/lib", "/var/log", "/var/spool", "/var/mail", "/var/backups")
+
+
+def homes() -> list[str]:
+    """The homes on this host whose contents repository code never sees."""
+    return [h for h in (os.environ.get("HOME", ""), _passwd_home(), "/root", "/home") if h]
+
+
+def private_config() -> list[str]:
+    """Where the worker's user configuration lives: the XDG directories and verify-dag's
+    config file's directory."""
+    xdg = [os.environ.get(n, "") for n in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")]
     config = os.environ.get("VERIFY_DAG_CONFIG", "")
+    return [p for p in (*xdg, str(Path(config).parent) if config else "") if p]
+
+
+def hidden_dirs() -> list[Path]:
+    """Replaced by empty ones: where the worker's secrets and other runs' files live."""
     candidates = [
-        *homes,
-        *xdg,
-        str(Path(config).parent) if config else "",
-        "/tmp",
-        "/var/tmp",
-        "/run",
-        "/dev/shm",
-        # Services' state: a broker's cookie (/var/lib/rabbitmq/.erlang.cookie), databases.
-        "/var/lib",
-        "/var/log",
-        "/var/spool",
-        "/var/mail",
-        "/var/backups",
+        *homes(),
+        *private_config(),
+        *sorted(str(p) for p in _SCRATCH),
+        *SERVICE_STATE,
     ]
     out = [Path(c).resolve() for c in candidates if c and Path(c).is_dir()]
     # A directory inside another hidden one is already gone; keep the outermost of each.
     return sorted({p for p in out if not any(q != p and p.is_relative_to(q) for q in out)})
 
 
-def _secret_files() -> list[str]:
+def secret_files() -> list[str]:
     """Host files only root should read: the shadow files, and SSH host keys."""
     found = [p for p in SECRET_FILES if os.path.isfile(p)]
     ssh = Path("/etc/ssh")
@@ -173,13 +207,32 @@ def _wanted(
             # A venv's bin/ is nothing without its site-packages: the whole venv.
             venv = Path(entry).parent
             wanted.append(venv if (venv / "pyvenv.cfg").is_file() else Path(entry))
-    wanted += readable
+            wanted += _manager_root(Path(entry))
+    wanted += [*readable, *policy.readable]
     for path in [*writable, *readable]:
         wanted += _alternates(path)
     resolv = Path(os.path.realpath("/etc/resolv.conf"))
     if policy.network:
         wanted.append(resolv)
     return list(dict.fromkeys(p.resolve() for p in wanted if p.exists()))
+
+
+def readable_by_all(path_var: str) -> list[Path]:
+    """What every step reads of what is otherwise hidden: the interpreter, verify-dag's
+    installation, the venvs on PATH (the cache too, but for its private roots)."""
+    return _wanted(Policy(), [], path_var)
+
+
+def _manager_root(entry: Path) -> list[Path]:
+    """The version manager's root (:data:`VERSION_MANAGERS`) a PATH entry lies in, if any."""
+    if not entry.is_absolute():
+        return []
+    for home in {*homes(), *(str(p) for p in Path("/home").glob("*"))}:
+        for name in VERSION_MANAGERS:
+            root = Path(home) / name
+            if entry.is_relative_to(root):
+                return [root]
+    return []
 
 
 def _inside(wanted: list[Path], covered: Sequence[Path], writable: list[Path]) -> list[Path]:

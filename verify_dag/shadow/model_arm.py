@@ -167,6 +167,13 @@ def read_reply(text: str, claim: Claim, s: Surface) -> ClaimVerdict:
     if base == "independent-rederivation" and not read and cited in (None, claim.path):
         base, note = "artifact-internal", " (said independent, but read nothing outside the claim)"
     corrected = data.get("corrected") if data["verdict"] in ("REFUTED", "STALE") else None
+    if data["verdict"] in ("REFUTED", "STALE") and not corrected:
+        # 003: "On REFUTED or STALE, the verifier also emits a corrected or updated finding";
+        # the merge shows it in the claim's place, so a missing one is said, never left empty.
+        corrected = (
+            f"the model verifier gave no corrected finding; its evidence: "
+            f"{data['evidence_pointer']}"
+        )
     return ClaimVerdict(
         claim_id=claim.id,
         verdict=data["verdict"],

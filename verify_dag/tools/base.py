@@ -63,6 +63,9 @@ class Rating:
 
 
 Parser = Callable[[str, str, Path], list[RawFinding]]
+# A declared type checker's error fails the project's own type check: 004 rates "Build/typecheck
+# errors and test failures" severity 9-10.
+TYPECHECK_ERROR = 9
 # (finding) -> (severity 1-10, issue class); see each spec for the mapping and why.
 Rater = Callable[[RawFinding], tuple[int, IssueClass]]
 # (workdir, files the spec applies to) -> (the files the project's configuration gives the tool,

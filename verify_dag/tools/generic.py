@@ -19,6 +19,7 @@ from verify_dag.models.findings import IssueClass
 from verify_dag.models.toolchain import Command
 from verify_dag.tools.base import (
     PY_SUFFIXES,
+    TYPECHECK_ERROR,
     Invocation,
     Rater,
     RawFinding,
@@ -121,9 +122,13 @@ def parse(stdout: str, stderr: str, workdir: Path) -> list[RawFinding]:
 
 def rater(kind: str) -> Rater:
     def rate(f: RawFinding) -> tuple[int, IssueClass]:
-        """Without a rule catalogue: errors 5, anything else 3; a type checker's are correctness."""
-        severity = 5 if f.severity in ("error", "fatal error") else 3
-        return severity, "correctness" if kind == "typecheck" else "style"
+        """Without a rule catalogue: a declared type checker's errors 9 (they fail the project's
+        own type check: 004's "Build/typecheck errors ... severity 9-10"), a linter's errors 5,
+        anything else (warnings, notes) 3; a type checker's are correctness."""
+        error = f.severity in ("error", "fatal error")
+        if kind == "typecheck":
+            return (TYPECHECK_ERROR if error else 3), "correctness"
+        return (5 if error else 3), "style"
 
     return rate
 

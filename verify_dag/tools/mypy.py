@@ -22,6 +22,7 @@ from verify_dag.models.toolchain import Command
 from verify_dag.tools import mypy_config
 from verify_dag.tools.base import (
     PY_SUFFIXES,
+    TYPECHECK_ERROR,
     Discovery,
     Invocation,
     Rating,
@@ -148,42 +149,45 @@ _CORRECT: IssueClass = "correctness"
 _STYLE: IssueClass = "style"
 _ENV: IssueClass = "environment"
 
-# The severity table, by error code ("" is every code not listed). 7: the code is wrong for
-# what it calls or returns and fails, or does something else, when it runs; 5: a probable bug;
-# 2-3: annotation completeness and strictness, which never fail at run time.
+# The table by error code ("" is every code not listed): the class and what each means. mypy
+# runs only where the project declares it, and every error it reports fails the project's own
+# type check: 004's "Build/typecheck errors ... are findings with severity 9-10". So every error
+# is 9, whatever its class; only a missing dependency, which is this host's environment and not
+# the change, stays 3 (mypy's notes explain an error and are no finding of their own).
+_ERR = TYPECHECK_ERROR
 CODES: dict[str, Rating] = {
-    "syntax": Rating(7, _CORRECT, "syntax error: Python would not compile the file"),
-    "name-defined": Rating(7, _CORRECT, "a name that is not defined"),
-    "attr-defined": Rating(7, _CORRECT, "an attribute or module member that does not exist"),
-    "union-attr": Rating(7, _CORRECT, "an attribute one member of a union (often None) lacks"),
-    "call-arg": Rating(7, _CORRECT, "a call with missing, extra or unknown arguments"),
-    "arg-type": Rating(7, _CORRECT, "an argument of the wrong type"),
-    "call-overload": Rating(7, _CORRECT, "a call no overload accepts"),
-    "return-value": Rating(7, _CORRECT, "a return value of the wrong type"),
-    "return": Rating(7, _CORRECT, "a missing return statement"),
-    "assignment": Rating(7, _CORRECT, "an assignment of the wrong type"),
-    "index": Rating(7, _CORRECT, "an index the value does not support"),
-    "operator": Rating(7, _CORRECT, "an operand the operator does not support"),
-    "override": Rating(7, _CORRECT, "an override incompatible with its base class"),
-    "abstract": Rating(7, _CORRECT, "an abstract class instantiated"),
-    "misc": Rating(7, _CORRECT, "mypy's other type errors"),
-    "": Rating(7, _CORRECT, "any other error code: a type error"),
-    "no-redef": Rating(5, _CORRECT, "a name defined twice"),
-    "possibly-undefined": Rating(5, _CORRECT, "a name that may be unbound on some path"),
-    "comparison-overlap": Rating(5, _CORRECT, "a comparison that is always false"),
-    "truthy-bool": Rating(5, _CORRECT, "a value that is always true in a condition"),
-    "unreachable": Rating(4, _CORRECT, "code mypy proves unreachable"),
-    "redundant-expr": Rating(3, _STYLE, "a redundant condition"),
-    "var-annotated": Rating(3, _STYLE, "a variable mypy needs an annotation for"),
-    "no-any-return": Rating(3, _STYLE, "returning Any where a type is declared"),
-    "no-any-unimported": Rating(3, _STYLE, "a type that became Any through an import"),
-    "no-untyped-def": Rating(2, _STYLE, "a function without annotations"),
-    "no-untyped-call": Rating(2, _STYLE, "a call to an unannotated function"),
-    "untyped-decorator": Rating(2, _STYLE, "an unannotated decorator"),
-    "type-arg": Rating(2, _STYLE, "a generic type without its parameters"),
-    "unused-ignore": Rating(2, _STYLE, "a `# type: ignore` that ignores nothing"),
-    "ignore-without-code": Rating(2, _STYLE, "a `# type: ignore` without an error code"),
-    "redundant-cast": Rating(2, _STYLE, "a cast to the type the value already has"),
+    "syntax": Rating(_ERR, _CORRECT, "syntax error: Python would not compile the file"),
+    "name-defined": Rating(_ERR, _CORRECT, "a name that is not defined"),
+    "attr-defined": Rating(_ERR, _CORRECT, "an attribute or module member that does not exist"),
+    "union-attr": Rating(_ERR, _CORRECT, "an attribute one member of a union (often None) lacks"),
+    "call-arg": Rating(_ERR, _CORRECT, "a call with missing, extra or unknown arguments"),
+    "arg-type": Rating(_ERR, _CORRECT, "an argument of the wrong type"),
+    "call-overload": Rating(_ERR, _CORRECT, "a call no overload accepts"),
+    "return-value": Rating(_ERR, _CORRECT, "a return value of the wrong type"),
+    "return": Rating(_ERR, _CORRECT, "a missing return statement"),
+    "assignment": Rating(_ERR, _CORRECT, "an assignment of the wrong type"),
+    "index": Rating(_ERR, _CORRECT, "an index the value does not support"),
+    "operator": Rating(_ERR, _CORRECT, "an operand the operator does not support"),
+    "override": Rating(_ERR, _CORRECT, "an override incompatible with its base class"),
+    "abstract": Rating(_ERR, _CORRECT, "an abstract class instantiated"),
+    "misc": Rating(_ERR, _CORRECT, "mypy's other type errors"),
+    "": Rating(_ERR, _CORRECT, "any other error code: a type error"),
+    "no-redef": Rating(_ERR, _CORRECT, "a name defined twice"),
+    "possibly-undefined": Rating(_ERR, _CORRECT, "a name that may be unbound on some path"),
+    "comparison-overlap": Rating(_ERR, _CORRECT, "a comparison that is always false"),
+    "truthy-bool": Rating(_ERR, _CORRECT, "a value that is always true in a condition"),
+    "unreachable": Rating(_ERR, _CORRECT, "code mypy proves unreachable"),
+    "redundant-expr": Rating(_ERR, _STYLE, "a redundant condition"),
+    "var-annotated": Rating(_ERR, _STYLE, "a variable mypy needs an annotation for"),
+    "no-any-return": Rating(_ERR, _STYLE, "returning Any where a type is declared"),
+    "no-any-unimported": Rating(_ERR, _STYLE, "a type that became Any through an import"),
+    "no-untyped-def": Rating(_ERR, _STYLE, "a function without annotations"),
+    "no-untyped-call": Rating(_ERR, _STYLE, "a call to an unannotated function"),
+    "untyped-decorator": Rating(_ERR, _STYLE, "an unannotated decorator"),
+    "type-arg": Rating(_ERR, _STYLE, "a generic type without its parameters"),
+    "unused-ignore": Rating(_ERR, _STYLE, "a `# type: ignore` that ignores nothing"),
+    "ignore-without-code": Rating(_ERR, _STYLE, "a `# type: ignore` without an error code"),
+    "redundant-cast": Rating(_ERR, _STYLE, "a cast to the type the value already has"),
     "import-not-found": Rating(3, _ENV, "a missing dependency: mypy cannot find the module"),
     "import-untyped": Rating(3, _ENV, "a dependency without type information or stubs"),
     "import": Rating(3, _ENV, "a missing dependency (older mypy versions)"),
@@ -204,6 +208,8 @@ _LISTED = 5  # consequences named in the missing-dependency finding's message
 
 def rate(f: RawFinding) -> tuple[int, IssueClass]:
     row = CODES.get(f.code or "", CODES[""])
+    if f.severity == "warning":  # does not fail the type check
+        return min(row.severity, 3), row.issue_class
     return row.severity, row.issue_class
 
 

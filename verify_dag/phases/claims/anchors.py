@@ -5,7 +5,9 @@ the claim was made?
 - The claim's own ref is known (a branch-scope verify report, a findings document's ``ref``):
   the cited lines are compared with that ref. Lines beyond the end of the file at that ref never
   existed: REFUTED. A file deleted since, or cited lines changed since: STALE, with the updated
-  finding. Unchanged lines that moved are followed to their new line numbers.
+  finding; but a static claim whose lines changed is re-derived first (its analyser re-run on
+  the lines that replaced them), since changed text is not a fact that no longer holds.
+  Unchanged lines that moved are followed to their new line numbers.
 - The claim's ref is unknown: a missing file that some commit of the history had is STALE,
   otherwise REFUTED; a line beyond the end of the file is STALE when the file's previous version
   had it, otherwise REFUTED. (With ``history`` off, as in the exerciser, which verifies the very
@@ -43,6 +45,11 @@ class Anchor:
     end_line: int | None = None
     text: str | None = None  # the cited file at the verified commit
     note: str = ""
+    # The cited lines changed since the claim's ref, and the claim's analyser can say whether
+    # it still holds there: the lines that replaced them (first, last), and what changed. The
+    # static verifier re-derives before anything is called stale.
+    changed: tuple[int, int] | None = None
+    change: str = ""
 
 
 def short(sha: str) -> str:
@@ -64,7 +71,14 @@ def check(claim: Claim, where: Where, budget: Budget) -> Anchor:
     budget.limit()
     rel = PurePosixPath(path)
     if rel.is_absolute() or ".." in rel.parts or not path.strip():
-        return _decide(claim, where, "REFUTED", f"{path} is not a path inside the repository")
+        return _decide(
+            claim,
+            where,
+            "REFUTED",
+            f"{path} is not a path inside the repository",
+            corrected=f"{path} is not a file of this repository: nothing there to support the "
+            "claim",
+        )
     now = git.read_file(where.repo, where.commit, path)
     first = claim.line
     last = max(claim.end_line or 0, claim.line or 0) or None
@@ -80,6 +94,7 @@ def check(claim: Claim, where: Where, budget: Budget) -> Anchor:
                 "REFUTED",
                 f"{path} does not exist in {where.label}, nor in the claim's own ref "
                 f"{short(ref)}: it never existed where the claim was made",
+                corrected=f"{path} does not exist, in {where.label} or at {short(ref)}",
             )
     if now is None:
         changed = git.last_change(where.repo, where.commit, path) if where.history else None
@@ -98,6 +113,7 @@ def check(claim: Claim, where: Where, budget: Budget) -> Anchor:
             "REFUTED",
             f"{path} does not exist in {where.label}"
             + ("; no commit of its history ever had it" if where.history else ""),
+            corrected=f"{path} does not exist in {where.label}",
         )
     size = lines_of(now)
     if last is not None and last > size:
@@ -110,7 +126,9 @@ def check(claim: Claim, where: Where, budget: Budget) -> Anchor:
                 f"{why} in {where.label}; the file's previous version had it",
                 corrected=f"{path} now has only {size} lines",
             )
-        return _decide(claim, where, "REFUTED", why)
+        return _decide(
+            claim, where, "REFUTED", why, corrected=f"{path} has only {size} lines in {where.label}"
+        )
     return Anchor(None, first, claim.end_line, now)
 
 
@@ -131,6 +149,8 @@ def _against_ref(claim: Claim, where: Where, ref: str, then: str, now: str | Non
             "REFUTED",
             f"line {last} is beyond the end of {path} in the claim's own ref "
             f"{short(ref)} ({lines_of(then)} lines): it never existed",
+            corrected=f"{path} had only {lines_of(then)} lines at {short(ref)}: there was no "
+            f"line {last}",
         )
     if now is None:
         return _decide(
@@ -148,12 +168,20 @@ def _against_ref(claim: Claim, where: Where, ref: str, then: str, now: str | Non
             was = then.splitlines()[first - 1].strip() if first <= len(then.splitlines()) else ""
             new = now.splitlines()[c - 1].strip() if d and c <= len(now.splitlines()) else None
             became = f"now {new!r} at line {c}" if new is not None else "now deleted"
+            change = (
+                f"line {first} of {path} changed since the claim's ref {short(ref)}: "
+                f"was {was!r}, {became}"
+            )
+            if d and claim.route() == "static":
+                # The line's text changed, not necessarily the fact: STALE means "true at some
+                # prior point but no longer holds", which only the analyser can tell.
+                at = min(c + max(first - a, 0), c + d - 1)
+                return Anchor(None, at, None, now, changed=(c, c + d - 1), change=change)
             return _decide(
                 claim,
                 where,
                 "STALE",
-                f"line {first} of {path} changed since the claim's ref {short(ref)}: "
-                f"was {was!r}, {became}",
+                change,
                 corrected=f"{path}:{first} as cited is gone in {where.label} "
                 f"({became}); re-check the claim there",
             )

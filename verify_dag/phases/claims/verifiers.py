@@ -25,7 +25,7 @@ from pathlib import Path
 from verify_dag import tools, util
 from verify_dag.models.toolchain import Toolchain
 from verify_dag.phases import gates
-from verify_dag.phases.claims import search
+from verify_dag.phases.claims import rederive, search
 from verify_dag.phases.claims.anchors import (
     Anchor,
     Where,
@@ -206,6 +206,8 @@ def _static(claim: Claim, anchor: Anchor, s: Surface, budget: Budget) -> ClaimVe
             claim, s, f"could not re-run {tool} on {path}: {ran.failure}", method="static"
         )
     mine = [r for r in ran.raw if r.path == path and r.code == rule]
+    if anchor.changed is not None:
+        return rederive.static(claim, s, anchor, mine, len(ran.raw))
     hit = next((r for r in mine if r.line == line), None)
     common = {
         "claim_id": claim.id,

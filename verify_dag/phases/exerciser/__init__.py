@@ -7,7 +7,9 @@ not happen is BLOCKED with its reason, never PASSED.
 
 Beside it: the exercise itself (:mod:`~verify_dag.phases.exerciser.exercise`), the app under test
 (:mod:`~verify_dag.phases.exerciser.app`), the exercise in one sandbox
-(:mod:`~verify_dag.phases.exerciser.sandboxed`), issue reproduction
+(:mod:`~verify_dag.phases.exerciser.sandboxed`), the exercise derived from the project's
+declarations when it declares none (:mod:`~verify_dag.phases.exerciser.derived`), issue
+reproduction
 (:mod:`~verify_dag.phases.exerciser.reproduce`) and the ``--completion`` criterion
 (:mod:`~verify_dag.phases.exerciser.criterion`).
 """
@@ -16,8 +18,14 @@ from __future__ import annotations
 
 from verify_dag import util, workspace
 from verify_dag.models import EngineerContext, RunState, SkillOutcome, Toolchain, VerifyRequest
-from verify_dag.phases.exerciser import sandboxed
-from verify_dag.phases.exerciser.exercise import SKILL, completion_blocked
+from verify_dag.phases import gates
+from verify_dag.phases.exerciser import derived, sandboxed
+from verify_dag.phases.exerciser.exercise import (
+    COMPLETION_CHECKER,
+    SKILL,
+    Exercise,
+    completion_blocked,
+)
 from verify_dag.phases.exerciser.reproduce import STATIC, verify_issues
 from verify_dag.phases.tester import env as testenv
 
@@ -52,6 +60,16 @@ def lens(request: VerifyRequest) -> str:
     return "visual lens active: nothing rendered (exercised through CLI/API)"
 
 
+def _counts(state: RunState, ex: Exercise) -> list[str]:
+    """The declared gates counted as the report's gate table shows them: the reviewers ran
+    before the exerciser, and a review gate it could not check (NOT_CHECKED) has their verdict
+    there, so the notes say the same."""
+    mine = [g for g in ex.gates if g.checker != COMPLETION_CHECKER]
+    declared = {(g.kind, g.rule) for g in mine}
+    judged = [g for o in state.outcomes for g in o.gates if (g.kind, g.rule) in declared]
+    return gates.counts(gates.settled([*mine, *judged]))
+
+
 def _run(state: RunState) -> SkillOutcome:
     scope = state.scope
     if scope is None or not scope.new_commit:
@@ -80,7 +98,9 @@ def _run(state: RunState) -> SkillOutcome:
                 else:
                     verified, vnote = verify_issues(state, wt, env)
         ex = sandboxed.exercise(eng, wt, env, state.request.completion)
-    notes = "; ".join([ex.note, *ex.details, vnote, lens(state.request)])
+        # Nothing declared: what the project's own declarations say to run (004 7c).
+        ex = derived.instead(state, wt, ex)
+    notes = "; ".join([ex.note, *ex.details, *_counts(state, ex), vnote, lens(state.request)])
     return SkillOutcome(
         skill=SKILL,
         status=ex.status,

@@ -54,6 +54,17 @@ class Extracted(Frozen):
     iteration: int = 1  # the iteration that extracted it
 
 
+Access = Literal["read-write", "read-only", "withheld"]
+
+
+class NamedPath(Frozen):
+    """A path the criterion names, and what the sandbox let it do there."""
+
+    path: str  # as named, ``~`` and ``$HOME`` expanded
+    access: Access
+    note: str  # why: the work tree it is in, or why it stays hidden
+
+
 class Execution(Frozen):
     """execution_result.json."""
 
@@ -70,6 +81,9 @@ class Execution(Frozen):
     truncated: bool = False  # metadata for the report, never a verdict input
     timeout_s: float = 30.0
     cap_bytes: int = 100_000
+    # What of this host the criterion saw beyond its working directory (verify-dag completion,
+    # docs/completion.md "What the criterion sees"); empty when it named no path.
+    named_paths: tuple[NamedPath, ...] = ()
 
 
 class VerifyResult(Frozen):
@@ -180,8 +194,12 @@ def execute(
     env: Mapping[str, str] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     cap: int = OUTPUT_CAP,
+    policy: Policy | None = None,
+    named: Sequence[NamedPath] = (),
 ) -> Execution:
-    """Step 2: skip on any step-1 error, else ``bash -c`` the criterion with the limits.
+    """Step 2: skip on any step-1 error, else ``bash -c`` the criterion with the limits, in the
+    sandbox under ``policy`` (by default: its working directory and nothing else of the
+    host's hidden places); ``named`` records what that policy made of the paths it names.
 
     The output is redacted before it is kept: the artifacts and the report never echo a secret
     (the command's environment has none of ours, but the command can read files).
@@ -198,7 +216,7 @@ def execute(
         env=util.scrubbed_env() if env is None else env,
         timeout=timeout,
         cap=cap,
-        sandbox=Policy(),
+        sandbox=Policy() if policy is None else policy,
     )
     return Execution(
         skipped=False,
@@ -210,6 +228,7 @@ def execute(
         duration_ms=round(res.duration * 1000),
         timed_out=res.timed_out,
         truncated=res.truncated,
+        named_paths=tuple(named),
         **limits,
     )
 

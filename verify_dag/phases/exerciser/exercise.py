@@ -89,7 +89,6 @@ def exercise(
         if g.status == "FAIL"
         for title, severity in [gates.failure(g)]
     ]
-    ex.details.extend(_gate_counts(ex.gates))
     own = [g.status for g in ex.gates if g.kind == "exerciser"]
     if exercise_failed or "FAIL" in own:
         ex.status, ex.note = (
@@ -188,20 +187,9 @@ def _unavailable(
         )
         for g in (*parsed.exerciser, *parsed.review)
     ]
-    details = _gate_counts(results)
     if criterion is not None:
         results.insert(0, completion_blocked(criterion, why))
-    return Exercise("BLOCKED", f"SERVICE_UNAVAILABLE: {evidence}", gates=results, details=details)
-
-
-def _gate_counts(results: list[GateResult]) -> list[str]:
-    out = []
-    for kind in ("exerciser", "review"):
-        mine = [g.status for g in results if g.kind == kind]
-        if mine:
-            counts = ", ".join(f"{mine.count(s)} {s}" for s in dict.fromkeys(mine))
-            out.append(f"{kind} gates: {counts}")
-    return out
+    return Exercise("BLOCKED", f"SERVICE_UNAVAILABLE: {evidence}", gates=results)
 
 
 def failure_finding(title: str, evidence: str, severity: int = 8) -> Finding:

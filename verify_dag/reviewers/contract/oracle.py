@@ -15,8 +15,9 @@ when
 3. the output EXPECT asks for is printed by the command itself (``pytest; echo passed`` with
    ``EXPECT: passed``);
 4. the criterion names artifacts (inline code, or words that look like paths or file names) and
-   the oracle observes none of them: no name of one occurs in the CHECK text nor in a file the
-   CHECK names (read at the verified commit).
+   the oracle observes none of them: no name of one occurs in the CHECK text nor in what it
+   observes through the files it names (read at the verified commit): the selected tests'
+   bodies and what they call when it selects tests, else the whole file (testbody.py).
 
 Everything here is pure; reading the named files is the caller's (``observes`` takes a reader).
 """
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 
 from verify_dag.phases import gates
 from verify_dag.phases.gates import Expect
+from verify_dag.reviewers.contract import testbody
 
 CONSTANT = frozenset({"true", ":", "false", "echo", "printf", "exit", "sleep", "return"})
 ALWAYS_OK = frozenset({"true", ":", "echo", "printf"})  # "exit 0" is checked separately
@@ -291,10 +293,8 @@ def unobserved(criterion: str, check: str, read: Callable[[str], str | None]) ->
     if not wanted:
         return None
     haystacks = [check.lower()]
-    for path in named_paths(check):
-        content = read(path)
-        if content is not None:
-            haystacks.append(content.lower())
+    tokens = _tokens(check) or check.split()
+    haystacks += [text.lower() for text in testbody.observed(tokens, named_paths(check), read)]
     for names in wanted.values():
         if any(name.lower() in hay for name in names for hay in haystacks):
             return None

@@ -8,6 +8,7 @@ is an ERROR verdict), so a pipeline phase can call it as is.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -329,24 +330,41 @@ def _by_model(run: _Run, c: Criterion) -> CriterionResult:
         verdict = judge.judge(backend, text, cwd=run.repo)
     else:
         verdict = judge.judge(None, "", cwd=run.repo, how=how)
+    location, said = _located(run, verdict.location)
+    reason = verdict.reason + said
+    at = f" \u2014 {location}" if location else ""
     if verdict.status == "NOT-MET":
-        location = verdict.location or f"the diff {run.rng.spec}"
         return CriterionResult(
             number=c.number,
             text=c.text,
             status="NOT-MET",
             source="model",
-            evidence=f"expected the criterion to hold / actual {verdict.reason} \u2014 {location}",
+            evidence=f"expected the criterion to hold / actual {reason}{at}",
             expected="the criterion to hold",
-            actual=verdict.reason,
+            actual=reason,
             location=location,
         )
-    evidence = verdict.reason + (f" \u2014 {verdict.location}" if verdict.location else "")
     return CriterionResult(
         number=c.number,
         text=c.text,
         status=verdict.status,
         source="model" if backend is not None else "none",
-        evidence=evidence,
-        location=verdict.location,
+        evidence=reason + at,
+        location=location,
     )
+
+
+_FILE_LINE = re.compile(r"(?P<path>[^\s:]+):(?P<line>\d+)(?:-(?P<end>\d+))?")
+
+
+def _located(run: _Run, said: str | None) -> tuple[str | None, str]:
+    """A model's location as the specification's grammar has it, ``file:line`` of a file of the
+    verified commit, or None; and, when it gave something else (prose, a path the commit does
+    not have, a line past the end), that said in the reason instead."""
+    if said is None:
+        return None, ""
+    m = _FILE_LINE.fullmatch(said.strip().strip("`"))
+    text = git.read_file(run.repo, run.rng.new, m["path"]) if m else None
+    if m is not None and text is not None and 0 < int(m["line"]) <= text.count("\n") + 1:
+        return f"{m['path']}:{m['line']}", ""
+    return None, f" (its location {said!r} is not a file:line of the verified commit)"

@@ -1,0 +1,155 @@
+"""The exercise derived from the project's own declarations when it declares none
+(docs/gates.md, "Without a VERIFICATION.md"): console scripts run with --help, changed modules
+imported with their doctests, and the specification's severity 9 finding only when nothing can
+be derived."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import Repo
+
+from verify_dag.models import FileChange, LineRange, RunState, Scope, VerifyRequest
+from verify_dag.phases import engineer, exerciser
+from verify_dag.phases.exerciser import derived
+
+CLI = """import argparse
+
+
+def main():
+    parser = argparse.ArgumentParser(prog="shop")
+    sub = parser.add_subparsers(dest="cmd")
+    sub.add_parser("list")
+    sub.add_parser("checkout", help="pay for the cart")
+    parser.parse_args()
+    return 0
+"""
+MONEY = '''def cents(amount):
+    """Whole cents.
+
+    >>> cents(1.5)
+    150
+    """
+    return round(amount * 100)
+'''
+
+
+def state(repo: Repo, sha: str, *changes: FileChange) -> RunState:
+    return RunState(
+        run_id="r",
+        request=VerifyRequest(repo=str(repo.path)),
+        scope=Scope(mode="branch", new_commit=sha, head_sha=sha, included=changes),
+        engineer=engineer.run(str(repo.path), sha),
+    )
+
+
+def changed(path: str, *lines: int) -> FileChange:
+    return FileChange(
+        path=path, status="modified", lines=tuple(LineRange(start=n, end=n) for n in lines)
+    )
+
+
+def test_a_console_script_runs_with_help_and_so_does_its_changed_subcommand(repo: Repo) -> None:
+    """004 7c: "Determine exercise strategy based on change type". With no VERIFICATION.md,
+    the project's console script whose code changed is run with --help, and the subcommand the
+    changed line adds too; the report says what was exercised, and it is PASSED."""
+    repo.write(
+        "pyproject.toml",
+        '[project]\nname = "shop"\nversion = "1"\n[project.scripts]\nshop = "shop.cli:main"\n'
+        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n',
+    )
+    repo.write("shop/__init__.py", "")
+    repo.write("shop/cli.py", CLI)
+    sha = repo.commit()
+    out = exerciser.run(state(repo, sha, changed("shop/cli.py", 8)))
+    assert out.status == "PASSED", out.notes
+    assert "PASSED: 3 derived exercise(s) succeeded" in out.notes
+    assert "shop --help: ok" in out.notes and "shop checkout --help: ok" in out.notes
+    assert "import shop.cli (and its doctests): ok (no doctests)" in out.notes
+    assert not out.findings
+
+
+def test_changed_modules_are_imported_and_a_failing_doctest_fails_the_exercise(
+    repo: Repo,
+) -> None:
+    """An importable package: every changed module is imported in the run's env and its
+    doctests run; a doctest that fails is a finding and the exerciser is FAILED."""
+    repo.write("shop/__init__.py", "")
+    repo.write("shop/money.py", MONEY)
+    sha = repo.commit()
+    ok = exerciser.run(state(repo, sha, changed("shop/money.py", 7)))
+    assert ok.status == "PASSED", ok.notes
+    assert "import shop.money (and its doctests): ok (1 doctest example(s))" in ok.notes
+    repo.write("shop/money.py", MONEY.replace("    150", "    151"))
+    sha = repo.commit()
+    bad = exerciser.run(state(repo, sha, changed("shop/money.py", 5)))
+    assert bad.status == "FAILED"
+    (finding,) = bad.findings
+    assert finding.title == "Derived exercise failed: import shop.money (and its doctests)"
+    assert finding.severity == 8 and "Got: 150" in finding.description
+
+
+def test_when_nothing_can_be_derived_it_is_the_specifications_severity_9_finding(
+    repo: Repo,
+) -> None:
+    """004 7c: "If you cannot determine HOW to exercise the change, that is severity 9-10". A
+    changed script that is neither a console script nor a module of a package is such a change."""
+    repo.write("tool.py", "print('hi')\n")
+    sha = repo.commit()
+    out = exerciser.run(state(repo, sha, changed("tool.py", 1)))
+    assert out.status == "BLOCKED"
+    assert out.notes.startswith("NO_EXERCISE_STRATEGY: no START, EXERCISE or exerciser gate")
+    assert "no console script or importable module of the project covers" in out.notes
+    (finding,) = out.findings
+    assert (finding.title, finding.severity) == ("Cannot determine how to exercise the change", 9)
+
+
+def test_a_change_to_no_code_has_nothing_to_exercise(repo: Repo) -> None:
+    """Documentation and tests alone: there is nothing to exercise, and no finding is made of
+    it (a severity 9 for a new test would be a false alarm); the exerciser stays BLOCKED (an
+    exercise that did not happen is never PASSED)."""
+    repo.write("README.md", "# shop\n")
+    repo.write("tests/test_shop.py", "def test_x():\n    pass\n")
+    sha = repo.commit()
+    out = exerciser.run(state(repo, sha, changed("README.md", 1), changed("tests/test_shop.py", 1)))
+    assert out.status == "BLOCKED" and not out.findings
+    assert "the change touches no code" in out.notes
+
+
+def test_what_counts_as_a_module_and_a_subcommand(tmp_path: Path) -> None:
+    for path in ("pkg/__init__.py", "pkg/sub/__init__.py", "src/lib/__init__.py"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("")
+    names = {
+        p: derived.module_name(tmp_path, p)
+        for p in (
+            "pkg/a.py",
+            "pkg/sub/b.py",
+            "pkg/__init__.py",
+            "pkg/__main__.py",
+            "nopkg/c.py",
+            "top.py",
+            "src/lib/d.py",
+            "src/single.py",
+            "pkg/tests/test_a.py",
+            "setup.py",
+        )
+    }
+    assert names == {
+        "pkg/a.py": "pkg.a",
+        "pkg/sub/b.py": "pkg.sub.b",
+        "pkg/__init__.py": "pkg",
+        "pkg/__main__.py": None,
+        "nopkg/c.py": None,
+        "top.py": None,
+        "src/lib/d.py": "lib.d",
+        "src/single.py": "single",
+        "pkg/tests/test_a.py": None,
+        "setup.py": None,
+    }
+    (tmp_path / "pkg/cli.py").write_text(
+        "@cli.command()\ndef make_cart():\n    pass\n\n"
+        '@cli.command("pay")\ndef p():\n    pass\n\nsub.add_parser("list")\n'
+    )
+    scope = Scope(mode="all", new_commit="x", included=(changed("pkg/cli.py", 1, 5, 9),))
+    assert derived.subcommands(tmp_path, scope, ["pkg/cli.py"]) == ["make-cart", "pay", "list"]
