@@ -212,5 +212,7 @@ class SkillOutcome(Frozen):
                 "coverage_xml": self.coverage_xml or other.coverage_xml,
                 "cached": (*self.cached, *other.cached),
                 "usage": self.usage or other.usage,
+                "tools": (*self.tools, *other.tools),
+                "env": self.env or other.env,
             }
         )
