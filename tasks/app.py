@@ -355,8 +355,11 @@ def _workers_announce_sends(sender: object = None, **_: object) -> None:
     if str(app.conf.broker_url).startswith("memory://") or not isinstance(sender, str):
         return
     app.conf.task_send_sent_event = True
-    # kombu's cached_property: what Celery's send_task_message publishes task-sent through.
-    app.amqp._event_dispatcher = app.events.Dispatcher(enabled=False, hostname=sender)
+    # A cached_property of Celery's AMQP helper, the dispatcher send_task_message publishes
+    # task-sent through: Celery offers no setting for its hostname.
+    app.amqp._event_dispatcher = app.events.Dispatcher(  # noqa: SLF001
+        enabled=False, hostname=sender
+    )
 
 
 @signals.celeryd_init.connect

@@ -15,7 +15,8 @@ from conftest import BRANCH, CLI, Repo, verify_json
 from prometheus_client.parser import text_string_to_metric_families
 from redis_workers import free_port
 
-from verify_dag import metrics, metrics_live
+from verify_dag import metrics
+from verify_dag.tasks import monitor
 
 OPS = Path(__file__).parents[1] / "ops"
 
@@ -79,7 +80,7 @@ def test_metrics_count_the_runs_in_the_store(scenario: Repo, tmp_path: Path) -> 
 def test_the_dashboard_and_the_scrape_config_use_metrics_that_exist() -> None:
     dashboard = json.loads((OPS / "grafana-dashboard.json").read_text(encoding="utf-8"))
     assert dashboard["panels"] and dashboard["uid"] == "verify-dag-runs"
-    ours = {n.removesuffix("_total") for n in (*metrics.NAMES, *metrics_live.NAMES)}
+    ours = {n.removesuffix("_total") for n in (*metrics.NAMES, *monitor.NAMES)}
     flower = {"flower_events", "flower_task_runtime_seconds"}
     used = set()
     for panel in dashboard["panels"]:

@@ -16,7 +16,7 @@ Metric families (all labelled values are small, fixed sets):
   spent, ``in`` and ``out`` (``reviewTokens``; what a backend did not report is not counted);
 - ``verify_dag_review_requests_total{skill, backend}``: their requests, retries included.
 
-With a broker (``--broker``), also what waits and runs now (verify_dag/metrics_live.py):
+With a broker (``--broker``), also what waits and runs now (verify_dag/tasks/monitor.py):
 ``verify_dag_queue_depth{queue}`` and ``verify_dag_runs_in_flight``.
 
 A run's report is read once and kept in memory by its run id; runs the store drops are dropped.
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -189,31 +189,30 @@ def _seconds_between(start: str | None, end: str | None) -> float | None:
         return None
 
 
-def _registry(store_dir: str | None, broker: str | None) -> Any:
-    """The store's figures, and with a broker what waits and runs now (metrics_live)."""
+def _registry(store_dir: str | None, more: Sequence[Any]) -> Any:
+    """The store's figures, and ``more`` collectors (what waits and runs now, with a broker:
+    verify_dag.tasks.monitor)."""
     from prometheus_client import CollectorRegistry
 
     registry = CollectorRegistry()
     registry.register(StoreCollector(store_dir))
-    if broker:
-        from verify_dag.metrics_live import BrokerCollector
-
-        registry.register(BrokerCollector(broker))
+    for collector in more:
+        registry.register(collector)
     return registry
 
 
-def exposition(store_dir: str | None, broker: str | None = None) -> str:
+def exposition(store_dir: str | None, more: Sequence[Any] = ()) -> str:
     """The metrics in Prometheus's text format, once (``verify-dag metrics --once``)."""
     from prometheus_client import generate_latest
 
-    return generate_latest(_registry(store_dir, broker)).decode("utf-8")
+    return generate_latest(_registry(store_dir, more)).decode("utf-8")
 
 
-def serve(store_dir: str | None, address: str, port: int, broker: str | None = None) -> Any:
+def serve(store_dir: str | None, address: str, port: int, more: Sequence[Any] = ()) -> Any:
     """Serve /metrics on ``address:port`` (prometheus_client's server, in a thread)."""
     from prometheus_client import start_http_server
 
-    return start_http_server(port, addr=address, registry=_registry(store_dir, broker))
+    return start_http_server(port, addr=address, registry=_registry(store_dir, more))
 
 
 __all__ = ["NAMES", "StoreCollector", "exposition", "serve", "severity_class"]

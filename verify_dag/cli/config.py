@@ -128,17 +128,16 @@ def would_run(top: Any, depth: str) -> list[str]:
     ``depth``'s composition (a gated one runs only when the change calls for it)."""
     from verify_dag import skills
     from verify_dag.phases import triage
-    from verify_dag.phases.tester.env import plan as env_plan
 
     toolchain = triage.discover(top)
     out = [f"What a run here would do (depth {depth}, read from the work tree):"]
     for kind in ("lint", "typecheck", "test"):
-        for command in toolchain.of(kind):  # type: ignore[arg-type]
+        for command in toolchain.of(kind):
             missing = "" if command.exists else "  [not installed]"
             out.append(f"  {kind:<10} {command.display()}  ({command.source}){missing}")
     if not toolchain.commands:
         out.append("  no linter, type checker or test command found")
-    out.append(f"  test env   {_test_env(top, toolchain, env_plan)}")
+    out.append(f"  test env   {_test_env(top, toolchain)}")
     out += [f"  note: {n}" for n in toolchain.notes]
     when = {
         "if-codex": "with Codex on PATH",
@@ -157,21 +156,21 @@ def would_run(top: Any, depth: str) -> list[str]:
     return out
 
 
-def _test_env(top: Any, toolchain: Any, env_plan: Any) -> str:
-    """Which environment the suite would run in, and who builds it."""
+def _test_env(top: Any, toolchain: Any) -> str:
+    """Who would build the environment the suite runs in: the env builders (env/registry.py)
+    that find a declaration here, in the order they are tried; the first whose declared envs
+    run tests builds it, which only running their tool can tell."""
     from pathlib import Path
 
-    root = Path(top)
+    from verify_dag.phases.tester.env import registry
+
     if toolchain.test is None:
         return "none: no test command found"
-    if (root / "tox.ini").is_file() or (root / "tox.toml").is_file():
-        return "the tox env that runs the tests, built by tox (tox.ini or tox.toml)"
-    if (root / "noxfile.py").is_file():
-        return "the nox session that runs the tests, built by nox (noxfile.py)"
-    plan = env_plan.read(root)
-    if plan is None:
-        return "verify-dag's own interpreter: the project declares no dependencies"
-    return f"a venv built by uv from {plan.source}"
+    found = [b.NAME for b in registry.BUILDERS if b.declared(Path(top))]
+    if not found:
+        return "verify-dag's own interpreter: the project declares no environment or dependencies"
+    tried = ", then ".join(found)
+    return f"built by {tried} (the first that declares an env running the tests)"
 
 
 def tools() -> list[tuple[str, str, str]]:

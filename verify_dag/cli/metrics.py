@@ -42,11 +42,16 @@ def cmd_metrics(args: argparse.Namespace) -> int:
 
     store_dir = cli_args.store_dir(args.store)
     broker = args.broker or os.environ.get("VERIFY_DAG_BROKER_URL") or None
+    more = []
+    if broker:
+        from verify_dag.tasks.monitor import BrokerCollector
+
+        more.append(BrokerCollector(broker))
     if args.once:
-        sys.stdout.write(metrics.exposition(store_dir, broker))
+        sys.stdout.write(metrics.exposition(store_dir, more))
         return 0
     try:
-        metrics.serve(store_dir, args.address, args.port, broker)
+        metrics.serve(store_dir, args.address, args.port, more)
     except OSError as exc:
         raise UsageError(f"cannot listen on {args.address}:{args.port}: {exc.strerror}") from None
     print(f"verify-dag metrics on http://{args.address}:{args.port}/metrics", flush=True)

@@ -1,6 +1,7 @@
 """What the fleet is doing now, for ``verify-dag metrics --broker``: the messages waiting in each
 queue and the runs in flight. Read from the broker and the result backend at each scrape, unlike
-the store's figures (verify_dag/metrics.py), which count runs that ended.
+the store's figures (verify_dag/metrics.py), which count runs that ended; the command adds this
+collector to those when it is given a broker.
 
 - ``verify_dag_queue_depth{queue}``: messages waiting in each queue (kombu's passive declare,
   which Redis answers from the queue's lists and RabbitMQ from the queue itself); a queue no
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from verify_dag.tasks.app import CANCELLED
+from verify_dag.tasks.app import CANCELLED, configure, queues
 
 NAMES = ("verify_dag_queue_depth", "verify_dag_runs_in_flight")
 SENTINEL_PATTERN = "celery-task-meta-*-sentinel"  # client.announce's record of each run
@@ -23,8 +24,6 @@ SENTINEL_PATTERN = "celery-task-meta-*-sentinel"  # client.announce's record of 
 
 class BrokerCollector:
     def __init__(self, broker: str) -> None:
-        from verify_dag.tasks.app import configure
-
         self.app = configure(broker)
 
     def collect(self) -> Iterator[Any]:
@@ -45,8 +44,6 @@ class BrokerCollector:
             yield gauge
 
     def depths(self) -> dict[str, int]:
-        from verify_dag.tasks.app import queues
-
         found: dict[str, int] = {}
         with self.app.connection_for_read() as conn:
             for queue in queues():
