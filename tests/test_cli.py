@@ -9,6 +9,7 @@ import re
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Repo, calc_base, run_cli, verify_branch
@@ -191,7 +192,10 @@ def test_a_log_hears_from_a_long_phase_every_heartbeat(tmp_path: Path) -> None:
         phases: tuple[Ref, ...]
 
     plan = Plan((Ref("scope", "a"), Ref("test", "b")))
-    state = {"a": {"status": "SUCCESS", "result": None}, "b": {"status": "STARTED"}}
+    state: dict[str, dict[str, Any]] = {
+        "a": {"status": "SUCCESS", "result": None},
+        "b": {"status": "STARTED"},
+    }
     with log.open("w", encoding="utf-8") as stream:
         progress = Progress(stream, live=False, heartbeat=0.3)
         deadline = time.monotonic() + 1.0

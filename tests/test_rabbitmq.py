@@ -79,7 +79,8 @@ def test_each_queue_has_an_exchange_of_its_own(vhost: str) -> None:
     """A message published to one queue's exchange with its routing key lands in that queue
     alone: with every queue bound to one exchange and key, it was delivered five times."""
     from celery import Celery
-    from kombu import Connection, Producer
+    from kombu.connection import Connection
+    from kombu.messaging import Producer
 
     from verify_dag.tasks.app import queues
 
@@ -87,13 +88,13 @@ def test_each_queue_has_an_exchange_of_its_own(vhost: str) -> None:
     # The queues as Celery completes them (a queue without an exchange gets the default one).
     app = Celery("queues", broker=broker, set_as_current=False)
     app.conf.update(task_queues=queues(), task_default_queue="git")
-    with Connection(broker) as conn:  # type: ignore[no-untyped-call]
+    with Connection(broker) as conn:
         channel = conn.channel()
         bound = [q(channel) for q in app.amqp.queues.values()]
         for q in bound:
             q.declare()
         for q in bound:
-            Producer(channel).publish(  # type: ignore[no-untyped-call]
+            Producer(channel).publish(
                 {"to": q.name}, exchange=q.exchange, routing_key=q.routing_key
             )
         counts = {q.name: q.queue_declare(passive=True).message_count for q in bound}

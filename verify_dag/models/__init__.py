@@ -19,8 +19,8 @@ from verify_dag.models.findings import (
     Verification,
 )
 from verify_dag.models.report import Report
-from verify_dag.models.result import ReportResult
 from verify_dag.models.request import Snapshot, VerifyRequest
+from verify_dag.models.result import ReportResult
 from verify_dag.models.scope import (
     ALL_OTHER_FILES,
     ExcludedFile,
