@@ -171,7 +171,8 @@ def test_progress_on_a_terminal_shows_the_running_phase_with_its_time(repo: Repo
     assert proc.returncode == 4 and out.startswith("# Verification Report")
     # The running phase, rewritten in place while it runs, then its line when it ends.
     assert re.search(r"\r  running: (.*, )?test \(2 s\)(, [^;]*)?; \d+ s in all", screen), screen
-    assert re.search(r"  \[\d+/\d+\] test: done \([3-9]\.\d s\)", screen), screen
+    # At least the test's 3 s; more on a loaded machine.
+    assert re.search(r"  \[\d+/\d+\] test: done \((?:[3-9]|\d\d+)\.\d s\)", screen), screen
     assert "verify-dag: [" not in screen  # the plain lines are for logs
 
 
