@@ -201,6 +201,46 @@ def scenario(tmp_path: Path) -> Repo:
     return make_scenario(tmp_path / "scenario")
 
 
+# Modules whose tests take tens of seconds each: a browser, a terminal, RabbitMQ, SIGKILLed
+# workers, twenty concurrent runs, hostile build backends, pre-commit installing the hook. They are
+# marked `slow` and run last, so a failure in the fast tests shows within a minute or two;
+# `pytest -m "not slow"` runs the rest alone.
+SLOW_MODULES = frozenset(
+    {
+        "test_hostile.py",  # hostile packages, each built under both sandbox launchers
+        "test_sandbox.py",  # the sandbox's guarantees, under both launchers
+        "test_flower.py",  # Flower and headless Chromium
+        "test_interactive.py",  # interactive mode in a real tmux terminal
+        "test_rabbitmq.py",  # a run on RabbitMQ in a virtual host of its own
+        "test_concurrency.py",  # twenty runs from two clients on two workers
+        "test_faults.py",  # workers killed with SIGKILL mid-run
+        "test_ci_examples.py",  # pre-commit try-repo installs the hook every time
+        "test_plugin_suites.py",  # tox builds jaraco-style suites' envs
+        "test_ops.py",  # the worker image's entrypoint and health check, run for real
+    }
+)
+
+
+def _starts_servers(module: object) -> bool:
+    return any(
+        getattr(value, "__module__", None) == "redis_workers"
+        or getattr(value, "__name__", None) == "redis_workers"
+        for value in vars(module).values()
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+        module = getattr(item, "module", None)
+        if module is not None and _starts_servers(module):
+            item.add_marker(pytest.mark.integration)
+    # Stable: the fast tests first, each file's tests still in file order. Under xdist's
+    # --dist loadfile the files are handed out in this order too.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is not None)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _embedded_worker_shutdown() -> Iterator[None]:
     yield
