@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-# Documented exit codes (README "Exit codes").
+# Documented exit codes (README "Exit codes", docs/report.md).
 EXIT_OK = 0
 EXIT_ISSUES = 1
 EXIT_USAGE = 2
