@@ -16,7 +16,12 @@ from verify_dag.tasks import app
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-PAGES = [README, ROOT / "CONTRIBUTING.md", ROOT / "ops" / "README.md", *(ROOT / "docs").glob("*.md")]
+PAGES = [
+    README,
+    ROOT / "CONTRIBUTING.md",
+    ROOT / "ops" / "README.md",
+    *(ROOT / "docs").glob("*.md"),
+]
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
 
@@ -50,9 +55,7 @@ def test_every_relative_link_lands(page: Path) -> None:
             continue
         rel, _, anchor = target.partition("#")
         dest = (page.parent / rel).resolve() if rel else page
-        if not dest.exists():
-            broken.append(target)
-        elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+        if not dest.exists() or (anchor and dest.suffix == ".md" and anchor not in anchors(dest)):
             broken.append(target)
     assert broken == []
 
