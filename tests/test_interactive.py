@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import CLI, Repo
+from conftest import CLI, Repo, calc_base
 from fakes import install
 from fixdata import CHANGED, DOCSTRING, GUARD, ZERO, fix_reply, reviewer_sees, untouched
 from terminal import Terminal
@@ -163,3 +163,57 @@ def test_codex_blocked_is_asked_about_and_stop_ends_the_run_before_triage(
         f"interactive stopped before triage: Codex review was BLOCKED ({codex['notes']})"
     )
     assert stored["fixes"] == [] and calc.git("status", "--porcelain") == ""
+
+
+def test_an_exerciser_barrier_asks_for_help_and_the_exerciser_runs_again_with_it(
+    repo: Repo, tmp_path: Path, terminal: Terminal
+) -> None:
+    """004 7c: "If BLOCKED with LOGIN_REQUIRED, UNCLEAR_FEATURE, NO_EXERCISE_STRATEGY,
+    NO_ENGINEER_SKILL, or SERVICE_UNAVAILABLE (interactive/auto-fix modes only): 1. Use
+    AskUserQuestion to get help from the user 2. Re-invoke exerciser with the user's response
+    3. If still blocked, record as final BLOCKED status." A changed script nothing can exercise
+    (NO_EXERCISE_STRATEGY, the severity 9 finding); the person gives the command that does, and
+    the verdict is the run that exercised it."""
+    calc_base(repo)
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.write("tool.py", "print('tool ran')\n")
+    repo.commit("tool: a script")
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": os.environ["HOME"],
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "VERIFY_DAG_STORE": os.environ["VERIFY_DAG_STORE"],
+        "TERM": "xterm-256color",
+        "LANG": "C.UTF-8",
+    }
+    command = " ".join([*CLI, "verify", "--scope=branch", "--base=base", "--allow-incomplete"])
+    terminal.tmux(
+        "new-session", "-d", "-s", "vd", "-x", "80", "-y", "50", "-c", str(repo.path),
+        "env", "-i", *(f"{k}={v}" for k, v in env.items()),
+        "sh", "-c", f"{command}; echo EXIT=$?; sleep 600",
+    )  # fmt: skip
+    screen = terminal.wait_for("Command to exercise the change:")
+    said = " ".join(screen.split())
+    assert "The exerciser was BLOCKED (NO_EXERCISE_STRATEGY: no START, EXERCISE" in said
+    assert "Cannot determine how to exercise the change" in said  # the first report's finding
+    terminal.tmux("send-keys", "-t", "vd", "-l", "python3 tool.py")
+    terminal.keys("Enter")
+    screen = terminal.wait_for("EXIT=")
+    assert "Verifying again, the exerciser running `python3 tool.py`" in screen
+    assert "EXIT=0" in screen  # the re-run's verdict: exercised, nothing at the gate
+    runs = [json.loads((d / "report.json").read_text(encoding="utf-8")) for d in store_dirs()]
+    assert len(runs) == 2
+    status = {
+        next(s["status"] for s in r["skillResults"] if s["skill"] == "exerciser"): r for r in runs
+    }
+    assert sorted(status) == ["BLOCKED", "PASSED"]
+    assert "Cannot determine how to exercise the change" in [
+        i["title"] for i in status["BLOCKED"]["issues"]
+    ]
+    assert status["PASSED"]["issues"] == []
+    gate = status["PASSED"]["customGates"]["exerciser"][0]
+    assert (gate["rule"], gate["status"]) == ("Completion criterion: python3 tool.py", "PASS")
+
+
+def store_dirs() -> list[Path]:
+    return [d for d in Path(os.environ["VERIFY_DAG_STORE"]).iterdir() if d.is_dir()]

@@ -296,11 +296,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
         verified=result.verified_commit,
         compared=result.compared_commit,
     )
-    fixed = flow.run(ctx)
+    done = flow.run(ctx)
+    doc, fixed = done.verified, done.fixed
     if fixed is not doc:
         from verify_dag import store
 
-        kept = store.record(doc.run.id, sent.request or request, fixed, report.markdown(fixed))
+        kept = store.record(doc.run.id, done.shipped, fixed, report.markdown(fixed))
         if "storeError" in kept:
             print(f"verify-dag: warning: {kept['storeError']}", file=sys.stderr)
     if request.output:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
@@ -49,18 +49,48 @@ class Context:
         return self.report.scope.mode == "staged"
 
 
+# 004 7c's barriers: an exerciser BLOCKED for one of these asks the person for help in
+# interactive mode (any other BLOCKED, a gate that could not be checked say, is reported as is).
+BARRIERS = (
+    "LOGIN_REQUIRED",
+    "UNCLEAR_FEATURE",
+    "NO_EXERCISE_STRATEGY",
+    "NO_ENGINEER_SKILL",
+    "SERVICE_UNAVAILABLE",
+)
+
+
+@dataclass(frozen=True)
+class Finished:
+    """What Phase 9 leaves: the report whose verdict stands (the run's, or the re-run's when the
+    person helped the exerciser past a barrier), that report with its ``fixes``, and the request
+    it was run with (the store keeps the fixed report under it)."""
+
+    verified: Report
+    fixed: Report
+    shipped: VerifyRequest
+
+
 def wanted(request: VerifyRequest) -> bool:
     return request.mode != "report-only" and request.unattended is None
 
 
-def run(ctx: Context) -> Report:
+def run(ctx: Context) -> Finished:
+    """Phase 9 on the run's report: the barrier questions of interactive mode (004 7a, 7c),
+    then triage or auto-fix."""
+    if wanted(ctx.request) and ctx.request.mode == "interactive":
+        stop = _codex_blocked(ctx)
+        if stop is not None:
+            return Finished(ctx.report, stop, ctx.shipped)
+        ctx = _exerciser_barrier(ctx)
+    return Finished(ctx.report, _fix(ctx), ctx.shipped)
+
+
+def _fix(ctx: Context) -> Report:
     """The report with its ``fixes``: what Phase 9 did with each issue."""
     from verify_dag import client
 
     report, req = ctx.report, ctx.request
-    stop = _codex_blocked(ctx) if wanted(req) and req.mode == "interactive" else None
-    if stop is not None:
-        return stop
     if not wanted(req) or not report.issues:
         if wanted(req):
             ctx.out.write("No issues: nothing to triage or fix.\n")
@@ -131,6 +161,63 @@ def _codex_blocked(ctx: Context) -> Report | None:
     ctx.out.flush()
     run = ctx.report.run.model_copy(update={"note": note})
     return ctx.report.model_copy(update={"run": run})
+
+
+def _exerciser_barrier(ctx: Context) -> Context:
+    """004 7c, interactive mode: "If BLOCKED with LOGIN_REQUIRED, UNCLEAR_FEATURE,
+    NO_EXERCISE_STRATEGY, NO_ENGINEER_SKILL, or SERVICE_UNAVAILABLE: use AskUserQuestion to get
+    help from the user, re-invoke exerciser with the user's response, if still blocked, record as
+    final BLOCKED status." The help is a command the exerciser runs as a completion criterion;
+    the run is verified again with it (report-only: the other checks' results come back from
+    the result cache) and that run's report is the one whose verdict stands. A run that brought
+    its own --completion is not asked: the exerciser already had the command it was given."""
+    blocked = next(
+        (
+            r
+            for r in ctx.report.skill_results
+            if r.skill == "exerciser"
+            and r.status == "BLOCKED"
+            and (r.notes or "").split(":", 1)[0] in BARRIERS
+        ),
+        None,
+    )
+    if blocked is None or ctx.request.completion is not None:
+        return ctx
+    from verify_dag import client, store
+    from verify_dag.fixes import interactive
+    from verify_dag.phases.exerciser.criterion import problems, validate
+
+    reason = blocked.notes or "no reason given"
+    command = interactive.exercise_help(reason, ctx.out)
+    while command is not None and validate(command):
+        command = interactive.exercise_help(reason, ctx.out, problems(validate(command)))
+    if command is None:
+        ctx.out.write("No command given: the exerciser stays BLOCKED.\n")
+        ctx.out.flush()
+        return ctx
+    ctx.out.write(f"Verifying again, the exerciser running `{command}`...\n")
+    ctx.out.flush()
+    again = ctx.request.model_copy(
+        update={
+            "completion": command,
+            "mode": "report-only",
+            "format": "markdown",
+            "output": None,
+            "submitted": store.now(),
+        }
+    )
+    sent = client.submit(again)
+    result = client.report_result(client.collect(sent, timeout=ctx.timeout))
+    ctx.out.write("\n" + result.markdown)
+    ctx.out.flush()
+    return replace(
+        ctx,
+        request=ctx.request.model_copy(update={"completion": command}),
+        shipped=sent.request or again,
+        report=result.report,
+        verified=result.verified_commit,
+        compared=result.compared_commit,
+    )
 
 
 def _decide(

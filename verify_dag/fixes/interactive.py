@@ -136,6 +136,28 @@ def continue_without_codex(reason: str, out: TextIO) -> bool:
     return answer is True
 
 
+EXERCISER_BLOCKED = (
+    "The exerciser was BLOCKED ({reason}). Give a command that exercises the change (one bash "
+    "line, run in the verified checkout and sandboxed like --completion; it passes when it exits "
+    "0), or leave it empty to keep the exerciser BLOCKED."
+)
+
+
+def exercise_help(reason: str, out: TextIO, problem: str | None = None) -> str | None:
+    """004 7c, in interactive mode: the exerciser hit a barrier, so the person is asked for the
+    help it lacked. The exerciser here runs commands, not a conversation, so the help it can take
+    is a command; None when the person gives none (empty, or Ctrl-C)."""
+    import questionary
+
+    if problem is None:
+        out.write("\n" + textwrap.fill(EXERCISER_BLOCKED.format(reason=reason), WIDTH) + "\n")
+    else:
+        out.write(f"That command cannot run: {problem}\n")
+    out.flush()
+    answer = questionary.text("Command to exercise the change:").ask()
+    return answer.strip() or None if isinstance(answer, str) else None
+
+
 def confirm(message: str) -> bool:
     import questionary
 
