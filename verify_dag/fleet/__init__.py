@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from verify_dag import git, repos, store
+from verify_dag import git, repos, store, url_secrets
 from verify_dag.errors import UsageError, VerifyDagError
 from verify_dag.files import file_lock, write_atomic
 from verify_dag.models.request import Depth
@@ -84,7 +84,7 @@ class Entry:
 
 def display(url: str) -> str:
     """``url`` safe to print and store: a password or token in it is replaced by ``***``."""
-    return repos.hide_credentials(url)
+    return url_secrets.mask(url)
 
 
 # The fleet file's settings beside its [[repo]] tables.

@@ -8,6 +8,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from verify_dag import url_secrets
 from verify_dag.errors import FatalError
 from verify_dag.git.core import FETCH_TIMEOUT, first_fatal, run_git
 from verify_dag.git.parse import valid_ref
@@ -70,15 +71,9 @@ CLONE_TIMEOUT = 1800.0  # a first mirror of a big repository
 
 
 def display_source(source: str) -> str:
-    """``source`` safe to show (Flower, reports, logs): a password in a URL is hidden."""
-    scheme, sep, rest = source.partition("://")
-    if not sep:
-        return source
-    userinfo, at, host = rest.rpartition("@")
-    if not at or "/" in userinfo:
-        return source
-    user = userinfo.split(":", 1)[0]
-    return f"{scheme}://{user}:***@{host}" if ":" in userinfo else source
+    """``source`` safe to show (Flower, reports, logs): its credentials masked
+    (:func:`verify_dag.url_secrets.mask`)."""
+    return url_secrets.mask(source)
 
 
 def clone_mirror(source: str, dest: Path, timeout: float = CLONE_TIMEOUT) -> None:
