@@ -309,7 +309,7 @@ def pycache_prefix(env: Env, dest: Path) -> Path:
     return dest
 
 
-def clean(text: str) -> str:
+def redacted(text: str) -> str:
     """``text`` (a message about building an environment) fit for a finding: the secrets
     util.redact knows and every URL's whole userinfo masked. The messages quote package index
     URLs, whose user part is often a token of a shape no rule knows, so even a plain user name
