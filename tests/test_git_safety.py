@@ -1,4 +1,4 @@
-"""No git call of verify-dag runs a program the repository configures (issue 11).
+"""No git call of verify-dag runs a program the repository configures.
 
 Every test plants a program (an fsmonitor hook, a filter, a hook, a textconv, an external diff,
 a gpg program) that appends its name to a marker file, then asserts the marker stays absent

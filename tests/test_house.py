@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -223,8 +224,7 @@ _BUILDER_MEMBERS = {"declared", "runtime", "command_lines", "tool_env"}
 def test_env_builders_are_one_module_each_behind_one_registry() -> None:
     """Adding an env builder is one module and its line in the registry: every module of
     tester/env defining a builder's functions is registered, once, and nothing outside env/
-    imports a builder module (tox is no longer the tester's, static analysis' or triage's own
-    special case)."""
+    imports a builder module (no phase treats one builder, tox say, as its own special case)."""
     from verify_dag.phases.tester.env import registry
 
     env_dir = ROOT / "verify_dag" / "phases" / "tester" / "env"
@@ -315,3 +315,23 @@ def test_no_module_is_over_600_lines() -> None:
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > 600
     ]
     assert long == []
+
+
+_HISTORY = re.compile(r"\bissues? \d+\b", re.IGNORECASE)
+
+
+def test_no_file_cites_an_issue_number() -> None:
+    """Comments, docstrings and docs say what the code does and why; how it came to be is the
+    history's to tell (git log), and an issue number means nothing to a reader of the file."""
+    listed = _run("git", "ls-files", "-z").stdout.split("\0")
+    cited = []
+    for name in filter(None, listed):
+        path = ROOT / name
+        if path.name.startswith("CHANGELOG") or not path.is_file():
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue  # not text
+        cited += [f"{name}: {m.group(0)}" for m in _HISTORY.finditer(text)]
+    assert cited == []

@@ -43,7 +43,7 @@ _KEYS = (
     "max-output-tokens",
     "retries",
 )
-# What the repository under verification may set in its own table (issue 11): nothing that picks
+# What the repository under verification may set in its own table: nothing that picks
 # or starts a program or spends the user's money. timeout only bounds a call to the backend the
 # user chose, and a longer call is not a dearer one (models bill tokens, not time).
 REPO_KEYS = ("timeout", "comment-density")
