@@ -7,10 +7,11 @@ or hands on a URL asks this module: refusing repository URLs (repos.py), showing
 (git.display_source, fleet), collecting the secrets this host holds and masking them in output
 (credentials.py, redaction.py), and the tester's messages about package indexes.
 
-Where callers used to differ, the stricter reading won: a user part that is a token is masked
-and refused like a password (it grants the same access), and a token is any long run of token
-characters with a digit, not only a provider's prefixed one (a private index's token has no
-prefix we could know).
+The rule is the stricter of the readings these places could take: a user part that is a token
+is masked and refused like a password (it grants the same access), and a token is any long run of
+token characters with a digit, not only a provider's prefixed one (a private index's token has no
+prefix we could know). Free text is masked part by part, so a report still says whose access a
+URL used; :func:`mask_in`'s ``whole`` is for text whose URLs may hold tokens of any shape.
 """
 
 from __future__ import annotations
