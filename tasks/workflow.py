@@ -48,7 +48,8 @@ class PhaseRef:
 @dataclass(frozen=True)
 class Expected:
     """What a verify run's report must say of itself before the client believes it: the result
-    store can be written by more than the run's own report task (issue 11)."""
+    store can be written by more than the run's own report task (a worker of another run, or
+    repository code that reached the result backend)."""
 
     repo: str  # the repository as the report names it: git.display_source of the request's
     head: str | None  # the HEAD the client saw; None for a URL (the scope phase resolves it)

@@ -1,4 +1,4 @@
-"""What a waiting client believes (issue 11): a report is this run's only if it says so (run id,
+"""What a waiting client believes: a report is this run's only if it says so (run id,
 repository, head), and a run whose records the result store lost is said to be lost within
 seconds instead of being waited for until ``--timeout``.
 

@@ -1,7 +1,7 @@
 """Many runs at once on a real Redis with two real workers: no run sees another run's data.
 
-Issue 5, Faults: 20 runs submitted at once by two clients to two workers; every run completes
-with its own report and nothing crosses between runs.
+20 runs submitted at once by two clients to two workers; every run completes with its own report
+and nothing crosses between runs.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""verify --contract: the contract verifier as a skill of the review chord (issue 7)."""
+"""verify --contract: the contract verifier as a skill of the review chord."""
 
 from __future__ import annotations
 

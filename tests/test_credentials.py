@@ -105,7 +105,7 @@ def test_a_fleet_entry_with_credentials_is_refused_at_load(
 
 
 def test_plain_urls_and_local_paths_pass() -> None:
-    from verify_dag import repos
+    from verify_dag import repos, url_secrets
 
     for source in (
         "https://git.example.com/team/app.git",
@@ -116,7 +116,7 @@ def test_plain_urls_and_local_paths_pass() -> None:
         "/srv/repos/a",
     ):
         repos.refuse_credentials(source)
-    assert repos.credentials("https://ghp%5Fabc@example.com/a.git") == "a token"  # %-encoded
+    assert url_secrets.credentials("https://ghp%5Fabc@example.com/a.git") == "a token"  # %-encoded
 
 
 # --- the worker's broker: never on its command line ----------------------------------------------

@@ -120,7 +120,7 @@ def test_pre_existing_new_and_added_failures(branch: tuple[Repo, Path]) -> None:
     assert changed.pre_existing == "undetermined"
     assert "different signature: AssertionError there, KeyError here" in changed.evidence
 
-    # A test the diff added cannot have failed at the merge base: it is new (issue 4).
+    # A test the diff added cannot have failed at the merge base: it is new.
     added = got["tests/test_new.py::test_neg"]
     assert added.pre_existing == "no"
     assert added.evidence.startswith("pytest exited 4: the test does not exist at the merge base")

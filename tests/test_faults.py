@@ -1,4 +1,4 @@
-"""Faults with real processes on loopback (issue 5, "Faults").
+"""Faults with real processes on loopback.
 
 - A worker killed with SIGKILL in the middle of a run: another worker takes its task over within
   about the visibility timeout and the run lands in the store with the same report as a run

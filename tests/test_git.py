@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from conftest import Repo, make_repo
 
-from verify_dag import git, gitparse
+from verify_dag import git
 from verify_dag.errors import FatalError, UsageError
+from verify_dag.git import parse as gitparse
 
 
 def _index_bytes(repo: Repo) -> bytes:

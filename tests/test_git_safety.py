@@ -1,4 +1,4 @@
-"""No git call of verify-dag runs a program the repository configures (issue 11).
+"""No git call of verify-dag runs a program the repository configures.
 
 Every test plants a program (an fsmonitor hook, a filter, a hook, a textconv, an external diff,
 a gpg program) that appends its name to a marker file, then asserts the marker stays absent
@@ -16,7 +16,7 @@ import pytest
 from conftest import Repo
 
 from verify_dag import git
-from verify_dag.gitparse import config_files, parse_config_z, program_overrides
+from verify_dag.git.parse import config_files, parse_config_z, program_overrides
 from verify_dag.models import VerifyRequest
 from verify_dag.phases import scope as phase
 
@@ -285,14 +285,14 @@ def test_config_overrides_are_read_once_per_repository(
 ) -> None:
     _dirty(repo)
     reads: list[str] = []
-    real = git._read_config
+    real = git.core._read_config
 
     def counting(where: str) -> object:
         reads.append(where)
         return real(where)
 
-    monkeypatch.setattr(git, "_read_config", counting)
-    git._OVERRIDES.clear()
+    monkeypatch.setattr(git.core, "_read_config", counting)
+    git.core._OVERRIDES.clear()
     _snapshots(repo)
     _snapshots(repo)
     assert len(reads) == 1

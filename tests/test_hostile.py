@@ -1,4 +1,4 @@
-"""Hostile repositories, second pass (issue 31, docs/security.md): what repository code sees of
+"""Hostile repositories (docs/security.md): what repository code sees of
 the caller's environment, and what of it can reach a report, the store, the result backend or a
 log.
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeGuard
 
 import pytest
 
@@ -222,8 +224,7 @@ _BUILDER_MEMBERS = {"declared", "runtime", "command_lines", "tool_env"}
 def test_env_builders_are_one_module_each_behind_one_registry() -> None:
     """Adding an env builder is one module and its line in the registry: every module of
     tester/env defining a builder's functions is registered, once, and nothing outside env/
-    imports a builder module (tox is no longer the tester's, static analysis' or triage's own
-    special case)."""
+    imports a builder module (no phase treats one builder, tox say, as its own special case)."""
     from verify_dag.phases.tester.env import registry
 
     env_dir = ROOT / "verify_dag" / "phases" / "tester" / "env"
@@ -246,3 +247,91 @@ def test_env_builders_are_one_module_each_behind_one_registry() -> None:
         if name.startswith("verify_dag.phases.tester.env"):
             continue
         assert not (_imports(name, path, known) & (defining | helpers)), name
+
+
+def _calls_run(tree: ast.AST) -> Iterator[ast.Call]:
+    """Calls of the chokepoint, as ``util.run(...)`` or a ``run`` imported from util."""
+    imported = any(
+        isinstance(n, ast.ImportFrom)
+        and n.module == "verify_dag.util"
+        and any(a.name == "run" for a in n.names)
+        for n in ast.walk(tree)
+    )
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        if (isinstance(f, ast.Attribute) and f.attr == "run" and _is_util(f.value)) or (
+            imported and isinstance(f, ast.Name) and f.id == "run"
+        ):
+            yield node
+
+
+def _imports_util(node: ast.AST) -> TypeGuard[ast.Import | ast.ImportFrom]:
+    if isinstance(node, ast.Import):
+        return any(a.name == "verify_dag.util" for a in node.names)
+    if isinstance(node, ast.ImportFrom):
+        return node.module == "verify_dag.util" or (
+            node.module == "verify_dag" and any(a.name == "util" for a in node.names)
+        )
+    return False
+
+
+def _is_util(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Name) and node.id == "util") or (
+        isinstance(node, ast.Attribute) and node.attr == "util"
+    )
+
+
+def test_only_git_core_runs_git() -> None:
+    """git's overrides (no hooks, filters, drivers, pager: verify_dag/git/core.py) cover a call
+    only when it goes through git.core: no other module of verify_dag/git reaches the chokepoint,
+    and no module elsewhere hands it a ``git`` command line."""
+    wrong = []
+    for name, path in _modules():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if name.startswith("verify_dag.git"):
+            if name == "verify_dag.git.core":
+                continue
+            uses = [n for n in ast.walk(tree) if _imports_util(n)]
+            wrong += [f"{name}:{n.lineno} imports the chokepoint" for n in uses]
+            continue
+        for call in _calls_run(tree):
+            argv = call.args[0] if call.args else None
+            if isinstance(argv, ast.List | ast.Tuple) and any(
+                isinstance(e, ast.Constant) and e.value == "git" for e in argv.elts[:1]
+            ):
+                wrong.append(f"{name}:{call.lineno} runs git")
+    # Not caught here, and fine: `verify-dag config` runs `git --version` (by its path, beside
+    # bwrap's and chromium's) to report the versions it finds; no repository is involved.
+    assert wrong == []
+
+
+def test_no_module_is_over_600_lines() -> None:
+    """Past that a module holds more than one kind of thing; split it by kind."""
+    long = [
+        f"{name} ({n} lines)"
+        for name, path in _modules()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > 600
+    ]
+    assert long == []
+
+
+_HISTORY = re.compile(r"\bissues? \d+\b", re.IGNORECASE)
+
+
+def test_no_file_cites_an_issue_number() -> None:
+    """Comments, docstrings and docs say what the code does and why; how it came to be is the
+    history's to tell (git log), and an issue number means nothing to a reader of the file."""
+    listed = _run("git", "ls-files", "-z").stdout.split("\0")
+    cited = []
+    for name in filter(None, listed):
+        path = ROOT / name
+        if path.name.startswith("CHANGELOG") or not path.is_file():
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue  # not text
+        cited += [f"{name}: {m.group(0)}" for m in _HISTORY.finditer(text)]
+    assert cited == []

@@ -1,4 +1,4 @@
-"""The suite's Redis helpers never empty a Redis the session did not start (issue 11).
+"""The suite's Redis helpers never empty a Redis the session did not start.
 
 A developer's own Redis is played by a "foreign" redis-server with a canary key in each of its 16
 databases. The main test puts it where a developer's machine has it, 127.0.0.1:6379, inside a

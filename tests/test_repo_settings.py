@@ -1,4 +1,4 @@
-"""What the verified repository's own ``[tool.verify-dag]`` may set (issue 11).
+"""What the verified repository's own ``[tool.verify-dag]`` may set.
 
 The repository is the code under verification: a table of its may bound a model call
 (``timeout``) and set comment-review's density, never choose a backend, a model, an effort or a

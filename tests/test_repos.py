@@ -1,8 +1,8 @@
 """Where a run's repository comes from: worker mirrors of URLs, bundles of local states.
 
-Issue 5: workers share nothing but the broker (and the report store); a local run of
-uncommitted changes is shipped as a bundle, so a worker that cannot see the user's repository
-still verifies exactly what the user had.
+Workers share nothing but the broker (and the report store); a local run of uncommitted changes
+is shipped as a bundle, so a worker that cannot see the user's repository still verifies exactly
+what the user had.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Repository code in a sandbox (issue 11, docs/security.md): hostile test suites, for real.
+"""Repository code in a sandbox (docs/security.md): hostile test suites, for real.
 
 Each attacker is a real repository whose pytest suite tries one thing a hostile repository would:
 read the worker's environment and command line, reach the broker and write a result key, write

@@ -326,7 +326,7 @@ def test_pip_keeps_network_settings_but_not_secrets(monkeypatch: pytest.MonkeyPa
     assert env["HTTPS_PROXY"] == "http://proxy.example:3128"
     assert env["PIP_INDEX_URL"] == "https://pypi.example/simple"
     assert "MY_API_TOKEN" not in env and "PYTHONPATH" not in env
-    assert testenv_base.clean("GET https://bob:hunter22@pypi.example/simple failed") == (
+    assert testenv_base.redacted("GET https://bob:hunter22@pypi.example/simple failed") == (
         "GET https://[REDACTED]@pypi.example/simple failed"
     )
 

@@ -19,16 +19,13 @@ import tomllib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
+from verify_dag import url_secrets
 from verify_dag.errors import UsageError
 from verify_dag.paths import user_file
 
 MIN_LEN = 8  # shorter values are too likely to occur by chance ("true", a port, a short word)
 _MAX_FILE = 1 << 20  # a credential file larger than this is not one
-# Anchored on "://" rather than the scheme, so re skips ahead to each "://" instead of trying
-# at every letter; the scheme does not matter for what is masked.
-_URL_USERINFO = re.compile(r"://([^/\s@'\"]*)@")
 # Keys of the user's config whose values are credentials (api_key, token, github-secret...).
 _CONFIG_KEY = re.compile(r"key|token|secret|passw|auth|credential", re.IGNORECASE)
 
@@ -60,9 +57,6 @@ _SECRET_PREFIXES = (
     "BROKER_",
     "SSH_AUTH_SOCK",
 )
-# A URL with a password in it (DATABASE_URL=postgres://user:pw@host/db) is a credential whatever
-# the variable is called.
-_URL_WITH_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@", re.IGNORECASE)
 
 
 # What repository code may see of the caller's environment: an allow-list, never the environment
@@ -154,7 +148,7 @@ def withheld_values() -> set[str]:
         for key, value in os.environ.items()
         if not passed(key, value)
         and key not in _BENIGN_NAMES
-        and not (key.startswith("VERIFY_DAG_") and not _URL_WITH_PASSWORD.search(value))
+        and not (key.startswith("VERIFY_DAG_") and not url_secrets.has_credentials(value))
         and len(value) >= MIN_LEN
         and not _NOT_SECRET_VALUE.match(value)
     }
@@ -165,7 +159,9 @@ def is_secret(key: str, value: str) -> bool:
     return bool(
         SECRET_NAME.search(key)
         or key.startswith(_SECRET_PREFIXES)
-        or _URL_WITH_PASSWORD.search(value)
+        # A URL with credentials in it (DATABASE_URL=postgres://user:pw@host/db) is one
+        # whatever the variable is called.
+        or url_secrets.has_credentials(value)
     )
 
 
@@ -182,9 +178,9 @@ def known_values() -> set[str]:
         # GITHUB_WORKSPACE or VERIFY_DAG_STORE are paths every report names.
         if SECRET_NAME.search(key):
             found.update(_key_file(value) if key.endswith("_FILE") else (value,))
-        found.update(_url_credentials(value))
+        found.update(url_secrets.in_text(value))
     for url in _celery_urls():
-        found.update(_url_credentials(url))
+        found.update(url_secrets.in_text(url))
     config = _config_file()
     if config is not None:
         found.update(_config_values(config))
@@ -258,20 +254,6 @@ def _celery_urls() -> list[str]:
     return [u for url in urls if isinstance(url, str) for u in url.split(";")]
 
 
-def _url_credentials(text: str) -> Iterator[str]:
-    """The password, and a user part that is a token (``https://<token>@host``), of each URL."""
-    for m in _URL_USERINFO.finditer(text):
-        user, _, password = m.group(1).partition(":")
-        for part in (password, user if _token_like(user) else ""):
-            if part:
-                yield part
-                yield unquote(part)
-
-
-def _token_like(user: str) -> bool:
-    return len(user) >= 16 and any(c.isdigit() for c in user)
-
-
 def _config_file() -> Path | None:
     try:
         return user_file(os.environ)
@@ -303,7 +285,7 @@ def _toml_secrets(value: Any, key: str) -> Iterator[str]:
         elif is_secret(key, value) or _CONFIG_KEY.search(key):
             yield value
         yield from _argv_secrets(value.split())
-        yield from _url_credentials(value)
+        yield from url_secrets.in_text(value)
 
 
 def _argv_secrets(words: list[str]) -> Iterator[str]:
@@ -326,7 +308,7 @@ def _netrc(text: str) -> Iterator[str]:
 
 def _git_credentials(text: str) -> Iterator[str]:
     for line in text.splitlines():
-        yield from _url_credentials(line.strip())
+        yield from url_secrets.in_text(line.strip())
 
 
 def _assignments(text: str, key: re.Pattern[str]) -> Iterator[str]:

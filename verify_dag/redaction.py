@@ -31,7 +31,7 @@ from detect_secrets.plugins.ip_public import IPPublicDetector
 from detect_secrets.plugins.private_key import PrivateKeyDetector
 from detect_secrets.plugins.softlayer import SoftlayerDetector
 
-from verify_dag import credentials
+from verify_dag import credentials, url_secrets
 from verify_dag.credentials import MIN_LEN
 
 MASK = "[REDACTED]"
@@ -43,7 +43,6 @@ _PEM = re.compile(
     r"(?:.{0,20000}?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|(?:[A-Za-z0-9+/=\s]|\\n)*)",
     re.DOTALL,
 )
-_URL_PASSWORD = re.compile(r"(://[^/\s:@]*:)[^/\s@]+@")
 _TOKEN_CHARS = re.compile(r"[\w\-]*")
 
 
@@ -55,7 +54,7 @@ def redact(text: str) -> str:
     known = _known()
     if known is not None:
         text = known.sub(MASK, text)
-    text = _URL_PASSWORD.sub(rf"\1{MASK}@", text)
+    text = url_secrets.mask_in(text, MASK)
     return _shapes(text)
 
 

@@ -27,9 +27,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import unquote
 
-from verify_dag import git, store
+from verify_dag import git, store, url_secrets
 from verify_dag.errors import FatalError, UsageError
 from verify_dag.files import file_lock
 from verify_dag.models import RunState, Snapshot, VerifyRequest
@@ -42,68 +41,9 @@ RUN_COPY_TTL = 2 * 24 * 3600.0
 _URL_ONLY_SCOPES = ("all", "branch")
 # Where operators read how workers reach private repositories without a secret in the URL.
 ACCESS_DOC = 'ops/README.md "Repository access"'
-# A user part that is a token, not an account name: the prefixes of GitHub, GitLab and Hugging
-# Face tokens, or a long run of token characters with a digit (account names are short and
-# readable; GitHub's classic tokens are 40 hex digits, Azure DevOps PATs 52 characters).
-_TOKEN_PREFIXES = (
-    "ghp_",
-    "gho_",
-    "ghu_",
-    "ghs_",
-    "ghr_",
-    "github_pat_",
-    "glpat-",
-    "gldt-",
-    "glcbt-",
-    "hf_",
-)
-_TOKEN_LIKE = re.compile(r"(?=[A-Za-z0-9_.~-]*[0-9])[A-Za-z0-9_.~-]{32,}")
 
 
 # --- credentials: refused before anything is sent or stored (docs/security.md) -------------------
-
-
-def _userinfo(source: str) -> tuple[int, int] | None:
-    """Where the userinfo of URL ``source`` is (start, end), if it has one."""
-    scheme, sep, rest = source.partition("://")
-    if sep:
-        start = len(scheme) + len(sep)
-        # The authority ends at the first of / ? #; a password may hold an unencoded "@".
-        authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
-    else:
-        start, authority = 0, source.split("/", 1)[0]  # scp-like [user@]host:path
-    end = authority.rfind("@")
-    return (start, start + end) if end > 0 else None
-
-
-def _secret(userinfo: str) -> str | None:
-    user, colon, password = userinfo.partition(":")
-    user = unquote(user)  # git decodes %XX in the userinfo, so a token may hide behind it
-    if colon and password:
-        return "a password"
-    if user.lower().startswith(_TOKEN_PREFIXES) or _TOKEN_LIKE.fullmatch(user):
-        return "a token"
-    return None
-
-
-def credentials(source: str) -> str | None:
-    """What secret repository or broker URL ``source`` carries: "a password" (userinfo with a
-    non-empty password), "a token" (a user part that is one, see _TOKEN_PREFIXES), or None."""
-    where = _userinfo(source)
-    return _secret(source[where[0] : where[1]]) if where else None
-
-
-def hide_credentials(source: str) -> str:
-    """``source`` safe to show: a password becomes ``***`` and so does a token user part."""
-    where = _userinfo(source)
-    if where is None:
-        return source
-    start, end = where
-    kind = _secret(source[start:end])
-    if kind is None:
-        return source
-    shown = f"{source[start:end].partition(':')[0]}:***" if kind == "a password" else "***"
-    return source[:start] + shown + source[end:]
 
 
 def refuse_credentials(source: str, named: str | None = None) -> None:
@@ -113,9 +53,9 @@ def refuse_credentials(source: str, named: str | None = None) -> None:
     ``named`` is what the message calls the source when it already shows it (a fleet entry)."""
     if not git.is_url(source):
         return
-    kind = credentials(source)
+    kind = url_secrets.credentials(source)
     if kind is not None:
-        subject = f"{named}: its url" if named else hide_credentials(source)
+        subject = f"{named}: its url" if named else url_secrets.mask(source)
         raise UsageError(
             f"{subject} carries {kind}; a repository URL with credentials is refused so that "
             "they never reach the broker, results, logs or reports",

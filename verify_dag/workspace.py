@@ -27,7 +27,6 @@ from pathlib import Path
 from verify_dag import git
 from verify_dag.errors import FatalError
 from verify_dag.files import file_lock
-from verify_dag.gitparse import valid_ref
 from verify_dag.paths import runs_root
 
 # Longer than any run may take (the longest queue time limit is two hours).
@@ -54,7 +53,7 @@ def checkout(run_id: str, repo: str | Path, sha: str) -> Iterator[Path]:
 
 
 def ensure(run_id: str, repo: str | Path, sha: str) -> Path:
-    if not valid_ref(sha):
+    if not git.valid_ref(sha):
         raise FatalError(f"cannot check out {sha!r}: not a commit")
     home = run_dir(run_id) / "checkouts" / sha
     tree = home / "tree"

@@ -280,7 +280,7 @@ CASES: list[Case] = [
         static_source="tox.ini [testenv:typing]: deps -r requirements/typing.txt, commands mypy "
         "([tool.mypy] files = src/click, tests/typing)",
     ),
-    # Issue 27's styles: hatch-only, nox-only, uv.lock with dependency groups, jaraco's, a
+    # Environment styles: hatch-only, nox-only, uv.lock with dependency groups, jaraco's, a
     # suite of thousands, a web framework's patch release.
     Case(
         "mkdocs",

@@ -16,7 +16,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import Field
 
-from verify_dag import skills
+from verify_dag import skills, url_secrets
 from verify_dag.errors import UsageError
 from verify_dag.models.base import Frozen
 from verify_dag.paths import user_file
@@ -43,7 +43,7 @@ _KEYS = (
     "max-output-tokens",
     "retries",
 )
-# What the repository under verification may set in its own table (issue 11): nothing that picks
+# What the repository under verification may set in its own table: nothing that picks
 # or starts a program or spends the user's money. timeout only bounds a call to the backend the
 # user chose, and a longer call is not a dearer one (models bill tokens, not time).
 REPO_KEYS = ("timeout", "comment-density")
@@ -274,7 +274,7 @@ def _url(value: object, where: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not re.fullmatch(r"https?://[^\s/?#]+(?:/[^\s?#]*)?", value):
-        shown = re.sub(r"://[^/@\s]*@", "://***@", value) if isinstance(value, str) else value
+        shown = url_secrets.mask_in(value, "***", whole=True) if isinstance(value, str) else value
         raise UsageError(f"{where}: expected an http:// or https:// URL, got {shown!r}")
     return value.rstrip("/")
 

@@ -13,7 +13,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from verify_dag import gitparse
 from verify_dag.cli import args as cli_args
 from verify_dag.errors import FatalError, UsageError
 
@@ -179,7 +178,7 @@ def floor_guard(argv: list[str]) -> int:
         raise UsageError("no PATHSPEC after --")
     cwd = Path.cwd()
     top = git.toplevel(cwd)
-    if not gitparse.valid_ref(args.base):
+    if not git.valid_ref(args.base):
         raise UsageError(f"invalid BASE {args.base!r}")
     base = git.verify_commit(top, args.base)
     if base is None:

@@ -55,7 +55,7 @@ def _setting(flag_value: str | None, flag: str, env: str, default: str) -> tuple
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from verify_dag import repos, sandbox
+    from verify_dag import sandbox, url_secrets
     from verify_dag.tasks.app import (
         BROKER_ENV,
         BROKER_FILE_ENV,
@@ -65,12 +65,12 @@ def cmd_worker(args: argparse.Namespace) -> int:
         configure,
     )
 
-    secret = repos.credentials(args.broker) if args.broker else None
+    secret = url_secrets.credentials(args.broker) if args.broker else None
     if secret is not None:
         # Unlike a client's, a worker's command line lives as long as the worker, and any
         # process on the host reads it (/proc/<pid>/cmdline, ps), repository code included.
         raise UsageError(
-            f"--broker {repos.hide_credentials(args.broker)}: {secret} on a worker's command "
+            f"--broker {url_secrets.mask(args.broker)}: {secret} on a worker's command "
             "line is readable by every process on this host",
             hint=f"put the URL in {BROKER_ENV} or in a file named by {BROKER_FILE_ENV}, "
             'see ops/README.md "Broker credentials"',

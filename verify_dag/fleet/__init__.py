@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from verify_dag import git, gitparse, repos, store
+from verify_dag import git, repos, store, url_secrets
 from verify_dag.errors import UsageError, VerifyDagError
 from verify_dag.files import file_lock, write_atomic
 from verify_dag.models.request import Depth
@@ -84,7 +84,7 @@ class Entry:
 
 def display(url: str) -> str:
     """``url`` safe to print and store: a password or token in it is replaced by ``***``."""
-    return repos.hide_credentials(url)
+    return url_secrets.mask(url)
 
 
 # The fleet file's settings beside its [[repo]] tables.
@@ -159,7 +159,7 @@ def _entry(where: Path, number: int, table: object) -> Entry:
     if not isinstance(url, str) or not url.strip():
         raise UsageError(f"{name}: url is required (a URL or a path)")
     base = table.get("base")
-    if base is not None and not gitparse.valid_ref(base):
+    if base is not None and not git.valid_ref(base):
         raise UsageError(f"{name}: base is not a valid git ref: {base!r}")
     # With a base the only meaningful scope is the branch against it; without, the whole repo.
     scope = table.get("scope", "branch" if base is not None else "all")

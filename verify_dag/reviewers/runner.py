@@ -206,7 +206,7 @@ def _ask(
         usage = reply.usage or usage.model_copy(update={"cached": False})
         if reply.status != "ok":
             # A missing CLI or missing auth is BLOCKED for codex-reviewer (its report statuses);
-            # a time-out, quota or empty reply is NOT_RUN for everyone (issue 3).
+            # a time-out, quota or empty reply is NOT_RUN for everyone.
             unavailable = reply.status in {"missing", "auth"}
             status: Status = "BLOCKED" if blocked_when_unavailable and unavailable else "NOT_RUN"
             failed = SkillOutcome(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from verify_dag import git, gitparse
+from verify_dag import git
 from verify_dag.errors import UsageError
 from verify_dag.models.request import Snapshot, VerifyRequest
 from verify_dag.models.scope import (
@@ -201,7 +201,7 @@ def _explicit_branch(repo: str, head: str, base: str | None) -> Scope:
         base = resolved
     else:
         remote, _, branch = base.partition("/")
-        if branch and gitparse.valid_ref_name(branch) and git.remote_exists(repo, remote):
+        if branch and git.valid_ref_name(branch) and git.remote_exists(repo, remote):
             refspec = f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}"
             ok, why = git.fetch(repo, remote, refspec)
             if not ok:

@@ -10,7 +10,7 @@ from verify_dag import declarations, util
 from verify_dag.models.findings import Finding, SkillOutcome
 from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.phases.tester import env as testenv
-from verify_dag.phases.tester.env.base import Env, clean
+from verify_dag.phases.tester.env.base import Env, redacted
 
 SKILL = "tester"
 
@@ -58,7 +58,7 @@ def unprovisioned(env: Env) -> SkillOutcome:
         severity=10,
         source=SKILL,
         issue_class="environment",
-        description=clean(
+        description=redacted(
             f"{reason} from {env.source or 'the declared dependencies'}: {env.error}. "
             "The suite's result is unknown, not passing."
         )[:4000],

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from verify_dag import git, gitparse
+from verify_dag import git
 from verify_dag.reviewers.contract.parse import ContractError
 
 
@@ -28,7 +28,7 @@ class RangeError(ContractError):
 
 
 def _commit(repo: Path, spec: str, ref: str) -> str:
-    if not gitparse.valid_ref(ref):
+    if not git.valid_ref(ref):
         raise RangeError(f"bad diff range {spec!r}: invalid revision {ref!r}")
     sha = git.verify_commit(repo, ref)
     if sha is None:

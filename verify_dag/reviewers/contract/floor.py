@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verify_dag import git
-from verify_dag.gitparse import Delta
+from verify_dag.git import Delta
 from verify_dag.reviewers.contract import diffparse, floor_settings, pertest, testunits, waivers
 from verify_dag.reviewers.contract import floor_rules as rules
 from verify_dag.reviewers.contract.diffparse import FileDiff, Line

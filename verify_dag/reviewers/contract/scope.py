@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Sequence
 from functools import cache
 
-from verify_dag.gitparse import Delta
+from verify_dag.git import Delta
 from verify_dag.reviewers.contract.models import ScopeResult
 
 

@@ -8,7 +8,7 @@ selects tests (a node id ``path::name``, or ``-k NAME``) in a Python file, what 
 the source of each selected test and, one call deep, of the functions it calls that the test
 file defines or imports from the repository (``from calc import add`` reads ``add`` in
 ``calc.py`` or ``src/calc.py``). Anything else (no selection, a file that does not parse, a
-``-k`` expression) observes the whole file, as before.
+``-k`` expression) observes the whole file.
 
 Pure: reading files is the caller's ``read(path)``.
 """

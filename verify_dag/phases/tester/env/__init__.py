@@ -30,7 +30,7 @@ from verify_dag.phases.tester.env import registry
 from verify_dag.phases.tester.env import tools as testenv_tools
 from verify_dag.phases.tester.env import venv as testenv_venv
 from verify_dag.phases.tester.env import wheelhouse as testenv_wheelhouse
-from verify_dag.phases.tester.env.base import PY_LEAKS, Env, clean
+from verify_dag.phases.tester.env.base import PY_LEAKS, Env, redacted
 from verify_dag.tools import pinned
 
 
@@ -54,7 +54,7 @@ def provision(
             return Env()
         return testenv_venv.build(workdir, plan, root / "envs", time.monotonic() + timeout)
     except (OSError, ValueError, KeyError, TypeError, configparser.Error) as exc:
-        return Env(error=clean(f"{type(exc).__name__}: {exc}"))
+        return Env(error=redacted(f"{type(exc).__name__}: {exc}"))
 
 
 def _python_suite(toolchain: Toolchain) -> bool:

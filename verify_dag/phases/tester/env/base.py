@@ -11,7 +11,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import shlex
 import shutil
 import sys
@@ -22,7 +21,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from verify_dag import git, util
+from verify_dag import git, url_secrets, util
 from verify_dag.files import file_lock, write_atomic
 from verify_dag.phases.tester.env import seal
 from verify_dag.sandbox import Policy
@@ -31,7 +30,6 @@ RECIPE = "verify-dag-env-2"  # part of every key: change it when the way envs ar
 MARKER = ".verify-dag-ready"
 # Our own interpreter's path setup must not leak into the repository's env.
 PY_LEAKS = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "PIP_USER")
-_USERINFO = re.compile(r"(://)[^/@\s]+@")
 
 
 @dataclass(frozen=True)
@@ -311,9 +309,12 @@ def pycache_prefix(env: Env, dest: Path) -> Path:
     return dest
 
 
-def clean(text: str) -> str:
-    """Redacted text for findings: secret values and credentials in index URLs removed."""
-    return _USERINFO.sub(r"\1[REDACTED]@", util.redact(text))
+def redacted(text: str) -> str:
+    """``text`` (a message about building an environment) fit for a finding: the secrets
+    util.redact knows and every URL's whole userinfo masked. The messages quote package index
+    URLs, whose user part is often a token of a shape no rule knows, so even a plain user name
+    goes there (url_secrets.mask_in, ``whole``)."""
+    return url_secrets.mask_in(util.redact(text), "[REDACTED]", whole=True)
 
 
 def pip_env() -> dict[str, str]:

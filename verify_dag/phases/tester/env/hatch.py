@@ -42,10 +42,10 @@ from verify_dag.phases.tester.env.base import (
     Env,
     cache_dir,
     checkout_id,
-    clean,
     compile_site,
     left,
     pip_env,
+    redacted,
     shared,
     tail,
     uv_bin,
@@ -146,7 +146,7 @@ def _hatch(workdir: Path, cache: Path, deadline: float) -> tuple[list[str], str 
             res = uv_install(python, wanted, cache=cache, deadline=deadline, shared=True)
             if made.returncode != 0 or res.returncode != 0 or res.timed_out:
                 why = tail(res) if made.returncode == 0 else tail(made)
-                return [], clean(f"installing hatch with {', '.join(plugins)} failed: {why}")
+                return [], redacted(f"installing hatch with {', '.join(plugins)} failed: {why}")
             (tool / MARKER).touch()
     return [str(python), "-m", "hatch"], None
 
@@ -251,7 +251,7 @@ def runtime(
         except ValueError:
             envs = None
         if not isinstance(envs, dict):
-            return Env(source="hatch", error=clean(f"hatch env show failed: {tail(res)}"))
+            return Env(source="hatch", error=redacted(f"hatch env show failed: {tail(res)}"))
         name = choose(envs, _TEST_ENV in _envs_table(workdir), want)
         if name is None:
             return Env(source="hatch", notes=("hatch declares no env that runs tests here",))
@@ -286,7 +286,7 @@ def _build(
         sandbox=policy,
     )
     if res.returncode != 0 or res.timed_out:
-        return Env(source=source, error=clean(f"hatch env create {name} failed: {tail(res)}"))
+        return Env(source=source, error=redacted(f"hatch env create {name} failed: {tail(res)}"))
     found = util.run(
         [*hatch, "env", "find", name],
         cwd=workdir,
@@ -296,11 +296,11 @@ def _build(
     )
     venv = Path(found.stdout.strip().splitlines()[-1]) if found.stdout.strip() else None
     if found.returncode != 0 or venv is None or not (venv / "bin" / "python").exists():
-        return Env(source=source, error=clean(f"hatch env find {name} failed: {tail(found)}"))
+        return Env(source=source, error=redacted(f"hatch env find {name} failed: {tail(found)}"))
     bin_dir = venv / "bin"
     res = uv_install(bin_dir / "python", _EXTRA, cache=cache, deadline=deadline, cwd=workdir)
     if res.returncode != 0 or res.timed_out:
-        return Env(source=source, error=clean(f"adding coverage to the hatch env: {tail(res)}"))
+        return Env(source=source, error=redacted(f"adding coverage to the hatch env: {tail(res)}"))
     compile_site(bin_dir / "python", deadline)
     line = test_line(name, body)
     variables = body.get("env-vars", {})

@@ -21,10 +21,10 @@ from verify_dag import util
 from verify_dag.files import file_lock, write_atomic
 from verify_dag.phases.tester.env.base import (
     Env,
-    clean,
     env_from_json,
     env_json,
     pip_env,
+    redacted,
     tail,
     throwaway_uv,
     uv_bin,
@@ -57,7 +57,7 @@ def layer(env: Env, workdir: Path, dest: Path, timeout: float = 900) -> Env:
         [sys.executable, "-m", "venv", "--without-pip", str(dest)], timeout=timeout, env=pip_env()
     )
     if res.returncode != 0:
-        return replace(env, error=clean(f"could not create the run venv: {tail(res)}"))
+        return replace(env, error=redacted(f"could not create the run venv: {tail(res)}"))
     (site_dir(dest) / "_verify_dag_base.pth").write_text(
         f"import site; site.addsitedir({str(site_dir(env.bin_dir.parent))!r})\n", encoding="utf-8"
     )
@@ -92,7 +92,7 @@ def layer(env: Env, workdir: Path, dest: Path, timeout: float = 900) -> Env:
     if res.returncode != 0 or res.timed_out:
         return replace(
             env,
-            error=clean(
+            error=redacted(
                 f"installing the project into the run venv failed ({env.source}): {tail(res)}"
             ),
         )

@@ -30,9 +30,9 @@ from verify_dag.phases.tester.env.base import (
     Env,
     cache_dir,
     checkout_id,
-    clean,
     compile_site,
     left,
+    redacted,
     shared,
     tail,
     uv_bin,
@@ -138,7 +138,7 @@ def runtime(
         except ValueError:
             sessions = None
         if not isinstance(sessions, list):
-            return Env(source="nox", error=clean(f"nox --list failed: {tail(res)}"))
+            return Env(source="nox", error=redacted(f"nox --list failed: {tail(res)}"))
         name = choose(sessions, _runs_tests(workdir), want)
         if name is None:
             return Env(source="nox", notes=("the noxfile has no test session for this Python",))
@@ -176,7 +176,9 @@ def _build(
         sandbox=policy,
     )
     if res.returncode != 0 or res.timed_out:
-        return Env(source=source, error=clean(f"nox -s {name} --install-only failed: {tail(res)}"))
+        return Env(
+            source=source, error=redacted(f"nox -s {name} --install-only failed: {tail(res)}")
+        )
     # The session's own venv, where nox names it: a session may notify others (a coverage
     # report), whose venvs are made beside it in the same run.
     from nox.sessions import _normalize_path  # imported late: nox's, only nox projects need it
@@ -189,7 +191,7 @@ def _build(
         bin_dir / "python", ["pytest", *EXTRA_DEPS], cache=cache, deadline=deadline, cwd=workdir
     )
     if res.returncode != 0 or res.timed_out:
-        return Env(source=source, error=clean(f"adding coverage to the nox venv: {tail(res)}"))
+        return Env(source=source, error=redacted(f"adding coverage to the nox venv: {tail(res)}"))
     compile_site(bin_dir / "python", deadline)
     return Env(
         python=bin_dir / "python",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from verify_dag import util
 from verify_dag.files import file_lock
-from verify_dag.phases.tester.env.base import MARKER, RECIPE, Env, clean, pip_env, tail
+from verify_dag.phases.tester.env.base import MARKER, RECIPE, Env, pip_env, redacted, tail
 from verify_dag.sandbox import Policy
 
 RUNNERS = frozenset({"npm", "npx", "yarn", "pnpm", "node"})
@@ -36,7 +36,7 @@ def node(workdir: Path, cache: Path, timeout: float) -> Env:
             env=pip_env(),
             sandbox=Policy(network=True),
         )
-        error = None if res.returncode == 0 else clean(f"npm {verb} failed: {tail(res)}")
+        error = None if res.returncode == 0 else redacted(f"npm {verb} failed: {tail(res)}")
         return Env(
             source=f"package.json (npm {verb})",
             error=error,
@@ -63,7 +63,9 @@ def node(workdir: Path, cache: Path, timeout: float) -> Env:
             )
             if res.returncode != 0:
                 return Env(
-                    key=key, source="package-lock.json", error=clean(f"npm ci failed: {tail(res)}")
+                    key=key,
+                    source="package-lock.json",
+                    error=redacted(f"npm ci failed: {tail(res)}"),
                 )
             (target / "node_modules").mkdir(exist_ok=True)  # npm ci makes none without deps
             (target / MARKER).write_text("ok", encoding="utf-8")

@@ -25,10 +25,10 @@ from verify_dag.files import file_lock, write_atomic
 from verify_dag.phases.tester.env.base import (
     MARKER,
     RECIPE,
-    clean,
     left,
     pip_env,
     purelib,
+    redacted,
     tail,
     uv_install,
 )
@@ -61,7 +61,7 @@ def build(pins: Sequence[Pin], project: Path | None, cache: Path, timeout: float
         error = _build(venv, wanted, project, cache, deadline)
         if error is not None:
             shutil.rmtree(venv, ignore_errors=True)
-            return ToolEnv(None, clean(error))
+            return ToolEnv(None, redacted(error))
         write_atomic(venv / MARKER, json.dumps({"pins": wanted}).encode("utf-8"))
     return ToolEnv(python)
 

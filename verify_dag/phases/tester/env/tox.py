@@ -38,11 +38,11 @@ from verify_dag.phases.tester.env.base import (
     Runner,
     cache_dir,
     checkout_id,
-    clean,
     compile_site,
     env_from_json,
     env_json,
     left,
+    redacted,
     shared,
     tail,
     uv_install,
@@ -175,7 +175,7 @@ def provision(workdir: Path, name: str, cache: Path, timeout: float = 900) -> En
             # index, not in each sandboxed run without one.
             why = fetched.warm(env.bin_dir, cache, left(deadline))
             if why is not None:
-                return Env(source=env.source, error=clean(why))
+                return Env(source=env.source, error=redacted(why))
         if env.error is None:
             record = {"want": want, "env": env_json(env)}
             write_atomic(marker, json.dumps(record).encode("utf-8"))
@@ -237,14 +237,14 @@ def build(
         return Env(source=source, error=f"tox run -e {name} --notest timed out")
     if res.returncode != 0:
         return Env(
-            source=source, error=clean(f"tox run -e {name} --notest failed: {tail(res, 25)}")
+            source=source, error=redacted(f"tox run -e {name} --notest failed: {tail(res, 25)}")
         )
     bin_dir = tox_dir / name / "bin"
     if extra:
         # Installed again beside the env's own: a lock runner's env never took `deps`.
         res = uv_install(bin_dir / "python", extra, cache=cache, deadline=deadline, cwd=workdir)
         if res.returncode != 0 or res.timed_out:
-            return Env(source=source, error=clean(f"adding {' '.join(extra)}: {tail(res)}"))
+            return Env(source=source, error=redacted(f"adding {' '.join(extra)}: {tail(res)}"))
         compile_site(bin_dir / "python", deadline)
     return Env(
         python=bin_dir / "python",

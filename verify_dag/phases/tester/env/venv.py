@@ -39,11 +39,11 @@ from verify_dag.phases.tester.env import seal
 from verify_dag.phases.tester.env.base import (
     MARKER,
     Env,
-    clean,
     compile_site,
     left,
     pip_env,
     purelib,
+    redacted,
     tail,
     uv_bin,
     uv_install,
@@ -93,7 +93,7 @@ def runtime(
             else build(workdir, plan, cache / "envs", time.monotonic() + timeout)
         )
     except (OSError, ValueError, KeyError, TypeError, configparser.Error) as exc:
-        env = Env(error=clean(f"{type(exc).__name__}: {exc}"))
+        env = Env(error=redacted(f"{type(exc).__name__}: {exc}"))
     if env.error is not None or not env.project:
         yield env
         return
@@ -128,7 +128,7 @@ def build(workdir: Path, plan: Plan, envs: Path, deadline: float) -> Env:
         error, project = _build(workdir, plan, env_dir, deadline)
         if error is not None:
             shutil.rmtree(env_dir, ignore_errors=True)
-            return Env(key=key, source=plan.source, error=clean(error), notes=notes)
+            return Env(key=key, source=plan.source, error=redacted(error), notes=notes)
         compile_site(env_dir / "bin" / "python", deadline)
         seal.seal(env_dir, frozenset({MARKER}))
         write_atomic(

@@ -1,6 +1,6 @@
 """Pure parsers for git output and ref syntax: no processes, so they are cheap to test.
 
-Kept apart from :mod:`verify_dag.git`, which runs the commands whose output lands here.
+Kept apart from :mod:`verify_dag.git.core`, which runs the commands whose output lands here.
 """
 
 from __future__ import annotations
