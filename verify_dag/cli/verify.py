@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from verify_dag import envvars
+from verify_dag import envvars, exitcodes
 from verify_dag.cli import args as cli_args
 from verify_dag.cli.verify_request import build_request
 from verify_dag.errors import EXIT_ERROR, EXIT_INCOMPLETE, UsageError
@@ -21,17 +21,7 @@ MODE_NOTE = (
     "--auto-fix-threshold, re-check the fixes, no prompts. Nothing is ever committed; "
     "`verify-dag restore RUN_ID` puts the fixed files back (docs/fixes.md)"
 )
-EXIT_CODES_HELP = """exit codes:
-  0  no issue at or above --fail-on (with --new-only: none the change introduced),
-     changed-line coverage at or above --fail-under when given, and every check of the
-     depth's composition ran (or --allow-incomplete)
-  1  issues at or above --fail-on, or coverage below --fail-under
-  2  usage error
-  3  the verification itself errored or was blocked
-  4  no issue fails the run, but checks of the composition did not run (NOT_RUN or
-     BLOCKED: no model backend, no way to exercise the change, ...); --allow-incomplete
-     (or allow-incomplete = true in [tool.verify-dag]) makes it 0
-"""
+EXIT_CODES_HELP = exitcodes.VERIFY.help()
 
 
 def add_parsers(sub: Any) -> None:
