@@ -8,11 +8,13 @@ the package as it is installed, because verify_dag.tasks lives in the top-level 
 from __future__ import annotations
 
 import ast
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tomllib
+import typing
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -246,3 +248,23 @@ def test_env_builders_are_one_module_each_behind_one_registry() -> None:
         if name.startswith("verify_dag.phases.tester.env"):
             continue
         assert not (_imports(name, path, known) & (defining | helpers)), name
+
+
+def test_issue_classes_have_one_source() -> None:
+    """models.findings.IssueClass is the one list of classes: the report schema's enum is its
+    members in order, and every table keyed by class (a merge's precedence, GitLab's
+    categories, a reply's category read as a class) covers each of them, so none of them meets
+    a class it does not know."""
+    from verify_dag.backends.parse import CATEGORY_CLASS
+    from verify_dag.models.findings import ISSUE_CLASSES, IssueClass
+    from verify_dag.report.dedup import CLASS_PRECEDENCE
+    from verify_dag.report.gitlab import CATEGORY
+
+    classes = list(typing.get_args(IssueClass))
+    assert list(ISSUE_CLASSES) == classes
+    schema = json.loads((ROOT / "schemas" / "report.v1.schema.json").read_text(encoding="utf-8"))
+    assert schema["properties"]["issues"]["items"]["properties"]["class"]["enum"] == classes
+    assert sorted(CLASS_PRECEDENCE) == sorted(classes)
+    assert list(CATEGORY) == classes
+    assert set(CATEGORY_CLASS.values()) <= set(classes)
+    assert all(CATEGORY_CLASS[c] == c for c in classes)
