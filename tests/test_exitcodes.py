@@ -3,11 +3,15 @@ contract with the scripts that read them, and each command's --help prints the s
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from verify_dag import exitcodes
-from verify_dag.cli import build_parser
+from verify_dag.cli import build_parser, exits
 
+ROOT = Path(__file__).resolve().parent.parent
 # The contract: command -> {code: its word or meaning's first words}.
 PINNED = {
     "VERIFY": {0: "pass", 1: "issues found", 2: "", 3: "", 4: "incomplete"},
@@ -46,3 +50,27 @@ def test_the_help_epilogs_print_the_tables() -> None:
 def test_the_worst_of_a_fleets_codes() -> None:
     worst = exitcodes.FLEET.worst
     assert (worst([0, 4, 1]), worst([2, 1]), worst([0, 3, 2]), worst([])) == (1, 2, 3, 0)
+
+
+# (page, the heading of the section that holds a command's table of exit codes, its table)
+DOCUMENTED = (
+    ("docs/report.md", "## Exit codes of `verify-dag verify`", "VERIFY"),
+    ("docs/shadow.md", "## Exit codes", "SHADOW"),
+    ("docs/contract.md", "## `verify-dag gates run CONTRACT`", "GATES"),
+    ("docs/contract.md", "### Exit codes", "CONTRACT"),
+    ("docs/contract.md", "### Output and exit codes", "FLOOR_GUARD"),
+    ("docs/arbiter.md", "## Arguments and exit codes", "ARBITER"),
+    ("docs/fleet.md", "## Exit codes", "FLEET"),
+    ("docs/completion.md", "## Exit codes", "COMPLETION"),
+)
+
+
+@pytest.mark.parametrize(("page", "heading", "table"), DOCUMENTED)
+def test_the_docs_tables_list_the_codes(page: str, heading: str, table: str) -> None:
+    text = (ROOT / page).read_text(encoding="utf-8")
+    assert f"\n{heading}\n" in text, (page, heading)
+    section = re.split(r"\n#", text.split(f"\n{heading}\n", 1)[1], maxsplit=1)[0]
+    rows = {int(m) for m in re.findall(r"^\| (\d+) \|", section, flags=re.M)}
+    # Any command interrupted by Ctrl-C exits 130 (cli/exits.py); a page may say so too.
+    rows.discard(exits.EXIT_INTERRUPTED)
+    assert sorted(rows) == [r.code for r in getattr(exitcodes, table).rows], (page, heading)
