@@ -3,6 +3,7 @@ contract with the scripts that read them, and each command's --help prints the s
 
 from __future__ import annotations
 
+import argparse
 import re
 from pathlib import Path
 
@@ -35,7 +36,7 @@ def test_every_commands_codes_keep_their_values(table: str) -> None:
 def test_the_help_epilogs_print_the_tables() -> None:
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
-    commands = sub.choices  # type: ignore[attr-defined]
+    commands: dict[str, argparse.ArgumentParser] = sub.choices  # type: ignore[assignment]
     for name, table in (
         ("verify", exitcodes.VERIFY),
         ("shadow", exitcodes.SHADOW),
