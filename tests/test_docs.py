@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from verify_dag import errors
-from verify_dag.cli import args as cli_args
+from verify_dag import exitcodes
 from verify_dag.phases.tester.env import registry
+from verify_dag.report.formats import FORMATS
 from verify_dag.tasks import app
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,7 +75,7 @@ def test_the_formats_named_are_the_codes() -> None:
     for page in (README, ROOT / "docs" / "usage.md"):
         named = re.search(r"\[--format=([a-z|]+)\]", text(page))
         assert named is not None, page
-        assert named.group(1).split("|") == list(cli_args.FORMATS), page
+        assert named.group(1).split("|") == list(FORMATS), page
 
 
 def test_the_queues_named_are_the_codes() -> None:
@@ -102,7 +102,7 @@ def test_every_env_builder_is_named() -> None:
 
 
 def test_the_exit_codes_table_is_the_codes() -> None:
-    codes = {v for k, v in vars(errors).items() if k.startswith("EXIT_") and isinstance(v, int)}
+    codes = {row.code for row in exitcodes.VERIFY.rows}
     table = text(README).split("## Exit codes", 1)[1].split("\n## ", 1)[0]
     rows = {int(m) for m in re.findall(r"^\| (\d+) \|", table, flags=re.M)}
     assert rows == codes

@@ -1,4 +1,4 @@
-"""An output format is one renderer of the Report model and its line in cli.args.FORMATS."""
+"""An output format is one renderer of the Report model and its line in report.formats.FORMATS."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from conftest import Repo, calc_base
 
-from verify_dag.cli import args as cli_args
 from verify_dag.cli import main
 from verify_dag.models.report import Report
+from verify_dag.report import formats
 
 
 def issue_count(report: Report) -> str:
@@ -29,8 +29,8 @@ def test_a_format_registered_in_one_line_is_offered_and_rendered_from_the_report
         "src/calc.py", "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
     )
     repo.commit("calc: sub")
-    fmt = cli_args.OutputFormat("count", "Count report", f"{__name__}:issue_count")
-    monkeypatch.setitem(cli_args.FORMATS, "count", fmt)
+    fmt = formats.OutputFormat("count", "Count report", f"{__name__}:issue_count")
+    monkeypatch.setitem(formats.FORMATS, "count", fmt)
     plain = tmp_path / "report.json"
     plain_rc = main(["verify", str(repo.path), "--scope=branch", "--base=base", "--depth=light",
                      "--format=json", f"--output={plain}"])  # fmt: skip

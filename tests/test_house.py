@@ -8,12 +8,15 @@ the package as it is installed, because verify_dag.tasks lives in the top-level 
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tomllib
+import typing
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TypeGuard
@@ -335,3 +338,109 @@ def test_no_file_cites_an_issue_number() -> None:
             continue  # not text
         cited += [f"{name}: {m.group(0)}" for m in _HISTORY.finditer(text)]
     assert cited == []
+
+
+def test_issue_classes_have_one_source() -> None:
+    """models.findings.IssueClass is the one list of classes: the report schema's enum is its
+    members in order, and every table keyed by class (a merge's precedence, GitLab's
+    categories, a reply's category read as a class) covers each of them, so none of them meets
+    a class it does not know."""
+    from verify_dag.backends.parse import CATEGORY_CLASS
+    from verify_dag.models.findings import ISSUE_CLASSES, IssueClass
+    from verify_dag.report.dedup import CLASS_PRECEDENCE
+    from verify_dag.report.gitlab import CATEGORY
+
+    classes = list(typing.get_args(IssueClass))
+    assert list(ISSUE_CLASSES) == classes
+    schema = json.loads((ROOT / "schemas" / "report.v1.schema.json").read_text(encoding="utf-8"))
+    assert schema["properties"]["issues"]["items"]["properties"]["class"]["enum"] == classes
+    assert sorted(CLASS_PRECEDENCE) == sorted(classes)
+    assert list(CATEGORY) == classes
+    assert set(CATEGORY_CLASS.values()) <= set(classes)
+    assert all(CATEGORY_CLASS[c] == c for c in classes)
+
+
+def _spelled(names: set[str], outside: str) -> Counter[tuple[str, str]]:
+    """(module under verify_dag/, name) -> how often ``names`` are string literals there, outside
+    the ``outside`` package; pydantic's ``mode="json"`` is no output format."""
+    package = ROOT / "verify_dag"
+    found: Counter[tuple[str, str]] = Counter()
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package).as_posix()
+        if rel.startswith(f"{outside}/"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        mode = {
+            id(k.value) for k in ast.walk(tree) if isinstance(k, ast.keyword) and k.arg == "mode"
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value in names and id(node) not in mode:
+                found[(rel, node.value)] += 1
+    return found
+
+
+# Where a registry tool's name may be spelled outside tools/: ruff's own fixes and rule
+# documentation, which no other linter offers (fixes/), and a fix's origin in the report model.
+_TOOL_NAMES_ALLOWED = {
+    ("fixes/explain.py", "ruff"): 2,
+    ("fixes/plan.py", "ruff"): 1,
+    ("fixes/propose.py", "ruff"): 3,
+    ("models/report.py", "ruff"): 1,
+}
+
+
+def test_a_linter_is_its_module_and_its_registry_line() -> None:
+    """Everything verify-dag knows of a linter is its ToolSpec (tools/<name>.py) and its line in
+    tools.REGISTRY: outside tools/, its names (the spec's, its programs', its package's) are
+    spelled only where the allow-list says why."""
+    from verify_dag.tools import REGISTRY
+
+    names = {s.name for s in REGISTRY.values()}
+    names |= {s.package for s in REGISTRY.values() if s.package is not None}
+    names |= {p for s in REGISTRY.values() if s.declarations for p in s.declarations.programs}
+    assert dict(_spelled(names, "tools")) == _TOOL_NAMES_ALLOWED
+
+
+# Where an output format's name may be spelled outside report/, and why.
+_FORMAT_NAMES_ALLOWED = {
+    # Other programs' and other commands' own formats that share a word with ours: the model
+    # CLI's and coverage's JSON output, the contract, shadow and fleet commands' --format, and
+    # a file suffix the contract oracle reads.
+    ("arbiter/model_arm.py", "json"): 1,
+    ("phases/tester/coverage.py", "json"): 1,
+    ("backends/invoke.py", "json"): 1,
+    ("cli/contract.py", "json"): 2,
+    ("cli/shadow.py", "json"): 3,
+    ("cli/fleet.py", "json"): 1,
+    ("cli/fleet.py", "markdown"): 3,
+    ("reviewers/contract/oracle.py", "json"): 1,
+    # The files a stored run keeps (report.json, report.md), named by kind.
+    ("client.py", "markdown"): 1,
+    ("fleet/summary.py", "json"): 3,
+    ("fleet/summary.py", "markdown"): 3,
+    # One format used by name: a stored run's JSON document is printed as it was stored, a fleet
+    # audit keeps the JSON report, and a request's default (models sit below report/).
+    ("cli/runs.py", "json"): 1,
+    ("fleet/audit.py", "json"): 1,
+    ("models/request.py", "markdown"): 1,
+}
+
+
+def test_an_output_format_is_its_module_and_its_formats_line() -> None:
+    """Adding an output format is its renderer in report/ and its line in report.formats.FORMATS:
+    outside report/ a format's name is spelled only where the allow-list says why."""
+    from verify_dag.report.formats import FORMATS
+
+    assert dict(_spelled(set(FORMATS), "report")) == _FORMAT_NAMES_ALLOWED
+
+
+def test_the_command_line_starts_without_the_report_package() -> None:
+    """Every command's parser lists the output formats; the renderers (pydantic, the models) are
+    imported only when a report is rendered."""
+    said = _run(
+        sys.executable,
+        "-c",
+        "import sys, verify_dag.cli; verify_dag.cli.build_parser(); "
+        "print(sorted(m for m in ('pydantic', 'verify_dag.models.report') if m in sys.modules))",
+    )
+    assert said.stdout.strip() == "[]", said.stderr

@@ -13,7 +13,7 @@ from verify_dag.models.scope import FileChange, Scope
 from verify_dag.models.toolchain import Toolchain
 from verify_dag.phases import static
 from verify_dag.phases.tester.env import tools as testenv_tools
-from verify_dag.phases.triage import discover
+from verify_dag.phases.triage import discover, invocations
 from verify_dag.tools import pinned
 
 CONFIG = """\
@@ -51,6 +51,18 @@ def test_the_pins_and_where_each_hook_applies(tmp_path: Path) -> None:
     assert not mypy.applies("src/generated/out.py")  # the hook's exclude
     assert not pins["ruff"].applies("docs/conf.py")  # the config's top-level files
     assert pins["ruff"].applies("tests/test_mod.py")
+
+
+def test_a_mirror_is_known_whatever_the_case_of_its_url(tmp_path: Path) -> None:
+    """The pins and triage's reading of the hooks come from one parse of the config, so they
+    agree on which hooks are mirrors: GitHub's names are case-insensitive."""
+    write(tmp_path, {".pre-commit-config.yaml": CONFIG.replace("astral-sh", "Astral-SH")})
+    assert pinned.read(tmp_path)["ruff"].requirement == "ruff==0.6.9"
+    lines = invocations.read_precommit(tmp_path)
+    assert [(x.tool, x.argv) for x in lines] == [
+        ("ruff", ("ruff", "check")),  # --fix is no option of the check
+        ("mypy", ("mypy", "--ignore-missing-imports")),  # the mirror's default args
+    ]
 
 
 def test_unreadable_or_absent_configs_pin_nothing(tmp_path: Path) -> None:

@@ -12,7 +12,6 @@ import jsonschema
 import pytest
 
 from verify_dag import report
-from verify_dag.cli import args as cli_args
 from verify_dag.errors import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_ISSUES, EXIT_OK
 from verify_dag.models import (
     ALL_OTHER_FILES,
@@ -32,6 +31,7 @@ from verify_dag.models import (
     VerifyRequest,
 )
 from verify_dag.models.findings import ToolUse
+from verify_dag.report import formats
 from verify_dag.report.dedup import dedup, same_problem
 from verify_dag.report.markdown_text import path_text
 
@@ -357,7 +357,7 @@ def test_golden(name: str) -> None:
     made = report.build(GOLDEN_CASES[name]())
     report.validate(made.model_dump(mode="json"))
     outputs = {f"{name}.json": report.to_json(made), f"{name}.md": report.markdown(made)}
-    for fmt in cli_args.FORMATS.values():
+    for fmt in formats.FORMATS.values():
         if fmt.name not in ("json", "markdown"):
             outputs[f"{name}.{fmt.name}"] = fmt.render(made)
     sarif_schema = json.loads((SCHEMAS / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))

@@ -39,6 +39,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
+from verify_dag import tools
 from verify_dag.files import write_atomic
 from verify_dag.models.findings import CacheHit
 from verify_dag.paths import RESULT_CACHE_VAR, results_root
@@ -47,11 +48,11 @@ log = logging.getLogger(__name__)
 
 CACHE_ENV = RESULT_CACHE_VAR
 FORMAT = 1  # part of every key: bump it when what an entry holds changes shape
-# The packages whose versions decide what a tool, a suite or a reviewer run gives.
+# The packages whose versions decide what a tool, a suite or a reviewer run gives: verify-dag,
+# the analysers of the tool registry, and the tools that build and run test environments.
 _VERSIONED = (
     "verify-dag",
-    "ruff",
-    "mypy",
+    *tools.packages(),
     "tox",
     "tox-uv",
     "nox",

@@ -12,13 +12,14 @@ user-facing description.
 from __future__ import annotations
 
 from verify_dag.errors import VerifyDagError
+from verify_dag.exitcodes import ARBITER
 
 RUBRIC_VERSION = "1.2.0"
 VERDICT_SCHEMA = "schemas/verdict.schema.json"
 PLAN_SCHEMA = "schemas/test_plan.schema.json"
-EXIT_VERDICT = 0
-EXIT_INPUT = 3
-EXIT_UNAVAILABLE = 4
+EXIT_VERDICT = ARBITER.code("verdict")
+EXIT_INPUT = ARBITER.code("input")
+EXIT_UNAVAILABLE = ARBITER.code("unavailable")
 
 
 class InputError(VerifyDagError):

@@ -23,7 +23,7 @@ from typing import Any, Literal
 from verify_dag import skills
 from verify_dag.models.base import Frozen
 from verify_dag.models.carry import Deferred, Reaffirmed, Reopened
-from verify_dag.models.findings import Finding, IssueClass, Location
+from verify_dag.models.findings import ISSUE_CLASSES, Finding, IssueClass, Location
 
 
 class JudgedGate(Frozen):
@@ -51,10 +51,10 @@ class ParsedReply(Frozen):
 # the skill's own class (its registry entry): comment-review's tags (narration, stale, ...) are all
 # comments.
 CATEGORY_CLASS: dict[str, IssueClass] = {
+    **{c: c for c in ISSUE_CLASSES},  # a class by its own name
     **{
         k: "security"
         for k in (
-            "security",
             "vulnerability",
             "injection",
             "auth",
@@ -68,7 +68,6 @@ CATEGORY_CLASS: dict[str, IssueClass] = {
     **{
         k: "correctness"
         for k in (
-            "correctness",
             "bug",
             "logic",
             "error-handling",
@@ -85,7 +84,6 @@ CATEGORY_CLASS: dict[str, IssueClass] = {
     **{
         k: "coverage"
         for k in (
-            "coverage",
             "test",
             "tests",
             "testing",
@@ -95,11 +93,10 @@ CATEGORY_CLASS: dict[str, IssueClass] = {
             "mocks",
         )
     },
-    **{k: "comment" for k in ("comment", "comments", "docstring", "docstrings")},
+    **{k: "comment" for k in ("comments", "docstring", "docstrings")},
     **{
         k: "ux"
         for k in (
-            "ux",
             "usability",
             "accessibility",
             "a11y",
@@ -108,11 +105,9 @@ CATEGORY_CLASS: dict[str, IssueClass] = {
             "error-messages",
         )
     },
-    **{k: "visual" for k in ("visual", "layout", "typography", "spacing", "color", "colour")},
-    **{k: "style" for k in ("style", "naming", "formatting", "lint")},
-    "plan-completeness": "plan-completeness",
+    **{k: "visual" for k in ("layout", "typography", "spacing", "color", "colour")},
+    **{k: "style" for k in ("naming", "formatting", "lint")},
     "plan": "plan-completeness",
-    "environment": "environment",
 }
 _SEVERITY_WORDS = {
     "critical": 9,

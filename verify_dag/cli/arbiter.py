@@ -14,6 +14,7 @@ import os
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from verify_dag import exitcodes
 from verify_dag.arbiter import (
     EXIT_VERDICT,
     RUBRIC_VERSION,
@@ -28,11 +29,7 @@ HELP = "score an evidence bundle against a frozen test plan; one verdict JSON on
 EPILOG = f"""\
 Implements rubric {RUBRIC_VERSION}; see docs/arbiter.md.
 
-exit codes:
-  0  a verdict on stdout: VERIFIED, VERIFIED_WITH_CONCERNS or REJECTED
-  3  usage or environment error (argument count, a malformed hash, an unreadable file)
-  4  AUDIT_UNAVAILABLE (verdict on stdout): escalate, never approve
-
+{exitcodes.ARBITER.help()}
 environment:
   AUDIT_CLAUDE_BIN      the model arm's Claude CLI (default claude, on PATH; missing: exit 4)
   AUDIT_CLAUDE_MODEL    its model (default claude-opus-4-6[1m])

@@ -4,17 +4,12 @@ take, the checks of input files and paths made before anything is submitted, UTF
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 from verify_dag.errors import UsageError
-
-if TYPE_CHECKING:
-    from verify_dag.models.report import Report
 
 STORE_HELP = (
     "report store directory (default: $VERIFY_DAG_STORE, else "
@@ -184,41 +179,5 @@ def write_utf8(text: str) -> None:
     out.flush()
 
 
-@dataclass(frozen=True)
-class OutputFormat:
-    """An output format of the report: adding one is a module in verify_dag/report/ that renders
-    the Report model, and its line in FORMATS (``verify --format`` and ``report --format`` offer
-    what is listed)."""
-
-    name: str
-    what: str  # what the line after an --output write calls the file
-    # "module:function", imported only when a report is rendered: the formats are listed at every
-    # start of the CLI, and the renderers pull in the whole report package.
-    renderer: str
-    # A document for machines: written to --output (a file, or - for stdout), never mixed
-    # into a terminal's text by default.
-    document: bool = False
-
-    def render(self, report: Report) -> str:
-        module, _, function = self.renderer.partition(":")
-        render: Callable[[Report], str] = getattr(importlib.import_module(module), function)
-        return render(report)
-
-
-# The first is the default: the one written on stdout for a person to read.
-FORMATS: dict[str, OutputFormat] = {
-    f.name: f
-    for f in (
-        OutputFormat("markdown", "Markdown report", "verify_dag.report.markdown:markdown"),
-        OutputFormat("json", "JSON report", "verify_dag.report.json_v1:to_json", document=True),
-        OutputFormat("sarif", "SARIF report", "verify_dag.report.sarif:sarif", document=True),
-        OutputFormat("github", "GitHub annotations", "verify_dag.report.github:github"),
-        OutputFormat(
-            "gitlab", "GitLab Code Quality report", "verify_dag.report.gitlab:gitlab", document=True
-        ),
-        OutputFormat("junit", "JUnit report", "verify_dag.report.junit:junit", document=True),
-    )
-}
 # --output=-: the report on stdout, whatever its format.
 STDOUT = "-"
-DEFAULT = next(iter(FORMATS))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from verify_dag import exitcodes
 from verify_dag.cli import args as cli_args
 from verify_dag.errors import EXIT_ISSUES, EXIT_OK, UsageError
 
@@ -28,13 +29,7 @@ nothing). With nobody attached to answer (stdin or stdout not a terminal, or CI
 set) it refuses (exit 2): pass --mode. With --mode it never asks.
 """
 
-EXIT_CODES_HELP = """exit codes:
-  0  pass: the completion command exited 0
-  1  fail: it exited non-zero, timed out, or was skipped because the criterion is invalid
-  2  usage error: bad flags or RUN_ID, no run directory, no parsed_scope.json in it,
-     no --mode with nobody attached to answer the mode gate
-  3  the verification itself errored: a step failed, no worker answered, the run was busy
-"""
+EXIT_CODES_HELP = exitcodes.COMPLETION.help()
 RUNS_HELP = (
     "directory of run directories (default: $VERIFY_DAG_RUNS_DIR, else "
     "$XDG_DATA_HOME/verify-dag/completion-runs, i.e. "

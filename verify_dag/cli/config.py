@@ -175,10 +175,12 @@ def _test_env(top: Any, toolchain: Any) -> str:
 
 def tools() -> list[tuple[str, str, str]]:
     from verify_dag import util
+    from verify_dag.tools import REGISTRY
     from verify_dag.tools.base import python_tool_argv
 
     rows: list[tuple[str, str, str]] = []
-    for name in ("ruff", "mypy", "pytest", "coverage", "tox", "nox", "uv"):
+    analysers = [s.discovery.module for s in REGISTRY.values() if s.discovery is not None]
+    for name in (*analysers, "pytest", "coverage", "tox", "nox", "uv"):
         argv = python_tool_argv(name)
         rows.append((name, *_version(argv, util.run)))
     for name, flag in (("git", "--version"), ("bwrap", "--version"), ("chromium", "--version")):

@@ -13,32 +13,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from verify_dag import exitcodes
 from verify_dag.cli import args as cli_args
 from verify_dag.errors import FatalError, UsageError
 
-CONTRACT_EXIT_CODES = """exit codes:
-  0  CONFORME: every criterion MET, no out-of-scope file, no unwaived floor finding
-  1  ECARTS(n): n gaps the developer can close
-  2  usage error: bad flags
-  3  ERROR(<reason>): the contract is missing, unreadable or lacks REQUEST / ACCEPTANCE
-     CRITERIA, the range is bad, or the verification itself failed
-  4  ABANDONED(n): no gap left but n abandonments stand; a human decides
-"""
-GATES_EXIT_CODES = """exit codes:
-  0  every CHECK met its EXPECT (or no criterion has a CHECK)
-  1  at least one CHECK did not
-  2  usage error: bad flags, a missing or malformed contract, not a git repository
-  3  the run itself failed (git, the contract changed meanwhile, it could not be written)
-"""
 FLOOR_HELP = "find weakenings (skips, removed asserts, suppressions, ...) in BASE...HEAD"
-FLOOR_EXIT_CODES = """exit codes (docs/contract.md):
-  0  clean, or every finding waived by the contract's CLARIFICATIONS
-  2  at least one finding not waived
-  3  usage error: bad arguments, an unknown BASE, a pathspec matching no file, not a git
-     repository, a missing or malformed --contract
-"""
-EXIT_FLOOR_FINDINGS = 2
-EXIT_ABANDONED = 4
 
 
 def add_parsers(sub: Any) -> None:
@@ -47,7 +26,7 @@ def add_parsers(sub: Any) -> None:
     c = sub.add_parser(
         "contract",
         help="verify a diff against a CONTRACT file (report-only)",
-        epilog=CONTRACT_EXIT_CODES,
+        epilog=exitcodes.CONTRACT.help(),
         formatter_class=fmt,
     )
     c.set_defaults(handler=cmd_contract)
@@ -76,7 +55,7 @@ def add_parsers(sub: Any) -> None:
     r = gsub.add_parser(
         "run",
         help="run each CHECK, compare with EXPECT, write EVIDENCE",
-        epilog=GATES_EXIT_CODES,
+        epilog=exitcodes.GATES.help(),
         formatter_class=fmt,
     )
     r.set_defaults(handler=cmd_gates)
@@ -118,7 +97,7 @@ def cmd_contract(args: argparse.Namespace) -> int:
     cli_args.write_utf8(render.to_json(verdict) if args.format == "json" else render.text(verdict))
     if verdict.verdict == "ERROR":
         raise FatalError(verdict.error or "the contract could not be verified")
-    return {"CONFORME": 0, "ECARTS": 1, "ABANDONED": EXIT_ABANDONED}[verdict.verdict]
+    return exitcodes.CONTRACT.code(verdict.verdict)
 
 
 def cmd_gates(args: argparse.Namespace) -> int:
@@ -151,7 +130,7 @@ def _floor_parser() -> argparse.ArgumentParser:
         prog="verify-dag floor-guard",
         usage="%(prog)s [--contract PATH] BASE [-- PATHSPEC...]",
         description=FLOOR_HELP,
-        epilog=FLOOR_EXIT_CODES,
+        epilog=exitcodes.FLOOR_GUARD.help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("base", metavar="BASE", help="the branch's base (develop; main for a hotfix)")
@@ -196,4 +175,4 @@ def floor_guard(argv: list[str]) -> int:
     clarifications = parse.read(Path(source)).clarifications if source else ""
     report = floor.guard(cwd, old, head, after, magic=True, clarifications=clarifications)
     cli_args.write_utf8("\n".join([f"FLOOR GUARD: {report.summary()}", *report.lines()]) + "\n")
-    return EXIT_FLOOR_FINDINGS if report.gaps else 0
+    return exitcodes.FLOOR_GUARD.code("findings" if report.gaps else "clean")

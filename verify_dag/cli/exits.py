@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from functools import cache
 
 from verify_dag.errors import EXIT_ERROR, EXIT_USAGE, VerifyDagError
+from verify_dag.exitcodes import FLOOR_GUARD
 
 EXIT_INTERRUPTED = 130
 # floor-guard's exit 2 means findings, so its usage errors (and every other error) exit 3.
-EXIT_FLOOR_USAGE = 3
+EXIT_FLOOR_USAGE = FLOOR_GUARD.code("error")
 # Not a command of the command line: one audit of `fleet beat`, which outlives a failed night.
 FLEET_AUDIT = "fleet audit"
 

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from verify_dag import exitcodes
 from verify_dag.cli import args as cli_args
 from verify_dag.cli import exits
 
@@ -22,18 +23,7 @@ if TYPE_CHECKING:  # the parser is built on every call, before the fleet's modul
     from verify_dag.fleet import Entry
 
 
-EXIT_CODES_HELP = """exit codes:
-  0  every repository passed, or was reused, with no issue at or above --fail-on
-  1  some repository has issues at or above --fail-on
-  2  usage error (bad flags, a missing or invalid fleet file)
-  3  some repository's audit errored or was blocked (its head could not be read included)
-  4  nothing at --fail-on and no error, but some repository's checks did not run
-fleet beat exits with the worst code of its audits (3, 2, 1, 4, 0) once --runs are done.
-"""
-
-
-# Exit codes from worst to best.
-_RANK = (3, 2, 1, 4, 0)
+EXIT_CODES_HELP = exitcodes.FLEET.help()
 
 
 def add_parsers(sub: Any) -> None:
@@ -209,9 +199,7 @@ def cmd_beat(args: argparse.Namespace) -> int:
                 code = _audit_outcome(sent.get(), args.timeout)
                 if code is None:
                     continue  # its turn came while the last audit still ran: skipped
-                # 3 (errors) outranks 2 (a bad fleet file), 1 (issues), 4 (checks that did
-                # not run), 0.
-                worst = min((worst, code), key=_RANK.index)
+                worst = exitcodes.FLEET.worst((worst, code))
                 done += 1
         finally:
             beat.stop()

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from verify_dag.cli import args as cli_args
 from verify_dag.errors import UsageError
+from verify_dag.report import formats
 
 if TYPE_CHECKING:  # the parser is built on every call, before pydantic is needed
     from verify_dag.store import RunMeta
@@ -36,7 +37,7 @@ def add_parsers(sub: Any) -> None:
     r = sub.add_parser("report", help="print or write the stored report of a run")
     r.set_defaults(handler=cmd_report)
     r.add_argument("run_id", metavar="RUN_ID")
-    r.add_argument("--format", choices=list(cli_args.FORMATS), default=cli_args.DEFAULT)
+    r.add_argument("--format", choices=list(formats.FORMATS), default=formats.DEFAULT)
     r.add_argument("--output", metavar="PATH", help="write the report here (never overwritten)")
     cli_args.add_store(r)
 
@@ -49,7 +50,7 @@ def add_parsers(sub: Any) -> None:
     w.set_defaults(handler=cmd_wait)
     w.add_argument("run_id", metavar="RUN_ID")
     w.add_argument("--timeout", type=cli_args.seconds(), default=7200.0, metavar="SECONDS")
-    w.add_argument("--format", choices=list(cli_args.FORMATS), default=cli_args.DEFAULT)
+    w.add_argument("--format", choices=list(formats.FORMATS), default=formats.DEFAULT)
     w.add_argument("--output", metavar="PATH", help="write the report here (never overwritten)")
     cli_args.add_store(w)
     cli_args.add_broker(w)
@@ -153,10 +154,10 @@ def _print_stored(doc: Any, markdown: str, format_name: str, output: str | None)
     from verify_dag import report
     from verify_dag.models.report import Report
 
-    fmt = cli_args.FORMATS[format_name]
+    fmt = formats.FORMATS[format_name]
     if fmt.name == "json":
         text = report.json_text(doc)
-    elif fmt.name == cli_args.DEFAULT:
+    elif fmt.name == formats.DEFAULT:
         text = markdown
     else:
         text = fmt.render(Report.model_validate(doc))

@@ -12,23 +12,13 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from verify_dag import exitcodes
 from verify_dag.cli import args as cli_args
-from verify_dag.errors import EXIT_ISSUES, EXIT_OK, UsageError
+from verify_dag.errors import UsageError
 
 if TYPE_CHECKING:  # the parser is built on every call, before Celery or pydantic is needed
     from verify_dag.shadow.models import RoundResult, ShadowJob
 
-EXIT_WARN = 4
-EXIT_CODES = {"PASS": EXIT_OK, "FAIL": EXIT_ISSUES, "WARN": EXIT_WARN}
-EXIT_CODES_HELP = """exit codes:
-  0  PASS: every verified claim was confirmed
-  1  FAIL: a claim was refuted; do not forward the findings
-  2  usage error: bad flags, a missing or malformed report, not a git repository, an unknown ref
-  3  the verification itself errored (no worker answered, an internal error)
-  4  WARN: a claim is stale, unverifiable or unverified (composition, echo chamber); forward
-     only with its caveats
-  5  halted: more than 50 claims; scope the investigation first (--claims=ID,...)
-"""
 HELP = "re-derive a report's key claims independently: PASS, WARN or FAIL"
 # Seconds to wait for one round: each verifier stops at its budget; the rest is queueing.
 ROUND_WAIT = 3600.0
@@ -41,7 +31,7 @@ def add_parsers(sub: Any) -> None:
     s = sub.add_parser(
         "shadow",
         help=HELP,
-        epilog=EXIT_CODES_HELP,
+        epilog=exitcodes.SHADOW.help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     s.set_defaults(handler=cmd_shadow)
@@ -171,7 +161,7 @@ def cmd_shadow(args: argparse.Namespace) -> int:
         result=result,
     )
     sys.stdout.write(render.to_json(doc) if args.format == "json" else render.text(doc))
-    return EXIT_CODES[doc["gate"]]
+    return exitcodes.SHADOW.code(doc["gate"])
 
 
 def _rounds(job: ShadowJob, chosen: list[Any], json_output: bool) -> RoundResult:

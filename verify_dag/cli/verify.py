@@ -6,10 +6,11 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from verify_dag import envvars
+from verify_dag import envvars, exitcodes
 from verify_dag.cli import args as cli_args
 from verify_dag.cli.verify_request import build_request
 from verify_dag.errors import EXIT_ERROR, EXIT_INCOMPLETE, UsageError
+from verify_dag.report import formats
 
 if TYPE_CHECKING:  # the parser is built on every call, before pydantic is needed
     from verify_dag.models import Report
@@ -21,17 +22,7 @@ MODE_NOTE = (
     "--auto-fix-threshold, re-check the fixes, no prompts. Nothing is ever committed; "
     "`verify-dag restore RUN_ID` puts the fixed files back (docs/fixes.md)"
 )
-EXIT_CODES_HELP = """exit codes:
-  0  no issue at or above --fail-on (with --new-only: none the change introduced),
-     changed-line coverage at or above --fail-under when given, and every check of the
-     depth's composition ran (or --allow-incomplete)
-  1  issues at or above --fail-on, or coverage below --fail-under
-  2  usage error
-  3  the verification itself errored or was blocked
-  4  no issue fails the run, but checks of the composition did not run (NOT_RUN or
-     BLOCKED: no model backend, no way to exercise the change, ...); --allow-incomplete
-     (or allow-incomplete = true in [tool.verify-dag]) makes it 0
-"""
+EXIT_CODES_HELP = exitcodes.VERIFY.help()
 
 
 def add_parsers(sub: Any) -> None:
@@ -88,16 +79,15 @@ def add_parsers(sub: Any) -> None:
     )
     v.add_argument(
         "--format",
-        choices=list(cli_args.FORMATS),
-        default=cli_args.DEFAULT,
-        help="markdown (default) or github annotations on stdout; json (v1), sarif (2.1.0), "
-        "gitlab (Code Quality) or junit (XML) to --output",
+        choices=list(formats.FORMATS),
+        default=formats.DEFAULT,
+        help=formats.help_text(),
     )
     v.add_argument(
         "--output",
         metavar="PATH",
-        help="write the report here (never overwritten), - for stdout; required with json, "
-        "sarif, gitlab and junit",
+        help="write the report here (never overwritten), - for stdout; required with "
+        + formats.documents(),
     )
     v.add_argument(
         "--fail-on",
@@ -261,7 +251,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     progress = client.verify_progress(args.quiet)
     # Phase 9 talks to the person on stdout unless the report itself goes there.
     report_on_stdout = request.output == "-" or (
-        not request.output and request.format != "markdown"
+        not request.output and formats.for_machines_on_stdout(request.format)
     )
     sent = client.submit(request)
     try:
@@ -272,13 +262,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if result.store_errors:
         print(f"verify-dag: warning: {'; '.join(result.store_errors)}", file=sys.stderr)
     doc = result.report
-    if doc.scope.nothing_to_verify and request.format == "markdown" and not request.output:
+    if doc.scope.nothing_to_verify and request.format == formats.DEFAULT and not request.output:
         # Nothing to verify is one line and a stop, not a report of skills that all SKIPPED.
         notes = "; ".join(doc.scope.notes) or "no changes in the selected scope"
         print(f"Nothing to verify: {notes}")
         return _verdict(doc, request.fail_on)
     if not flow.wanted(request):
-        if args.quiet and not request.output and request.format == cli_args.DEFAULT:
+        if args.quiet and not request.output and request.format == formats.DEFAULT:
             sys.stdout.write(report.summary_lines(doc, request.fail_on))
         else:
             _emit(request, doc, result.markdown)
@@ -333,8 +323,8 @@ def _verdict(doc: Report, fail_on: int | None) -> int:
 
 def _emit(request: Any, doc: Report, markdown: str) -> None:
     # The worker's Markdown is the one it stored; any other format is rendered here from the model.
-    fmt = cli_args.FORMATS[request.format]
-    text = markdown if fmt.name == cli_args.DEFAULT else fmt.render(doc)
+    fmt = formats.FORMATS[request.format]
+    text = markdown if fmt.name == formats.DEFAULT else fmt.render(doc)
     if not request.output:
         sys.stdout.write(text)
         return

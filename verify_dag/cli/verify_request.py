@@ -11,6 +11,7 @@ from typing import Any
 from verify_dag import attended
 from verify_dag.cli import args as cli_args
 from verify_dag.errors import UsageError
+from verify_dag.report import formats
 
 
 def _comment_density() -> str | None:
@@ -50,7 +51,7 @@ def _unattended(args: argparse.Namespace) -> str | None:
     nobody = attended.nobody()
     if nobody is not None:
         return nobody
-    if args.output == "-" or args.format == "github":
+    if args.output == "-" or formats.for_machines_on_stdout(args.format):
         return "nobody attached (stdout is not a terminal)"
     if git.is_url(args.path):
         return "the repository is a URL: there is no work tree to fix"
@@ -92,7 +93,7 @@ def build_request(args: argparse.Namespace) -> Any:
         )
     if args.output is not None and not args.output.strip():
         raise UsageError("--output: empty path")
-    if cli_args.FORMATS[args.format].document and not args.output:
+    if formats.FORMATS[args.format].document and not args.output:
         raise UsageError(
             f"--format={args.format} requires --output=PATH (or --output=- for stdout)"
         )

@@ -26,6 +26,7 @@ from verify_dag import git, store
 from verify_dag.fixes.plan import Step
 from verify_dag.models.report import Report, ReportIssue
 from verify_dag.models.request import VerifyRequest
+from verify_dag.report import formats
 from verify_dag.report.dedup import norm_title
 
 # The sources whose findings are deterministic: a new one after a fix is the fix's doing.
@@ -61,7 +62,7 @@ def request_for(request: VerifyRequest, old: str, fixed: str) -> VerifyRequest:
             "module": None,
             "mode": "report-only",
             "unattended": None,
-            "format": "markdown",
+            "format": formats.DEFAULT,
             "output": None,
             "new_only": False,
             "fail_under": None,

@@ -16,8 +16,8 @@ from typing import Any
 
 from jsonschema.exceptions import best_match
 
-from verify_dag import jsonschemas, store
-from verify_dag.errors import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_ISSUES, EXIT_OK
+from verify_dag import exitcodes, jsonschemas, store
+from verify_dag.errors import EXIT_ERROR
 from verify_dag.files import write_atomic
 from verify_dag.fleet import Entry, fleet_dir
 from verify_dag.models import Report
@@ -110,8 +110,7 @@ def build(
     # What this audit spent: a reused report's tokens were spent by an earlier one.
     fresh = [r["reviewTokens"] for r in repos if r["reviewTokens"] and r["result"] != "reused"]
     codes = {r["exitCode"] for r in repos}
-    # The worst first: 3, then 1, then 4 (nothing failed but checks did not run), then 0.
-    code = next((c for c in (EXIT_ERROR, EXIT_ISSUES, EXIT_INCOMPLETE) if c in codes), EXIT_OK)
+    code = exitcodes.FLEET.worst(codes)
     return {
         "schemaVersion": 1,
         "fleetFile": fleet_file,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import field_validator
 
@@ -23,6 +23,9 @@ IssueClass = Literal[
     "style",
     "plan-completeness",
 ]
+# The classes, in this order: the report schema's enum (tests/test_house.py checks it), and what
+# every table keyed by class covers.
+ISSUE_CLASSES: tuple[IssueClass, ...] = get_args(IssueClass)
 
 
 class Location(Frozen):

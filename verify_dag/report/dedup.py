@@ -9,7 +9,8 @@ from typing import Literal
 
 from verify_dag.models.findings import Finding, IssueClass
 
-# When findings of different classes merge, the issue takes the first class in this order.
+# When findings of different classes merge, the issue takes the first class in this order, which
+# lists every class (tests/test_house.py checks it against models.findings.ISSUE_CLASSES).
 # Callers cap repeated coverage findings and never cap correctness, so a merge must never turn a
 # correctness defect into coverage: when in doubt it is correctness (docs/report.md, "Severities
 # and classes").

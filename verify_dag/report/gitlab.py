@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from verify_dag.models.findings import IssueClass
 from verify_dag.models.report import Report, ReportIssue
 from verify_dag.report import sarif
 
-_CATEGORY = {
+# Code Climate's category of every class (tests/test_house.py checks it covers them all).
+CATEGORY: dict[IssueClass, str] = {
     "correctness": "Bug Risk",
     "security": "Security",
     "coverage": "Bug Risk",
@@ -54,7 +56,7 @@ def _entry(issue: ReportIssue) -> dict[str, Any]:
         # GitLab needs one: a report stored before fingerprints existed gets its id's.
         "fingerprint": issue.fingerprint or issue.id,
         "severity": severity(issue),
-        "categories": [_CATEGORY[issue.issue_class]],
+        "categories": [CATEGORY[issue.issue_class]],
         "location": {
             "path": loc.path if loc is not None else ".",
             "lines": {"begin": begin, "end": end},

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from verify_dag import skills
+from verify_dag import exitcodes, skills
 from verify_dag.errors import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_ISSUES, EXIT_OK
 from verify_dag.models.report import Report, ReportIssue
 
 DEFAULT_FAIL_ON = 7
-_WORDS = {EXIT_ISSUES: "issues found", EXIT_INCOMPLETE: "incomplete"}
 
 
 def exit_code(report: Report, fail_on: int | None = None) -> int:
@@ -65,7 +64,7 @@ def words(report: Report) -> str:
     blocked or error."""
     if report.status in ("error", "blocked"):
         return report.status
-    return _WORDS.get(exit_code(report), "pass")
+    return exitcodes.VERIFY.name(exit_code(report))
 
 
 def not_run(report: Report) -> list[tuple[str, str, str]]:

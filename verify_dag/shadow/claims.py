@@ -11,12 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from verify_dag.errors import UsageError, VerifyDagError
+from verify_dag.exitcodes import SHADOW
 from verify_dag.phases.claims import phrasing
 from verify_dag.phases.claims.models import Claim
 from verify_dag.shadow.inputs import Findings, Record, split_ref
 
 MAX_CLAIMS = 50  # the scale cap docs/shadow.md documents
-EXIT_SCALE = 5  # documented in docs/shadow.md and the subcommand's help
+EXIT_SCALE = SHADOW.code("halted")
 
 
 class ScaleError(VerifyDagError):

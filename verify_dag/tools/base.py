@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verify_dag.models.findings import IssueClass
-from verify_dag.models.toolchain import CommandKind
+from verify_dag.models.toolchain import Command, CommandKind
 
 # Executable names that mean "a Python interpreter": `python -m X` found in a config is run with
 # our own interpreter, so that what triage reports as existing is what the phases execute.
@@ -90,6 +90,38 @@ class Discovery:
     default_source: str | None = None
 
 
+# (argv, where it was declared) of each of a project's command lines of one tool -> the one
+# command line they amount to together; None when none of them checks code.
+Merger = Callable[[Sequence[tuple[tuple[str, ...], str]]], tuple[str, ...] | None]
+
+
+@dataclass(frozen=True)
+class Declarations:
+    """How the project's own command lines of the tool (tox ``commands``, Makefile recipes, CI
+    ``run:`` lines, pre-commit hooks) are recognised and read, so that it runs as the project
+    runs it: its targets and check options."""
+
+    programs: tuple[str, ...]  # a line's first word that runs it: "mypy", "stubtest"
+    # `python -m MODULE` -> the program that line runs as.
+    modules: tuple[tuple[str, str], ...]
+    spec: Callable[[Command], ToolSpec]  # the spec that runs a toolchain Command of the tool
+    merge: Merger
+    # A line without its targets, its options kept: pre-commit passes the files itself.
+    options_only: Callable[[tuple[str, ...]], tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """pre-commit hook repositories that only wrap the PyPI release of the same version: the
+    hook's ``rev`` pins the package, which comes from the package index (this host cannot
+    clone the hook repository)."""
+
+    repos: tuple[str, ...]  # owner/name on GitHub, in lower case
+    hooks: tuple[str, ...]  # the hook ids that run the tool
+    entry: tuple[str, ...]  # what the hook runs before its ``args`` (.pre-commit-hooks.yaml)
+    args: tuple[str, ...] = ()  # the hook's ``args`` when the project sets none
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
@@ -122,6 +154,11 @@ class ToolSpec:
     # diagnostics is read as "ran and found something"; without any, as "could not run".
     findings_explain_exit: bool = False
     discovery: Discovery | None = None  # None: run only when a discovered command names it
+    # The PyPI distribution: a mirror hook's ``rev`` pins it, its metadata says which version
+    # ran, and its version is part of every cached result's key. None: no package of ours.
+    package: str | None = None
+    declarations: Declarations | None = None  # None: the project's command lines are not read
+    mirror: Mirror | None = None
 
     def applies_to(self, path: str) -> bool:
         return not self.suffixes or Path(path).suffix.lower() in self.suffixes

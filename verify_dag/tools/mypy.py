@@ -23,8 +23,10 @@ from verify_dag.tools import mypy_config
 from verify_dag.tools.base import (
     PY_SUFFIXES,
     TYPECHECK_ERROR,
+    Declarations,
     Discovery,
     Invocation,
+    Mirror,
     Rating,
     RawFinding,
     ToolSpec,
@@ -123,6 +125,18 @@ def for_command(command: Command) -> ToolSpec:
         return mypy_config.select(workdir, files, declared)
 
     return replace(SPEC, argv=build, select=select)
+
+
+def merge_lines(lines: Sequence[tuple[tuple[str, ...], str]]) -> tuple[str, ...] | None:
+    """The one mypy (or stubtest) command line several declared ones amount to."""
+    found = [d for argv, source in lines if (d := mypy_config.declared(argv, source)) is not None]
+    one = mypy_config.merged(found)
+    return None if one is None else one.argv()
+
+
+def options_only(argv: tuple[str, ...]) -> tuple[str, ...]:
+    found = mypy_config.declared(argv)
+    return ("mypy", *found.options) if found is not None else argv
 
 
 def parse(stdout: str, stderr: str, workdir: Path) -> list[RawFinding]:
@@ -286,5 +300,20 @@ SPEC = ToolSpec(
         module="mypy",
         config_files=("mypy.ini", ".mypy.ini"),
         ini_sections=("mypy",),
+    ),
+    package="mypy",
+    # stubtest, mypy's stub checker, type-checks its modules with mypy.
+    declarations=Declarations(
+        programs=("mypy", "stubtest"),
+        modules=(("mypy", "mypy"), ("mypy.stubtest", "stubtest")),
+        spec=for_command,
+        merge=merge_lines,
+        options_only=options_only,
+    ),
+    mirror=Mirror(
+        repos=("pre-commit/mirrors-mypy",),
+        hooks=("mypy",),
+        entry=("mypy",),
+        args=("--ignore-missing-imports",),
     ),
 )

@@ -17,8 +17,10 @@ from verify_dag.models.findings import IssueClass
 from verify_dag.models.toolchain import Command
 from verify_dag.tools.base import (
     PY_SUFFIXES,
+    Declarations,
     Discovery,
     Invocation,
+    Mirror,
     Rating,
     RawFinding,
     ToolSpec,
@@ -137,6 +139,17 @@ def merged(invocations: Sequence[Declared]) -> Declared | None:
     targets = () if whole else tuple(dict.fromkeys(t for d in invocations for t in d.targets))
     sources = "; ".join(dict.fromkeys(d.source for d in invocations if d.source))
     return Declared(options, targets, sources)
+
+
+def merge_lines(lines: Sequence[tuple[tuple[str, ...], str]]) -> tuple[str, ...] | None:
+    """The one `ruff check` command line several declared ones amount to."""
+    one = merged([d for argv, source in lines if (d := declared(argv, source)) is not None])
+    return None if one is None else one.argv()
+
+
+def options_only(argv: tuple[str, ...]) -> tuple[str, ...]:
+    found = declared(argv)
+    return ("ruff", "check", *found.options) if found is not None else argv
 
 
 def select(declared: Declared, files: Sequence[str]) -> tuple[list[str], str]:
@@ -273,5 +286,18 @@ SPEC = ToolSpec(
         module="ruff",
         config_files=("ruff.toml", ".ruff.toml"),
         default_source="Python files (ruff default rules)",
+    ),
+    package="ruff",
+    declarations=Declarations(
+        programs=("ruff",),
+        modules=(("ruff", "ruff"),),
+        spec=for_command,
+        merge=merge_lines,
+        options_only=options_only,
+    ),
+    mirror=Mirror(
+        repos=("astral-sh/ruff-pre-commit", "charliermarsh/ruff-pre-commit"),
+        hooks=("ruff", "ruff-check"),
+        entry=("ruff", "check", "--force-exclude"),
     ),
 )

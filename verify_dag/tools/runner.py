@@ -251,7 +251,9 @@ def _run(
                 result.failure = f"{spec.name} is not installed (not importable, not on PATH)"
                 return result
             if result.version is None:
-                result.version = versions.installed(spec.name, argv, env.get("PATH", ""))
+                result.version = versions.installed(
+                    spec.package or spec.name, argv, env.get("PATH", "")
+                )
             # The project's config (mypy plugins, make recipes, npm scripts) executes repository
             # code, so these run like the test suite: scrubbed environment, time limit, capped
             # output; the scratch directory is the one place besides the checkout it may write,
