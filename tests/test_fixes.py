@@ -134,7 +134,9 @@ def test_help_and_docs_say_the_modes_are_built() -> None:
     proc = run_cli("verify", "--help")
     said = " ".join(proc.stdout.split())
     assert "not built yet" not in said and "auto-fix: fix every issue at or above" in said
-    readme = " ".join((Path(__file__).parents[1] / "docs" / "usage.md").read_text(encoding="utf-8").split())
+    readme = " ".join(
+        (Path(__file__).parents[1] / "docs" / "usage.md").read_text(encoding="utf-8").split()
+    )
     assert "only report-only is built" not in readme and "`verify-dag restore" in readme
 
 

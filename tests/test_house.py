@@ -1,4 +1,4 @@
-"""The structure docs/architecture.md's layout section promises, checked with the project's own tools.
+"""The structure docs/architecture.md's layout promises, checked with the project's own tools.
 
 ruff (format and lint) and mypy run here, so the README's one test command covers them. mypy reads
 the package as it is installed, because verify_dag.tasks lives in the top-level tasks/ directory

@@ -186,6 +186,7 @@ def _exerciser_barrier(ctx: Context) -> Context:
     from verify_dag import client, store
     from verify_dag.fixes import interactive
     from verify_dag.phases.exerciser.criterion import problems, validate
+    from verify_dag.report.formats import DEFAULT
 
     reason = blocked.notes or "no reason given"
     command = interactive.exercise_help(reason, ctx.out)
@@ -201,7 +202,7 @@ def _exerciser_barrier(ctx: Context) -> Context:
         update={
             "completion": command,
             "mode": "report-only",
-            "format": "markdown",
+            "format": DEFAULT,
             "output": None,
             "submitted": store.now(),
         }
