@@ -16,9 +16,8 @@ from verify_dag.errors import VerifyDagError
 from verify_dag.models import Report, ReportResult, RunState, SkillOutcome
 from verify_dag.models.findings import ChangedCoverage
 from verify_dag.phases import debugger, engineer, exerciser, scope, static, tester, triage
-from verify_dag.phases.tester import coverage
+from verify_dag.phases.tester import coverage, suite_cache
 from verify_dag.phases.tester import env as testenv
-from verify_dag.phases.tester import memo as tester_memo
 from verify_dag.phases.triage import gating
 from verify_dag.report import verdict
 from verify_dag.reviewers import composition_skips
@@ -99,7 +98,7 @@ def _tester(st: RunState) -> list[SkillOutcome]:
     deep = st.request.depth == "deep"
     measure = deep or st.request.fail_under is not None
     with workspace.checkout(st.run_id, st.request.repo, st.scope.new_commit) as workdir:
-        entry = tester_memo.key(
+        entry = suite_cache.key(
             st.scope,
             st.toolchain,
             workdir,
@@ -107,11 +106,11 @@ def _tester(st: RunState) -> list[SkillOutcome]:
             per_test_timeout=st.request.per_test_timeout,
             measure=measure,
         )
-        known = tester_memo.get(entry)
+        known = suite_cache.get(entry)
         if known is not None:
             return known
         outcomes = _run_suite(st, workdir, deep, measure)
-    tester_memo.put(entry, outcomes)
+    suite_cache.put(entry, outcomes)
     return outcomes
 
 

@@ -33,9 +33,9 @@ from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.phases.tester import (
     coverage,
     coverage_files,
+    exit_code_suite,
     junit,
     junit_plugin,
-    other,
     pytest_command,
     pytest_evidence,
     skips,
@@ -160,12 +160,12 @@ def _in_env(
         # maintainers run. tox runs any other commands as declared.
         found = pytest_command.from_env(env)
         if found is None and env.runner is not None:
-            return other.run(command, workdir, timeout, env, tox=True), None
+            return exit_code_suite.run(command, workdir, timeout, env, tox=True), None
         if found is None:
             # A builder's own line that runs no pytest (a hatch script running unittest).
             line = env.declared_commands[0]
             own = Command(kind="test", argv=line, source=f"{env.source} commands", exists=True)
-            return other.run(own, workdir, timeout, env), None
+            return exit_code_suite.run(own, workdir, timeout, env), None
         command = found
     if command.tool == "pytest":
         return _pytest(
@@ -178,7 +178,7 @@ def _in_env(
             xml_file,
             per_test_timeout,
         )
-    return other.run(command, workdir, timeout, env), None
+    return exit_code_suite.run(command, workdir, timeout, env), None
 
 
 def _pytest_argv(env: Env, data_file: Path | None) -> tuple[list[str] | None, str | None]:
