@@ -19,8 +19,8 @@ from jsonschema import Draft202012Validator
 
 from verify_dag import jsonschemas
 from verify_dag.cli import main
-from verify_dag.contract import render
-from verify_dag.contract.gates_run import Outcome, rewrite
+from verify_dag.contract_tool import render
+from verify_dag.contract_tool.gates_run import CriterionCheck, rewrite
 from verify_dag.reviewers.contract import oracle, parse, scope
 from verify_dag.reviewers.contract.parse import ContractError
 from verify_dag.reviewers.contract.verify import verify_contract
@@ -370,7 +370,10 @@ def test_gates_run_rewrites_only_evidence_lines(project: Repo) -> None:
 def test_rewrite_is_pure_and_idempotent() -> None:
     text = contract("1. a\n   CHECK: true\n   EVIDENCE: pending\n2. b\n   CHECK: false\n")
     parsed = parse.parse(text)
-    outcomes = [Outcome(1, "MET", "`true`: exit 0"), Outcome(2, "NOT-MET", "`false`: exit 1")]
+    outcomes = [
+        CriterionCheck(1, "MET", "`true`: exit 0"),
+        CriterionCheck(2, "NOT-MET", "`false`: exit 1"),
+    ]
     once = rewrite(text, parsed, outcomes)
     assert "   EVIDENCE: MET \u2014 `true`: exit 0" in once
     assert "   CHECK: false\n   EVIDENCE: NOT-MET \u2014 `false`: exit 1\n" in once

@@ -26,7 +26,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = {"verify_dag": ROOT / "verify_dag", "verify_dag.tasks": ROOT / "tasks"}
 # The verification tools may use the pipeline; the pipeline never imports them.
-TOOLS = ("arbiter", "completion", "contract", "shadow", "fleet")
+TOOLS = ("arbiter", "completion", "contract_tool", "shadow", "fleet")
 # The only modules of verify_dag/ that reach the Celery side: the commands, their one client, and
 # the app where `celery -A verify_dag` finds it.
 CELERY_CLIENTS = ("verify_dag.cli", "verify_dag.client", "verify_dag.celery")

@@ -22,7 +22,7 @@ from verify_dag.cli import main
 from verify_dag.models import Finding, Location, RunState, Scope, SkillOutcome, VerifyRequest
 from verify_dag.phases.claims.models import ClaimVerdict
 from verify_dag.phases.exerciser import reproduce
-from verify_dag.shadow import claims, inputs, merge, run, select
+from verify_dag.shadow import inputs, merge, preflight, run, select
 from verify_dag.shadow.models import ShadowJob
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -356,7 +356,7 @@ def test_more_than_50_claims_halt(
     report = findings_file(tmp_path, many)
     rc = main(["shadow", str(report), f"--repo={calc.path}"])
     err = capsys.readouterr().err.strip().splitlines()
-    assert rc == claims.EXIT_SCALE == 5
+    assert rc == preflight.EXIT_SCALE == 5
     assert err == [
         "verify-dag: error: 51 claims exceed the limit of 50: scope the investigation "
         "first (verify fewer files, or name the claims to check with "
@@ -417,8 +417,8 @@ def test_selection_two_or_three_or_all(
 
 
 def test_selection_scoring_is_deterministic() -> None:
-    def cand(n: int, title: str, severity: int | None = None, **kw: Any) -> claims.Candidate:
-        return claims.candidate(
+    def cand(n: int, title: str, severity: int | None = None, **kw: Any) -> preflight.Candidate:
+        return preflight.candidate(
             inputs.Record(id=f"C{n}", title=title, severity=severity, path="a.py", line=1, **kw)
         )
 
@@ -454,7 +454,7 @@ def test_claims_never_carry_the_reasoning() -> None:
             ]
         }
     )
-    (c,) = claims.normalise(found)
+    (c,) = preflight.normalise(found)
     assert c.claim.kind == "unused" and c.claim.symbol == "parse_row"
     assert "SECRET-REASONING" not in c.claim.model_dump_json()
     assert "Clearly" not in c.claim.model_dump_json()
@@ -484,7 +484,7 @@ def test_kinds(title: str, kind: str, field: str, value: object) -> None:
         line=2,
         sources=("static-analysis",) if title.startswith("ruff") else (),
     )
-    claim = claims.candidate(record).claim
+    claim = preflight.candidate(record).claim
     assert claim.kind == kind and getattr(claim, field) == value
 
 
@@ -496,7 +496,7 @@ def test_evidence_refs() -> None:
     for other in ("GET /users", "1a2b3c4d", "https://example.com/x", "refs/heads/main"):
         assert inputs.split_ref(other) == (None, None, None)
     # An endpoint is a concrete anchor, but no file: only the model arm could weigh it.
-    (c,) = claims.normalise(
+    (c,) = preflight.normalise(
         inputs.parse(
             {"findings": [{"title": "GET /users leaks emails", "evidence_ref": "GET /users"}]}
         )
@@ -698,7 +698,7 @@ def test_an_echo_redispatch_asks_the_model_to_read_outside(calc: Repo) -> None:
     from verify_dag.phases.claims import verifiers
     from verify_dag.shadow import model_arm
 
-    claim = claims.candidate(
+    claim = preflight.candidate(
         inputs.Record(id="J1", title="I am sure mul is wrong", path="src/calc.py", line=9)
     ).claim
     where = verifiers.Surface(
@@ -1021,7 +1021,7 @@ def test_a_test_re_run_without_pytest_is_not_evidence(calc: Repo, tmp_path: Path
 
     bare = calc.path / ".bare"  # inside the checkout: the sandbox shows the tests nothing else
     subprocess.run(["python3", "-m", "venv", "--without-pip", str(bare)], check=True)
-    claim = claims.candidate(
+    claim = preflight.candidate(
         inputs.Record(
             id="T1",
             title="Test failed: tests/test_calc.py::test_mul",

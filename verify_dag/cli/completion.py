@@ -16,7 +16,7 @@ from verify_dag.cli import args as cli_args
 from verify_dag.errors import EXIT_ISSUES, EXIT_OK, UsageError
 
 if TYPE_CHECKING:  # the parser is built on every call, before Celery or pydantic is needed
-    from verify_dag.completion.models import Mode, ModeChoice, Outcome
+    from verify_dag.completion.models import CompletionResult, Mode, ModeChoice
 
 DESCRIPTION = """Run the completion criterion of the run directory DIR/RUN_ID (the
 "completion" field of its parsed_scope.json, one bash command line) and give a
@@ -71,13 +71,13 @@ def verify(
     timeout: float | None = None,
     wait: float = WAIT_TIMEOUT,
     no_sandbox: bool = False,
-) -> Outcome:
+) -> CompletionResult:
     """Run one iteration on ``DIR/RUN_ID`` and return its outcome. ``mode`` is the mode gate's
     choice, or a bare mode that counts as given with --mode; nothing here asks. ``timeout`` is
     the criterion's budget (default: 30 s, docs/completion.md; tests lower it)."""
     from verify_dag import client
     from verify_dag.completion import artifacts, flow
-    from verify_dag.completion.models import CompletionJob, ModeChoice, Outcome
+    from verify_dag.completion.models import CompletionJob, CompletionResult, ModeChoice
     from verify_dag.phases.exerciser import criterion
     from verify_dag.tasks import workflow
     from verify_dag.tasks.app import configure
@@ -115,7 +115,7 @@ def verify(
             progress=client.Progress(client.progress_stream(False)),
             name_failed_phase=True,
         )
-    return Outcome.model_validate(result)
+    return CompletionResult.model_validate(result)
 
 
 def cmd_completion(args: argparse.Namespace) -> int:

@@ -80,7 +80,7 @@ def add_parsers(sub: Any) -> None:
 
 def cmd_contract(args: argparse.Namespace) -> int:
     from verify_dag import sandbox
-    from verify_dag.contract import render
+    from verify_dag.contract_tool import render
     from verify_dag.reviewers.contract.verify import verify_contract
 
     if args.test:
@@ -103,7 +103,7 @@ def cmd_contract(args: argparse.Namespace) -> int:
 def cmd_gates(args: argparse.Namespace) -> int:
     """A contract that cannot be read is a usage error here (cli/exits.py)."""
     from verify_dag import git, sandbox
-    from verify_dag.contract import gates_run
+    from verify_dag.contract_tool import gates_run
 
     repo = git.toplevel(Path(args.repo))
     cli_args.refuse_unsandboxed(args.no_sandbox)

@@ -120,7 +120,7 @@ def cmd_shadow(args: argparse.Namespace) -> int:
     from celery import uuid
 
     from verify_dag import git
-    from verify_dag.shadow import claims, inputs, render, select
+    from verify_dag.shadow import inputs, preflight, render, select
     from verify_dag.shadow.models import ShadowJob
     from verify_dag.tasks.app import configure
 
@@ -131,7 +131,7 @@ def cmd_shadow(args: argparse.Namespace) -> int:
     only = tuple(i.strip() for i in (args.claims or "").split(",") if i.strip())
     if args.claims is not None and not only:
         raise UsageError("--claims: no claim ids given")
-    candidates = _resolved(repo, claims.normalise(findings, only), args.report)
+    candidates = _resolved(repo, preflight.normalise(findings, only), args.report)
     chosen = select.select(candidates, args.everything)
     commit, label = _commit(repo, args.ref)
     configure(args.broker)

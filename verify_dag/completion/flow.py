@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from verify_dag.completion import artifacts as files
 from verify_dag.completion import report
-from verify_dag.completion.models import CompletionJob, Dispatch, Outcome
+from verify_dag.completion.models import CompletionJob, CompletionResult, Dispatch
 from verify_dag.completion.reach import reach
 from verify_dag.phases.exerciser import criterion
 from verify_dag.phases.exerciser.criterion import Execution, Extracted, VerifyResult
@@ -92,7 +92,7 @@ def classify(job: CompletionJob) -> str:
     return result.verdict
 
 
-def render(job: CompletionJob) -> Outcome:
+def render(job: CompletionJob) -> CompletionResult:
     directory = Path(job.run_dir)
     extracted = files.read_model(directory / files.EXTRACTED, Extracted)
     execution = files.read_model(directory / files.EXECUTION, Execution)
@@ -115,7 +115,7 @@ def render(job: CompletionJob) -> Outcome:
         job.iteration,
     )
     files.write_text(path, text)
-    return Outcome(
+    return CompletionResult(
         run_id=job.run_id,
         iteration=job.iteration,
         mode=job.mode,
@@ -125,7 +125,7 @@ def render(job: CompletionJob) -> Outcome:
     )
 
 
-def quick(job: CompletionJob) -> Outcome:
+def quick(job: CompletionJob) -> CompletionResult:
     """All four steps in one pass (``--mode=quick``): the same artifacts, one audit row."""
     extract(job)
     execute(job)

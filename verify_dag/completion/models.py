@@ -68,7 +68,7 @@ class Dispatch(Frozen):
     outcome: str
 
 
-class Outcome(Frozen):
+class CompletionResult(Frozen):
     """What a completion run ends with: the last task's result, read by the CLI."""
 
     run_id: str

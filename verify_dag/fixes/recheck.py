@@ -34,7 +34,7 @@ _DETERMINISTIC_CLASSES = ("test-failure",)
 
 
 @dataclass(frozen=True)
-class Outcome:
+class FixCheck:
     verified: str  # "fixed" | "not-fixed" | "not-checked"
     evidence: str
     revert: bool = False
@@ -79,22 +79,22 @@ def request_for(request: VerifyRequest, old: str, fixed: str) -> VerifyRequest:
 
 def judge(
     report: Report, after: Report, applied: Sequence[Step], fixed: Mapping[str, str | None]
-) -> dict[str, Outcome]:
+) -> dict[str, FixCheck]:
     """Each applied fix's outcome, from the run's report and the re-run's (``after``);
     ``fixed``: the files as the fixes left them."""
-    out: dict[str, Outcome] = {}
+    out: dict[str, FixCheck] = {}
     regressions = [
         j for j in after.issues if _deterministic(j) and _match(j, report.issues) is None
     ]
     for s in applied:
         still = _match(s.issue, after.issues)
         if still is not None:
-            out[s.issue.id] = Outcome(
+            out[s.issue.id] = FixCheck(
                 "not-fixed",
                 f"re-run: {', '.join(still.sources)} still report it: {still.description}",
             )
         else:
-            out[s.issue.id] = Outcome(
+            out[s.issue.id] = FixCheck(
                 "fixed",
                 f"re-run (run {after.run.id}): {', '.join(s.issue.sources)} no longer report it",
             )
@@ -103,7 +103,7 @@ def judge(
         guilty = _guilty(new, applied, fixed)
         said = f"{new.title} ({', '.join(new.sources)}" + (f", {path})" if path else ")")
         for s in guilty:
-            out[s.issue.id] = Outcome(
+            out[s.issue.id] = FixCheck(
                 "not-fixed", f"reverted: after the fix, a check failed: {said}", True
             )
     return out

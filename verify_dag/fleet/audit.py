@@ -16,7 +16,7 @@ from verify_dag import client, git, store
 from verify_dag.errors import VerifyDagError
 from verify_dag.fleet import Entry, record, reusable
 from verify_dag.fleet import summary as fleet_summary
-from verify_dag.fleet.summary import Outcome
+from verify_dag.fleet.summary import RepoAudit
 from verify_dag.models import Report, VerifyRequest
 from verify_dag.models.request import AuditBudget
 from verify_dag.phases import scope
@@ -97,20 +97,20 @@ def _audit(
     fail_on: int,
     timeout: float,
     shared: AuditBudget | None,
-) -> list[Outcome]:
+) -> list[RepoAudit]:
     """Every run is submitted before any is waited for, so the fleet's workers take them all."""
     with ThreadPoolExecutor(max_workers=HEAD_READERS) as pool:
         heads = list(pool.map(_head, entries))
-    outcomes: dict[int, Outcome] = {}
+    outcomes: dict[int, RepoAudit] = {}
     pending: list[_Pending] = []
     for entry, head in zip(entries, heads, strict=True):
         if isinstance(head, VerifyDagError):
-            outcomes[entry.number] = Outcome(entry, "error", error=_shown(entry, head))
+            outcomes[entry.number] = RepoAudit(entry, "error", error=_shown(entry, head))
             continue
         last = _reusable(store_dir, entry, head)
         if last is not None:
             doc, meta = last
-            outcomes[entry.number] = Outcome(
+            outcomes[entry.number] = RepoAudit(
                 entry,
                 "reused",
                 head=head,
@@ -124,7 +124,7 @@ def _audit(
             request = _request(entry, store_dir, fail_on, shared)
             plan = client.submit(request)
         except VerifyDagError as exc:
-            outcomes[entry.number] = Outcome(entry, "error", head=head, error=_shown(entry, exc))
+            outcomes[entry.number] = RepoAudit(entry, "error", head=head, error=_shown(entry, exc))
             continue
         pending.append(_Pending(entry, head, request, plan))
     deadline = time.monotonic() + timeout
@@ -141,14 +141,14 @@ def _audit(
     return [outcomes[e.number] for e in entries]
 
 
-def _collect(p: _Pending, store_dir: Path, deadline: float) -> Outcome:
+def _collect(p: _Pending, store_dir: Path, deadline: float) -> RepoAudit:
     run_id = p.plan.run_id
     try:
         # Past the deadline each remaining run still gets one look at its result.
         raw = client.collect(p.plan, timeout=max(deadline - time.monotonic(), 0.1))
         result = client.report_result(raw)
     except VerifyDagError as exc:
-        return Outcome(p.entry, "error", head=p.head, run_id=run_id, error=_shown(p.entry, exc))
+        return RepoAudit(p.entry, "error", head=p.head, run_id=run_id, error=_shown(p.entry, exc))
     doc = result.report
     error = doc.error
     run_dir: Path | None = store_dir / run_id
@@ -165,7 +165,7 @@ def _collect(p: _Pending, store_dir: Path, deadline: float) -> Outcome:
         except OSError as exc:
             run_dir, note = None, f"report not stored in {store_dir}: {exc}"
     message = f"{error.code}: {error.message}" if error else note
-    return Outcome(
+    return RepoAudit(
         p.entry,
         doc.overall.result,
         head=doc.scope.head_sha or p.head,

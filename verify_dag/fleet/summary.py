@@ -31,7 +31,7 @@ SUMMARY_JSON = "summary.json"
 
 
 @dataclass(frozen=True)
-class Outcome:
+class RepoAudit:
     """What became of one repository in one fleet run."""
 
     entry: Entry
@@ -61,7 +61,7 @@ def _tokens(doc: Report | None) -> dict[str, int] | None:
     return {"input": spent.input_tokens, "output": spent.output_tokens}
 
 
-def _repo(o: Outcome, fail_on: int) -> dict[str, Any]:
+def _repo(o: RepoAudit, fail_on: int) -> dict[str, Any]:
     doc = o.report
     not_run = [
         {"skill": s.skill, "status": s.status, "reason": s.notes}
@@ -97,7 +97,7 @@ def _repo(o: Outcome, fail_on: int) -> dict[str, Any]:
 
 
 def build(
-    outcomes: list[Outcome],
+    outcomes: list[RepoAudit],
     *,
     fleet_file: str,
     store_dir: Path,

@@ -10,9 +10,9 @@ from typing import Any
 from verify_dag import jsonschemas
 from verify_dag.errors import FatalError
 from verify_dag.shadow import merge, select
-from verify_dag.shadow.claims import Candidate
 from verify_dag.shadow.inputs import Findings
 from verify_dag.shadow.models import RoundResult, ShadowJob
+from verify_dag.shadow.preflight import Candidate
 
 SCHEMA = "schemas/shadow.schema.json"
 NOT_SELECTED = "NOT_SELECTED"

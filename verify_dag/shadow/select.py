@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from verify_dag.shadow.claims import Candidate
+from verify_dag.shadow.preflight import Candidate
 
 WAVE = 3
 STAKES_FLOOR = 3

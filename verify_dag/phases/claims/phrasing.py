@@ -10,7 +10,7 @@
 
 The predicate is the claim stripped of confidence language ("clearly", "I am confident that");
 the finding's description (its reasoning) never enters a claim. Shadow's pre-flight
-(verify_dag/shadow/claims.py) reads findings documents through here; the exerciser reads the
+(verify_dag/shadow/preflight.py) reads findings documents through here; the exerciser reads the
 verify DAG's own findings with :func:`from_finding`.
 """
 

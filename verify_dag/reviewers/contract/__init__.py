@@ -2,7 +2,7 @@
 
 The contract verifier lives beside it (:func:`.verify.verify_contract`: parsing, diff scope, the
 oracle, the judge, the floor guard); ``verify-dag contract`` (the
-command, verify_dag/contract/) uses the same verifier. This module only runs it on the run's
+command, verify_dag/contract_tool/) uses the same verifier. This module only runs it on the run's
 diff, in a checkout of the verified commit (a worker's copy of the repository may be bare), and
 turns its gaps into findings of the report.
 """

@@ -58,7 +58,7 @@ class FloorReport(Frozen):
         ]
 
 
-class Oracle(Frozen):
+class OracleReport(Frozen):
     check: str
     expect: str
     evidence: str | None  # the EVIDENCE value as gates run wrote it; None: no EVIDENCE line
@@ -76,7 +76,7 @@ class CriterionResult(Frozen):
     expected: str | None = None
     actual: str | None = None
     location: str | None = None
-    oracle: Oracle | None = None
+    oracle: OracleReport | None = None
 
 
 class ScopeResult(Frozen):

@@ -24,7 +24,7 @@ from verify_dag.reviewers.contract.models import (
     DiffInfo,
     FloorReport,
     Gaps,
-    Oracle,
+    OracleReport,
     Proof,
     Ran,
     TestRun,
@@ -241,7 +241,7 @@ def _by_oracle(run: _Run, c: Criterion) -> CriterionResult:
     vacuous = None
     if not problems and check:
         vacuous = oracle.vacuity(check, expect) or oracle.unobserved(c.text, check, run.file_text)
-    info = Oracle(
+    info = OracleReport(
         check=check,
         expect=oracle.describe_expect(expect),
         evidence=evidence,

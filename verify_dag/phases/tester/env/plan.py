@@ -38,7 +38,7 @@ _LOCAL = re.compile(r"^(?:(?:-e|--editable)[\s=]*)?(?:file:)?(\.{1,2}/\S*)")
 
 
 @dataclass(frozen=True)
-class Plan:
+class InstallPlan:
     requirements: tuple[str, ...]  # repo-relative files passed to pip with -r
     groups: tuple[str, ...]  # PEP 735 dependency groups of pyproject.toml, installed by uv
     project: str | None  # "." or ".[extra]": the project's own dependencies are wanted
@@ -48,7 +48,7 @@ class Plan:
     group_lines: tuple[str, ...] = ()
 
 
-def read(workdir: Path) -> Plan | None:
+def read(workdir: Path) -> InstallPlan | None:
     reqs = _test_requirements(workdir)
     if (workdir / "requirements.txt").is_file() and reqs != ["requirements.txt"]:
         reqs.append("requirements.txt")  # the runtime dependencies the tests import
@@ -68,7 +68,9 @@ def read(workdir: Path) -> Plan | None:
     sources += named
     if not reqs and not groups and not lines and spec is None:
         return None
-    return Plan(tuple(reqs), groups, spec, ", ".join(sources), tuple(sorted(hashed)), tuple(lines))
+    return InstallPlan(
+        tuple(reqs), groups, spec, ", ".join(sources), tuple(sorted(hashed)), tuple(lines)
+    )
 
 
 def _tool_groups(workdir: Path) -> tuple[list[str], list[str]]:
@@ -159,7 +161,7 @@ def _inside(workdir: Path, path: Path) -> bool:
     return path.resolve().is_relative_to(workdir.resolve())
 
 
-def key(workdir: Path, plan: Plan) -> str:
+def key(workdir: Path, plan: InstallPlan) -> str:
     h = hashlib.sha256(
         f"{RECIPE}\0{sys.version}\0{os.path.realpath(sys.executable)}\0"
         f"{plan.requirements}\0{plan.groups}\0{plan.group_lines}\0{plan.project}\0".encode()

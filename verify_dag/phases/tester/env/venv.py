@@ -48,7 +48,7 @@ from verify_dag.phases.tester.env.base import (
     uv_bin,
     uv_install,
 )
-from verify_dag.phases.tester.env.plan import SKIP, Plan
+from verify_dag.phases.tester.env.plan import SKIP, InstallPlan
 from verify_dag.phases.tester.env.tox import EXTRA_DEPS
 from verify_dag.sandbox import Policy
 
@@ -105,7 +105,7 @@ def runtime(
         yield testenv_layer.layer(env, workdir, Path(tmp) / "run-env")
 
 
-def build(workdir: Path, plan: Plan, envs: Path, deadline: float) -> Env:
+def build(workdir: Path, plan: InstallPlan, envs: Path, deadline: float) -> Env:
     """The cached venv of ``plan`` (built under its lock when missing or not as sealed)."""
     key = testenv_plan.key(workdir, plan)
     env_dir = envs / key[:24]
@@ -160,7 +160,9 @@ def _ready(env_dir: Path) -> bool | None:
     return bool(marker.get("project")) if (env_dir / "bin" / "python").exists() else None
 
 
-def _build(workdir: Path, plan: Plan, env_dir: Path, deadline: float) -> tuple[str | None, bool]:
+def _build(
+    workdir: Path, plan: InstallPlan, env_dir: Path, deadline: float
+) -> tuple[str | None, bool]:
     """(error, whether the project was installed and removed again). The installers run in a
     copy of the checkout: building local packages writes build/ and egg-info next to their
     sources. uv installs (``bench/bench_envbuild.py`` measures it against pip on the same

@@ -27,7 +27,7 @@ DEFAULT_TIMEOUT = 120.0
 
 
 @dataclass(frozen=True)
-class Outcome:
+class CriterionCheck:
     number: int
     status: Literal["MET", "NOT-MET"]
     evidence: str
@@ -39,24 +39,26 @@ class Outcome:
 
 def check_one(
     criterion: Criterion, cwd: Path, env: dict[str, str], timeout: float
-) -> Outcome | None:
+) -> CriterionCheck | None:
     """Run one criterion's CHECK; None when it has none."""
     if criterion.check is None:
         return None
     expect, problem = oracle.parse_expect(tuple(e.value for e in criterion.expect))
     problems = [*criterion.problems, *([problem] if problem else [])]
     if problems:
-        return Outcome(criterion.number, "NOT-MET", "malformed oracle: " + "; ".join(problems))
+        return CriterionCheck(
+            criterion.number, "NOT-MET", "malformed oracle: " + "; ".join(problems)
+        )
     gate = gates.Gate(
         kind="exerciser", rule=criterion.text, check=criterion.check.value, expect=expect
     )
     result = gates.check(gate, cwd, env, timeout)
-    return Outcome(
+    return CriterionCheck(
         criterion.number, "MET" if result.status == "PASS" else "NOT-MET", result.evidence
     )
 
 
-def rewrite(text: str, contract: Contract, outcomes: Sequence[Outcome]) -> str:
+def rewrite(text: str, contract: Contract, outcomes: Sequence[CriterionCheck]) -> str:
     """``text`` with each outcome written over its criterion's EVIDENCE value. Pure."""
     lines = text.split("\n")
     by_number = {o.number: o for o in outcomes}
@@ -87,7 +89,7 @@ def write_atomic(path: Path, text: str) -> None:
     files.write_atomic(target, text.encode("utf-8"), mode=stat.S_IMODE(target.stat().st_mode))
 
 
-def run(contract_path: Path, repo: Path, timeout: float = DEFAULT_TIMEOUT) -> list[Outcome]:
+def run(contract_path: Path, repo: Path, timeout: float = DEFAULT_TIMEOUT) -> list[CriterionCheck]:
     """Run every CHECK of the contract in ``repo`` and write the outcomes into the contract."""
     text = parse.read_text(contract_path)
     contract = parse.parse(text)
@@ -96,7 +98,7 @@ def run(contract_path: Path, repo: Path, timeout: float = DEFAULT_TIMEOUT) -> li
         return []
     snapshot = git.snapshot_worktree(repo, git.head(repo))
     env = util.scrubbed_env()
-    outcomes: list[Outcome] = []
+    outcomes: list[CriterionCheck] = []
     with git.worktree(repo, snapshot) as checkout:
         for criterion in todo:
             outcome = check_one(criterion, checkout, env, timeout)
