@@ -10,7 +10,7 @@ from pathlib import Path
 from conftest import Repo
 
 from verify_dag.models import FileChange, LineRange, RunState, Scope, VerifyRequest
-from verify_dag.phases import engineer, exerciser
+from verify_dag.phases import engineer, exerciser, triage
 from verify_dag.phases.exerciser import derived
 
 CLI = """import argparse
@@ -153,3 +153,31 @@ def test_what_counts_as_a_module_and_a_subcommand(tmp_path: Path) -> None:
     )
     scope = Scope(mode="all", new_commit="x", included=(changed("pkg/cli.py", 1, 5, 9),))
     assert derived.subcommands(tmp_path, scope, ["pkg/cli.py"]) == ["make-cart", "pay", "list"]
+
+
+def test_a_tox_project_runs_the_probes_through_tox(repo: Repo, tmp_path: Path) -> None:
+    """tox reads each line of an env's commands as a command of its own: the probes reach it
+    as one line each, and all of them in one run of tox (with its set_env), each still judged
+    on its own."""
+    repo.write(
+        "tox.ini",
+        "[tox]\nenv_list = py\n\n[testenv]\nskip_install = true\ndeps = pytest\n"
+        "set_env =\n    SHOP_FROM_TOX = yes\ncommands = pytest\n",
+    )
+    repo.write("shop/__init__.py", "")
+    repo.write("shop/money.py", MONEY)
+    repo.write(
+        "shop/env.py",
+        "import os\n\nassert os.environ['SHOP_FROM_TOX'] == 'yes'\n",
+    )
+    repo.write("shop/broken.py", "raise RuntimeError('broken at import')\n")
+    sha = repo.commit()
+    run = state(repo, sha, *(changed(f"shop/{m}.py", 1) for m in ("money", "env", "broken")))
+    run = run.model_copy(update={"toolchain": triage.discover(repo.path)})
+    out = exerciser.run(run)
+    assert out.status == "FAILED", out.notes
+    assert "import shop.money (and its doctests): ok (1 doctest example(s))" in out.notes
+    assert "import shop.env (and its doctests): ok (no doctests)" in out.notes
+    (finding,) = out.findings
+    assert finding.title == "Derived exercise failed: import shop.broken (and its doctests)"
+    assert "broken at import" in finding.description
