@@ -9,6 +9,7 @@ from pathlib import Path
 
 from conftest import Repo
 
+from verify_dag import resultcache
 from verify_dag.models import FileChange, LineRange, RunState, Scope, VerifyRequest
 from verify_dag.phases import engineer, exerciser, triage
 from verify_dag.phases.exerciser import derived
@@ -181,3 +182,28 @@ def test_a_tox_project_runs_the_probes_through_tox(repo: Repo, tmp_path: Path) -
     (finding,) = out.findings
     assert finding.title == "Derived exercise failed: import shop.broken (and its doctests)"
     assert "broken at import" in finding.description
+
+
+def test_the_same_probes_on_the_same_code_come_from_the_result_cache(repo: Repo) -> None:
+    """As the suite's results: an unchanged tree gives the probes' results of the run that
+    ran them, said in the report; a changed file runs them again, and --no-cache always does."""
+    repo.write("shop/__init__.py", "")
+    repo.write("shop/money.py", MONEY)
+    sha = repo.commit()
+    run = state(repo, sha, changed("shop/money.py", 7))
+    with resultcache.session() as first_hits:
+        first = exerciser.run(run)
+    with resultcache.session() as again_hits:
+        again = exerciser.run(run)
+    assert first.status == again.status == "PASSED"
+    assert first.notes == again.notes and first.findings == again.findings
+    assert not first_hits
+    assert [h.what for h in again_hits] == ["derived exercise"]
+    with resultcache.session(enabled=False) as off_hits:
+        assert exerciser.run(run).notes == first.notes
+    assert not off_hits
+    repo.write("shop/money.py", MONEY.replace("    150", "    151"))
+    sha = repo.commit()
+    with resultcache.session() as changed_hits:
+        bad = exerciser.run(state(repo, sha, changed("shop/money.py", 5)))
+    assert bad.status == "FAILED" and not changed_hits

@@ -28,14 +28,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from verify_dag import util
+from verify_dag import resultcache, util
 from verify_dag.models import EngineerContext, Finding, RunState, Scope, Toolchain
 from verify_dag.phases import gates
+from verify_dag.phases.exerciser import probes
 from verify_dag.phases.exerciser.exercise import SKILL, Exercise, failure_finding
+from verify_dag.phases.exerciser.probes import Probe
 from verify_dag.phases.tester import env as testenv
 from verify_dag.phases.tester.env.base import Env
 
-PROBE_TIMEOUT = 60.0
 MAX_PROBES = 20
 NO_STRATEGY_SEVERITY = 9
 # Files that run when the project is used; a change to none of them has nothing to exercise.
@@ -52,32 +53,6 @@ _NOT_MODULES = frozenset({"setup.py", "conftest.py", "noxfile.py", "fabfile.py"}
 _ADD_PARSER = re.compile(r"""add_parser\(\s*["']([\w-]+)["']""")
 _NAMED = re.compile(r"""@\w+(?:\.\w+)*\.command\(\s*(?:name\s*=\s*)?["']([\w-]+)["']""")
 _BARE = re.compile(r"@\w+(?:\.\w+)*\.command\(\s*\)\s*(?:@.*\s*)*def\s+(\w+)")
-# Imports one module and runs its doctests; prints one JSON line: what doctest counted.
-_IMPORT = (
-    "import doctest, importlib, json, sys\n"
-    "m = importlib.import_module(sys.argv[1])\n"
-    "r = doctest.testmod(m, verbose=False, report=True)\n"
-    "print(json.dumps({'attempted': r.attempted, 'failed': r.failed}))\n"
-    "sys.exit(1 if r.failed else 0)\n"
-)
-# What a console script's wrapper does: the entry point called with the given argv.
-_SCRIPT = (
-    "import importlib, sys\n"
-    "name, target, *args = sys.argv[1:]\n"
-    "module, _, attr = target.partition(':')\n"
-    "obj = importlib.import_module(module.strip())\n"
-    "for part in attr.strip().split('.'):\n"
-    "    obj = getattr(obj, part)\n"
-    "sys.argv = [name, *args]\n"
-    "sys.exit(obj())\n"
-)
-
-
-@dataclass(frozen=True)
-class Probe:
-    label: str  # what the report says was exercised: "shop --help", "import shop.cart"
-    argv: tuple[str, ...]  # after the interpreter
-    kind: str  # "command" | "module"
 
 
 @dataclass(frozen=True)
@@ -212,14 +187,17 @@ def exercise(plan: Strategy, wt: Path, env: Env, variables: dict[str, str]) -> E
 
     def probed(probe: Probe) -> util.Result:
         return util.run(
-            env.command([python, "-c", _one_line(_script(probe)), *probe.argv]),
+            env.command([python, "-c", probes.one_line(probes.script(probe)), *probe.argv]),
             cwd=wt,
             env=inner,
-            timeout=PROBE_TIMEOUT,
+            timeout=probes.PROBE_TIMEOUT,
             sandbox=env.policy(),
         )
 
-    results = _batched(plan.probes, wt, env, python, inner)
+    entry = probes.memo_key(plan.probes, plan.root, wt, env)
+    results = probes.remembered(entry, len(plan.probes))
+    if results is None:
+        results = probes.batched(plan.probes, wt, env, python, inner)
     if results is None:
         # The batch said nothing readable: each probe alone, as many at once as there are
         # cores, so what failed is told apart from what did not; each in a copy of this
@@ -228,6 +206,9 @@ def exercise(plan: Strategy, wt: Path, env: Env, variables: dict[str, str]) -> E
         contexts = [contextvars.copy_context() for _ in plan.probes]
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="exercise") as pool:
             results = list(pool.map(lambda c, p: c.run(probed, p), contexts, plan.probes))
+    if entry is not None and not any(r.timed_out for r in results):
+        kept = [[r.returncode, r.stdout[-probes.KEPT :], r.stderr[-probes.KEPT :]] for r in results]
+        resultcache.put(probes.KIND, entry, kept)
     for probe, res in zip(plan.probes, results, strict=True):
         said = _said(probe, res)
         if res.returncode != 0 or res.timed_out:
@@ -252,67 +233,6 @@ def exercise(plan: Strategy, wt: Path, env: Env, variables: dict[str, str]) -> E
         "exercised as the project declares it (nothing declared to exercise it): " + "; ".join(done)
     )
     return ex
-
-
-def _script(probe: Probe) -> str:
-    return _SCRIPT if probe.kind == "command" else _IMPORT
-
-
-def _one_line(script: str) -> str:
-    # tox reads each line of an env's commands as a command of its own.
-    return f"exec({script!r})"
-
-
-# Runs each probe given as JSON ([script, arg, ...] each) in a process of its own, as many at
-# once as there are cores, and prints one JSON line per probe, in order: its exit code and the
-# ends of its output.
-_BATCH = (
-    "import json, os, subprocess, sys\n"
-    "from concurrent.futures import ThreadPoolExecutor\n"
-    "timeout = float(sys.argv[1])\n"
-    "def probe(todo):\n"
-    "    script, *args = todo\n"
-    "    try:\n"
-    "        p = subprocess.run([sys.executable, '-c', script, *args], capture_output=True,"
-    " text=True, errors='replace', timeout=timeout)\n"
-    "        return [p.returncode, p.stdout[-4000:], p.stderr[-4000:], False]\n"
-    "    except subprocess.TimeoutExpired as e:\n"
-    "        said = [x.decode(errors='replace') if isinstance(x, bytes) else x or ''"
-    " for x in (e.stdout, e.stderr)]\n"
-    "        return [-9, said[0][-4000:], said[1][-4000:], True]\n"
-    "with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:\n"
-    "    for out in pool.map(probe, json.loads(sys.argv[2])):\n"
-    "        print('\\n' + _MARK + json.dumps(out), flush=True)\n"
-)
-_MARK = "verify-dag-probe:"
-
-
-def _batched(
-    probes: tuple[Probe, ...], wt: Path, env: Env, python: str, variables: dict[str, str]
-) -> list[util.Result] | None:
-    """Every probe's result from one run in the env: each probe is still a process of its own,
-    but the env's runner (tox, with its set_env and commands_pre) starts once instead of once
-    per probe, a second or more each. None when the batch's output does not give one result
-    per probe (the runner itself failed, or the output was cut)."""
-    todo = json.dumps([[_script(p), *p.argv] for p in probes])
-    driver = _one_line(_BATCH.replace("_MARK", repr(_MARK)))
-    res = util.run(
-        env.command([python, "-c", driver, str(PROBE_TIMEOUT), todo]),
-        cwd=wt,
-        env=variables,
-        timeout=PROBE_TIMEOUT * len(probes) + 30,
-        sandbox=env.policy(),
-    )
-    found = []
-    for line in res.stdout.splitlines():
-        if not line.startswith(_MARK):
-            continue
-        try:
-            code, out, err, late = json.loads(line[len(_MARK) :])
-        except ValueError:
-            return None
-        found.append(util.Result(int(code), str(out), str(err), timed_out=bool(late)))
-    return found if len(found) == len(probes) and not res.timed_out else None
 
 
 def _said(probe: Probe, res: util.Result) -> str:
