@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import Repo
 
 from verify_dag import resultcache
 from verify_dag.models import FileChange, LineRange, RunState, Scope, VerifyRequest
 from verify_dag.phases import engineer, exerciser, triage
 from verify_dag.phases.exerciser import derived
+from verify_dag.phases.tester import env as testenv
 
 CLI = """import argparse
 
@@ -184,17 +186,23 @@ def test_a_tox_project_runs_the_probes_through_tox(repo: Repo, tmp_path: Path) -
     assert "broken at import" in finding.description
 
 
-def test_the_same_probes_on_the_same_code_come_from_the_result_cache(repo: Repo) -> None:
+def test_the_same_probes_on_the_same_code_come_from_the_result_cache(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """As the suite's results: an unchanged tree gives the probes' results of the run that
-    ran them, said in the report; a changed file runs them again, and --no-cache always does."""
+    ran them, said in the report, without building the env to run them in; a changed file
+    runs them again, and --no-cache always does."""
     repo.write("shop/__init__.py", "")
     repo.write("shop/money.py", MONEY)
     sha = repo.commit()
     run = state(repo, sha, changed("shop/money.py", 7))
     with resultcache.session() as first_hits:
         first = exerciser.run(run)
+    runtime = testenv.runtime
+    monkeypatch.setattr(testenv, "runtime", None)  # calling it would raise
     with resultcache.session() as again_hits:
         again = exerciser.run(run)
+    monkeypatch.setattr(testenv, "runtime", runtime)
     assert first.status == again.status == "PASSED"
     assert first.notes == again.notes and first.findings == again.findings
     assert not first_hits

@@ -176,14 +176,14 @@ def subcommands(wt: Path, scope: Scope, paths: list[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def exercise(plan: Strategy, wt: Path, env: Env, variables: dict[str, str]) -> Exercise:
+def exercise(
+    plan: Strategy, wt: Path, env: Env, variables: dict[str, str], entry: str | None = None
+) -> Exercise:
     """Run the probes in the run's environment, each in the sandbox; PASSED only when every
-    one succeeded."""
+    one succeeded. ``entry``: where the result cache keeps their results."""
     # No env to install: the suite runs on our interpreter, and so does this.
     python = str(env.python) if env.python is not None else sys.executable
     inner = {**variables, "PYTHONPATH": str(plan.root)}
-    ex = Exercise("PASSED", "")
-    done: list[str] = []
 
     def probed(probe: Probe) -> util.Result:
         return util.run(
@@ -194,10 +194,7 @@ def exercise(plan: Strategy, wt: Path, env: Env, variables: dict[str, str]) -> E
             sandbox=env.policy(),
         )
 
-    entry = probes.memo_key(plan.probes, plan.root, wt, env)
-    results = probes.remembered(entry, len(plan.probes))
-    if results is None:
-        results = probes.batched(plan.probes, wt, env, python, inner)
+    results = probes.batched(plan.probes, wt, env, python, inner)
     if results is None:
         # The batch said nothing readable: each probe alone, as many at once as there are
         # cores, so what failed is told apart from what did not; each in a copy of this
@@ -209,6 +206,13 @@ def exercise(plan: Strategy, wt: Path, env: Env, variables: dict[str, str]) -> E
     if entry is not None and not any(r.timed_out for r in results):
         kept = [[r.returncode, r.stdout[-probes.KEPT :], r.stderr[-probes.KEPT :]] for r in results]
         resultcache.put(probes.KIND, entry, kept)
+    return judged(plan, results)
+
+
+def judged(plan: Strategy, results: list[util.Result]) -> Exercise:
+    """The exercise the probes' results make: PASSED only when every one succeeded."""
+    ex = Exercise("PASSED", "")
+    done: list[str] = []
     for probe, res in zip(plan.probes, results, strict=True):
         said = _said(probe, res)
         if res.returncode != 0 or res.timed_out:
@@ -289,6 +293,10 @@ def instead(state: RunState, wt: Path, declared: Exercise) -> Exercise:
             out = no_strategy(plan.why_none, where)
         else:
             out = Exercise("BLOCKED", f"NO_EXERCISE_STRATEGY: {plan.why_none}: nothing to exercise")
+    elif known := probes.remembered(entry := probes.memo_key(plan, wt), len(plan.probes)):
+        # The same probes on the same code: their results, without building the env to run
+        # them in (the tree declares it, as for the suite's results).
+        out = judged(plan, known)
     else:
         with testenv.runtime(wt, state.toolchain or Toolchain()) as tenv:
             if tenv.error is not None:
@@ -299,7 +307,7 @@ def instead(state: RunState, wt: Path, declared: Exercise) -> Exercise:
                 )
             else:
                 variables = testenv.suite_env(tenv, {"PYTHONDONTWRITEBYTECODE": "1"})
-                out = exercise(plan, wt, tenv, variables)
+                out = exercise(plan, wt, tenv, variables, entry)
     # Review gates with a CHECK ran in the declared exercise: their results and failures stand.
     out.gates = [*declared.gates, *out.gates]
     out.findings = [*declared.findings, *out.findings]

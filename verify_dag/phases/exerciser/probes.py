@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from verify_dag import git, resultcache, util
 from verify_dag.phases.tester.env.base import Env
@@ -39,24 +40,34 @@ class Probe:
     kind: str  # "command" | "module"
 
 
+class Planned(Protocol):
+    """What the cache key reads of a derived exercise's plan."""
+
+    @property
+    def probes(self) -> tuple[Probe, ...]: ...
+
+    @property
+    def root(self) -> Path: ...
+
+
 KIND = "exercise"
 KEPT = 4000  # characters of each end of a probe's output: its last line, a traceback's end
 
 
-def memo_key(probes: tuple[Probe, ...], root: Path, wt: Path, env: Env) -> str | None:
+def memo_key(plan: Planned, wt: Path) -> str | None:
     """The probes' entry in the result cache, as the suite's (verify_dag/phases/tester/memo.py):
-    what decides their results is the tree they import (the env's declarations among its
-    files), the env they run in and verify-dag's own versions (``host_key``), and the probes.
-    None for a checkout git does not know."""
+    what decides their results is the tree they import (and the env they run in, which that
+    tree declares), verify-dag's own versions and the interpreter's (``host_key``), and the
+    probes. None for a checkout git does not know."""
     tree = git.rev_parse(wt, "HEAD^{tree}")
     if not tree:
         return None
-    listed = [[p.kind, *p.argv] for p in probes]
+    listed = [[p.kind, *p.argv] for p in plan.probes]
+    root = plan.root
     return resultcache.key(
         resultcache.host_key(),
         KIND,
         tree,
-        f"{env.builder}\0{env.name}\0{env.key}",
         json.dumps(listed),
         str(root.relative_to(wt)) if root.is_relative_to(wt) else str(root),
         f"{PROBE_TIMEOUT:g}",
