@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import Repo
 
+from verify_dag import resultcache
 from verify_dag.models import FileChange, LineRange, RunState, Scope, VerifyRequest
-from verify_dag.phases import engineer, exerciser
+from verify_dag.phases import engineer, exerciser, triage
 from verify_dag.phases.exerciser import derived
+from verify_dag.phases.tester import env as testenv
 
 CLI = """import argparse
 
@@ -153,3 +156,62 @@ def test_what_counts_as_a_module_and_a_subcommand(tmp_path: Path) -> None:
     )
     scope = Scope(mode="all", new_commit="x", included=(changed("pkg/cli.py", 1, 5, 9),))
     assert derived.subcommands(tmp_path, scope, ["pkg/cli.py"]) == ["make-cart", "pay", "list"]
+
+
+def test_a_tox_project_runs_the_probes_through_tox(repo: Repo, tmp_path: Path) -> None:
+    """tox reads each line of an env's commands as a command of its own: the probes reach it
+    as one line each, and all of them in one run of tox (with its set_env), each still judged
+    on its own."""
+    repo.write(
+        "tox.ini",
+        "[tox]\nenv_list = py\n\n[testenv]\nskip_install = true\ndeps = pytest\n"
+        "set_env =\n    SHOP_FROM_TOX = yes\ncommands = pytest\n",
+    )
+    repo.write("shop/__init__.py", "")
+    repo.write("shop/money.py", MONEY)
+    repo.write(
+        "shop/env.py",
+        "import os\n\nassert os.environ['SHOP_FROM_TOX'] == 'yes'\n",
+    )
+    repo.write("shop/broken.py", "raise RuntimeError('broken at import')\n")
+    sha = repo.commit()
+    run = state(repo, sha, *(changed(f"shop/{m}.py", 1) for m in ("money", "env", "broken")))
+    run = run.model_copy(update={"toolchain": triage.discover(repo.path)})
+    out = exerciser.run(run)
+    assert out.status == "FAILED", out.notes
+    assert "import shop.money (and its doctests): ok (1 doctest example(s))" in out.notes
+    assert "import shop.env (and its doctests): ok (no doctests)" in out.notes
+    (finding,) = out.findings
+    assert finding.title == "Derived exercise failed: import shop.broken (and its doctests)"
+    assert "broken at import" in finding.description
+
+
+def test_the_same_probes_on_the_same_code_come_from_the_result_cache(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the suite's results: an unchanged tree gives the probes' results of the run that
+    ran them, said in the report, without building the env to run them in; a changed file
+    runs them again, and --no-cache always does."""
+    repo.write("shop/__init__.py", "")
+    repo.write("shop/money.py", MONEY)
+    sha = repo.commit()
+    run = state(repo, sha, changed("shop/money.py", 7))
+    with resultcache.session() as first_hits:
+        first = exerciser.run(run)
+    runtime = testenv.runtime
+    monkeypatch.setattr(testenv, "runtime", None)  # calling it would raise
+    with resultcache.session() as again_hits:
+        again = exerciser.run(run)
+    monkeypatch.setattr(testenv, "runtime", runtime)
+    assert first.status == again.status == "PASSED"
+    assert first.notes == again.notes and first.findings == again.findings
+    assert not first_hits
+    assert [h.what for h in again_hits] == ["derived exercise"]
+    with resultcache.session(enabled=False) as off_hits:
+        assert exerciser.run(run).notes == first.notes
+    assert not off_hits
+    repo.write("shop/money.py", MONEY.replace("    150", "    151"))
+    sha = repo.commit()
+    with resultcache.session() as changed_hits:
+        bad = exerciser.run(state(repo, sha, changed("shop/money.py", 5)))
+    assert bad.status == "FAILED" and not changed_hits

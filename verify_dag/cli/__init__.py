@@ -10,32 +10,37 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from verify_dag.cli import (
-    arbiter,
-    completion,
-    config,
-    contract,
-    exits,
-    fixes,
-    fleet,
-    metrics,
-    runs,
-    shadow,
-    verify,
-    worker,
-)
-from verify_dag.cli.args import Parser
+from verify_dag.cli import exits
 from verify_dag.errors import UsageError
 
 # Commands that parse their own command line: their specifications fix exit codes for usage
 # errors (3) that the shared parser's (2) would override.
-OWN_PARSER: dict[str, Callable[[list[str]], int]] = {
-    "arbiter": arbiter.main,
-    "floor-guard": contract.floor_guard,
-}
+OWN_PARSER = ("arbiter", "floor-guard")
+
+
+def _own_parser(command: str) -> Callable[[list[str]], int]:
+    from verify_dag.cli import arbiter, contract
+
+    return arbiter.main if command == "arbiter" else contract.floor_guard
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # The command groups are imported here, not with the package: `--version` needs none.
+    from verify_dag.cli import (
+        arbiter,
+        completion,
+        config,
+        contract,
+        fixes,
+        fleet,
+        metrics,
+        runs,
+        shadow,
+        verify,
+        worker,
+    )
+    from verify_dag.cli.args import Parser
+
     parser = Parser(
         prog="verify-dag",
         description="Verify a code change before calling it done.",
@@ -80,7 +85,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(argv: list[str]) -> int:
     if argv and argv[0] in OWN_PARSER:
-        return OWN_PARSER[argv[0]](argv[1:])
+        return _own_parser(argv[0])(argv[1:])
+    if argv == ["--version"]:
+        # What the parser would print, without importing every command group to build it.
+        print(f"verify-dag {_version()}")
+        return 0
     parser = build_parser()
     if not argv:
         raise UsageError(

@@ -18,21 +18,25 @@ change to no code at all (documentation, tests, configuration) has nothing to ex
 from __future__ import annotations
 
 import configparser
+import contextvars
 import json
+import os
 import re
 import sys
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from verify_dag import util
+from verify_dag import resultcache, util
 from verify_dag.models import EngineerContext, Finding, RunState, Scope, Toolchain
 from verify_dag.phases import gates
+from verify_dag.phases.exerciser import probes
 from verify_dag.phases.exerciser.exercise import SKILL, Exercise, failure_finding
+from verify_dag.phases.exerciser.probes import Probe
 from verify_dag.phases.tester import env as testenv
 from verify_dag.phases.tester.env.base import Env
 
-PROBE_TIMEOUT = 60.0
 MAX_PROBES = 20
 NO_STRATEGY_SEVERITY = 9
 # Files that run when the project is used; a change to none of them has nothing to exercise.
@@ -49,32 +53,6 @@ _NOT_MODULES = frozenset({"setup.py", "conftest.py", "noxfile.py", "fabfile.py"}
 _ADD_PARSER = re.compile(r"""add_parser\(\s*["']([\w-]+)["']""")
 _NAMED = re.compile(r"""@\w+(?:\.\w+)*\.command\(\s*(?:name\s*=\s*)?["']([\w-]+)["']""")
 _BARE = re.compile(r"@\w+(?:\.\w+)*\.command\(\s*\)\s*(?:@.*\s*)*def\s+(\w+)")
-# Imports one module and runs its doctests; prints one JSON line: what doctest counted.
-_IMPORT = (
-    "import doctest, importlib, json, sys\n"
-    "m = importlib.import_module(sys.argv[1])\n"
-    "r = doctest.testmod(m, verbose=False, report=True)\n"
-    "print(json.dumps({'attempted': r.attempted, 'failed': r.failed}))\n"
-    "sys.exit(1 if r.failed else 0)\n"
-)
-# What a console script's wrapper does: the entry point called with the given argv.
-_SCRIPT = (
-    "import importlib, sys\n"
-    "name, target, *args = sys.argv[1:]\n"
-    "module, _, attr = target.partition(':')\n"
-    "obj = importlib.import_module(module.strip())\n"
-    "for part in attr.strip().split('.'):\n"
-    "    obj = getattr(obj, part)\n"
-    "sys.argv = [name, *args]\n"
-    "sys.exit(obj())\n"
-)
-
-
-@dataclass(frozen=True)
-class Probe:
-    label: str  # what the report says was exercised: "shop --help", "import shop.cart"
-    argv: tuple[str, ...]  # after the interpreter
-    kind: str  # "command" | "module"
 
 
 @dataclass(frozen=True)
@@ -198,23 +176,44 @@ def subcommands(wt: Path, scope: Scope, paths: list[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def exercise(plan: Strategy, wt: Path, env: Env, variables: dict[str, str]) -> Exercise:
+def exercise(
+    plan: Strategy, wt: Path, env: Env, variables: dict[str, str], entry: str | None = None
+) -> Exercise:
     """Run the probes in the run's environment, each in the sandbox; PASSED only when every
-    one succeeded."""
+    one succeeded. ``entry``: where the result cache keeps their results."""
     # No env to install: the suite runs on our interpreter, and so does this.
     python = str(env.python) if env.python is not None else sys.executable
     inner = {**variables, "PYTHONPATH": str(plan.root)}
-    ex = Exercise("PASSED", "")
-    done: list[str] = []
-    for probe in plan.probes:
-        script = _SCRIPT if probe.kind == "command" else _IMPORT
-        res = util.run(
-            env.command([python, "-c", script, *probe.argv]),
+
+    def probed(probe: Probe) -> util.Result:
+        return util.run(
+            env.command([python, "-c", probes.one_line(probes.script(probe)), *probe.argv]),
             cwd=wt,
             env=inner,
-            timeout=PROBE_TIMEOUT,
+            timeout=probes.PROBE_TIMEOUT,
             sandbox=env.policy(),
         )
+
+    results = probes.batched(plan.probes, wt, env, python, inner)
+    if results is None:
+        # The batch said nothing readable: each probe alone, as many at once as there are
+        # cores, so what failed is told apart from what did not; each in a copy of this
+        # context, which holds the sandbox the run requires.
+        workers = max(1, min(len(plan.probes), os.cpu_count() or 1))
+        contexts = [contextvars.copy_context() for _ in plan.probes]
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="exercise") as pool:
+            results = list(pool.map(lambda c, p: c.run(probed, p), contexts, plan.probes))
+    if entry is not None and not any(r.timed_out for r in results):
+        kept = [[r.returncode, r.stdout[-probes.KEPT :], r.stderr[-probes.KEPT :]] for r in results]
+        resultcache.put(probes.KIND, entry, kept)
+    return judged(plan, results)
+
+
+def judged(plan: Strategy, results: list[util.Result]) -> Exercise:
+    """The exercise the probes' results make: PASSED only when every one succeeded."""
+    ex = Exercise("PASSED", "")
+    done: list[str] = []
+    for probe, res in zip(plan.probes, results, strict=True):
         said = _said(probe, res)
         if res.returncode != 0 or res.timed_out:
             seen = gates.excerpt(res.stderr, tail=True) or gates.excerpt(res.stdout, tail=True)
@@ -294,6 +293,10 @@ def instead(state: RunState, wt: Path, declared: Exercise) -> Exercise:
             out = no_strategy(plan.why_none, where)
         else:
             out = Exercise("BLOCKED", f"NO_EXERCISE_STRATEGY: {plan.why_none}: nothing to exercise")
+    elif known := probes.remembered(entry := probes.memo_key(plan, wt), len(plan.probes)):
+        # The same probes on the same code: their results, without building the env to run
+        # them in (the tree declares it, as for the suite's results).
+        out = judged(plan, known)
     else:
         with testenv.runtime(wt, state.toolchain or Toolchain()) as tenv:
             if tenv.error is not None:
@@ -304,7 +307,7 @@ def instead(state: RunState, wt: Path, declared: Exercise) -> Exercise:
                 )
             else:
                 variables = testenv.suite_env(tenv, {"PYTHONDONTWRITEBYTECODE": "1"})
-                out = exercise(plan, wt, tenv, variables)
+                out = exercise(plan, wt, tenv, variables, entry)
     # Review gates with a CHECK ran in the declared exercise: their results and failures stand.
     out.gates = [*declared.gates, *out.gates]
     out.findings = [*declared.findings, *out.findings]

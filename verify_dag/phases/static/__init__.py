@@ -10,8 +10,12 @@ rated). Each tool runs through :mod:`verify_dag.tools.runner`.
 
 from __future__ import annotations
 
+import contextvars
+import functools
+import os
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal
 
@@ -23,7 +27,7 @@ from verify_dag.paths import cache_root
 from verify_dag.phases.static import baseline
 from verify_dag.phases.tester.env import registry
 from verify_dag.tools import pinned, runner
-from verify_dag.tools.base import RawFinding
+from verify_dag.tools.base import RawFinding, ToolSpec
 
 SKILL = "static-analysis"
 
@@ -71,6 +75,9 @@ def run(
     left_out: list[str] = []  # tools the project's configuration gives none of the files
     used: list[ToolUse] = []  # every tool that was run (or answered from the cache)
     applicable = ran = 0
+    # (command, its spec, remark on its targets, its run when known before any tool runs).
+    planned: list[tuple[Command, ToolSpec, str, runner.ToolRun | None]] = []
+    pending: dict[int, tuple[str, Callable[[], runner.ToolRun]]] = {}
     for command in commands:
         spec = tools.spec_for(command)
         targets, remark = runner.targets(spec, files, workdir)
@@ -88,9 +95,23 @@ def run(
             if unprovisioned is not None:
                 result = runner.ToolRun(spec.name, failure=unprovisioned)
             else:
-                result = runner.run(
-                    spec, targets, workdir, timeout, tool_python, memo, store=not degraded
+                pending[len(planned)] = (
+                    spec.name,
+                    functools.partial(
+                        runner.run,
+                        spec,
+                        targets,
+                        workdir,
+                        timeout,
+                        tool_python,
+                        memo,
+                        store=not degraded,
+                    ),
                 )
+        planned.append((command, spec, remark, result))
+    done = _side_by_side(pending)
+    for n, (command, spec, remark, known) in enumerate(planned):
+        result = known if known is not None else done[n]
         kept, outside = _in_scope(result.raw, scope)
         if spec.settle is not None:
             kept = spec.settle(kept, result.raw, workdir)
@@ -152,6 +173,32 @@ def run(
         tools=tuple(used),
     )
     return _with_declarations(outcome, declared)
+
+
+def _side_by_side(
+    pending: dict[int, tuple[str, Callable[[], runner.ToolRun]]],
+) -> dict[int, runner.ToolRun]:
+    """Each pending tool run's result, by its place: the tools are independent of each other
+    and mostly wait on one process each, so they run at once, as many as there are cores. Runs
+    of one tool stay one after another: they share that tool's cache directory. Each runs in
+    a copy of the caller's context, which holds the run's settings (``--no-cache``, the
+    sandbox it requires)."""
+    by_tool: dict[str, list[int]] = {}
+    for n, (name, _) in pending.items():
+        by_tool.setdefault(name, []).append(n)
+
+    def in_turn(places: list[int]) -> dict[int, runner.ToolRun]:
+        return {n: pending[n][1]() for n in places}
+
+    if len(by_tool) <= 1:
+        return {n: call() for n, (_, call) in pending.items()}
+    done: dict[int, runner.ToolRun] = {}
+    workers = max(1, min(len(by_tool), os.cpu_count() or 1))
+    contexts = [contextvars.copy_context() for _ in by_tool]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="static-tool") as pool:
+        for part in pool.map(lambda c, p: c.run(in_turn, p), contexts, by_tool.values()):
+            done.update(part)
+    return done
 
 
 def _declarations(scope: Scope, toolchain: Toolchain, workdir: Path) -> list[Finding]:

@@ -196,25 +196,67 @@ def checkout_id(workdir: Path) -> str:
     return f"{workdir.resolve()}@{git.rev_parse(workdir, 'HEAD') or ''}"
 
 
+def portable_id(want: str, workdir: Path) -> str | None:
+    """``want`` (as :func:`checkout_id` begins it) without the checkout's path: what an env
+    that never refers to that path holds, the commit's code built and installed, which another
+    checkout of the same commit may use as it is. None without a commit to name."""
+    prefix = f"{workdir.resolve()}@"
+    rest = want[len(prefix) :] if want.startswith(prefix) else ""
+    return f"@{rest}" if rest and not rest.startswith("\0") else None
+
+
+def refers_to(env: Env, workdir: Path) -> bool:
+    """Whether the built env points at ``workdir`` (an editable install's ``.pth`` or finder
+    module, a ``direct_url.json``): such an env serves that checkout alone. True when its
+    site-packages cannot be found, so an env is shared only when it is known not to."""
+    needles = {str(workdir).encode(), str(workdir.resolve()).encode()}
+    for bin_dir in env.path_dirs or ((env.bin_dir,) if env.bin_dir is not None else ()):
+        site = purelib(bin_dir / "python")
+        if site is None:
+            return True
+        files = [p for p in site.iterdir() if p.is_file()]
+        files += list(site.glob("*.dist-info/direct_url.json"))
+        files += list(site.glob("*.egg-link"))
+        for path in files:
+            try:
+                data = path.read_bytes()
+            except OSError:
+                return True
+            if any(n in data for n in needles):
+                return True
+    return False
+
+
 _INSTALLED = "verify-dag-installed.json"
 
 
 @contextlib.contextmanager
-def shared(env_dir: Path, want: str, build: Callable[[], Env], deadline: float) -> Iterator[Env]:
+def shared(
+    env_dir: Path,
+    want: str,
+    build: Callable[[], Env],
+    deadline: float,
+    workdir: Path | None = None,
+) -> Iterator[Env]:
     """A cached env (a tox or nox work directory) that the phases and runs of one checkout use
     at once: held with a shared lock while it holds the project as checkout ``want`` installed
     it, rebuilt by ``build`` under the exclusive lock when it holds another checkout's. The
     static tools and the suite of one run then share one build, while a run of another commit
     waits for them to finish instead of replacing the project under them. An Env without an
-    interpreter (an error, or nothing to run) is handed back as it is, unlocked."""
+    interpreter (an error, or nothing to run) is handed back as it is, unlocked.
+
+    ``workdir``: the checkout ``want`` names. An env built from the same commit in another
+    checkout (each run has its own) that does not point at that checkout's path holds the same
+    code: it is used as it is, without running the builder again."""
     lock, marker = env_dir.with_suffix(".lock"), env_dir / _INSTALLED
+    portable = portable_id(want, workdir) if workdir is not None else None
     notes: tuple[str, ...] = ()
     while True:
         with file_lock(lock, deadline, shared=True) as got:
             if not got:
                 yield Env(error="timed out waiting for another run using the same env")
                 return
-            env, _ = _installed(marker, want)
+            env, _ = _installed(marker, want, portable)
             if env is not None:
                 yield replace(env, notes=(*env.notes, *notes))
                 return
@@ -223,7 +265,7 @@ def shared(env_dir: Path, want: str, build: Callable[[], Env], deadline: float) 
                 yield Env(error="timed out waiting for another run using the same env")
                 return
             failed: Env | None = None
-            env, why = _installed(marker, want)
+            env, why = _installed(marker, want, portable)
             if env is None:
                 marker.unlink(missing_ok=True)
                 if why is not None:
@@ -235,7 +277,12 @@ def shared(env_dir: Path, want: str, build: Callable[[], Env], deadline: float) 
                     failed = replace(built, notes=(*built.notes, *notes))
                 else:
                     seal.seal(env_dir, RUNNER_WRITES)
-                    record = {"want": want, "env": env_json(replace(built, reused=False))}
+                    record = {
+                        "want": want,
+                        "portable": portable,
+                        "bound": workdir is None or refers_to(built, workdir),
+                        "env": env_json(replace(built, reused=False)),
+                    }
                     write_atomic(marker, json.dumps(record).encode("utf-8"))
         if failed is not None:
             yield failed
@@ -251,10 +298,14 @@ RUNNER_WRITES = frozenset(
 )
 
 
-def _installed(marker: Path, want: str) -> tuple[Env | None, str | None]:
-    """The env the marker records for checkout ``want``; None when there is none or it holds
-    another checkout, and why when the work directory is not what was sealed after its build,
-    whichever checkout it holds (the runner would build the next one on top of it)."""
+def _installed(
+    marker: Path, want: str, portable: str | None = None
+) -> tuple[Env | None, str | None]:
+    """The env the marker records for checkout ``want`` (or, ``portable``, for its commit in
+    any checkout, when the env does not point at the one it was built from); None when there is
+    none or it holds another checkout, and why when the work directory is not what was sealed
+    after its build, whichever checkout it holds (the runner would build the next one on top of
+    it)."""
     try:
         record = json.loads(marker.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -262,10 +313,18 @@ def _installed(marker: Path, want: str) -> tuple[Env | None, str | None]:
     why = seal.broken(marker.parent)
     if why is not None:
         return None, why
-    if not isinstance(record, dict) or record.get("want") != want:
+    if not isinstance(record, dict) or not holds(record, want, portable):
         return None, None
     env = env_from_json(record["env"])
     return (env, None) if env.python is not None and env.python.exists() else (None, None)
+
+
+def holds(record: dict[str, Any], want: str, portable: str | None) -> bool:
+    """Whether a marker's record is of checkout ``want``, or of the same commit (``portable``)
+    in an env that does not point at the checkout it was built from."""
+    if record.get("want") == want:
+        return True
+    return portable is not None and record.get("portable") == portable and not record.get("bound")
 
 
 _COMPILED = ".verify-dag-compiled"

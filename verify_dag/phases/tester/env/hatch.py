@@ -262,7 +262,7 @@ def runtime(
         return env
 
     held = checkout_id(workdir) + (f"\0{want}" if want else "")
-    with shared(hatch_dir, held, build_env, deadline) as env:
+    with shared(hatch_dir, held, build_env, deadline, workdir) as env:
         yield env
 
 

@@ -149,7 +149,7 @@ def runtime(
         return env
 
     held = checkout_id(workdir) + (f"\0{want}" if want else "")
-    with shared(envdir, held, build_env, deadline) as env:
+    with shared(envdir, held, build_env, deadline, workdir) as env:
         yield env
 
 

@@ -41,8 +41,11 @@ from verify_dag.phases.tester.env.base import (
     compile_site,
     env_from_json,
     env_json,
+    holds,
     left,
+    portable_id,
     redacted,
+    refers_to,
     shared,
     tail,
     uv_install,
@@ -128,7 +131,7 @@ def runtime(
         return build(workdir, cache, tox_dir, choice, deadline)
 
     held = checkout_id(workdir) + (f"\0{want}" if want else "")
-    with shared(tox_dir, held, build_env, deadline) as env:
+    with shared(tox_dir, held, build_env, deadline, workdir) as env:
         yield env
 
 
@@ -157,7 +160,8 @@ def provision(workdir: Path, name: str, cache: Path, timeout: float = 900) -> En
     # A work directory of its own: the static phase builds these while it holds the test env's.
     tox_dir = work_dir(workdir, cache).with_name(work_dir(workdir, cache).name + "-tools")
     tox_dir.parent.mkdir(parents=True, exist_ok=True)
-    want = f"{name}\0{checkout_id(workdir)}"
+    want = f"{checkout_id(workdir)}\0{name}"
+    portable = portable_id(want, workdir)
     with file_lock(tox_dir.with_suffix(".lock"), deadline) as got:
         if not got:
             return Env(source="tox", error="timed out waiting for another run using the tox env")
@@ -165,8 +169,10 @@ def provision(workdir: Path, name: str, cache: Path, timeout: float = 900) -> En
         marker = tox_dir / f"verify-dag-{name}.json"
         try:
             kept = json.loads(marker.read_text(encoding="utf-8"))
-            if kept.get("want") == want:
-                return env_from_json(kept["env"])  # this checkout built it already
+            if holds(kept, want, portable):
+                # This checkout built it already, or this commit did in a checkout the env
+                # does not point at: tox would only build the same again.
+                return env_from_json(kept["env"])
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             pass
         env = build(workdir, cache, tox_dir, Choice(ToxEnv(name, "", "")), deadline, extra=())
@@ -177,7 +183,8 @@ def provision(workdir: Path, name: str, cache: Path, timeout: float = 900) -> En
             if why is not None:
                 return Env(source=env.source, error=redacted(why))
         if env.error is None:
-            record = {"want": want, "env": env_json(env)}
+            bound = refers_to(env, workdir)
+            record = {"want": want, "portable": portable, "bound": bound, "env": env_json(env)}
             write_atomic(marker, json.dumps(record).encode("utf-8"))
         return env
 

@@ -1,0 +1,146 @@
+"""The derived exercise's probes as processes: the scripts they run, one run of the env's runner
+for all of them, and their results in the result cache (verify_dag/resultcache.py)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from verify_dag import git, resultcache, util
+from verify_dag.phases.tester.env.base import Env
+
+PROBE_TIMEOUT = 60.0
+# Imports one module and runs its doctests; prints one JSON line: what doctest counted.
+_IMPORT = (
+    "import doctest, importlib, json, sys\n"
+    "m = importlib.import_module(sys.argv[1])\n"
+    "r = doctest.testmod(m, verbose=False, report=True)\n"
+    "print(json.dumps({'attempted': r.attempted, 'failed': r.failed}))\n"
+    "sys.exit(1 if r.failed else 0)\n"
+)
+# What a console script's wrapper does: the entry point called with the given argv.
+_SCRIPT = (
+    "import importlib, sys\n"
+    "name, target, *args = sys.argv[1:]\n"
+    "module, _, attr = target.partition(':')\n"
+    "obj = importlib.import_module(module.strip())\n"
+    "for part in attr.strip().split('.'):\n"
+    "    obj = getattr(obj, part)\n"
+    "sys.argv = [name, *args]\n"
+    "sys.exit(obj())\n"
+)
+
+
+@dataclass(frozen=True)
+class Probe:
+    label: str  # what the report says was exercised: "shop --help", "import shop.cart"
+    argv: tuple[str, ...]  # after the interpreter
+    kind: str  # "command" | "module"
+
+
+class Planned(Protocol):
+    """What the cache key reads of a derived exercise's plan."""
+
+    @property
+    def probes(self) -> tuple[Probe, ...]: ...
+
+    @property
+    def root(self) -> Path: ...
+
+
+KIND = "exercise"
+KEPT = 4000  # characters of each end of a probe's output: its last line, a traceback's end
+
+
+def memo_key(plan: Planned, wt: Path) -> str | None:
+    """The probes' entry in the result cache, as the suite's (verify_dag/phases/tester/memo.py):
+    what decides their results is the tree they import (and the env they run in, which that
+    tree declares), verify-dag's own versions and the interpreter's (``host_key``), and the
+    probes. None for a checkout git does not know."""
+    tree = git.rev_parse(wt, "HEAD^{tree}")
+    if not tree:
+        return None
+    listed = [[p.kind, *p.argv] for p in plan.probes]
+    root = plan.root
+    return resultcache.key(
+        resultcache.host_key(),
+        KIND,
+        tree,
+        json.dumps(listed),
+        str(root.relative_to(wt)) if root.is_relative_to(wt) else str(root),
+        f"{PROBE_TIMEOUT:g}",
+    )
+
+
+def remembered(entry: str | None, probes: int) -> list[util.Result] | None:
+    """The probes' results an earlier run of the same probes on the same code kept."""
+    value = resultcache.get(KIND, entry, "derived exercise") if entry is not None else None
+    if not isinstance(value, list) or len(value) != probes:
+        return None
+    try:
+        return [util.Result(int(code), str(out), str(err)) for code, out, err in value]
+    except (TypeError, ValueError):
+        return None
+
+
+def script(probe: Probe) -> str:
+    return _SCRIPT if probe.kind == "command" else _IMPORT
+
+
+def one_line(script: str) -> str:
+    # tox reads each line of an env's commands as a command of its own.
+    return f"exec({script!r})"
+
+
+# Runs each probe given as JSON ([script, arg, ...] each) in a process of its own, as many at
+# once as there are cores, and prints one JSON line per probe, in order: its exit code and the
+# ends of its output.
+_BATCH = (
+    "import json, os, subprocess, sys\n"
+    "from concurrent.futures import ThreadPoolExecutor\n"
+    "timeout = float(sys.argv[1])\n"
+    "def probe(todo):\n"
+    "    script, *args = todo\n"
+    "    try:\n"
+    "        p = subprocess.run([sys.executable, '-c', script, *args], capture_output=True,"
+    " text=True, errors='replace', timeout=timeout)\n"
+    "        return [p.returncode, p.stdout[-4000:], p.stderr[-4000:], False]\n"
+    "    except subprocess.TimeoutExpired as e:\n"
+    "        said = [x.decode(errors='replace') if isinstance(x, bytes) else x or ''"
+    " for x in (e.stdout, e.stderr)]\n"
+    "        return [-9, said[0][-4000:], said[1][-4000:], True]\n"
+    "with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:\n"
+    "    for out in pool.map(probe, json.loads(sys.argv[2])):\n"
+    "        print('\\n' + _MARK + json.dumps(out), flush=True)\n"
+)
+_MARK = "verify-dag-probe:"
+
+
+def batched(
+    probes: tuple[Probe, ...], wt: Path, env: Env, python: str, variables: dict[str, str]
+) -> list[util.Result] | None:
+    """Every probe's result from one run in the env: each probe is still a process of its own,
+    but the env's runner (tox, with its set_env and commands_pre) starts once instead of once
+    per probe, a second or more each. None when the batch's output does not give one result
+    per probe (the runner itself failed, or the output was cut)."""
+    todo = json.dumps([[script(p), *p.argv] for p in probes])
+    driver = one_line(_BATCH.replace("_MARK", repr(_MARK)))
+    res = util.run(
+        env.command([python, "-c", driver, str(PROBE_TIMEOUT), todo]),
+        cwd=wt,
+        env=variables,
+        timeout=PROBE_TIMEOUT * len(probes) + 30,
+        sandbox=env.policy(),
+    )
+    found = []
+    for line in res.stdout.splitlines():
+        if not line.startswith(_MARK):
+            continue
+        try:
+            code, out, err, late = json.loads(line[len(_MARK) :])
+        except ValueError:
+            return None
+        found.append(util.Result(int(code), str(out), str(err), timed_out=bool(late)))
+    return found if len(found) == len(probes) and not res.timed_out else None
