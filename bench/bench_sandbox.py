@@ -2,7 +2,7 @@
 
 Run by hand: ``python bench/bench_sandbox.py [--runs N]``. Each pair runs side by side, A B A B:
 
-- one command through the chokepoint (``util.run(["true"])``) in bubblewrap and unsandboxed;
+- one command through the chokepoint (``processes.run(["true"])``) in bubblewrap and unsandboxed;
 - a whole ``verify-dag verify --depth=light`` process on a small repository (one file, one test),
   with this host's sandbox and with ``VERIFY_DAG_SANDBOX=none``.
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from bench_orchestration import make_repo
 
-from verify_dag import sandbox, util
+from verify_dag import processes, sandbox
 
 
 def pair(label: str, a: Callable[[], object], b: Callable[[], object], runs: int) -> None:
@@ -53,9 +53,9 @@ def main() -> None:
         wd = root / "wd"
         wd.mkdir()
         pair(
-            "util.run(true)",
-            lambda: util.run(["true"], cwd=wd, sandbox=sandbox.Policy()),
-            lambda: util.run(["true"], cwd=wd),
+            "processes.run(true)",
+            lambda: processes.run(["true"], cwd=wd, sandbox=sandbox.Policy()),
+            lambda: processes.run(["true"], cwd=wd),
             args.runs * 5,
         )
         (root / "repo").mkdir()

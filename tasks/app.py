@@ -45,7 +45,7 @@ def sentinel_id(run_id: str) -> str:
 
 
 # Hard time limits per queue (seconds). They only bite on the prefork pool; the embedded worker
-# relies on the per-command time limits of util.run instead.
+# relies on the per-command time limits of processes.run instead.
 # fleet: an audit waits for all its runs, each bounded by the audit's timeout (2 h by default).
 TIME_LIMITS = {
     "git": 600,

@@ -17,7 +17,7 @@ from typing import Any
 from celery import states
 from celery.exceptions import Ignore
 
-from verify_dag import limits, repos, resultcache, sandbox, util
+from verify_dag import limits, processes, repos, resultcache, sandbox
 from verify_dag.backends import budget
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import RunState, SkillOutcome
@@ -123,7 +123,7 @@ def state_phase(phase: Phase) -> Callable[[StatePhase], Callable[..., dict[str, 
             try:
                 began = time.monotonic()
                 with (
-                    util.for_run(st.run_id),
+                    processes.for_run(st.run_id),
                     sandbox.tracking(
                         required=st.request.require_sandbox, unsandboxed=st.request.no_sandbox
                     ) as used,
@@ -182,7 +182,7 @@ def header_phase(skill: str) -> Callable[[HeaderPhase], Callable[..., Any]]:
             began = time.monotonic()
             try:
                 with (
-                    util.for_run(st.run_id),
+                    processes.for_run(st.run_id),
                     sandbox.tracking(
                         required=st.request.require_sandbox, unsandboxed=st.request.no_sandbox
                     ) as used,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from fakes.fake_api import FakeAPI, Step
 
-from verify_dag import util
+from verify_dag import processes
 from verify_dag.backends import Backend, Reply, invoke, load_config, parse_reply, resolve
 from verify_dag.backends import http as http_backend
 from verify_dag.errors import UsageError
@@ -111,7 +111,7 @@ def test_the_key_file_wins_and_is_never_echoed(
     api.push(Step(400, {"type": "error", "error": {"type": "x", "message": f"bad {KEY}"}}))
     reply = invoke(b, PROMPT, cwd=tmp_path)
     assert reply.status == "failed" and KEY not in reply.reason and "[REDACTED]" in reply.reason
-    assert KEY not in util.redact(f"key={KEY}")
+    assert KEY not in processes.redact(f"key={KEY}")
 
 
 @pytest.mark.parametrize("kind", ["anthropic", "openai"])

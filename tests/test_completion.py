@@ -212,16 +212,16 @@ def test_only_the_execute_task_starts_a_process(
 ) -> None:
     from celery import current_task
 
-    from verify_dag import util
+    from verify_dag import processes
 
     calls: list[str] = []
-    real = util.run
+    real = processes.run
 
-    def spy(*args: Any, **kwargs: Any) -> util.Result:
+    def spy(*args: Any, **kwargs: Any) -> processes.Result:
         calls.append(current_task.name if current_task else "no task")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(util, "run", spy)
+    monkeypatch.setattr(processes, "run", spy)
     verify(make_run(tmp_path, scope("true")))
     assert calls == ["verify_dag.completion.execute"]
 

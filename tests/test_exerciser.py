@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import Repo, running
 
-from verify_dag import util
+from verify_dag import processes
 from verify_dag.models import (
     Finding,
     Location,
@@ -197,10 +197,10 @@ def test_app_that_exits_is_service_unavailable(repo: Repo) -> None:
 def test_the_app_runs_under_the_limits_of_every_repository_command(
     repo: Repo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The app under test is repository code like any other: util's resource limits, a scrubbed
+    """The app under test is repository code like any other: processes's resource limits, a scrubbed
     environment and the sandbox's mark on its processes."""
-    monkeypatch.setenv(util.MEMORY_ENV, "777")
-    monkeypatch.setenv(util.FILE_SIZE_ENV, "5")
+    monkeypatch.setenv(processes.MEMORY_ENV, "777")
+    monkeypatch.setenv(processes.FILE_SIZE_ENV, "5")
     monkeypatch.setenv("SHOP_API_TOKEN", "not-for-the-app")
     said = (
         "core=$(ulimit -c) data=$(ulimit -d) file=$(ulimit -f) "
@@ -215,7 +215,7 @@ def test_the_app_runs_under_the_limits_of_every_repository_command(
 def test_a_background_command_is_killed_at_its_time_limit_and_keeps_its_tail(
     tmp_path: Path,
 ) -> None:
-    app = util.start_background(
+    app = processes.start_background(
         ["bash", "-c", "echo hello; exec sleep 60.4343"],
         cwd=tmp_path,
         timeout=0.5,

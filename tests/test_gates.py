@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from verify_dag import util
+from verify_dag import processes
 from verify_dag.phases import gates
 
 PY = sys.executable
@@ -104,7 +104,7 @@ def test_malformed_gates_are_blocked(tmp_path: Path) -> None:
         "## Exerciser Gates\n- a\n  EXPECT: exit 0\n- b\n  CHECK: true\n"
         "  CHECK: false\n- c\n  CHECK: true\n  EXPECT: status ok\n"
     )
-    results = [gates.check(g, tmp_path, util.scrubbed_env()) for g in parsed.exerciser]
+    results = [gates.check(g, tmp_path, processes.scrubbed_env()) for g in parsed.exerciser]
     assert [r.status for r in results] == ["BLOCKED"] * 3
     assert "EXPECT without a CHECK" in results[0].evidence
     assert "more than one CHECK" in results[1].evidence
@@ -124,7 +124,7 @@ def _gate(check: str | None, expect: str = "", kind: gates.GateKind = "exerciser
 def test_passing_gate(tmp_path: Path) -> None:
     (tmp_path / "data.txt").write_text('{"id": 42}\n', encoding="utf-8")
     gate = _gate("cat data.txt", r'exit 0; output contains "id"; output matches /"id": \d+/')
-    result = gates.check(gate, tmp_path, util.scrubbed_env())
+    result = gates.check(gate, tmp_path, processes.scrubbed_env())
     assert result.status == "PASS" and result.checker == "exerciser"
     assert result.kind == "exerciser" and result.rule == "the rule"
     assert 'output contains "id"' in result.evidence and '{"id": 42}' in result.evidence
@@ -132,7 +132,7 @@ def test_passing_gate(tmp_path: Path) -> None:
 
 def test_failing_gate_names_what_differed(tmp_path: Path) -> None:
     gate = _gate(f"{PY} -c \"print('nothing here'); raise SystemExit(3)\"", 'output contains "id"')
-    result = gates.check(gate, tmp_path, util.scrubbed_env())
+    result = gates.check(gate, tmp_path, processes.scrubbed_env())
     assert result.status == "FAIL"
     assert "exit 3 (expected 0)" in result.evidence
     assert 'output lacks "id"' in result.evidence and "nothing here" in result.evidence
@@ -140,20 +140,20 @@ def test_failing_gate_names_what_differed(tmp_path: Path) -> None:
 
 def test_exit_code_expectation_and_stderr_counts_as_output(tmp_path: Path) -> None:
     gate = _gate("echo broken >&2; exit 4", 'exit 4; output contains "broken"')
-    assert gates.check(gate, tmp_path, util.scrubbed_env()).status == "PASS"
+    assert gates.check(gate, tmp_path, processes.scrubbed_env()).status == "PASS"
 
 
 def test_timeout_is_a_failure(tmp_path: Path) -> None:
-    result = gates.check(_gate("sleep 5"), tmp_path, util.scrubbed_env(), timeout=0.5)
+    result = gates.check(_gate("sleep 5"), tmp_path, processes.scrubbed_env(), timeout=0.5)
     assert result.status == "FAIL" and "timed out (0.5s budget)" in result.evidence
 
 
 def test_review_gates(tmp_path: Path) -> None:
-    prose = gates.check(_gate(None, kind="review"), tmp_path, util.scrubbed_env())
+    prose = gates.check(_gate(None, kind="review"), tmp_path, processes.scrubbed_env())
     assert (prose.status, prose.checker) == ("NOT_CHECKED", "reviewer")
-    checked = gates.check(_gate("true", kind="review"), tmp_path, util.scrubbed_env())
+    checked = gates.check(_gate("true", kind="review"), tmp_path, processes.scrubbed_env())
     assert (checked.kind, checked.status, checked.checker) == ("review", "PASS", "exerciser")
-    judgement = gates.check(_gate(None), tmp_path, util.scrubbed_env())
+    judgement = gates.check(_gate(None), tmp_path, processes.scrubbed_env())
     assert judgement.status == "BLOCKED" and "needs judgement" in judgement.evidence
 
 
@@ -165,7 +165,7 @@ def test_evidence_is_redacted_and_capped(tmp_path: Path, monkeypatch: pytest.Mon
     result = gates.check(
         _gate("cat leak.txt; echo $SHOP_API_TOKEN", 'output contains "zzz"'),
         tmp_path,
-        util.scrubbed_env(),
+        processes.scrubbed_env(),
     )
     assert result.status == "FAIL"
     assert "s3cr3t" not in result.evidence and "[REDACTED]" in result.evidence

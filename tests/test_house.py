@@ -253,10 +253,10 @@ def test_env_builders_are_one_module_each_behind_one_registry() -> None:
 
 
 def _calls_run(tree: ast.AST) -> Iterator[ast.Call]:
-    """Calls of the chokepoint, as ``util.run(...)`` or a ``run`` imported from util."""
+    """Calls of the chokepoint, as ``processes.run(...)`` or a ``run`` imported from it."""
     imported = any(
         isinstance(n, ast.ImportFrom)
-        and n.module == "verify_dag.util"
+        and n.module == "verify_dag.processes"
         and any(a.name == "run" for a in n.names)
         for n in ast.walk(tree)
     )
@@ -264,25 +264,25 @@ def _calls_run(tree: ast.AST) -> Iterator[ast.Call]:
         if not isinstance(node, ast.Call):
             continue
         f = node.func
-        if (isinstance(f, ast.Attribute) and f.attr == "run" and _is_util(f.value)) or (
+        if (isinstance(f, ast.Attribute) and f.attr == "run" and _is_chokepoint(f.value)) or (
             imported and isinstance(f, ast.Name) and f.id == "run"
         ):
             yield node
 
 
-def _imports_util(node: ast.AST) -> TypeGuard[ast.Import | ast.ImportFrom]:
+def _imports_chokepoint(node: ast.AST) -> TypeGuard[ast.Import | ast.ImportFrom]:
     if isinstance(node, ast.Import):
-        return any(a.name == "verify_dag.util" for a in node.names)
+        return any(a.name == "verify_dag.processes" for a in node.names)
     if isinstance(node, ast.ImportFrom):
-        return node.module == "verify_dag.util" or (
-            node.module == "verify_dag" and any(a.name == "util" for a in node.names)
+        return node.module == "verify_dag.processes" or (
+            node.module == "verify_dag" and any(a.name == "processes" for a in node.names)
         )
     return False
 
 
-def _is_util(node: ast.expr) -> bool:
-    return (isinstance(node, ast.Name) and node.id == "util") or (
-        isinstance(node, ast.Attribute) and node.attr == "util"
+def _is_chokepoint(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Name) and node.id == "processes") or (
+        isinstance(node, ast.Attribute) and node.attr == "processes"
     )
 
 
@@ -296,7 +296,7 @@ def test_only_git_core_runs_git() -> None:
         if name.startswith("verify_dag.git"):
             if name == "verify_dag.git.core":
                 continue
-            uses = [n for n in ast.walk(tree) if _imports_util(n)]
+            uses = [n for n in ast.walk(tree) if _imports_chokepoint(n)]
             wrong += [f"{name}:{n.lineno} imports the chokepoint" for n in uses]
             continue
         for call in _calls_run(tree):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from verify_dag import netproxy, sandbox, util
+from verify_dag import netproxy, processes, sandbox
 from verify_dag.sandbox import Policy
 
 
@@ -48,7 +48,7 @@ print("fetched")
 def test_a_host_that_is_no_index_is_refused_and_the_error_says_so(tmp_path: Path) -> None:
     if sandbox.mode() == "none":
         pytest.skip("no sandbox on this host: provisioning has the host's network")
-    res = util.run(
+    res = processes.run(
         [sys.executable, "-c", FETCH, "https://example.com/"],
         cwd=tmp_path,
         sandbox=Policy(network=True),

@@ -14,7 +14,7 @@ from urllib.parse import quote
 import pytest
 from conftest import BRANCH, Repo, calc_base
 
-from verify_dag import redaction, util
+from verify_dag import processes, redaction
 from verify_dag.cli import main
 
 _RNG = random.Random(11)
@@ -95,7 +95,7 @@ def test_a_credential_file_written_later_is_known_at_once(home: Path) -> None:
 
 def test_the_broker_password_alone_is_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VERIFY_DAG_BROKER_URL", "redis://:canarypw@broker.internal/0")
-    assert util.redact("AUTH canarypw: WRONGPASS") == "AUTH [REDACTED]: WRONGPASS"
+    assert processes.redact("AUTH canarypw: WRONGPASS") == "AUTH [REDACTED]: WRONGPASS"
 
 
 def test_the_celery_apps_backend_credentials_are_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -104,7 +104,7 @@ def test_the_celery_apps_backend_credentials_are_redacted(monkeypatch: pytest.Mo
     monkeypatch.setitem(
         celery_app.app.conf, "result_backend", "redis://worker:backend-canary-33@results.internal/1"
     )
-    assert "backend-canary-33" not in util.redact("password backend-canary-33 rejected")
+    assert "backend-canary-33" not in processes.redact("password backend-canary-33 rejected")
 
 
 def test_an_environment_secret_is_redacted_in_its_encodings(
@@ -121,7 +121,7 @@ def test_an_environment_secret_is_redacted_in_its_encodings(
         base64.b64encode(b"x" + secret.encode() + b"!").decode(),
         quote(secret, safe=""),
     ]
-    out = util.redact("\n".join(encoded))
+    out = processes.redact("\n".join(encoded))
     for text in encoded:
         assert text not in out
     core = base64.b64encode(secret.encode()).decode()[:16]
@@ -257,7 +257,7 @@ def test_paths_in_infrastructure_variables_are_not_mistaken_for_secrets(
     monkeypatch.setenv("VERIFY_DAG_STORE", str(tmp_path / "store"))
     monkeypatch.setenv("GITHUB_TOKEN", "ghs_canaryTokenValue0123456789")
     text = f"{workspace}/tests/test_x.py:3: AssertionError (token ghs_canaryTokenValue0123456789)"
-    assert util.redact(text) == (
+    assert processes.redact(text) == (
         f"{workspace}/tests/test_x.py:3: AssertionError (token [REDACTED])"
     )
 
@@ -271,4 +271,4 @@ def test_a_withheld_token_is_masked_but_a_withheld_sentence_is_not(
     monkeypatch.setenv("DB_PASS", "hunter2-canary-Q7")
     monkeypatch.setenv("EXPECTED_REPLY", "the error is a bare KeyError")
     text = "login hunter2-canary-Q7 failed: the error is a bare KeyError"
-    assert util.redact(text) == "login [REDACTED] failed: the error is a bare KeyError"
+    assert processes.redact(text) == "login [REDACTED] failed: the error is a bare KeyError"

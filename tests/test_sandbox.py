@@ -423,7 +423,7 @@ def test_a_step_reads_its_own_checkout_but_not_other_runs_or_projects_cached_dat
     """Other runs' checkouts, other projects' tool caches and every cached result live in the
     cache the sandbox exposes for its environments: repository code sees only what its own
     step is given (its checkout, its writable scratch), never the rest."""
-    from verify_dag import paths, util, workspace
+    from verify_dag import paths, processes, workspace
     from verify_dag.sandbox import Policy
 
     monkeypatch.setenv(paths.CACHE_VAR, str(tmp_path / "cache"))
@@ -440,18 +440,18 @@ def test_a_step_reads_its_own_checkout_but_not_other_runs_or_projects_cached_dat
     for path in secrets.values():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("not yours\n")
-    env = util.scrubbed_env()
+    env = processes.scrubbed_env()
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    own = util.run(["cat", "a.py"], cwd=mine, env=env, sandbox=Policy(writable=(scratch,)))
+    own = processes.run(["cat", "a.py"], cwd=mine, env=env, sandbox=Policy(writable=(scratch,)))
     assert own.stdout == "print('mine')\n", own.stderr
     for what, path in secrets.items():
-        seen = util.run(["cat", str(path)], cwd=mine, env=env, sandbox=Policy())
+        seen = processes.run(["cat", str(path)], cwd=mine, env=env, sandbox=Policy())
         assert seen.returncode != 0 and "not yours" not in seen.stdout, what
     # Read-only steps (ruff) see their checkout all the same, and the environments stay there.
-    ro = util.run(["cat", "a.py"], cwd=mine, env=env, sandbox=Policy(cwd_writable=False))
+    ro = processes.run(["cat", "a.py"], cwd=mine, env=env, sandbox=Policy(cwd_writable=False))
     assert ro.stdout == "print('mine')\n", ro.stderr
-    listing = util.run(["ls", str(paths.cache_root())], cwd=mine, env=env, sandbox=Policy())
+    listing = processes.run(["ls", str(paths.cache_root())], cwd=mine, env=env, sandbox=Policy())
     assert "runs" in listing.stdout.split()
 
 
@@ -606,7 +606,7 @@ def test_the_unshare_fallback_gives_the_same_view_as_bubblewrap(
     """One plan, two launchers: what exists, what reads and what writes, path by path, is the
     same under bubblewrap and under unshare (the user's home and its secrets, the checkout, a
     writable scratch, the cache and its private parts, /tmp, /usr, the shadow file, /dev)."""
-    from verify_dag import paths, util, workspace
+    from verify_dag import paths, processes, workspace
     from verify_dag.sandbox import Policy
 
     monkeypatch.setenv(paths.CACHE_VAR, str(tmp_path / "cache"))
@@ -641,10 +641,10 @@ def test_the_unshare_fallback_gives_the_same_view_as_bubblewrap(
     for mode in ("bubblewrap", "unshare"):
         monkeypatch.setenv(sandbox.MODE_ENV, mode)
         need_mode(mode)
-        res = util.run(
+        res = processes.run(
             [sys.executable, "-I", "-c", VIEW_PROBE, *probed],
             cwd=checkout,
-            env=util.scrubbed_env(),
+            env=processes.scrubbed_env(),
             sandbox=Policy(writable=(scratch,)),
         )
         assert res.returncode == 0, (mode, res.stderr)

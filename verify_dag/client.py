@@ -400,11 +400,11 @@ def stop_here(p: Plan, reason: str) -> str:
     """Stop an in-process run: its later phases skip themselves (the sentinel says CANCELLED),
     every command it runs now or would start is killed, and the store records why. Returns
     where that record went, for the message (empty when it could not be written)."""
-    from verify_dag import store, util
+    from verify_dag import processes, store
 
     with contextlib.suppress(*outage_errors(), VerifyDagError):
         cancel_record(p.run_id)
-    util.stop_run(p.run_id)
+    processes.stop_run(p.run_id)
     try:
         path = store.mark_cancelled(p.expect.store if p.expect else None, p.run_id, reason)
     except (OSError, VerifyDagError):

@@ -1,5 +1,5 @@
 """What counts as a credential: the rules that keep secrets out of repository code's environment
-(util.scrubbed_env), and the secrets this host holds (environment, the Celery app's URLs, the
+(processes.scrubbed_env), and the secrets this host holds (environment, the Celery app's URLs, the
 user's config, credential files, SSH keys), which redaction masks in every output.
 
 Apart from redaction because the environment rules are needed by every subprocess, and
@@ -155,7 +155,7 @@ def withheld_values() -> set[str]:
 
 
 def is_secret(key: str, value: str) -> bool:
-    """Whether an environment variable is kept from repository code (util.scrubbed_env)."""
+    """Whether an environment variable is kept from repository code (processes.scrubbed_env)."""
     return bool(
         SECRET_NAME.search(key)
         or key.startswith(_SECRET_PREFIXES)

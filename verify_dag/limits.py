@@ -13,7 +13,7 @@ process of the worker's user and is not enforced for root.
 The sizes: ``VERIFY_DAG_PROCESS_LIMIT`` (default 1024 processes and threads),
 ``VERIFY_DAG_MEMORY_LIMIT_MB`` (default half of this host's memory), and the sandbox's /tmp
 (``VERIFY_DAG_TMP_LIMIT_MB``, verify_dag/sandbox.py) and file size (``VERIFY_DAG_FILE_LIMIT_MB``,
-verify_dag/util.py).
+verify_dag/processes.py).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from verify_dag import util
+from verify_dag import processes
 from verify_dag.backends.config import Backend
 from verify_dag.backends.reply import Reply, ReplyStatus
 from verify_dag.models.findings import TokenUsage
@@ -192,7 +192,7 @@ def _answer(backend: Backend, host: str, response: httpx.Response, tries: int) -
         )
     if not text.strip():
         return Reply(status="empty", reason=f"{host} answered with an empty reply", usage=usage)
-    return Reply(status="ok", text=util.redact(text), usage=usage)
+    return Reply(status="ok", text=processes.redact(text), usage=usage)
 
 
 def _text(backend: Backend, data: Any) -> str | None:
@@ -270,5 +270,5 @@ def _backoff(tries: int) -> float:
 
 
 def _clip(text: str) -> str:
-    text = util.redact(text)
+    text = processes.redact(text)
     return text if len(text) <= _REASON_CAP else text[: _REASON_CAP - 1] + "…"

@@ -23,7 +23,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from verify_dag import util
+from verify_dag import processes
 from verify_dag.backends.config import HTTP_KINDS, Backend
 from verify_dag.backends.reply import Reply, ReplyStatus
 from verify_dag.models.findings import TokenUsage
@@ -56,8 +56,8 @@ _ERROR_LINE = re.compile(
 def model_env() -> dict[str, str]:
     """The model CLI's environment: ours, minus the broker settings.
 
-    Not ``util.scrubbed_env``: that strips API keys and tokens because repository code must never
-    see them, but a model CLI is the user's own tool and authenticates with exactly those
+    Not ``processes.scrubbed_env``: that strips API keys and tokens because repository code
+    must never see them, but a model CLI is the user's own tool and authenticates with exactly those
     (OPENAI_API_KEY, ANTHROPIC_API_KEY, CODEX_HOME, ...). It has no use for our broker, though.
     """
     return {k: v for k, v in os.environ.items() if k not in _BROKER and not k.startswith("CELERY_")}
@@ -128,7 +128,7 @@ def _cli(backend: Backend, prompt: str, cwd: Path, limit: float) -> Reply:
         last = Path(tmp) / "last-message.txt"
         argv = build_argv(backend, last)
         try:
-            res = util.run(
+            res = processes.run(
                 argv, cwd=cwd, timeout=limit, env=model_env(), input_data=prompt.encode("utf-8")
             )
         except OSError as exc:  # e.g. a vanished cwd: still an outcome, never an exception
@@ -147,7 +147,7 @@ def _cli(backend: Backend, prompt: str, cwd: Path, limit: float) -> Reply:
         return _success(text)
 
 
-def _claude(res: util.Result, prompt: str, backend: Backend) -> Reply:
+def _claude(res: processes.Result, prompt: str, backend: Backend) -> Reply:
     reply = _claude_reply(res, prompt)
     envelope = _envelope(res.stdout)
     got = envelope.get("usage") if envelope is not None else None
@@ -167,7 +167,7 @@ def _claude(res: util.Result, prompt: str, backend: Backend) -> Reply:
     return reply.model_copy(update={"usage": usage})
 
 
-def _claude_reply(res: util.Result, prompt: str) -> Reply:
+def _claude_reply(res: processes.Result, prompt: str) -> Reply:
     envelope = _envelope(res.stdout)
     if envelope is None:
         if res.returncode != 0:
@@ -198,7 +198,7 @@ def _envelope(stdout: str) -> dict[str, object] | None:
 
 
 def _success(text: str) -> Reply:
-    text = util.redact(text)
+    text = processes.redact(text)
     stripped = text.strip()
     if not stripped:
         return Reply(status="empty", reason="the backend exited 0 with an empty reply")
@@ -232,5 +232,5 @@ def _failure(name: str, returncode: int, outputs: list[str], prompt: str, said: 
 
 
 def _clip(text: str, limit: int = 300) -> str:
-    text = util.redact(text)
+    text = processes.redact(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"

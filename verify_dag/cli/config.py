@@ -174,7 +174,7 @@ def _test_env(top: Any, toolchain: Any) -> str:
 
 
 def tools() -> list[tuple[str, str, str]]:
-    from verify_dag import util
+    from verify_dag import processes
     from verify_dag.tools import REGISTRY
     from verify_dag.tools.base import python_tool_argv
 
@@ -182,10 +182,10 @@ def tools() -> list[tuple[str, str, str]]:
     analysers = [s.discovery.module for s in REGISTRY.values() if s.discovery is not None]
     for name in (*analysers, "pytest", "coverage", "tox", "nox", "uv"):
         argv = python_tool_argv(name)
-        rows.append((name, *_version(argv, util.run)))
+        rows.append((name, *_version(argv, processes.run)))
     for name, flag in (("git", "--version"), ("bwrap", "--version"), ("chromium", "--version")):
         exe = shutil.which(name)
-        rows.append((name, *_version([exe] if exe else None, util.run, flag)))
+        rows.append((name, *_version([exe] if exe else None, processes.run, flag)))
     return rows
 
 

@@ -90,9 +90,9 @@ def run(command: str | None, body: Callable[[], int]) -> int:
         return body()
     except KeyboardInterrupt as exc:
         # The children run in sessions of their own: the terminal's Ctrl-C reached only us.
-        from verify_dag import util  # here, not at the top: every command's start pays for it
+        from verify_dag import processes  # here, not at the top: every command's start pays for it
 
-        util.kill_children()
+        processes.kill_children()
         return report(command, exc)
     except Exception as exc:  # noqa: BLE001  # the one place for them all
         return report(command, exc)

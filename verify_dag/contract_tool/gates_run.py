@@ -1,7 +1,7 @@
 """``verify-dag gates run CONTRACT``: run each CHECK, compare with EXPECT, write EVIDENCE.
 
 The only writer of a contract. Each CHECK runs as a custom gate (verify_dag.phases.gates: bash
-through util.run, time limit, capped output, an environment without secrets) from the top of a
+through processes.run, time limit, capped output, an environment without secrets) from the top of a
 throwaway checkout of the repository as it is now (a snapshot commit of the work tree, untracked
 files included), in contract order. The outcome replaces the value of the criterion's EVIDENCE
 line (one is inserted after its last CHECK/EXPECT line when it has none); no other line changes,
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from verify_dag import files, git, util
+from verify_dag import files, git, processes
 from verify_dag.errors import FatalError
 from verify_dag.phases import gates
 from verify_dag.reviewers.contract import oracle, parse
@@ -97,7 +97,7 @@ def run(contract_path: Path, repo: Path, timeout: float = DEFAULT_TIMEOUT) -> li
     if not todo:
         return []
     snapshot = git.snapshot_worktree(repo, git.head(repo))
-    env = util.scrubbed_env()
+    env = processes.scrubbed_env()
     outcomes: list[CriterionCheck] = []
     with git.worktree(repo, snapshot) as checkout:
         for criterion in todo:

@@ -11,7 +11,7 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from verify_dag import util
+from verify_dag import processes
 from verify_dag.fixes.propose import excerpt
 from verify_dag.models.fixes import FixOption
 from verify_dag.models.report import ReportIssue
@@ -51,7 +51,7 @@ def _tool_doc(issue: ReportIssue) -> list[str]:
     base = python_tool_argv("ruff")
     if base is None:
         return ["ruff is not installed here, so its documentation of the rule cannot be shown."]
-    res = util.run([*base, "rule", issue.rule], timeout=30, env=util.scrubbed_env())
+    res = processes.run([*base, "rule", issue.rule], timeout=30, env=processes.scrubbed_env())
     if res.returncode != 0:
         return [f"`ruff rule {issue.rule}` said: {res.stderr.strip()[:200]}"]
     doc = res.stdout.splitlines()[:DOC_LINES]

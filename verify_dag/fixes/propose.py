@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from verify_dag import git, util
+from verify_dag import git, processes
 from verify_dag.backends import config
 from verify_dag.backends.invoke import invoke
 from verify_dag.fixes import patches
@@ -52,11 +52,11 @@ def _ruff(workdir: Path, issue: ReportIssue, notes: list[str]) -> list[FixOption
         notes.append("ruff is not installed on the worker, so its fix could not be read")
         return []
     argv = [*base, "check", "--output-format=json", "--no-cache", "--no-fix", "--force-exclude"]
-    res = util.run(
+    res = processes.run(
         [*argv, f"--select={issue.rule}", "--", loc.path],
         cwd=workdir,
         timeout=RUFF_TIMEOUT,
-        env=util.scrubbed_env(),
+        env=processes.scrubbed_env(),
     )
     try:
         found = json.loads(res.stdout or "[]")

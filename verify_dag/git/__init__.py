@@ -1,6 +1,6 @@
 """Every git call of the product: small helpers over the git CLI that return plain types.
 
-:mod:`.core` alone runs git (through :func:`verify_dag.util.run`), with the overrides that keep
+:mod:`.core` alone runs git (through :func:`verify_dag.processes.run`), with the overrides that keep
 git from running programs a configuration names; the modules beside it are grouped by what they
 serve, and :mod:`.parse` reads git's output without running anything. Callers use the names
 re-exported here (``from verify_dag import git``; ``git.head(repo)``).

@@ -1,5 +1,5 @@
 """The one place the product runs git: every call goes through :func:`run_git` (or, outside any
-repository, :func:`run_plain`), and those alone call :func:`verify_dag.util.run`.
+repository, :func:`run_plain`), and those alone call :func:`verify_dag.processes.run`.
 
 Path lists use ``-z``, pathspecs are literal (``GIT_LITERAL_PATHSPECS``) and always follow ``--``.
 No call runs a program that a configuration names (hooks, fsmonitor, filters, diff and merge
@@ -16,11 +16,11 @@ from pathlib import Path
 
 from verify_dag.errors import FatalError
 from verify_dag.git.parse import config_files, parse_config_z, program_overrides
-from verify_dag.util import Result, git_env, run
+from verify_dag.processes import Result, git_env, run
 
 GIT_TIMEOUT = 120.0
 FETCH_TIMEOUT = 60.0
-# Listings and -U0 patches of big changes easily pass util's default 1 MB cap; a truncated
+# Listings and -U0 patches of big changes easily pass processes's default 1 MB cap; a truncated
 # listing would silently shrink the scope, so allow far more and fail loudly beyond it.
 _CAP = 256 * 1024 * 1024
 # Snapshot commits need an identity even where the user configured none.

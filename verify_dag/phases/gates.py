@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from verify_dag import util
+from verify_dag import processes
 from verify_dag.models import GateResult
 from verify_dag.sandbox import Policy
 
@@ -195,7 +195,7 @@ def _seconds(text: str | None) -> float | None:
 def excerpt(text: str, limit: int = 200, *, tail: bool = False) -> str:
     """Output as evidence: redacted, whitespace folded, capped (the end of it with ``tail``:
     where a traceback names the error)."""
-    folded = " ".join(util.redact(text).split())
+    folded = " ".join(processes.redact(text).split())
     if len(folded) <= limit:
         return folded
     return "..." + folded[3 - limit :] if tail else folded[: limit - 3] + "..."
@@ -207,10 +207,10 @@ def cap(text: str, limit: int = EVIDENCE_MAX) -> str:
 
 def run_command(
     command: str, cwd: Path, env: dict[str, str], timeout: float = DEFAULT_TIMEOUT
-) -> util.Result:
+) -> processes.Result:
     # The repository declared this command as shell text, so it runs under bash -c; it is its
-    # own process group with a time limit and capped output (util.run).
-    return util.run(
+    # own process group with a time limit and capped output (processes.run).
+    return processes.run(
         ["bash", "-c", command], cwd=cwd, env=env, timeout=timeout, cap=OUTPUT_CAP, sandbox=Policy()
     )
 
@@ -229,7 +229,7 @@ def check(
             kind=gate.kind,
             rule=gate.rule,
             status=status,
-            evidence=cap(util.redact(evidence)),
+            evidence=cap(processes.redact(evidence)),
             checker=checker,
         )
 

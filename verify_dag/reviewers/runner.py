@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from verify_dag import backends, git, resultcache, skills, util, workspace
+from verify_dag import backends, git, processes, resultcache, skills, workspace
 from verify_dag.backends import budget
 from verify_dag.backends.parse import ParsedReply, Unparseable, parse_reply
 from verify_dag.errors import VerifyDagError
@@ -162,7 +162,7 @@ def _outcome(skill: str, reason: str, parsed: ParsedReply) -> SkillOutcome:
             kind="review",
             rule=g.rule,
             status=g.status,
-            evidence=gates.cap(util.redact(g.evidence)),
+            evidence=gates.cap(processes.redact(g.evidence)),
             checker=skill,
         )
         for g in parsed.gates

@@ -145,7 +145,7 @@ def _mode(forced: str) -> Mode:
 
 
 def _works(argv: list[str]) -> bool:
-    # A probe of our own launcher, once per process, not repository code; util.run (which
+    # A probe of our own launcher, once per process, not repository code; processes.run (which
     # imports this module) is not available here.
     if shutil.which(argv[0]) is None:
         return False

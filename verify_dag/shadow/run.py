@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
-from verify_dag import git, repos, store, tools, util
+from verify_dag import git, processes, repos, store, tools
 from verify_dag.errors import FatalError
 from verify_dag.models import VerifyRequest
 from verify_dag.phases import triage
@@ -67,7 +67,7 @@ def verify(job: ShadowJob, dispatch: Dispatch) -> ClaimVerdict:
         label=job.label,
         goal=job.goal,
         paths=claim.artifacts() if dispatch.narrow else job.surface,
-        env=util.scrubbed_env({"PYTHONDONTWRITEBYTECODE": "1"}),
+        env=processes.scrubbed_env({"PYTHONDONTWRITEBYTECODE": "1"}),
     )
     route = claim.route()
     with _checkout(surface.repo, job.commit, route != "search") as wt:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from verify_dag import util
+from verify_dag import processes
 from verify_dag.paths import cache_root
 from verify_dag.sandbox import Policy
 
@@ -42,9 +42,9 @@ def warm(bin_dir: Path, cache: Path, timeout: float) -> str | None:
             continue
         target = Path(variables(cache)["PYRIGHT_PYTHON_CACHE_DIR"])
         target.mkdir(parents=True, exist_ok=True)
-        env = util.scrubbed_env(variables(cache))
+        env = processes.scrubbed_env(variables(cache))
         env["PATH"] = f"{bin_dir}:{env.get('PATH', '')}"
-        res = util.run(
+        res = processes.run(
             [str(exe), *args],
             timeout=timeout,
             env=env,
@@ -52,7 +52,7 @@ def warm(bin_dir: Path, cache: Path, timeout: float) -> str | None:
         )
         if res.returncode != 0 or res.timed_out:
             said = "\n".join((res.stdout + res.stderr).strip().splitlines()[-6:])
-            return f"{script} could not fetch its npm package: {util.redact(said)}"
+            return f"{script} could not fetch its npm package: {processes.redact(said)}"
     return None
 
 

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from verify_dag import git, resultcache, util
+from verify_dag import git, processes, resultcache
 from verify_dag.files import file_lock
 from verify_dag.models.findings import Finding, Location
 from verify_dag.models.toolchain import Command
@@ -232,7 +232,7 @@ def _run(
     if spec.takes_files and not files:
         return result
     # A tool that fetched the rest of itself when its env was provisioned reads it from there.
-    env = util.scrubbed_env(fetched.variables())
+    env = processes.scrubbed_env(fetched.variables())
     if python is not None:
         # Inside the project's environment: its scripts first on PATH, which is also what makes
         # the sandbox show the environment (read-only) wherever it lives.
@@ -259,7 +259,7 @@ def _run(
             # output; the scratch directory is the one place besides the checkout it may write,
             # and a tool known not to write its checkout (ruff, mypy) sees it read-only: the
             # run's other phases read the same checkout.
-            res = util.run(
+            res = processes.run(
                 argv,
                 cwd=workdir,
                 timeout=timeout,
@@ -294,7 +294,7 @@ def targets(spec: ToolSpec, files: Sequence[str], workdir: Path) -> tuple[list[s
 
 def title(spec: ToolSpec, r: RawFinding) -> str:
     """The finding's title; also what findings without a rule code are matched on."""
-    message = util.redact(r.message)
+    message = processes.redact(r.message)
     text = f"{spec.name} {r.code}: {message}" if r.code else f"{spec.name}: {message}"
     return text[: _TITLE_MAX - 3] + "..." if len(text) > _TITLE_MAX else text
 
@@ -307,7 +307,7 @@ def finding(spec: ToolSpec, command: Command, r: RawFinding, source: str) -> Fin
         title=title(spec, r),
         severity=severity,
         description=(
-            f"{spec.name} ({command.source}) reported at {where}: {util.redact(r.message)}"
+            f"{spec.name} ({command.source}) reported at {where}: {processes.redact(r.message)}"
         ),
         source=source,
         issue_class=issue_class,
@@ -363,4 +363,4 @@ def _explained(spec: ToolSpec, raw: list[RawFinding]) -> bool:
 
 
 def _head(text: str, lines: int = 6) -> str:
-    return util.redact("\n".join(text.strip().splitlines()[:lines]))
+    return processes.redact("\n".join(text.strip().splitlines()[:lines]))

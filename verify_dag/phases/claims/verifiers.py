@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verify_dag import tools, util
+from verify_dag import processes, tools
 from verify_dag.models.toolchain import Toolchain
 from verify_dag.phases import gates
 from verify_dag.phases.claims import rederive, search
@@ -49,7 +49,7 @@ class Surface(Where):
     """Where and with what a verifier works: the commit, its checkout and the test runtime."""
 
     workdir: Path | None = None  # a checkout of the commit (static and test claims)
-    env: dict[str, str] = field(default_factory=util.scrubbed_env)
+    env: dict[str, str] = field(default_factory=processes.scrubbed_env)
     python: str = sys.executable  # the tests' interpreter (a provisioned venv's, when any)
     # Set when tox built the tests' env: a test re-runs through tox, with the env's set_env and
     # commands_pre, as the tester ran it.
@@ -85,7 +85,7 @@ def verify(
             verdict = unverifiable(
                 claim,
                 s,
-                f"the verifier failed: {type(exc).__name__}: {util.redact(str(exc))[:300]}",
+                f"the verifier failed: {type(exc).__name__}: {processes.redact(str(exc))[:300]}",
             )
     return verdict.model_copy(update={"round": round, "seconds": round_s(budget.used())})
 
@@ -270,7 +270,7 @@ def _test(claim: Claim, s: Surface, budget: Budget) -> ClaimVerdict:
     policy = Policy()
     if s.runner is not None:
         argv, policy = s.runner.command(argv), s.runner.policy()
-    res = util.run(argv, cwd=s.workdir, timeout=timeout, env=s.env, sandbox=policy)
+    res = processes.run(argv, cwd=s.workdir, timeout=timeout, env=s.env, sandbox=policy)
     shown = f"`python -m pytest -q -p no:cacheprovider {nodeid}`"
     if res.timed_out:
         budget.cut(timeout, s.test_cap, shown)

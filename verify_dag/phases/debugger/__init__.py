@@ -2,7 +2,7 @@
 
 It fires only on observed failures of severity 7+ (tester, exerciser, and ux-reviewer at deep), so
 it runs after the exerciser. Each distinct failure signature is re-run once in a scratch worktree
-of the merge base (``old_commit`` for staged/unstaged snapshots), through util.run with a time
+of the merge base (``old_commit`` for staged/unstaged snapshots), through processes.run with a time
 limit and a scrubbed environment, and gets a Diagnosis: PRE_EXISTING yes | no | undetermined,
 COMMAND, EVIDENCE and TOUCHED_BY_DIFF.
 
@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from verify_dag import git, skills, util, workspace
+from verify_dag import git, processes, skills, workspace
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import Diagnosis, Finding, RunState, SkillOutcome
 from verify_dag.models.findings import BuiltEnv
@@ -314,7 +314,7 @@ def _rerun(
     short = ["-o", f"timeout={limit:g}"] if limit is not None else []
     cmd = [*argv, "-q", "-p", "no:cacheprovider", f"--rootdir={wt}", "--tb=long", *short, nodeid]
     run, policy = (runner.command(cmd), runner.policy()) if runner else (cmd, Policy())
-    res = util.run(run, cwd=wt, timeout=timeout, env=env, sandbox=policy)
+    res = processes.run(run, cwd=wt, timeout=timeout, env=env, sandbox=policy)
     via = f", through tox env {runner.name}" if runner else ""
     command = f"{shlex.join(cmd)}  (cwd: {wt}, a scratch worktree of {base}{via})"
     output = "\n".join(t for t in (res.stdout.strip(), res.stderr.strip()) if t)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from verify_dag import util, workspace
+from verify_dag import processes, workspace
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import Diagnosis, EngineerContext, RunState
 from verify_dag.phases import gates
@@ -43,7 +43,7 @@ def diagnose(
         return {s.key: undetermined(s, no_base, scoped) for s in sigs}
     eng = state.engineer or EngineerContext()
     criterion = state.request.completion
-    env = util.scrubbed_env({"PYTHONDONTWRITEBYTECODE": "1"})  # as the exerciser's
+    env = processes.scrubbed_env({"PYTHONDONTWRITEBYTECODE": "1"})  # as the exerciser's
     try:
         with workspace.checkout(state.run_id, state.request.repo, base) as wt:
             # The one implementation of "the exercise" (exerciser/exercise.py), with the verified
@@ -59,7 +59,7 @@ def diagnose(
     # Whatever broke the exercise there, the tests' diagnoses must still be reported.
     except Exception as exc:  # noqa: BLE001
         why = f"the exercise could not run at the merge base: {type(exc).__name__}: {exc}"
-    return {s.key: undetermined(s, util.redact(why), scoped) for s in sigs}
+    return {s.key: undetermined(s, processes.redact(why), scoped) for s in sigs}
 
 
 _Check = tuple[str, str, str]  # (PASS | FAIL | BLOCKED | NOT_CHECKED, command, evidence)

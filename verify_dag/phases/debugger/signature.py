@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Literal
 
-from verify_dag import util
+from verify_dag import processes
 from verify_dag.models import Diagnosis, Finding
 
 PreExisting = Literal["yes", "no", "undetermined"]
@@ -51,7 +51,7 @@ def undetermined(sig: Signature, why: str, scoped: set[str]) -> Diagnosis:
 
 def excerpt(why: str, output: str) -> str:
     """The verdict, then the tail of the output (where pytest puts the crash line and summary)."""
-    why, text = util.redact(why), util.redact(output)
+    why, text = processes.redact(why), processes.redact(output)
     room = EVIDENCE_CAP - len(why) - 1
     if len(text) > room:
         # Cut on a line boundary: a half line of a traceback reads as a different message.

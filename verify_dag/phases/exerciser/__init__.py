@@ -16,7 +16,7 @@ reproduction
 
 from __future__ import annotations
 
-from verify_dag import util, workspace
+from verify_dag import processes, workspace
 from verify_dag.models import EngineerContext, RunState, SkillOutcome, Toolchain, VerifyRequest
 from verify_dag.phases import gates
 from verify_dag.phases.exerciser import derived, sandboxed
@@ -38,7 +38,7 @@ def run(state: RunState) -> SkillOutcome:
         return _run(state)
     # Any failure, whatever its type, must leave a result for the report (chord semantics).
     except Exception as exc:  # noqa: BLE001
-        why = f"{type(exc).__name__}: {util.redact(str(exc))}"
+        why = f"{type(exc).__name__}: {processes.redact(str(exc))}"
         return _blocked(f"EXERCISER_ERROR: {why}; {lens(state.request)}", state.request.completion)
 
 
@@ -79,7 +79,7 @@ def _run(state: RunState) -> SkillOutcome:
         )
     eng = state.engineer or EngineerContext()
     # Scripts the repository declares may read this; nothing of ours is in it (docs/security.md).
-    env = util.scrubbed_env({"PYTHONDONTWRITEBYTECODE": "1"})
+    env = processes.scrubbed_env({"PYTHONDONTWRITEBYTECODE": "1"})
     with workspace.checkout(state.run_id, state.request.repo, scope.new_commit) as wt:
         # Issues first, on the pristine checkout: whatever the app or an EXERCISE command writes
         # into the worktree must not change whether a finding reproduces.

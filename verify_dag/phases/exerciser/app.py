@@ -1,7 +1,7 @@
 """The application under test: started in the background, probed until healthy, stopped whole.
 
 The one child process of the product that stays up past a single call (an app must stay up while
-it is exercised), started through :func:`verify_dag.util.start_background` so that it gets the
+it is exercised), started through :func:`verify_dag.processes.start_background` so that it gets the
 limits every other command of the repository gets: sandbox policy, scrubbed environment, resource
 limits, its own process group, a time limit and a capped log.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from verify_dag import util
+from verify_dag import processes
 from verify_dag.phases import gates
 from verify_dag.sandbox import Policy
 
@@ -20,9 +20,9 @@ APP_LOG_CAP = 64_000  # bytes of the app's output kept (the tail: where a crash 
 APP_TIMEOUT = 3600.0
 
 
-def start(command: str, cwd: Path, env: dict[str, str]) -> util.Background:
+def start(command: str, cwd: Path, env: dict[str, str]) -> processes.Background:
     """``command`` (shell text the repository declared) started under bash in ``cwd``."""
-    return util.start_background(
+    return processes.start_background(
         ["bash", "-c", command],
         cwd=cwd,
         env=env,
@@ -32,13 +32,13 @@ def start(command: str, cwd: Path, env: dict[str, str]) -> util.Background:
     )
 
 
-def tail(app: util.Background, limit: int = 400) -> str:
+def tail(app: processes.Background, limit: int = 400) -> str:
     return gates.excerpt(app.output()[-4000:], limit, tail=True)
 
 
 def start_healthy(
     start_command: str, health: str | None, wt: Path, env: dict[str, str], limit: float
-) -> tuple[util.Background | None, bool, str]:
+) -> tuple[processes.Background | None, bool, str]:
     """(app, healthy, evidence). The caller stops the app whatever the answer."""
     began = time.monotonic()
     try:

@@ -1,11 +1,11 @@
 """A completion criterion: one bash line, validated, run with limits, judged pass or fail.
 
 ``validate`` says why a criterion cannot run; ``extract`` reads one from the bytes of a
-parsed_scope.json; ``execute`` runs it (through :func:`verify_dag.util.run`); ``classify`` gives
-the verdict: pass only on exit 0, not skipped, not timed out. The exerciser checks
-``verify --completion`` with :func:`criterion`; the completion verifier (verify_dag/completion/,
-docs/completion.md) runs the same steps over a run directory, one artifact per step, and its
-artifacts are these models.
+parsed_scope.json; ``execute`` runs it (through :func:`verify_dag.processes.run`);
+``classify`` gives the verdict: pass only on exit 0, not skipped, not timed out. The exerciser
+checks ``verify --completion`` with :func:`criterion`; the completion verifier
+(verify_dag/completion/, docs/completion.md) runs the same steps over a run directory, one
+artifact per step, and its artifacts are these models.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-from verify_dag import util
+from verify_dag import processes
 from verify_dag.models.base import Frozen
 from verify_dag.sandbox import Policy
 
@@ -210,10 +210,10 @@ def execute(
         return Execution(
             skipped=True, skip_reasons=reasons, skip_reason="; ".join(reasons), **limits
         )
-    res = util.run(
+    res = processes.run(
         ["bash", "-c", extracted.completion],
         cwd=cwd,
-        env=util.scrubbed_env() if env is None else env,
+        env=processes.scrubbed_env() if env is None else env,
         timeout=timeout,
         cap=cap,
         sandbox=Policy() if policy is None else policy,
@@ -223,8 +223,8 @@ def execute(
         command=extracted.completion,
         cwd=str(cwd),
         exit_code=None if res.timed_out else res.returncode,
-        stdout=util.redact(res.stdout),
-        stderr=util.redact(res.stderr),
+        stdout=processes.redact(res.stdout),
+        stderr=processes.redact(res.stderr),
         duration_ms=round(res.duration * 1000),
         timed_out=res.timed_out,
         truncated=res.truncated,

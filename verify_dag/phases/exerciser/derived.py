@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from verify_dag import resultcache, util
+from verify_dag import processes, resultcache
 from verify_dag.models import EngineerContext, Finding, RunState, Scope, Toolchain
 from verify_dag.phases import gates
 from verify_dag.phases.exerciser import probes
@@ -185,8 +185,8 @@ def exercise(
     python = str(env.python) if env.python is not None else sys.executable
     inner = {**variables, "PYTHONPATH": str(plan.root)}
 
-    def probed(probe: Probe) -> util.Result:
-        return util.run(
+    def probed(probe: Probe) -> processes.Result:
+        return processes.run(
             env.command([python, "-c", probes.one_line(probes.script(probe)), *probe.argv]),
             cwd=wt,
             env=inner,
@@ -209,7 +209,7 @@ def exercise(
     return judged(plan, results)
 
 
-def judged(plan: Strategy, results: list[util.Result]) -> Exercise:
+def judged(plan: Strategy, results: list[processes.Result]) -> Exercise:
     """The exercise the probes' results make: PASSED only when every one succeeded."""
     ex = Exercise("PASSED", "")
     done: list[str] = []
@@ -239,7 +239,7 @@ def judged(plan: Strategy, results: list[util.Result]) -> Exercise:
     return ex
 
 
-def _said(probe: Probe, res: util.Result) -> str:
+def _said(probe: Probe, res: processes.Result) -> str:
     if probe.kind != "module":
         return ""
     last = res.stdout.strip().splitlines()[-1:] or [""]

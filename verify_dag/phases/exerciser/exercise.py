@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from verify_dag import util
+from verify_dag import processes
 from verify_dag.models import EngineerContext, Finding, GateResult
 from verify_dag.phases import gates
 from verify_dag.phases.exerciser import app as under_test
@@ -46,7 +46,7 @@ def exercise(
     """START and HEALTH, the EXERCISE commands, then every gate, in ``wt``."""
     parsed = gates.parse(eng.verification_md or "")
     declared = bool(eng.start or eng.exercise or parsed.exerciser or criterion)
-    app: util.Background | None = None
+    app: processes.Background | None = None
     try:
         if eng.start:
             limit = min(eng.start_timeout or DEFAULT_START_TIMEOUT, MAX_START_TIMEOUT)
@@ -131,7 +131,7 @@ def _completion(
     # A failure is explained at the end of its output (a test summary, a traceback).
     seen = gates.excerpt(run.stdout, tail=not passed) or gates.excerpt(run.stderr, tail=True)
     evidence = gates.cap(
-        util.redact(
+        processes.redact(
             f"`{criterion}`: {result.verdict}: {result.reason}"
             + (f"; output: {seen}" if seen else "; no output")
             + (" (output truncated)" if run.truncated else "")
@@ -199,7 +199,7 @@ def failure_finding(title: str, evidence: str, severity: int = 8) -> Finding:
     return Finding(
         title=title,
         severity=severity,
-        description=util.redact(evidence),
+        description=processes.redact(evidence),
         source=SKILL,
         issue_class="correctness",
     )

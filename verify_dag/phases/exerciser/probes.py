@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from verify_dag import git, resultcache, util
+from verify_dag import git, processes, resultcache
 from verify_dag.phases.tester.env.base import Env
 
 PROBE_TIMEOUT = 60.0
@@ -74,13 +74,13 @@ def memo_key(plan: Planned, wt: Path) -> str | None:
     )
 
 
-def remembered(entry: str | None, probes: int) -> list[util.Result] | None:
+def remembered(entry: str | None, probes: int) -> list[processes.Result] | None:
     """The probes' results an earlier run of the same probes on the same code kept."""
     value = resultcache.get(KIND, entry, "derived exercise") if entry is not None else None
     if not isinstance(value, list) or len(value) != probes:
         return None
     try:
-        return [util.Result(int(code), str(out), str(err)) for code, out, err in value]
+        return [processes.Result(int(code), str(out), str(err)) for code, out, err in value]
     except (TypeError, ValueError):
         return None
 
@@ -120,14 +120,14 @@ _MARK = "verify-dag-probe:"
 
 def batched(
     probes: tuple[Probe, ...], wt: Path, env: Env, python: str, variables: dict[str, str]
-) -> list[util.Result] | None:
+) -> list[processes.Result] | None:
     """Every probe's result from one run in the env: each probe is still a process of its own,
     but the env's runner (tox, with its set_env and commands_pre) starts once instead of once
     per probe, a second or more each. None when the batch's output does not give one result
     per probe (the runner itself failed, or the output was cut)."""
     todo = json.dumps([[script(p), *p.argv] for p in probes])
     driver = one_line(_BATCH.replace("_MARK", repr(_MARK)))
-    res = util.run(
+    res = processes.run(
         env.command([python, "-c", driver, str(PROBE_TIMEOUT), todo]),
         cwd=wt,
         env=variables,
@@ -142,5 +142,5 @@ def batched(
             code, out, err, late = json.loads(line[len(_MARK) :])
         except ValueError:
             return None
-        found.append(util.Result(int(code), str(out), str(err), timed_out=bool(late)))
+        found.append(processes.Result(int(code), str(out), str(err), timed_out=bool(late)))
     return found if len(found) == len(probes) and not res.timed_out else None

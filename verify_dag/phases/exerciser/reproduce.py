@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from verify_dag import util
+from verify_dag import processes
 from verify_dag.models import Finding, RunState, Verification
 from verify_dag.phases import gates
 from verify_dag.phases.claims import phrasing, verifiers
@@ -102,7 +102,7 @@ def verify_issues(
                 line=loc.line if loc else None,
                 title=f.title,
                 status=status,
-                evidence=gates.cap(util.redact(evidence)),
+                evidence=gates.cap(processes.redact(evidence)),
             )
         )
     counts = ", ".join(

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pydantic import TypeAdapter
 
-from verify_dag import sandbox, util
+from verify_dag import processes, sandbox
 from verify_dag.models import EngineerContext
 from verify_dag.phases import gates
 from verify_dag.phases.exerciser import exercise as direct
@@ -53,8 +53,8 @@ def exercise(
             encoding="utf-8",
         )
         # Inside, the exercise's commands must not try to nest a sandbox of their own.
-        inner = {**env, **util.limit_settings(), sandbox.MODE_ENV: "none"}
-        res = util.run(
+        inner = {**env, **processes.limit_settings(), sandbox.MODE_ENV: "none"}
+        res = processes.run(
             [sys.executable, "-m", __name__, str(io)],
             cwd=wt,
             env=inner,
@@ -64,7 +64,7 @@ def exercise(
         try:
             return _OUTCOME.validate_json((io / "out.json").read_bytes())
         except (OSError, ValueError) as exc:
-            said = util.redact((res.stderr or res.stdout).strip()[-400:])
+            said = processes.redact((res.stderr or res.stdout).strip()[-400:])
             raise RuntimeError(
                 f"the sandboxed exercise gave no outcome (exit {res.returncode}"
                 f"{', timed out' if res.timed_out else ''}): "

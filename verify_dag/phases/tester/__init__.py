@@ -1,6 +1,6 @@
 """The tester skill: run the discovered test suite and report exact counts and every failure.
 
-Tests run the repository's code: in the checkout, through util.run, with a time limit, capped
+Tests run the repository's code: in the checkout, through processes.run, with a time limit, capped
 output and an environment without secrets, inside the environment tester/env provisions from what
 the repository declares (our own interpreter when it declares nothing to install). Suites that
 could not run (no command, an environment that could not be built, missing executable, time-out,
@@ -25,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from verify_dag import util, workspace
+from verify_dag import processes, workspace
 from verify_dag.files import write_atomic
 from verify_dag.models.findings import BuiltEnv, Finding, SkillOutcome
 from verify_dag.models.scope import Scope
@@ -255,7 +255,7 @@ def _pytest(
         end = kept.index("--") if "--" in kept else len(kept)  # after `--`, all are paths
         argv = [*base, *quiet, *kept[:end], *ours, *kept[end:]]
         pycache = _pycache(workdir, Path(tmp), env)
-        res = util.run(
+        res = processes.run(
             env.command(argv, pycache),
             cwd=workdir,
             timeout=timeout,

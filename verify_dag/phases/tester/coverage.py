@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from verify_dag import util
+from verify_dag import processes
 from verify_dag.models.base import Frozen
 from verify_dag.models.findings import Finding, Location, SkillOutcome
 from verify_dag.models.scope import FileChange, Scope
@@ -106,7 +106,7 @@ def measure(
         return CoverageData()
     if not data_file.is_file() and list(data_file.parent.glob(data_file.name + ".*")):
         # A repository that configures `parallel = true` gets one file per process.
-        util.run(
+        processes.run(
             [python, "-m", "coverage", "combine", f"--data-file={data_file}"],
             cwd=workdir,
             timeout=timeout,
@@ -119,7 +119,7 @@ def measure(
     # Analysing a file means parsing it: only the scoped ones, when coverage can be told so.
     include = coverage_files.include_option([str((workdir / p).resolve()) for p in scoped])
     # -i: files that were measured but are gone (generated, temporary) must not sink the report.
-    res = util.run(
+    res = processes.run(
         [
             python,
             "-m",
@@ -171,7 +171,7 @@ _ASK_SOURCE = (
 
 
 def _source_declared(python: str, workdir: Path, env: Mapping[str, str], timeout: float) -> bool:
-    res = util.run(
+    res = processes.run(
         [python, "-c", _ASK_SOURCE], cwd=workdir, timeout=timeout, env=env, sandbox=Policy()
     )
     return res.returncode == 0 and res.stdout.strip() == "True"

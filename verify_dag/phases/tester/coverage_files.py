@@ -8,7 +8,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from verify_dag import util
+from verify_dag import processes
 from verify_dag.models.scope import Scope
 from verify_dag.sandbox import Policy
 
@@ -32,7 +32,7 @@ def combine(python: str, data_file: Path, workdir: Path, env: dict[str, str]) ->
     """One data file from the per-process ones, when the suite wrote several."""
     if not data_file.is_file() and list(data_file.parent.glob(data_file.name + ".*")):
         # A repository that configures `parallel = true` gets one file per process.
-        util.run(
+        processes.run(
             [python, "-m", "coverage", "combine", f"--data-file={data_file}"],
             cwd=workdir,
             timeout=300,
@@ -58,7 +58,7 @@ def cobertura(
     # -i: files that were measured but are gone (generated, temporary) must not sink the report.
     # Written next to the data, then moved: the sandboxed coverage.py never sees the store.
     written = data_file.parent / "coverage.xml"
-    util.run(
+    processes.run(
         [
             python,
             "-m",

@@ -7,7 +7,7 @@ import re
 import shlex
 from pathlib import Path
 
-from verify_dag import util
+from verify_dag import processes
 from verify_dag.models.evidence import SuiteEvidence
 from verify_dag.models.findings import Finding, SkillOutcome
 from verify_dag.models.toolchain import Command
@@ -46,7 +46,7 @@ def run(
         argv = resolve_argv(command.argv)
     if not tox and env.python is not None and Path(command.argv[0]).name in PYTHON_NAMES:
         argv[0] = str(env.python)  # `python -m X` runs in the repository's env when it has one
-    res = util.run(
+    res = processes.run(
         argv,
         cwd=workdir,
         timeout=timeout,

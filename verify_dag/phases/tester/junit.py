@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from verify_dag import util
+from verify_dag import processes
 from verify_dag.models.evidence import CaseOutcome, CaseResult
 from verify_dag.models.findings import Finding, Location
 from verify_dag.models.scope import Scope
@@ -206,7 +206,7 @@ def error_messages(root: ET.Element, limit: int = 5) -> str:
         if bad is not None and len(out) < limit:
             text = (bad.text or bad.get("message") or "").strip().splitlines()[-12:]
             out.append(f"{nodeid(tc)}:\n" + "\n".join(text))
-    return util.redact("\n".join(out))
+    return processes.redact("\n".join(out))
 
 
 def nodeid(tc: ET.Element) -> str:
@@ -271,7 +271,7 @@ def failure(tc: ET.Element, scope: Scope, source: str) -> Finding:
     return Finding(
         title=f"Test failed: {nodeid(tc)}",
         severity=9,
-        description=util.redact("\n".join([*message, *where[-1:]]))[:4000],
+        description=processes.redact("\n".join([*message, *where[-1:]]))[:4000],
         source=source,
         issue_class="test-failure",
         location=_location(tc, file, line),

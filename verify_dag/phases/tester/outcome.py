@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from verify_dag import declarations, util
+from verify_dag import declarations, processes
 from verify_dag.models.findings import Finding, SkillOutcome
 from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.phases.tester import env as testenv
@@ -113,6 +113,6 @@ def blocked(reason: str, detail: str = "", *, ran: bool = True) -> SkillOutcome:
     )
 
 
-def tail(res: util.Result, lines: int = 30) -> str:
+def tail(res: processes.Result, lines: int = 30) -> str:
     text = "\n".join(t for t in (res.stdout.strip(), res.stderr.strip()) if t)
-    return util.redact("\n".join(text.splitlines()[-lines:]))
+    return processes.redact("\n".join(text.splitlines()[-lines:]))

@@ -9,7 +9,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from verify_dag import util
+from verify_dag import processes
 from verify_dag.models.evidence import SuiteEvidence
 from verify_dag.phases.tester import junit, records
 from verify_dag.phases.tester.env.base import Env, purelib
@@ -52,6 +52,6 @@ def pytest_version(base: list[str], env: Env) -> str | None:
         argv = [base[0], "-c", "import importlib.metadata as m; print(m.version('pytest'))"]
     else:
         argv = [base[0], "--version"]  # a pytest executable on PATH
-    res = util.run(argv, timeout=30, env=suite_env(env), sandbox=Policy())
+    res = processes.run(argv, timeout=30, env=suite_env(env), sandbox=Policy())
     found = re.search(r"\d+(?:\.\w+)+", res.stdout + res.stderr)
     return found.group(0) if res.returncode == 0 and found else None

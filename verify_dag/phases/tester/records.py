@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from verify_dag import util
+from verify_dag import processes
 from verify_dag.models import CaseCounts, Inventory
 
 MAX_TESTS = 20_000  # per-test records kept; the bundle travels through the broker once
@@ -30,7 +30,7 @@ def sanitize(text: str, workdir: Path | None = None, limit: int = REASON_MAX) ->
     if workdir is not None:
         for root in {str(workdir.resolve()), str(workdir)}:
             text = text.replace(root + os.sep, "").replace(root, ".")
-    text = " ".join(_SCRATCH.sub("<checkout>", util.redact(text)).split())
+    text = " ".join(_SCRATCH.sub("<checkout>", processes.redact(text)).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

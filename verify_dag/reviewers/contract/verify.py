@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verify_dag import backends, git, util
+from verify_dag import backends, git, processes
 from verify_dag.backends import BackendsConfig
 from verify_dag.errors import VerifyDagError
 from verify_dag.phases.gates import excerpt
@@ -164,10 +164,10 @@ def _inside(top: Path, path: Path) -> list[str]:
 
 def _run_test(top: Path, commit: str, command: str, timeout: float) -> TestRun:
     with git.worktree(top, commit) as checkout:
-        res = util.run(
+        res = processes.run(
             ["bash", "-c", command],
             cwd=checkout,
-            env=util.scrubbed_env(),
+            env=processes.scrubbed_env(),
             timeout=timeout,
             cap=TEST_CAP,
             sandbox=Policy(),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verify_dag import util
+from verify_dag import processes
 
 SNIPPET_MAX = 120
 
@@ -20,7 +20,7 @@ class Weakening:
 
 def snippet(text: str, limit: int = SNIPPET_MAX) -> str:
     """One line, secrets redacted, capped."""
-    folded = " ".join(util.redact(text).split())
+    folded = " ".join(processes.redact(text).split())
     return folded if len(folded) <= limit else folded[: limit - 3] + "..."
 
 

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from verify_dag import declarations, util
+from verify_dag import declarations, processes
 from verify_dag.models.findings import BuiltEnv
 from verify_dag.models.toolchain import Toolchain
 from verify_dag.paths import cache_root
@@ -64,7 +64,7 @@ def _python_suite(toolchain: Toolchain) -> bool:
 
 def suite_env(env: Env, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment the suite runs in: scrubbed, and inside the venv when there is one."""
-    out = util.scrubbed_env(extra)
+    out = processes.scrubbed_env(extra)
     if env.python is None:
         return out
     for name in PY_LEAKS:

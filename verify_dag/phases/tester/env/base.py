@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from verify_dag import git, url_secrets, util
+from verify_dag import git, processes, url_secrets
 from verify_dag.files import file_lock, write_atomic
 from verify_dag.phases.tester.env import seal
 from verify_dag.sandbox import Policy
@@ -344,9 +344,11 @@ def compile_site(python: Path, deadline: float) -> None:
     if site is None or (venv / _COMPILED).exists():
         return
     argv = [str(python), "-m", "compileall", "-q", "-j", "0", str(site)]
-    res = util.run(argv, timeout=left(deadline), env=pip_env(), sandbox=Policy(writable=(venv,)))
+    res = processes.run(
+        argv, timeout=left(deadline), env=pip_env(), sandbox=Policy(writable=(venv,))
+    )
     tree = {**pip_env(), "PYTHONPYCACHEPREFIX": str(venv / PYCACHE_TREE)}
-    again = util.run(argv, timeout=left(deadline), env=tree, sandbox=Policy(writable=(venv,)))
+    again = processes.run(argv, timeout=left(deadline), env=tree, sandbox=Policy(writable=(venv,)))
     if not res.timed_out and not again.timed_out:
         (venv / _COMPILED).touch()
 
@@ -370,16 +372,16 @@ def pycache_prefix(env: Env, dest: Path) -> Path:
 
 def redacted(text: str) -> str:
     """``text`` (a message about building an environment) fit for a finding: the secrets
-    util.redact knows and every URL's whole userinfo masked. The messages quote package index
+    processes.redact knows and every URL's whole userinfo masked. The messages quote package index
     URLs, whose user part is often a token of a shape no rule knows, so even a plain user name
     goes there (url_secrets.mask_in, ``whole``)."""
-    return url_secrets.mask_in(util.redact(text), "[REDACTED]", whole=True)
+    return url_secrets.mask_in(processes.redact(text), "[REDACTED]", whole=True)
 
 
 def pip_env() -> dict[str, str]:
     # Proxies, index URLs and pip's own settings stay (they are what lets pip reach an index);
     # secret-looking names go, as for any repository code: setup.py runs during the build.
-    env = util.scrubbed_env(
+    env = processes.scrubbed_env(
         {"PIP_NO_INPUT": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     )
     for name in PY_LEAKS:
@@ -387,7 +389,7 @@ def pip_env() -> dict[str, str]:
     return env
 
 
-def tail(res: util.Result, lines: int = 15) -> str:
+def tail(res: processes.Result, lines: int = 15) -> str:
     text = "\n".join(t for t in (res.stdout.strip(), res.stderr.strip()) if t)
     return "\n".join(text.splitlines()[-lines:])
 
@@ -516,7 +518,7 @@ def uv_install(
     cwd: Path | None = None,
     writable: tuple[Path, ...] = (),
     shared: bool = False,
-) -> util.Result:
+) -> processes.Result:
     """``uv pip install ARGS`` into the venv of ``python``, sandboxed with the index and no
     credentials, writing only that venv and ``writable``.
 
@@ -532,7 +534,7 @@ def uv_install(
             args, writable = ["--only-binary", ":all:", *args], (uv_cache, *writable)
         else:
             uv_cache = stack.enter_context(throwaway_uv(venv))
-        return util.run(
+        return processes.run(
             [uv_bin(), "pip", "install", "--python", str(python), *args],
             cwd=cwd,
             timeout=left(deadline),

@@ -35,7 +35,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from verify_dag import util
+from verify_dag import processes
 from verify_dag.files import file_lock
 from verify_dag.phases.tester.env.base import (
     MARKER,
@@ -136,7 +136,7 @@ def _hatch(workdir: Path, cache: Path, deadline: float) -> tuple[list[str], str 
             return [], "timed out waiting for another run making hatch's plugin venv"
         if not (tool / MARKER).exists():
             shutil.rmtree(tool, ignore_errors=True)
-            made = util.run(
+            made = processes.run(
                 [sys.executable, "-m", "venv", "--without-pip", str(tool)],
                 timeout=left(deadline),
                 env=pip_env(),
@@ -239,7 +239,7 @@ def runtime(
         # A hatch of the project's own (its plugins) is read where it lies in the cache.
         own = () if hatch[0] == sys.executable else (Path(hatch[0]).parent.parent,)
         policy = Policy(network=True, writable=(hatch_dir,), readonly=own)
-        res = util.run(
+        res = processes.run(
             [*hatch, "env", "show", "--json"],
             cwd=workdir,
             timeout=left(deadline),
@@ -278,7 +278,7 @@ def _build(
     source = f"hatch env {name}"
     hatch_dir = _dir(workdir, cache)
     env = _env(hatch_dir)
-    res = util.run(
+    res = processes.run(
         [*hatch, "env", "create", name],
         cwd=workdir,
         timeout=left(deadline),
@@ -287,7 +287,7 @@ def _build(
     )
     if res.returncode != 0 or res.timed_out:
         return Env(source=source, error=redacted(f"hatch env create {name} failed: {tail(res)}"))
-    found = util.run(
+    found = processes.run(
         [*hatch, "env", "find", name],
         cwd=workdir,
         timeout=left(deadline),

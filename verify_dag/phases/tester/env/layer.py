@@ -17,7 +17,7 @@ import sysconfig
 from dataclasses import replace
 from pathlib import Path
 
-from verify_dag import util
+from verify_dag import processes
 from verify_dag.files import file_lock, write_atomic
 from verify_dag.phases.tester.env.base import (
     Env,
@@ -53,7 +53,7 @@ def layer(env: Env, workdir: Path, dest: Path, timeout: float = 900) -> Env:
     ``workdir``. The cached env's site-packages is added with ``site.addsitedir`` from a .pth
     file, so its own .pth files (editable dependencies, namespace packages) still work."""
     assert env.python is not None and env.bin_dir is not None
-    res = util.run(
+    res = processes.run(
         [sys.executable, "-m", "venv", "--without-pip", str(dest)], timeout=timeout, env=pip_env()
     )
     if res.returncode != 0:
@@ -80,7 +80,7 @@ def layer(env: Env, workdir: Path, dest: Path, timeout: float = 900) -> Env:
     with throwaway_uv(dest) as uv_cache:
         for argv in tries:
             uv = argv[0] == uv_bin()
-            res = util.run(
+            res = processes.run(
                 [*argv, "-e", str(workdir)],
                 cwd=workdir,
                 timeout=timeout,

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from verify_dag import util
+from verify_dag import processes
 from verify_dag.phases.tester.env.base import (
     Env,
     cache_dir,
@@ -126,7 +126,7 @@ def runtime(
     def build_env() -> Env:
         envdir.mkdir(exist_ok=True)
         policy = Policy(network=True, writable=(envdir,))
-        res = util.run(
+        res = processes.run(
             [*_nox(), "--list", "--json", "--envdir", str(envdir)],
             cwd=workdir,
             timeout=left(deadline),
@@ -157,7 +157,7 @@ def _build(
     workdir: Path, cache: Path, envdir: Path, name: str, policy: Policy, deadline: float
 ) -> Env:
     source = f"nox session {name}"
-    res = util.run(
+    res = processes.run(
         [
             *_nox(),
             "-s",

@@ -8,7 +8,7 @@ import shutil
 import time
 from pathlib import Path
 
-from verify_dag import util
+from verify_dag import processes
 from verify_dag.files import file_lock
 from verify_dag.phases.tester.env.base import MARKER, RECIPE, Env, pip_env, redacted, tail
 from verify_dag.sandbox import Policy
@@ -29,7 +29,7 @@ def node(workdir: Path, cache: Path, timeout: float) -> Env:
     local = any(v.startswith(("file:", "link:", "workspace:")) for v in specs)
     if not lock.is_file() or "workspaces" in pkg or hooks or local:
         verb = "ci" if lock.is_file() else "install"
-        res = util.run(
+        res = processes.run(
             ["npm", verb, "--no-audit", "--no-fund"],
             cwd=workdir,
             timeout=timeout,
@@ -54,7 +54,7 @@ def node(workdir: Path, cache: Path, timeout: float) -> Env:
             target.mkdir()
             shutil.copy2(workdir / "package.json", target)
             shutil.copy2(lock, target)
-            res = util.run(
+            res = processes.run(
                 ["npm", "ci", "--no-audit", "--no-fund"],
                 cwd=target,
                 timeout=timeout,

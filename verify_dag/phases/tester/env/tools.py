@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from verify_dag import util
+from verify_dag import processes
 from verify_dag.files import file_lock, write_atomic
 from verify_dag.phases.tester.env.base import (
     MARKER,
@@ -69,7 +69,7 @@ def build(pins: Sequence[Pin], project: Path | None, cache: Path, timeout: float
 def _build(
     venv: Path, wanted: list[str], project: Path | None, cache: Path, deadline: float
 ) -> str | None:
-    res = util.run(
+    res = processes.run(
         [sys.executable, "-m", "venv", "--without-pip", str(venv)],
         timeout=left(deadline),
         env=pip_env(),

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from verify_dag import credentials, util
+from verify_dag import credentials, processes
 from verify_dag.files import file_lock, write_atomic
 from verify_dag.phases.tester.env.base import (
     Env,
@@ -325,8 +325,8 @@ def _toml_prefix(workdir: Path) -> str | None:
 
 def _notest(
     base: list[str], workdir: Path, variables: dict[str, str], tox_dir: Path, deadline: float
-) -> util.Result:
-    return util.run(
+) -> processes.Result:
+    return processes.run(
         [*base, "--notest"],
         cwd=workdir,
         timeout=left(deadline),

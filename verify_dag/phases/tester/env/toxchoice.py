@@ -13,7 +13,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from verify_dag import util
+from verify_dag import processes
 from verify_dag.files import write_atomic
 from verify_dag.phases.tester.env.base import left, pip_env, private_uv, tail
 from verify_dag.sandbox import Policy
@@ -114,7 +114,7 @@ def _tox_version() -> str:
 
 def listed(workdir: Path, tox_dir: Path, deadline: float) -> tuple[list[ToxEnv], str | None]:
     """tox's default environments as ``tox config`` resolves them; or why tox could not say."""
-    res = util.run(
+    res = processes.run(
         [
             *tox_argv(),
             "config",

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from verify_dag import util, workspace
+from verify_dag import processes, workspace
 from verify_dag.files import file_lock, write_atomic
 from verify_dag.phases.tester.env import layer as testenv_layer
 from verify_dag.phases.tester.env import plan as testenv_plan
@@ -176,7 +176,7 @@ def _build(
         )
         own_pip = testenv_layer.own_pip()
         venv = [sys.executable, "-m", "venv", *(["--without-pip"] if own_pip else [])]
-        res = util.run([*venv, str(env_dir)], timeout=left(deadline), env=pip_env())
+        res = processes.run([*venv, str(env_dir)], timeout=left(deadline), env=pip_env())
         if res.returncode != 0 or res.timed_out:
             return f"python -m venv failed: {tail(res)}", False
         python = env_dir / "bin" / "python"
@@ -212,7 +212,7 @@ def _build(
                     return f"uv pip install of {plan.source} failed: {tail(res)}", False
         names = _installed_from(python, src)
         if names:
-            res = util.run(
+            res = processes.run(
                 [uv_bin(), "pip", "uninstall", "--python", str(python), *names],
                 cwd=tmp,
                 timeout=left(deadline),
@@ -236,7 +236,7 @@ def _pip_install(
     # Build backends and setup.py files run here: sandboxed, with the index but no
     # credentials, writing only the env being built and the scratch copy.
     build = Policy(network=True, writable=(env_dir, tmp))
-    res = util.run(argv, cwd=src, timeout=left(deadline), env=pip_env(), sandbox=build)
+    res = processes.run(argv, cwd=src, timeout=left(deadline), env=pip_env(), sandbox=build)
     if res.timed_out:
         return "timed out"
     return tail(res) if res.returncode != 0 else None

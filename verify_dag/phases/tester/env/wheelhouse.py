@@ -19,7 +19,7 @@ import tomllib
 from dataclasses import replace
 from pathlib import Path
 
-from verify_dag import util
+from verify_dag import processes
 from verify_dag.files import file_lock
 from verify_dag.phases.tester.env.base import Env, left, pip_env
 from verify_dag.sandbox import Policy
@@ -54,7 +54,7 @@ def fetched(workdir: Path, cache: Path, timeout: float = 300) -> Path | None:
         if got and not (house / _READY).exists():
             house.mkdir(exist_ok=True)
             pip = [sys.executable, "-m", "pip", "download", "--only-binary", ":all:"]
-            res = util.run(
+            res = processes.run(
                 [*pip, "--dest", str(house), *reqs],
                 timeout=left(deadline),
                 env={**pip_env(), "PIP_NO_CACHE_DIR": "1"},

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from verify_dag import credentials, util
+from verify_dag import credentials, processes
 
 
 def test_repository_code_gets_an_allow_list_of_the_environment(
@@ -21,7 +21,7 @@ def test_repository_code_gets_an_allow_list_of_the_environment(
         "TZ": "UTC",
     }.items():
         monkeypatch.setenv(name, value)
-    env = util.scrubbed_env({"VIRTUAL_ENV": "/venv"})
+    env = processes.scrubbed_env({"VIRTUAL_ENV": "/venv"})
     assert "DB_PASS" not in env
     assert (env["LANG"], env["LC_TIME"], env["TZ"], env["VIRTUAL_ENV"]) == (
         "C.UTF-8",
@@ -33,7 +33,7 @@ def test_repository_code_gets_an_allow_list_of_the_environment(
         n for n in env if n.startswith("LC_")
     }
     # The withheld value is masked in output, as a known secret is.
-    assert "x" * 12 not in util.redact("it was " + "x" * 12)
+    assert "x" * 12 not in processes.redact("it was " + "x" * 12)
 
 
 def test_a_password_in_a_url_is_a_secret_whatever_the_variable_is_called(
@@ -43,38 +43,40 @@ def test_a_password_in_a_url_is_a_secret_whatever_the_variable_is_called(
     # An index URL is passed on (provisioning needs it), unless it carries a password.
     monkeypatch.setenv("PIP_INDEX_URL", "https://example.org/simple")
     monkeypatch.setenv("UV_INDEX_URL", "https://ci:pw123456@example.org/simple")
-    env = util.scrubbed_env()
+    env = processes.scrubbed_env()
     assert "DATABASE_URL" not in env and env["PIP_INDEX_URL"] == "https://example.org/simple"
     assert "UV_INDEX_URL" not in env
     leaked = "connect failed: postgres://app:pw123456@db.internal/app"
-    assert "pw123456" not in util.redact(leaked)
+    assert "pw123456" not in processes.redact(leaked)
 
 
 def test_a_runaway_allocation_hits_the_memory_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(util.MEMORY_ENV, "300")
+    monkeypatch.setenv(processes.MEMORY_ENV, "300")
     grab = "b = bytearray(1024 * 1024 * 1024); print('allocated')"
-    res = util.run([sys.executable, "-c", grab], timeout=60, env=util.scrubbed_env())
+    res = processes.run([sys.executable, "-c", grab], timeout=60, env=processes.scrubbed_env())
     assert res.returncode != 0 and "MemoryError" in res.stderr
-    monkeypatch.setenv(util.MEMORY_ENV, "4096")
-    ok = util.run([sys.executable, "-c", grab], timeout=60, env=util.scrubbed_env())
+    monkeypatch.setenv(processes.MEMORY_ENV, "4096")
+    ok = processes.run([sys.executable, "-c", grab], timeout=60, env=processes.scrubbed_env())
     assert ok.returncode == 0 and "allocated" in ok.stdout
 
 
 def test_a_runaway_writer_hits_the_file_size_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(util.FILE_SIZE_ENV, "1")
+    monkeypatch.setenv(processes.FILE_SIZE_ENV, "1")
     write = "open('big', 'wb').write(b'x' * 3 * 1024 * 1024)"
-    res = util.run([sys.executable, "-c", write], cwd=tmp_path, timeout=60, env=util.scrubbed_env())
+    res = processes.run(
+        [sys.executable, "-c", write], cwd=tmp_path, timeout=60, env=processes.scrubbed_env()
+    )
     assert res.returncode != 0 and "File too large" in res.stderr
     assert (tmp_path / "big").stat().st_size <= 1024 * 1024
 
 
 def test_defaults_leave_room_for_real_work() -> None:
-    limits = util.resource_limits()
+    limits = processes.resource_limits()
     assert limits[resource.RLIMIT_CORE] == 0
     assert limits[resource.RLIMIT_DATA] >= 1024 * 2**20
-    assert limits[resource.RLIMIT_FSIZE] == util.DEFAULT_FILE_LIMIT_MB * 2**20
+    assert limits[resource.RLIMIT_FSIZE] == processes.DEFAULT_FILE_LIMIT_MB * 2**20
 
 
 def test_stopping_a_run_ends_its_commands_and_no_other_runs(tmp_path: Path) -> None:
@@ -84,27 +86,27 @@ def test_stopping_a_run_ends_its_commands_and_no_other_runs(tmp_path: Path) -> N
     import threading
     import time
 
-    got: dict[str, util.Result] = {}
+    got: dict[str, processes.Result] = {}
 
     def go(run: str) -> None:
-        with util.for_run(run):
-            got[run] = util.run(["sleep", "60"], cwd=tmp_path, timeout=120)
+        with processes.for_run(run):
+            got[run] = processes.run(["sleep", "60"], cwd=tmp_path, timeout=120)
 
     threads = {run: threading.Thread(target=go, args=(run,)) for run in ("run-a", "run-b")}
     for t in threads.values():
         t.start()
     deadline = time.monotonic() + 30
-    while sorted(r for r in util._LIVE.values() if r) != ["run-a", "run-b"]:
+    while sorted(r for r in processes._LIVE.values() if r) != ["run-a", "run-b"]:
         assert time.monotonic() < deadline, "the commands never started"
         time.sleep(0.05)
-    assert util.stop_run("run-a") == 1
+    assert processes.stop_run("run-a") == 1
     threads["run-a"].join(30)
     assert not threads["run-a"].is_alive() and got["run-a"].returncode != 0
     assert threads["run-b"].is_alive()  # the other run's command still runs
     began = time.monotonic()
-    with util.for_run("run-a"):
-        again = util.run(["sleep", "60"], cwd=tmp_path, timeout=120)
+    with processes.for_run("run-a"):
+        again = processes.run(["sleep", "60"], cwd=tmp_path, timeout=120)
     assert again.returncode != 0 and time.monotonic() - began < 30
-    util.stop_run("run-b")
+    processes.stop_run("run-b")
     threads["run-b"].join(30)
     assert got["run-b"].returncode != 0
