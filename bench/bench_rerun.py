@@ -88,10 +88,12 @@ def main() -> None:
         )  # fmt: skip
         doc = json.loads(out.read_text())
         print(f"one-file change: {t_one:.2f} s")
-        for result in doc["skillResults"]:
-            if result["skill"] in ("static-analysis", "tester"):
-                parts = [c["what"] for c in result.get("cached", [])]
-                print(f"  {result['skill']}: from the cache: {', '.join(parts) or 'nothing'}")
+        # skillResults items are the specification's exact shape; what came from the result
+        # cache is in the additive skillDetails.
+        for detail in doc["skillDetails"]:
+            if detail["skill"] in ("static-analysis", "tester"):
+                parts = [c["what"] for c in detail.get("cached", [])]
+                print(f"  {detail['skill']}: from the cache: {', '.join(parts) or 'nothing'}")
 
 
 if __name__ == "__main__":
