@@ -7,8 +7,11 @@ how its code is used:
 - **console scripts** (``[project.scripts]``, poetry's ``[tool.poetry.scripts]``, setup.cfg's
   ``console_scripts``): each command whose package the change touches is run with ``--help``,
   and so is each subcommand the changed lines define (``add_parser("x")``, ``@cli.command()``);
-- **an importable package**: every changed module of it is imported in the run's environment and
-  its doctests are run.
+- **an importable package**: every changed module of it is imported in the run's environment,
+  and its doctests are run where the project runs doctests itself (pytest's
+  ``--doctest-modules``, ``python -m doctest``, a ``DocTestSuite``): elsewhere a docstring's
+  examples are documentation nobody runs, often not written to pass, and a failure of one would
+  be verify-dag's false alarm.
 
 A web app is what the engineer skill declares (START, HEALTH, EXERCISE), the declared exercise.
 Only when nothing can be derived for a change to code is it the specification's finding; a
@@ -33,7 +36,7 @@ from verify_dag.models import EngineerContext, Finding, RunState, Scope, Toolcha
 from verify_dag.phases import gates
 from verify_dag.phases.exerciser import probes
 from verify_dag.phases.exerciser.exercise import SKILL, Exercise, failure_finding
-from verify_dag.phases.exerciser.probes import Probe
+from verify_dag.phases.exerciser.probes import DOCTEST, Probe
 from verify_dag.phases.tester import env as testenv
 from verify_dag.phases.tester.env.base import Env
 
@@ -77,7 +80,12 @@ def strategy(wt: Path, scope: Scope) -> Strategy:
         probes.append(Probe(f"{name} --help", (name, target, "--help"), "command"))
         for sub in subcommands(wt, scope, [modules[m] for m in modules]):
             probes.append(Probe(f"{name} {sub} --help", (name, target, sub, "--help"), "command"))
-    probes += [Probe(f"import {m} (and its doctests)", (m,), "module") for m in sorted(modules)]
+    if runs_doctests(wt):
+        probes += [
+            Probe(f"import {m} (and its doctests)", (m, DOCTEST), "module") for m in sorted(modules)
+        ]
+    else:
+        probes += [Probe(f"import {m}", (m,), "module") for m in sorted(modules)]
     why = ""
     if not probes:
         why = (
@@ -88,6 +96,36 @@ def strategy(wt: Path, scope: Scope) -> Strategy:
         )
     unique = tuple(dict.fromkeys(probes))[:MAX_PROBES]
     return Strategy(probes=unique, root=root, code_changed=bool(code), why_none=why)
+
+
+# Where a project says it runs doctests: its pytest configuration, its test envs and sessions,
+# its Makefile, its root conftest.
+_DOCTEST_DECLARING = (
+    "pytest.ini",
+    ".pytest.ini",
+    "pyproject.toml",
+    "setup.cfg",
+    "tox.ini",
+    "tox.toml",
+    "noxfile.py",
+    "hatch.toml",
+    "Makefile",
+    "conftest.py",
+)
+_DOCTEST_RUN = re.compile(r"--doctest-modules|-m\s+doctest\b|DocTestSuite|doctest\.testmod")
+
+
+def runs_doctests(wt: Path) -> bool:
+    """Whether the project runs its modules' doctests itself; only then is a failing example
+    its own check failing."""
+    for name in _DOCTEST_DECLARING:
+        try:
+            text = (wt / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if _DOCTEST_RUN.search(text):
+            return True
+    return False
 
 
 def runs(path: str) -> bool:
@@ -246,6 +284,8 @@ def _said(probe: Probe, res: processes.Result) -> str:
     try:
         counted = json.loads(last[0])
     except ValueError:
+        return ""
+    if probe.argv[-1:] != (DOCTEST,):
         return ""
     if not isinstance(counted, dict) or not counted.get("attempted"):
         return " (no doctests)"

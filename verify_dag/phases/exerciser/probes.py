@@ -12,14 +12,18 @@ from verify_dag import git, processes, resultcache
 from verify_dag.phases.tester.env.base import Env
 
 PROBE_TIMEOUT = 60.0
-# Imports one module and runs its doctests; prints one JSON line: what doctest counted.
+# Imports one module and, given "doctest" after its name, runs its doctests; prints one JSON
+# line: what doctest counted.
 _IMPORT = (
     "import doctest, importlib, json, sys\n"
     "m = importlib.import_module(sys.argv[1])\n"
+    "if sys.argv[2:] != ['doctest']:\n"
+    "    sys.exit(0)\n"
     "r = doctest.testmod(m, verbose=False, report=True)\n"
     "print(json.dumps({'attempted': r.attempted, 'failed': r.failed}))\n"
     "sys.exit(1 if r.failed else 0)\n"
 )
+DOCTEST = "doctest"  # the module probe's last argument when its doctests are to run
 # What a console script's wrapper does: the entry point called with the given argv.
 _SCRIPT = (
     "import importlib, sys\n"
@@ -55,14 +59,15 @@ KEPT = 4000  # characters of each end of a probe's output: its last line, a trac
 
 
 def memo_key(plan: Planned, wt: Path) -> str | None:
-    """The probes' entry in the result cache, as the suite's (verify_dag/phases/tester/memo.py):
-    what decides their results is the tree they import (and the env they run in, which that
-    tree declares), verify-dag's own versions and the interpreter's (``host_key``), and the
-    probes. None for a checkout git does not know."""
+    """The probes' entry in the result cache, as the suite's
+    (verify_dag/phases/tester/suite_cache.py): what decides their results is the tree they
+    import (and the env they run in, which that tree declares), verify-dag's own versions and the
+    interpreter's (``host_key``), and the probes with the scripts that run them. None for a
+    checkout git does not know."""
     tree = git.rev_parse(wt, "HEAD^{tree}")
     if not tree:
         return None
-    listed = [[p.kind, *p.argv] for p in plan.probes]
+    listed = [[p.kind, script(p), *p.argv] for p in plan.probes]
     root = plan.root
     return resultcache.key(
         resultcache.host_key(),
