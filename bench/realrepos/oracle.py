@@ -5,6 +5,10 @@ Run by hand (it needs the package index): ``python bench/realrepos/oracle.py COR
 build from real git metadata), makes a fresh venv, installs ``Case.oracle_install`` there,
 runs ``Case.oracle_command`` and records the counts from the runner's final summary line,
 in the runner's own words, with the timings. Results go to ``results/oracle.json``.
+
+Run as root, the suite itself runs as ``nobody``: a maintainer runs their suite as themselves,
+never as root, and verify-dag runs repository code unprivileged too. As root, tests that check
+file permissions skip or fail (filelock's, findpython's), so the oracle would differ from both.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -66,6 +71,23 @@ def run(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> tuple[int,
     return proc.returncode, proc.stdout + proc.stderr, elapsed
 
 
+NOBODY = 65534
+
+
+def unprivileged(cmd: list[str], tmp: Path, env: dict[str, str]) -> list[str]:
+    """``cmd`` as nobody when this runs as root, with ``tmp`` (the checkout, the venv and a home)
+    handed to it; as it is otherwise."""
+    if os.geteuid() != 0:
+        return cmd
+    home = tmp / "home"
+    home.mkdir(exist_ok=True)
+    env["HOME"] = str(home)
+    tmp.chmod(0o755)
+    subprocess.run(["chown", "-R", f"{NOBODY}:{NOBODY}", str(tmp)], check=True)
+    setpriv = shutil.which("setpriv") or "setpriv"
+    return [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--", *cmd]
+
+
 def oracle(case: Case, corpus: Path) -> dict[str, object]:
     log = RESULTS / f"oracle-{case.name}.log"
     log.write_text("")
@@ -89,7 +111,7 @@ def oracle(case: Case, corpus: Path) -> dict[str, object]:
         if code:
             return {"case": case.name, "install_exit": code, "install_s": round(install_s, 1)}
         cmd = [str(venv / "bin" / "python"), *case.oracle_command[1:]]
-        code, output, test_s = run(cmd, checkout, env, log)
+        code, output, test_s = run(unprivileged(cmd, Path(tmp), env), checkout, env, log)
     return {
         "case": case.name,
         "command": " ".join(case.oracle_command),
