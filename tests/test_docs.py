@@ -1,6 +1,7 @@
-"""The README and the docs say what the code does: the formats, queues, brokers, env builders and
-exit codes they name are the code's own, every relative link lands, and the README stays a user's
-page (short, with an install path and the two commands)."""
+"""The README and the docs say what the code does: the formats, queues, brokers and env builders
+they name are the code's own (the exit code tables: tests/test_exitcodes.py), every relative
+link lands, and the README stays a user's page (short, with an install path and the two
+commands)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from verify_dag import exitcodes
 from verify_dag.phases.tester.env import registry
 from verify_dag.report.formats import FORMATS
 from verify_dag.tasks import app
@@ -99,13 +99,6 @@ def test_every_env_builder_is_named() -> None:
     for builder in registry.BUILDERS:
         if builder.NAME != "venv":  # a plain virtualenv is the fallback, not a tool to install
             assert builder.NAME in readme and f"by {builder.NAME}" in usage, builder.NAME
-
-
-def test_the_exit_codes_table_is_the_codes() -> None:
-    codes = {row.code for row in exitcodes.VERIFY.rows}
-    table = text(README).split("## Exit codes", 1)[1].split("\n## ", 1)[0]
-    rows = {int(m) for m in re.findall(r"^\| (\d+) \|", table, flags=re.M)}
-    assert rows == codes
 
 
 def test_no_stale_statement() -> None:

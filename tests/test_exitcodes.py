@@ -55,6 +55,7 @@ def test_the_worst_of_a_fleets_codes() -> None:
 
 # (page, the heading of the section that holds a command's table of exit codes, its table)
 DOCUMENTED = (
+    ("README.md", "## Exit codes", "VERIFY"),
     ("docs/report.md", "## Exit codes of `verify-dag verify`", "VERIFY"),
     ("docs/shadow.md", "## Exit codes", "SHADOW"),
     ("docs/contract.md", "## `verify-dag gates run CONTRACT`", "GATES"),

@@ -189,9 +189,13 @@ def _exerciser_barrier(ctx: Context) -> Context:
     from verify_dag.report.formats import DEFAULT
 
     reason = blocked.notes or "no reason given"
-    command = interactive.exercise_help(reason, ctx.out)
-    while command is not None and validate(command):
-        command = interactive.exercise_help(reason, ctx.out, problems(validate(command)))
+    problem = None
+    while True:
+        command = interactive.exercise_help(reason, ctx.out, problem)
+        errors = validate(command) if command is not None else []
+        if not errors:
+            break
+        problem = problems(errors)
     if command is None:
         ctx.out.write("No command given: the exerciser stays BLOCKED.\n")
         ctx.out.flush()

@@ -155,7 +155,7 @@ def exercise_help(reason: str, out: TextIO, problem: str | None = None) -> str |
         out.write(f"That command cannot run: {problem}\n")
     out.flush()
     answer = questionary.text("Command to exercise the change:").ask()
-    return answer.strip() or None if isinstance(answer, str) else None
+    return (answer.strip() or None) if isinstance(answer, str) else None
 
 
 def confirm(message: str) -> bool:
