@@ -19,6 +19,7 @@ from typing import Any
 
 from verify_dag import client
 from verify_dag.models import RunState, VerifyRequest
+from verify_dag.models.source import parse_source
 from verify_dag.phases import scope
 from verify_dag.tasks import embedded, pipeline, stash
 from verify_dag.tasks.review import TASKS
@@ -102,7 +103,7 @@ def main() -> None:
         repo = make_repo(Path(tmp))
         full = scope.validate_request(
             VerifyRequest(
-                repo=str(repo),
+                source=parse_source(str(repo)),
                 scope="branch",
                 base="base",
                 mode="report-only",

@@ -29,7 +29,6 @@ from celery import chain, chord, signature, uuid
 
 from verify_dag import skills
 from verify_dag.completion.models import CompletionJob
-from verify_dag.git import display_source
 from verify_dag.models import RunState, VerifyRequest
 from verify_dag.models.fixes import FixJob
 from verify_dag.models.report import ReportIssue
@@ -51,7 +50,7 @@ class Expected:
     store can be written by more than the run's own report task (a worker of another run, or
     repository code that reached the result backend)."""
 
-    repo: str  # the repository as the report names it: git.display_source of the request's
+    repo: str  # the repository as the report names it: the request source's ``shown``
     head: str | None  # the HEAD the client saw; None for a URL (the scope phase resolves it)
     store: str | None  # the report store the run writes to (the request's), read if it is lost
 
@@ -113,7 +112,7 @@ def plan(request: VerifyRequest, run_id: str | None = None) -> Plan:
             task_id=tid,
             # Flower shows these instead of the full state; they never carry a secret.
             # repo and phase first: Flower's narrow Args column cuts the end, not them.
-            argsrepr=f"repo={display_source(request.repo)} phase={phase} run={run_id}",
+            argsrepr=f"repo={request.source.shown} phase={phase} run={run_id}",
             kwargsrepr="{}",
         )
 
@@ -144,7 +143,7 @@ def plan(request: VerifyRequest, run_id: str | None = None) -> Plan:
     head = request.snapshot.head if request.snapshot is not None else None
     if request.head is not None and head is not None:
         head = request.head  # --head: the range's end, resolved to a commit by the client
-    expect = Expected(repo=display_source(request.repo), head=head, store=request.store)
+    expect = Expected(repo=request.source.shown, head=head, store=request.store)
     return Plan(
         run_id=run_id,
         canvas=canvas,
@@ -230,7 +229,7 @@ def fix_plan(job: FixJob, issues: Sequence[ReportIssue]) -> Plan:
     """The chord that proposes fixes for ``issues``; its final task returns their Proposals."""
     refs = [PhaseRef(f"fix {i.id}", uuid()) for i in issues]
     gather = PhaseRef("fix options", uuid())
-    shown = f"repo={display_source(job.request.repo)} phase=fix"
+    shown = f"repo={job.request.source.shown} phase=fix"
     # The job holds the run's request (a plan, a contract...): each task gets a reference to it.
     key, job_ref = stash.reference(job.run_id, "fix-job")
     header = [

@@ -11,6 +11,7 @@ from verify_dag import git
 from verify_dag.models.findings import Finding
 from verify_dag.models.request import VerifyRequest
 from verify_dag.models.scope import Scope
+from verify_dag.models.source import parse_source
 from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.phases import scope as scope_phase
 from verify_dag.phases import static
@@ -42,7 +43,7 @@ def branch(
     repo.commit("change")
     sc = scope_phase.run(
         scope_phase.validate_request(
-            VerifyRequest(repo=str(repo.path), scope="branch", base="base")
+            VerifyRequest(source=parse_source(str(repo.path)), scope="branch", base="base")
         )
     )
     assert sc.old_commit is not None and sc.error is None

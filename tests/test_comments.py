@@ -12,6 +12,7 @@ from verify_dag.backends.sources import file_layer
 from verify_dag.errors import UsageError
 from verify_dag.models.findings import Finding
 from verify_dag.models.scope import FileChange, LineRange, Scope
+from verify_dag.models.source import parse_source
 from verify_dag.reviewers import comments
 
 BASE = (
@@ -234,7 +235,7 @@ def test_the_clients_density_setting_travels_with_the_run(
         state = RunState(
             run_id="r",
             scope=scope,
-            request=VerifyRequest(repo=str(repo.path), comment_density=setting),
+            request=VerifyRequest(source=parse_source(str(repo.path)), comment_density=setting),
         )
         (outcome,) = reviewers.comment_review(state)
         return by_rule(list(outcome.findings), "comment-density")

@@ -21,6 +21,7 @@ from verify_dag.completion import report as vreport
 from verify_dag.completion.models import CompletionJob, Dispatch
 from verify_dag.errors import FatalError, UsageError
 from verify_dag.models import RunState, VerifyRequest
+from verify_dag.models.source import parse_source
 from verify_dag.phases import exerciser
 from verify_dag.phases.exerciser import criterion as steps
 from verify_dag.phases.exerciser.criterion import Execution
@@ -596,7 +597,7 @@ def test_verify_refuses_an_invalid_completion(
 
 
 def test_a_blocked_exerciser_shows_the_criterion_as_not_run(repo: Repo) -> None:
-    request = VerifyRequest(repo=str(repo.path), completion="true")
+    request = VerifyRequest(source=parse_source(str(repo.path)), completion="true")
     out = exerciser.run(RunState(run_id="r", request=request))
     assert out.status == "BLOCKED"
     assert [(g.status, g.checker, g.evidence) for g in out.gates] == [

@@ -12,6 +12,7 @@ from conftest import Repo, make_repo
 
 from verify_dag.models.request import VerifyRequest
 from verify_dag.models.scope import FileChange, LineRange, Scope
+from verify_dag.models.source import parse_source
 from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.phases import scope, tester
 from verify_dag.phases.tester import coverage
@@ -99,7 +100,7 @@ def diff_cover(xml: Path, cwd: Path, out: Path, *extra: str) -> dict[str, object
 def test_the_figure_agrees_with_diff_cover_on_the_same_data(tmp_path: Path) -> None:
     pytest.importorskip("diff_cover")
     repo = branch_repo(tmp_path / "repo")
-    sc = scope.run(VerifyRequest(repo=str(repo.path), scope="branch", base="base"))
+    sc = scope.run(VerifyRequest(source=parse_source(str(repo.path)), scope="branch", base="base"))
     data_file = tmp_path / "data" / ".coverage"
     outcome, data = tester.run_with_coverage(sc, PYTEST, repo.path, 120, data_file=data_file)
     assert outcome.status == "PASSED", outcome.findings
@@ -311,7 +312,7 @@ def test_the_projects_coverage_source_is_read_by_coverage_itself(tmp_path: Path)
     pyproject = repo.path.joinpath("pyproject.toml").read_text(encoding="utf-8")
     repo.write("pyproject.toml", '[tool.coverage.run]\nsource = ["src"]\n\n' + pyproject)
     repo.commit("declare the coverage source")
-    sc = scope.run(VerifyRequest(repo=str(repo.path), scope="branch", base="base"))
+    sc = scope.run(VerifyRequest(source=parse_source(str(repo.path)), scope="branch", base="base"))
     _, data = tester.run_with_coverage(sc, PYTEST, repo.path, 120)
     assert data is not None and data.source_declared
     # The tests are not the project's measured code; src/unused.py is, though no test imports it.

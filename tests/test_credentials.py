@@ -106,6 +106,7 @@ def test_a_fleet_entry_with_credentials_is_refused_at_load(
 
 def test_plain_urls_and_local_paths_pass() -> None:
     from verify_dag import repos, url_secrets
+    from verify_dag.models.source import parse_source
 
     for source in (
         "https://git.example.com/team/app.git",
@@ -115,7 +116,7 @@ def test_plain_urls_and_local_paths_pass() -> None:
         "file:///srv/repos/a",
         "/srv/repos/a",
     ):
-        repos.refuse_credentials(source)
+        repos.refuse_credentials(parse_source(source))
     assert url_secrets.credentials("https://ghp%5Fabc@example.com/a.git") == "a token"  # %-encoded
 
 

@@ -10,6 +10,7 @@ import pytest
 from conftest import BRANCH, Repo, verify_json
 
 from verify_dag.cli import main
+from verify_dag.models.source import parse_source
 
 
 def skill(doc: dict[str, Any], name: str) -> dict[str, Any]:
@@ -233,8 +234,10 @@ def test_a_redelivered_task_returns_its_first_result(
     monkeypatch.setattr(exerciser, "run", counting_run)  # the module the exerciser task calls
     monkeypatch.setattr(base, "previous_result", recording_lookup)
     embedded.ensure_worker()
-    first = RunState(run_id="r1", request=VerifyRequest(repo=str(scenario.path)))
-    second = RunState(run_id="r2", request=VerifyRequest(repo=str(scenario.path), depth="deep"))
+    first = RunState(run_id="r1", request=VerifyRequest(source=parse_source(str(scenario.path))))
+    second = RunState(
+        run_id="r2", request=VerifyRequest(source=parse_source(str(scenario.path)), depth="deep")
+    )
     sig = app.signature("verify_dag.exerciser")
     sig.apply_async(args=(first.model_dump(mode="json"),), task_id="same-id").get(
         timeout=30, disable_sync_subtasks=False
@@ -256,7 +259,7 @@ def test_exerciser_failures_reach_the_debugger(repo: Repo, tmp_path: Path) -> No
     from verify_dag.models import VerifyRequest
     from verify_dag.tasks.workflow import plan
 
-    labels = [p.label for p in plan(VerifyRequest(repo=str(repo.path))).phases]
+    labels = [p.label for p in plan(VerifyRequest(source=parse_source(str(repo.path)))).phases]
     assert labels[labels.index("collect") :] == ["collect", "exerciser", "debugger", "report"]
 
     repo.write(".claude/skills/shop-engineer/SKILL.md", "# shop engineer\n")

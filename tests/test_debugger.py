@@ -21,6 +21,7 @@ from verify_dag.models import (
     Toolchain,
     VerifyRequest,
 )
+from verify_dag.models.source import parse_source
 from verify_dag.phases import debugger, scope, tester
 from verify_dag.phases.debugger.signature import EVIDENCE_CAP
 
@@ -309,7 +310,7 @@ def test_ux_reviewer_fires_only_at_deep(two_commits: Repo) -> None:
     ux = Finding(
         title="Confusing error", severity=8, description="d", source="ux-reviewer", issue_class="ux"
     )
-    request = VerifyRequest(repo=str(two_commits.path), scope="branch", base="base")
+    request = VerifyRequest(source=parse_source(str(two_commits.path)), scope="branch", base="base")
     state = RunState(
         run_id="t",
         request=request,

@@ -17,6 +17,7 @@ from verify_dag.models import (
     Toolchain,
     VerifyRequest,
 )
+from verify_dag.models.source import parse_source
 from verify_dag.phases import debugger, engineer, exerciser, scope, tester
 
 PY = sys.executable
@@ -31,7 +32,9 @@ def script(code: int | str) -> str:
 
 def exercised(repo: Repo, completion: str | None = None) -> tuple[RunState, SkillOutcome]:
     """Scope, engineer and exerciser as the DAG runs them: the state the debugger receives."""
-    request = VerifyRequest(repo=str(repo.path), scope="branch", base="base", completion=completion)
+    request = VerifyRequest(
+        source=parse_source(str(repo.path)), scope="branch", base="base", completion=completion
+    )
     sc = scope.run(request)
     state = RunState(
         run_id="t", request=request, scope=sc, engineer=engineer.run(str(repo.path), sc.new_commit)

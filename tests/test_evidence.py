@@ -21,6 +21,7 @@ from verify_dag.models import (
     SkillOutcome,
     VerifyRequest,
 )
+from verify_dag.models.source import parse_source
 from verify_dag.models.toolchain import Command, Toolchain
 from verify_dag.phases import tester
 from verify_dag.phases.tester import records
@@ -215,7 +216,7 @@ def state_with(
         outcomes.append(SkillOutcome(skill="exerciser", status="PASSED", gates=results))
     return RunState(
         run_id="run-1",
-        request=VerifyRequest(repo="/r"),
+        request=VerifyRequest(source=parse_source("/r")),
         scope=Scope(mode="branch", new_commit="a" * 40, head_sha="a" * 40),
         engineer=EngineerContext(verification_md=md),
         outcomes=tuple(outcomes),
@@ -293,7 +294,7 @@ def test_no_tester_outcome_no_bundle_and_a_blocked_suite_says_so() -> None:
 
 
 def test_store_keeps_the_bundle_next_to_the_report(tmp_path: Path) -> None:
-    request = VerifyRequest(repo="/r", store=str(tmp_path / "runs"))
+    request = VerifyRequest(source=parse_source("/r"), store=str(tmp_path / "runs"))
     bundle: dict[str, Any] = {"a": "ü", "bundle_hash": "0" * 64}
     got = store.record_evidence("run-1", request, bundle)
     path = tmp_path / "runs" / "run-1" / store.EVIDENCE_JSON
@@ -301,7 +302,7 @@ def test_store_keeps_the_bundle_next_to_the_report(tmp_path: Path) -> None:
     assert json.loads(path.read_text(encoding="utf-8")) == bundle
     assert store.record_evidence("run-1", request, None) == {}
     (tmp_path / "file").write_text("")
-    broken = VerifyRequest(repo="/r", store=str(tmp_path / "file"))
+    broken = VerifyRequest(source=parse_source("/r"), store=str(tmp_path / "file"))
     assert (
         "evidence bundle not stored" in store.record_evidence("run-1", broken, bundle)["storeError"]
     )

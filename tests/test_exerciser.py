@@ -21,6 +21,7 @@ from verify_dag.models import (
     VerifyRequest,
 )
 from verify_dag.models.request import Depth
+from verify_dag.models.source import parse_source
 from verify_dag.phases import engineer, exerciser, static, tester, triage
 from verify_dag.phases.exerciser import reproduce
 from verify_dag.sandbox import Policy
@@ -74,7 +75,7 @@ def state_for(
     outcomes: tuple[SkillOutcome, ...] = (),
 ) -> RunState:
     request = VerifyRequest(
-        repo=str(repo.path),
+        source=parse_source(str(repo.path)),
         depth=depth,
         skip_visual=skip_visual,
     )
@@ -269,7 +270,7 @@ def test_nothing_declared_is_no_exercise_strategy(repo: Repo) -> None:
 )
 def test_visual_lens(depth: Depth, skip: bool, note: str) -> None:
     request = VerifyRequest(
-        repo="/nonexistent",
+        source=parse_source("/nonexistent"),
         depth=depth,
         skip_visual=skip,
     )
@@ -277,11 +278,13 @@ def test_visual_lens(depth: Depth, skip: bool, note: str) -> None:
 
 
 def test_never_raises(tmp_path: Path) -> None:
-    no_scope = exerciser.run(RunState(run_id="r", request=VerifyRequest(repo=str(tmp_path))))
+    no_scope = exerciser.run(
+        RunState(run_id="r", request=VerifyRequest(source=parse_source(str(tmp_path))))
+    )
     assert no_scope.status == "BLOCKED" and no_scope.notes.startswith("NO_COMMIT")
     broken = RunState(
         run_id="r",
-        request=VerifyRequest(repo=str(tmp_path / "missing")),
+        request=VerifyRequest(source=parse_source(str(tmp_path / "missing"))),
         scope=Scope(mode="all", new_commit="a" * 40),
     )
     out = exerciser.run(broken)
@@ -404,7 +407,9 @@ def test_findings_as_the_real_phases_report_them(scenario: Repo) -> None:
     from verify_dag import git
     from verify_dag.phases import scope as scope_phase
 
-    sc = scope_phase.run(VerifyRequest(repo=str(scenario.path), scope="branch", base="base"))
+    sc = scope_phase.run(
+        VerifyRequest(source=parse_source(str(scenario.path)), scope="branch", base="base")
+    )
     assert sc.merge_base == base
     with git.worktree(str(scenario.path), sha) as wt:
         chain = triage.discover(wt)
@@ -412,7 +417,7 @@ def test_findings_as_the_real_phases_report_them(scenario: Repo) -> None:
         tests = tester.run(sc, chain, wt, 120)
     state = RunState(
         run_id="r",
-        request=VerifyRequest(repo=str(scenario.path)),
+        request=VerifyRequest(source=parse_source(str(scenario.path))),
         scope=sc,
         engineer=engineer.run(str(scenario.path), sha),
         static=lint,

@@ -12,6 +12,7 @@ from conftest import Repo
 
 from verify_dag import resultcache
 from verify_dag.models import FileChange, LineRange, RunState, Scope, VerifyRequest
+from verify_dag.models.source import parse_source
 from verify_dag.phases import engineer, exerciser, triage
 from verify_dag.phases.exerciser import derived
 from verify_dag.phases.tester import env as testenv
@@ -40,7 +41,7 @@ MONEY = '''def cents(amount):
 def state(repo: Repo, sha: str, *changes: FileChange) -> RunState:
     return RunState(
         run_id="r",
-        request=VerifyRequest(repo=str(repo.path)),
+        request=VerifyRequest(source=parse_source(str(repo.path))),
         scope=Scope(mode="branch", new_commit=sha, head_sha=sha, included=changes),
         engineer=engineer.run(str(repo.path), sha),
     )

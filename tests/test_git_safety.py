@@ -18,6 +18,7 @@ from conftest import Repo
 from verify_dag import git
 from verify_dag.git.parse import config_files, parse_config_z, program_overrides
 from verify_dag.models import VerifyRequest
+from verify_dag.models.source import parse_source
 from verify_dag.phases import scope as phase
 
 BODY = "".join(f"line {i}\n" for i in range(1, 6))
@@ -76,7 +77,7 @@ def test_fsmonitor_hook_is_not_run_by_scope_detection(repo: Repo, tmp_path: Path
     repo.git("config", "core.fsmonitor", str(hook))
     before = _user_files(repo)
     # Auto-detection snapshots the index and the work tree to see which of them changed.
-    scope = phase.run(phase.validate_request(VerifyRequest(repo=str(repo.path))))
+    scope = phase.run(phase.validate_request(VerifyRequest(source=parse_source(str(repo.path)))))
     assert _ran(marker) == ""
     assert (scope.mode, [f.path for f in scope.included]) == ("staged", ["a.py"])
     assert _user_files(repo) == before

@@ -11,6 +11,7 @@ from conftest import Repo
 
 from verify_dag import git
 from verify_dag.models import RunState, SkillOutcome, VerifyRequest
+from verify_dag.models.source import parse_source
 from verify_dag.phases import debugger, engineer, exerciser, scope, tester, triage
 
 LIMIT = 8.0  # the tester's per-test limit here (300 s by default)
@@ -25,7 +26,7 @@ def _verify(repo: Repo, at_base: str) -> tuple[RunState, SkillOutcome]:
     repo.git("tag", "base")
     repo.write("tests/test_a.py", HANGS + "\n\ndef test_fine():\n    assert True\n")
     sha = repo.commit("head: test_hangs hangs")
-    request = VerifyRequest(repo=str(repo.path), scope="branch", base="base")
+    request = VerifyRequest(source=parse_source(str(repo.path)), scope="branch", base="base")
     sc = scope.run(request)
     with git.worktree(request.repo, sc.new_commit) as wt:
         toolchain = triage.discover(wt)

@@ -310,6 +310,27 @@ def test_only_git_core_runs_git() -> None:
     assert wrong == []
 
 
+# Where a run's repository argument is parsed: the edges that build runs, and a stored run's
+# request from before the typed value existed.
+_SOURCE_EDGES = {"verify_dag.cli.args", "verify_dag.fleet", "verify_dag.models.request"}
+
+
+def test_the_repository_argument_is_parsed_once_at_the_edge() -> None:
+    """A run's repository is a RepoSource from where it is built on: nothing downstream asks again
+    whether a string is a URL (the answer depends on the files of the host that asks)."""
+    parsed = set()
+    for name, path in _modules():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                func = node.func
+                called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if called == "parse_source":
+                    parsed.add(name)
+                assert called != "is_url", f"{name}:{node.lineno} re-guesses a URL"
+    assert parsed == _SOURCE_EDGES
+
+
 def test_no_module_is_over_600_lines() -> None:
     """Past that a module holds more than one kind of thing; split it by kind."""
     long = [

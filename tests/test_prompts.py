@@ -24,6 +24,7 @@ from verify_dag.models import (
     TriageResult,
     VerifyRequest,
 )
+from verify_dag.models.source import parse_source
 from verify_dag.reviewers import context, prompts
 
 # Each skill's instruction block, from its registry entry.
@@ -90,7 +91,7 @@ STATIC = SkillOutcome(
 
 
 def _state(**request: Any) -> RunState:
-    req = VerifyRequest(repo="/r", depth="deep", **request)
+    req = VerifyRequest(source=parse_source("/r"), depth="deep", **request)
     triage = TriageResult(job_b=True, skill_assignments={"ux-reviewer": ("src/cli.py",)})
     return RunState(
         run_id="r",

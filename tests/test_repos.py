@@ -21,6 +21,7 @@ from redis_workers import fresh_db, logs, workers
 from verify_dag import git, report, repos, store
 from verify_dag.errors import FatalError
 from verify_dag.models import RunState, VerifyRequest
+from verify_dag.models.source import parse_source
 from verify_dag.phases import scope
 
 
@@ -67,6 +68,8 @@ def test_url_is_verified_from_a_mirror_that_follows_the_remote(
     doc = json.loads(out.read_text())
     report.validate(doc)
     assert doc["scope"]["headSha"] == work.head()
+    # The run names the repository as the user did, not the worker's mirror it read.
+    assert doc["run"]["repo"] == url
     assert any("F401" in t and "heapq" in t for t in titles(doc)), titles(doc)
     mirrors = [p for p in repos.mirrors_dir().glob("*.git") if p.is_dir()]
     assert len(mirrors) == 1 and git.is_bare(mirrors[0])
@@ -129,7 +132,7 @@ def test_prepare_pins_the_work_tree_and_bundles_it(tmp_path: Path) -> None:
     repo.write("notes.txt", "untracked\n")
     before = repo.git("status", "--porcelain")
     where = tmp_path / "store"
-    req = VerifyRequest(repo=str(repo.path), scope="staged", store=str(where))
+    req = VerifyRequest(source=parse_source(str(repo.path)), scope="staged", store=str(where))
     shipped = repos.prepare(req, "run-1")
     assert repo.git("status", "--porcelain") == before  # index and work tree untouched
     assert repo.git("for-each-ref", "refs/verify-dag") == ""  # no refs of ours left behind
@@ -147,7 +150,9 @@ def test_prepare_pins_the_work_tree_and_bundles_it(tmp_path: Path) -> None:
 
 def test_missing_bundle_names_where_it_looked(tmp_path: Path) -> None:
     req = VerifyRequest(
-        repo="/elsewhere/app", bundle=str(tmp_path / "gone.bundle"), store=str(tmp_path / "store")
+        source=parse_source("/elsewhere/app"),
+        bundle=str(tmp_path / "gone.bundle"),
+        store=str(tmp_path / "store"),
     )
     with pytest.raises(FatalError, match="snapshot bundle of run run-2 is not on") as caught:
         repos.localize(RunState(run_id="run-2", request=req))
@@ -219,7 +224,7 @@ def test_backend_table_is_read_from_the_commit_in_a_bare_copy(
     work.write("pyproject.toml", "[tool.verify-dag]\ntimeout = 45\n")
     work.commit("backend")
     bare = repos.mirror(work.path.as_uri(), refresh=True, need=[])
-    request = VerifyRequest(repo=str(bare), scope="all")
+    request = VerifyRequest(source=parse_source(str(bare)), scope="all")
     state = RunState(run_id="run-3", request=request, scope=scope.run(request))
     for key in [k for k in os.environ if k.startswith("VERIFY_DAG_")]:
         monkeypatch.delenv(key)
@@ -231,11 +236,15 @@ def test_backend_table_is_read_from_the_commit_in_a_bare_copy(
 def test_old_run_copies_are_swept(tmp_path: Path) -> None:
     repo = project(tmp_path / "r")
     where = tmp_path / "store"
-    first = repos.prepare(VerifyRequest(repo=str(repo.path), store=str(where)), "old-run")
-    old = repos.run_copy("old-run", first)
+    first = repos.prepare(
+        VerifyRequest(source=parse_source(str(repo.path)), store=str(where)), "old-run"
+    )
+    old = repos.run_copy("old-run", first.store, first.bundle)
     stale = old.stat().st_mtime - repos.RUN_COPY_TTL - 60
     os.utime(old, (stale, stale))
-    second = repos.prepare(VerifyRequest(repo=str(repo.path), store=str(where)), "new-run")
-    new = repos.run_copy("new-run", second)
+    second = repos.prepare(
+        VerifyRequest(source=parse_source(str(repo.path)), store=str(where)), "new-run"
+    )
+    new = repos.run_copy("new-run", second.store, second.bundle)
     assert new.is_dir() and not old.exists()
     assert sorted(p.name for p in new.parent.iterdir()) == ["new-run.git", "new-run.git.lock"]

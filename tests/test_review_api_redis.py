@@ -22,6 +22,7 @@ from fakes.fake_api import FakeAPI, Step
 from redis_workers import fresh_db, logs, workers
 
 from verify_dag.models import RunState, VerifyRequest
+from verify_dag.models.source import parse_source
 from verify_dag.phases import scope
 
 DB = 6
@@ -171,7 +172,9 @@ def test_a_provider_that_echoes_the_key_leaves_it_nowhere(tmp_path: Path, fleet:
 def test_the_review_rate_limit_spaces_a_workers_calls(tmp_path: Path, fleet: Fleet) -> None:
     repo = make_scenario(tmp_path / "scenario")
     request = scope.validate_request(
-        VerifyRequest(repo=str(repo.path), scope="branch", base="base", no_cache=True)
+        VerifyRequest(
+            source=parse_source(str(repo.path)), scope="branch", base="base", no_cache=True
+        )
     )
     found = scope.run(request)
     client = Celery(broker=fleet.broker, backend=fleet.broker)

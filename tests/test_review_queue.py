@@ -20,6 +20,7 @@ from fakes import install, logged_calls
 from redis_workers import fresh_db, logs, workers
 
 from verify_dag.models import RunState, VerifyRequest
+from verify_dag.models.source import parse_source
 from verify_dag.phases import scope
 
 DB = 6
@@ -85,7 +86,7 @@ def test_reviewers_run_on_the_review_queue_and_answer_once_per_task_id(
     # The same reviewer task delivered twice under one id (a worker died after finishing it, say):
     # the second delivery returns the stored answer and the model is not asked again.
     request = scope.validate_request(
-        VerifyRequest(repo=str(repo.path), scope="branch", base="base")
+        VerifyRequest(source=parse_source(str(repo.path)), scope="branch", base="base")
     )
     state = RunState(run_id="again", request=request, scope=scope.run(request))
     client = Celery(broker=broker, backend=broker)

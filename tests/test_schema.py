@@ -22,6 +22,7 @@ from verify_dag.models import (
     Toolchain,
     VerifyRequest,
 )
+from verify_dag.models.source import parse_source
 from verify_dag.report.schema import schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,7 +44,7 @@ def sample() -> Doc:
     )
     state = RunState(
         run_id="r1",
-        request=VerifyRequest(repo="/srv/repo", scope="branch", base="origin/main"),
+        request=VerifyRequest(source=parse_source("/srv/repo"), scope="branch", base="origin/main"),
         scope=Scope(mode="branch", base_ref="origin/main", merge_base=SHA, head_sha=SHA),
         engineer=EngineerContext(),
         toolchain=Toolchain(),

@@ -13,6 +13,7 @@ from conftest import Repo, make_repo
 from verify_dag.errors import UsageError
 from verify_dag.models import ALL_OTHER_FILES, LineRange, VerifyRequest
 from verify_dag.models.scope import Scope
+from verify_dag.models.source import parse_source
 from verify_dag.phases import scope as phase
 from verify_dag.phases.scope.text import scope_context, scope_metadata
 
@@ -21,7 +22,7 @@ BODY = "".join(f"line {i}\n" for i in range(1, 11))
 
 def _req(repo: Repo | Path, **kw: Any) -> VerifyRequest:
     path = repo.path if isinstance(repo, Repo) else repo
-    return VerifyRequest(repo=str(path), **kw)
+    return VerifyRequest(source=parse_source(str(path)), **kw)
 
 
 def _run(repo: Repo, **kw: Any) -> Scope:
@@ -569,5 +570,5 @@ def test_run_from_subdirectory_uses_toplevel(repo: Repo) -> None:
     repo.write("sub/a.py", "x\n")
     repo.commit()
     repo.write("sub/a.py", "y\n")
-    sc = phase.run(VerifyRequest(repo=os.fspath(repo.path / "sub")))
+    sc = phase.run(VerifyRequest(source=parse_source(os.fspath(repo.path / "sub"))))
     assert sc.mode == "unstaged" and [f.path for f in sc.included] == ["sub/a.py"]

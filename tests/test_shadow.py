@@ -20,6 +20,7 @@ from jsonschema import Draft202012Validator
 from verify_dag import git
 from verify_dag.cli import main
 from verify_dag.models import Finding, Location, RunState, Scope, SkillOutcome, VerifyRequest
+from verify_dag.models.source import parse_source
 from verify_dag.phases.claims.models import ClaimVerdict
 from verify_dag.phases.exerciser import reproduce
 from verify_dag.shadow import inputs, merge, preflight, run, select
@@ -863,7 +864,7 @@ def test_the_exerciser_uses_the_claim_verifiers(calc: Repo) -> None:
     )
     state = RunState(
         run_id="r",
-        request=VerifyRequest(repo=str(calc.path)),
+        request=VerifyRequest(source=parse_source(str(calc.path))),
         scope=Scope(mode="all", new_commit=sha, head_sha=sha),
         outcomes=(reviewer,),
     )

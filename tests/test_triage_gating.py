@@ -8,6 +8,7 @@ from conftest import Repo
 
 from verify_dag.models import RunState, TriageResult, VerifyRequest
 from verify_dag.models.request import Depth
+from verify_dag.models.source import parse_source
 from verify_dag.phases import scope as scope_phase
 from verify_dag.phases.triage import gating
 
@@ -23,7 +24,9 @@ CORE_BASE = "def total(xs):\n    out = 0\n    for x in xs:\n        out += x\n  
 
 def _triage(repo: Repo, depth: Depth = "deep", **flags: bool) -> TriageResult:
     """Scope the branch against the ``base`` tag and run Job B on the checked-out head."""
-    req = VerifyRequest(repo=str(repo.path), scope="branch", base="base", depth=depth, **flags)
+    req = VerifyRequest(
+        source=parse_source(str(repo.path)), scope="branch", base="base", depth=depth, **flags
+    )
     state = RunState(run_id="r", request=req, scope=scope_phase.run(req))
     return gating.run(state, repo.path)
 
@@ -175,7 +178,7 @@ def test_skip_visual_without_ui_files_still_says_why(repo: Repo) -> None:
 
 def test_scope_all_runs_every_skill_on_everything(repo: Repo) -> None:
     _base(repo)
-    req = VerifyRequest(repo=str(repo.path), scope="all", depth="deep")
+    req = VerifyRequest(source=parse_source(str(repo.path)), scope="all", depth="deep")
     state = RunState(run_id="r", request=req, scope=scope_phase.run(req))
     result = gating.run(state, Path("/nonexistent"))  # nothing is read at --scope=all
     assert result.gating["ux-reviewer"].applies and result.gating["visual-verify"].applies

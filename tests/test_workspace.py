@@ -17,6 +17,7 @@ from conftest import Repo, verify_json
 from verify_dag import git, workspace
 from verify_dag.errors import FatalError
 from verify_dag.models import VerifyRequest
+from verify_dag.models.source import parse_source
 from verify_dag.tasks import workflow
 
 
@@ -80,7 +81,7 @@ def test_static_runs_beside_the_suite_and_the_reviewers_after_static() -> None:
     """The canvas: the collecting chord's header is the tester and a chain of static analysis
     then the reviewers' own chord; nothing the reviewers read is missing when they start."""
     for depth in ("light", "deep"):
-        plan = workflow.plan(VerifyRequest(repo="/r", depth=depth))
+        plan = workflow.plan(VerifyRequest(source=parse_source("/r"), depth=depth))
         tasks = plan.canvas.tasks
         names = [getattr(t, "task", None) for t in tasks]
         assert names[:3] == ["verify_dag.scope", "verify_dag.engineer", "verify_dag.triage"]

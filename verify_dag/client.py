@@ -82,7 +82,7 @@ def submit(request: VerifyRequest) -> Plan:
 
     if embedded():
         built = plan(request)
-        if built.expect is not None and not git.is_url(request.repo):
+        if built.expect is not None and not request.source.remote:
             # The in-process worker reads the repository where it is, just after this; a range's
             # end (--head) is the commit the request names.
             head = request.head or git.head(request.repo)

@@ -23,7 +23,6 @@ from typing import Any
 from jsonschema.exceptions import best_match
 
 from verify_dag import jsonschemas
-from verify_dag.git import display_source
 from verify_dag.models import CaseCounts, GateResult, RunState, SuiteEvidence
 from verify_dag.phases import gates
 from verify_dag.phases.tester.records import sanitize
@@ -158,7 +157,7 @@ def build(state: RunState) -> dict[str, Any] | None:
         "run_id": state.run_id,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "subject": {
-            "repo": display_source(req.repo),
+            "repo": req.source.shown,
             "mode": sc.mode,
             "depth": req.depth,
             "commit": sc.new_commit,

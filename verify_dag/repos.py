@@ -31,7 +31,7 @@ from pathlib import Path
 from verify_dag import git, store, url_secrets
 from verify_dag.errors import FatalError, UsageError
 from verify_dag.files import file_lock
-from verify_dag.models import RunState, Snapshot, VerifyRequest
+from verify_dag.models import RepoSource, RunState, Snapshot, VerifyRequest
 
 MIRRORS_ENV = "VERIFY_DAG_MIRRORS"
 BUNDLE = "snapshot.bundle"
@@ -46,16 +46,16 @@ ACCESS_DOC = 'ops/README.md "Repository access"'
 # --- credentials: refused before anything is sent or stored (docs/security.md) -------------------
 
 
-def refuse_credentials(source: str, named: str | None = None) -> None:
+def refuse_credentials(source: RepoSource, named: str | None = None) -> None:
     """Raise UsageError when repository ``source`` (a URL; paths pass) carries a password or a
     token: the run state holds the URL, and the state reaches the broker, the results, the
     workers' logs, Flower and the store. Workers use credentials of their own instead.
     ``named`` is what the message calls the source when it already shows it (a fleet entry)."""
-    if not git.is_url(source):
+    if not source.remote:
         return
-    kind = url_secrets.credentials(source)
+    kind = url_secrets.credentials(source.location)
     if kind is not None:
-        subject = f"{named}: its url" if named else url_secrets.mask(source)
+        subject = f"{named}: its url" if named else url_secrets.mask(source.location)
         raise UsageError(
             f"{subject} carries {kind}; a repository URL with credentials is refused so that "
             "they never reach the broker, results, logs or reports",
@@ -70,11 +70,11 @@ def refuse_credentials(source: str, named: str | None = None) -> None:
 def prepare(request: VerifyRequest, run_id: str) -> VerifyRequest:
     """The request as it is shipped to a broker: a local repository gets its snapshot and bundle.
 
-    ``request.repo`` is a URL or the top level of a validated local repository.
+    ``request.repo`` is the top level of a validated local repository, or the source is remote.
     """
-    if git.is_url(request.repo):
+    if request.source.remote:
         # The callers already refused it; a request built elsewhere must not slip through.
-        refuse_credentials(request.repo)
+        refuse_credentials(request.source)
         return request
     repo = request.repo
     head = git.head(repo)
@@ -129,10 +129,10 @@ def localize(state: RunState) -> RunState:
     every commit the run has resolved so far. Raises FatalError when there is none."""
     req = state.request
     if req.bundle is not None:
-        local = run_copy(state.run_id, req)
-    elif git.is_url(req.repo):
+        local = run_copy(state.run_id, req.store, req.bundle)
+    elif req.source.remote:
         need = [c for c in _commits(state) if c]
-        local = mirror(req.repo, refresh=state.scope is None, need=need)
+        local = mirror(req.source.location, refresh=state.scope is None, need=need)
     else:
         if not Path(req.repo).is_dir():
             raise FatalError(
@@ -147,9 +147,9 @@ def for_commit(run_id: str, req: VerifyRequest, commit: str) -> Path:
     """This host's copy of a finished run's repository holding ``commit`` (Phase 9's proposals
     read the commit the run verified)."""
     if req.bundle is not None:
-        return run_copy(run_id, req)
-    if git.is_url(req.repo):
-        return mirror(req.repo, refresh=False, need=[commit])
+        return run_copy(run_id, req.store, req.bundle)
+    if req.source.remote:
+        return mirror(req.source.location, refresh=False, need=[commit])
     if not Path(req.repo).is_dir():
         raise FatalError(f"repository {req.repo} does not exist on {_host()}")
     return Path(req.repo)
@@ -185,25 +185,26 @@ def mirror(url: str, *, refresh: bool, need: list[str]) -> Path:
     return path
 
 
-def run_copy(run_id: str, req: VerifyRequest) -> Path:
-    """This worker's repository for a run shipped as a bundle, unbundled once per worker host."""
+def run_copy(run_id: str, store_dir: str | None, bundle: str | None) -> Path:
+    """This worker's repository for a run shipped as a bundle (``bundle`` where the client put
+    it, ``store_dir`` the run's report store), unbundled once per worker host."""
     root = mirrors_dir() / "runs"
     path = root / f"{store.check_run_id(run_id)}.git"
     with _locked(path):
         if not (path / _READY).is_file():
             shutil.rmtree(path, ignore_errors=True)
             _sweep(root)
-            git.init_from_bundle(find_bundle(run_id, req), path)
+            git.init_from_bundle(find_bundle(run_id, store_dir, bundle), path)
             (path / _READY).touch()
     return path
 
 
-def find_bundle(run_id: str, req: VerifyRequest) -> Path:
+def find_bundle(run_id: str, store_dir: str | None, bundle: str | None) -> Path:
     """The run's bundle: in this host's view of the report store, else where the client put it
     (the same path on a shared mount)."""
-    candidates = [store.resolve(req.store) / run_id / BUNDLE]
-    if req.bundle is not None:
-        candidates.append(Path(req.bundle))
+    candidates = [store.resolve(store_dir) / run_id / BUNDLE]
+    if bundle is not None:
+        candidates.append(Path(bundle))
     for candidate in candidates:
         if candidate.is_file():
             return candidate

@@ -24,7 +24,6 @@ from pydantic import ValidationError
 
 from verify_dag.errors import FatalError, UsageError
 from verify_dag.files import write_atomic
-from verify_dag.git import display_source
 from verify_dag.models.base import Frozen
 from verify_dag.models.report import Report
 from verify_dag.models.request import VerifyRequest
@@ -177,7 +176,7 @@ def meta_for(run_id: str, request: VerifyRequest, report: Report) -> RunMeta:
     scope = report.scope
     return RunMeta(
         run_id=run_id,
-        repo=display_source(request.repo),
+        repo=request.source.shown,
         mode=scope.mode or request.scope,
         depth=request.depth,
         base=scope.base_ref,

@@ -7,9 +7,12 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from verify_dag.errors import UsageError
+
+if TYPE_CHECKING:
+    from verify_dag.models.source import RepoSource
 
 STORE_HELP = (
     "report store directory (default: $VERIFY_DAG_STORE, else "
@@ -112,13 +115,15 @@ def read_text(path: str | None, flag: str) -> str | None:
         raise UsageError(f"{flag}: cannot read {path}: {exc.strerror}") from None
 
 
-def repo_arg(value: str) -> str:
+def repo_arg(value: str) -> RepoSource:
     """PATH as an absolute path, or a repository URL as written (workers mirror it) once it is
-    known to carry no credentials."""
-    from verify_dag import git, repos
+    known to carry no credentials: decided here, once, and carried by the request."""
+    from verify_dag import repos
+    from verify_dag.models.source import parse_source
 
-    repos.refuse_credentials(value)
-    return value if git.is_url(value) else str(Path(value).resolve())
+    source = parse_source(value)
+    repos.refuse_credentials(source)
+    return source
 
 
 def store_dir(value: str | None) -> str | None:

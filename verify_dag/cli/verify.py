@@ -224,7 +224,7 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from verify_dag import client, git, report
+    from verify_dag import client, report
     from verify_dag.fixes import flow
     from verify_dag.tasks.app import configure
 
@@ -246,7 +246,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
         # This host runs the repository's code: refuse now rather than half-way through.
         sandbox.check_required(request.require_sandbox, request.no_sandbox)
-    if request.mode == "auto-fix" and git.is_url(request.repo):
+    if request.mode == "auto-fix" and request.source.remote:
         raise UsageError("--mode=auto-fix needs a local checkout to fix, not a URL")
     progress = client.verify_progress(args.quiet)
     # Phase 9 talks to the person on stdout unless the report itself goes there.

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from verify_dag import attended
 from verify_dag.cli import args as cli_args
 from verify_dag.errors import UsageError
 from verify_dag.report import formats
+
+if TYPE_CHECKING:
+    from verify_dag.models.source import RepoSource
 
 
 def _comment_density() -> str | None:
@@ -39,11 +42,9 @@ def _criterion(value: str | None) -> str | None:
     return value.strip()
 
 
-def _unattended(args: argparse.Namespace) -> str | None:
+def _unattended(args: argparse.Namespace, source: RepoSource) -> str | None:
     """Why interactive mode cannot ask anyone here, so it runs as report-only; None when it can.
     No prompt may ever block a pipeline (Phase 9)."""
-    from verify_dag import git
-
     if args.mode != "interactive":
         return None
     if args.no_wait:
@@ -53,21 +54,21 @@ def _unattended(args: argparse.Namespace) -> str | None:
         return nobody
     if args.output == "-" or formats.for_machines_on_stdout(args.format):
         return "nobody attached (stdout is not a terminal)"
-    if git.is_url(args.path):
+    if source.remote:
         return "the repository is a URL: there is no work tree to fix"
     return None
 
 
-def run_settings(args: argparse.Namespace) -> dict[str, Any]:
+def run_settings(args: argparse.Namespace, source: RepoSource) -> dict[str, Any]:
     """The run settings a repository may make, flag first, then its [tool.verify-dag], then the
     default (verify_dag/settings.py); a repository named by URL has no table here to read."""
     from verify_dag import git, settings
 
     table: dict[str, Any] = {}
     where = ""
-    if not git.is_url(args.path):
+    if not source.remote:
         try:
-            top = git.toplevel(args.path)
+            top = git.toplevel(source.location)
         except UsageError:
             top = None  # not a repository: the request's own checks say so, in their order
         if top is not None:
@@ -81,7 +82,8 @@ def build_request(args: argparse.Namespace) -> Any:
     from verify_dag.models import VerifyRequest
     from verify_dag.phases import scope
 
-    chosen = run_settings(args)
+    source = cli_args.repo_arg(args.path)
+    chosen = run_settings(args, source)
     for key, setting in chosen.items():
         setattr(args, key.replace("-", "_"), setting.value)
     if args.skip_ux and args.depth == "light":
@@ -108,7 +110,7 @@ def build_request(args: argparse.Namespace) -> Any:
     plan_path = cli_args.existing_file(args.plan_file, "--plan-file")
     contract_path = cli_args.existing_file(args.contract, "--contract")
     request = VerifyRequest(
-        repo=cli_args.repo_arg(args.path),
+        source=source,
         scope=args.scope,
         base=args.base,
         head=args.head,
@@ -116,7 +118,7 @@ def build_request(args: argparse.Namespace) -> Any:
         module=args.module,
         depth=args.depth,
         mode=args.mode,
-        unattended=_unattended(args),
+        unattended=_unattended(args, source),
         format=args.format,
         output=output,
         fail_on=args.fail_on,

@@ -34,6 +34,7 @@ from verify_dag import git, repos, store, url_secrets
 from verify_dag.errors import UsageError, VerifyDagError
 from verify_dag.files import file_lock, write_atomic
 from verify_dag.models.request import Depth
+from verify_dag.models.source import RepoSource, parse_source
 
 # staged and unstaged are states of a work tree, which a URL (a worker's mirror) does not have.
 Scope = Literal["all", "branch"]
@@ -51,15 +52,15 @@ class Entry:
     """One repository of the fleet file, with its defaults applied."""
 
     number: int  # 1-based position in the file, for messages
-    url: str  # what the run names: a URL as written, or an absolute path
+    source: RepoSource  # what the run names: a URL as written, or an absolute path
     scope: Scope
     base: str | None
     depth: Depth
     allow_incomplete: bool = False
 
     @property
-    def is_url(self) -> bool:
-        return git.is_url(self.url)
+    def url(self) -> str:
+        return self.source.location
 
     @property
     def shown(self) -> str:
@@ -171,13 +172,12 @@ def _entry(where: Path, number: int, table: object) -> Entry:
     if depth not in DEPTHS:
         raise UsageError(f"{name}: depth must be one of {', '.join(DEPTHS)}, got {depth!r}")
     # Refused at load, before any entry is audited: the run state of each carries its URL.
-    repos.refuse_credentials(url, name)
-    if not git.is_url(url):
-        # Paths are relative to the fleet file, so the file means the same from any directory.
-        url = str((where.parent / Path(url).expanduser()).resolve())
+    # Paths are relative to the fleet file, so the file means the same from any directory.
+    source = parse_source(url, relative_to=where.parent)
+    repos.refuse_credentials(source, name)
     return Entry(
         number=number,
-        url=url,
+        source=source,
         scope=cast(Scope, scope),
         base=base,
         depth=cast(Depth, depth),

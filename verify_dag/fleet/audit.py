@@ -74,7 +74,7 @@ def _request(
     entry: Entry, store_dir: Path, fail_on: int, shared: AuditBudget | None
 ) -> VerifyRequest:
     request = VerifyRequest(
-        repo=entry.url,
+        source=entry.source,
         scope=entry.scope,
         base=entry.base,
         depth=entry.depth,
@@ -88,7 +88,7 @@ def _request(
     )
     # A URL is resolved by the workers (each keeps its own mirror); a path is checked here,
     # exactly as `verify` checks it.
-    return request if entry.is_url else scope.validate_request(request)
+    return request if entry.source.remote else scope.validate_request(request)
 
 
 def _audit(

@@ -51,7 +51,6 @@ from verify_dag.git.remote import (
     fetch,
     fetch_mirror,
     init_from_bundle,
-    is_url,
     remote_head,
     remote_show_head_branch,
 )
@@ -104,7 +103,6 @@ __all__ = [
     "init_from_bundle",
     "is_bare",
     "is_shallow",
-    "is_url",
     "last_change",
     "line_ranges",
     "list_files",

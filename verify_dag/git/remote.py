@@ -41,15 +41,6 @@ def remote_show_head_branch(
     return None
 
 
-def is_url(source: str) -> bool:
-    """Whether a run names its repository by URL (scp-like ``host:path`` included)."""
-    if "://" in source:
-        return True
-    # git's own rule: "host:path" is scp-like unless a slash comes before the colon.
-    head, colon, _ = source.partition(":")
-    return bool(colon) and "/" not in head and not Path(source).exists()
-
-
 def remote_head(source: str, timeout: float = FETCH_TIMEOUT) -> str:
     """The commit HEAD points to in the repository at ``source`` (URL or path), read without a
     clone (``git ls-remote``). Raises FatalError with git's reason when it cannot be read."""

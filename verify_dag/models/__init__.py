@@ -29,6 +29,7 @@ from verify_dag.models.scope import (
     Scope,
     ScopeError,
 )
+from verify_dag.models.source import RepoSource, parse_source
 from verify_dag.models.state import RunState
 from verify_dag.models.toolchain import Command, EngineerContext, Toolchain
 from verify_dag.models.triage import Gating, TriageResult
@@ -53,6 +54,7 @@ __all__ = [
     "Location",
     "Reaffirmed",
     "Reopened",
+    "RepoSource",
     "Report",
     "ReportResult",
     "RunState",
@@ -65,4 +67,5 @@ __all__ = [
     "TriageResult",
     "Verification",
     "VerifyRequest",
+    "parse_source",
 ]

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
+
+from pydantic import model_validator
 
 from verify_dag.models.base import Frozen
 from verify_dag.models.carry import Ledger
+from verify_dag.models.source import RepoSource, parse_source
 
 ScopeMode = Literal["staged", "unstaged", "branch", "all", "files", "module"]
 Depth = Literal["light", "deep"]
@@ -30,9 +33,11 @@ class AuditBudget(Frozen):
 
 
 class VerifyRequest(Frozen):
-    # The repository as the run names it: an absolute path (the top level) or a URL. The tasks
-    # see their own host's copy in its place (verify_dag.repos.localize).
-    repo: str
+    # The repository as the run names it, decided once where the run was built; never rewritten.
+    source: RepoSource
+    # This host's copy of the repository, where git reads it: ``source.location`` until a
+    # worker's task points it at its own mirror or unbundled copy (verify_dag.repos.localize).
+    repo: str = ""
     scope: ScopeMode | None = None  # None: auto-detect
     base: str | None = None
     head: str | None = None  # --head: the range's new end, verified without a checkout
@@ -97,3 +102,18 @@ class VerifyRequest(Frozen):
     # (verify_dag/backends/budget.py); and the fleet audit's budget this run shares, if any.
     max_review_tokens: int | None = None
     audit_budget: AuditBudget | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_source(cls, data: Any) -> Any:
+        # A request given only ``repo`` (a run stored before ``source`` existed, or an in-process
+        # caller naming a path or URL) is parsed here, once, by the same rule as the CLI's.
+        if not isinstance(data, dict):
+            return data
+        if data.get("source") is None and data.get("repo"):
+            data = {**data, "source": parse_source(str(data["repo"]))}
+        if not data.get("repo") and data.get("source") is not None:
+            source = data["source"]
+            location = source.location if isinstance(source, RepoSource) else source["location"]
+            data = {**data, "repo": location}
+        return data

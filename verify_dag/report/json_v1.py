@@ -18,7 +18,6 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from verify_dag.git import display_source
 from verify_dag.models.findings import Finding, SkillOutcome
 from verify_dag.models.report import (
     AdversaryFinding,
@@ -413,7 +412,7 @@ def build(state: RunState, source: Source | None = None) -> Report:
             id=state.run_id,
             # The repository as the run named it (never a password): with id and scope.headSha,
             # what a client checks before it believes a report it did not see written.
-            repo=display_source(state.request.repo),
+            repo=state.request.source.shown,
             requested_mode=requested,
             mode="report-only" if state.request.unattended else requested,
             note=unattended_note(state.request.unattended),

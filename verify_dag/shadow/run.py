@@ -14,7 +14,6 @@ from pathlib import Path
 
 from verify_dag import git, processes, repos, store, tools
 from verify_dag.errors import FatalError
-from verify_dag.models import VerifyRequest
 from verify_dag.phases import triage
 from verify_dag.phases.claims import verifiers
 from verify_dag.phases.claims.budget import Budget
@@ -37,9 +36,7 @@ def pin(job: ShadowJob) -> ShadowJob:
 def repository(job: ShadowJob) -> Path:
     """This worker's repository for the job."""
     if job.bundle is not None:
-        return repos.run_copy(
-            job.run_id, VerifyRequest(repo=job.repo, store=job.store, bundle=job.bundle)
-        )
+        return repos.run_copy(job.run_id, job.store, job.bundle)
     if not Path(job.repo).is_dir():
         raise FatalError(
             f"repository {job.repo} does not exist on this worker",

@@ -16,7 +16,7 @@ EMPTY_REPO = "empty repository: nothing to verify"
 
 def validate_request(req: VerifyRequest) -> VerifyRequest:
     """Check everything the user can fix; return the request with repo-relative paths."""
-    if git.is_url(req.repo):
+    if req.source.remote:
         # Nothing to look at locally: the workers' mirrors hold the repository.
         check_url_scope(req)
         top = None
