@@ -229,6 +229,19 @@ def _starts_servers(module: object) -> bool:
     )
 
 
+def _shares_a_fixture(item: pytest.Item) -> bool:
+    """Whether ``item`` uses a fixture its module sets up once for several tests (a server, a
+    built image): such a module's tests stay on one xdist worker, where that fixture lives."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(
+        d.scope != "function" and d.baseid.endswith(".py")
+        for defs in info.name2fixturedefs.values()
+        for d in defs
+    )
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.name in SLOW_MODULES:
@@ -236,8 +249,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         module = getattr(item, "module", None)
         if module is not None and _starts_servers(module):
             item.add_marker(pytest.mark.integration)
-    # Stable: the fast tests first, each file's tests still in file order. Under xdist's
-    # --dist loadfile the files are handed out in this order too.
+        # Under --dist loadgroup every other test is handed out on its own, so a long module
+        # (the hostile suite under both launchers) spreads over the workers instead of being
+        # the run's tail on one of them.
+        if _shares_a_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.path.name))
+    # Stable: the fast tests first, each file's tests still in file order; xdist hands them out
+    # in this order too.
     items.sort(key=lambda item: item.get_closest_marker("slow") is not None)
 
 

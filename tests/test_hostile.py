@@ -370,9 +370,8 @@ def test_a_build_backend_cannot_poison_the_env_a_later_commit_runs_in(tmp_path: 
     repo.write("calc.py", "def add(a, b):\n    return a - b\n")
     repo.commit("backend restored, add broken")
     later = verify_failures(repo, cache, tmp_path / "later.json")
-    control = verify_failures(repo, tmp_path / "clean-cache", tmp_path / "control.json")
-    assert control == (1, ["Test failed: tests/test_calc.py::test_add"])
-    assert later == control
+    # What a clean cache gives (exit 1, the one broken test): the planted plugin would swallow it.
+    assert later == (1, ["Test failed: tests/test_calc.py::test_add"])
 
 
 # A build backend that appends "swallow every exception" to every copy of pytest it can reach:
@@ -432,9 +431,8 @@ def test_a_build_backend_cannot_poison_the_shared_cache_another_repository_insta
     assert verify_failures(attacker, cache, tmp_path / "attacker.json")[1] == []
     victim = built_in_tree(tmp_path / "victim", CLEAN_BACKEND, "a - b")
     later = verify_failures(victim, cache, tmp_path / "later.json")
-    control = verify_failures(victim, tmp_path / "clean-cache", tmp_path / "control.json")
-    assert control == (1, ["Test failed: tests/test_calc.py::test_add"])
-    assert later == control
+    # What a clean cache gives (exit 1, the one broken test): A's pytest would swallow it.
+    assert later == (1, ["Test failed: tests/test_calc.py::test_add"])
     poisoned = [
         p
         for p in (cache / "uv").rglob("_pytest/python.py")
@@ -594,9 +592,8 @@ def test_a_test_run_through_tox_cannot_change_the_env_a_later_commit_runs_in(
     repo.write("tests/test_ok.py", "def test_ok():\n    assert 1 + 1 == 3\n")
     repo.commit("a test fails")
     later = verify_failures(repo, cache, tmp_path / "later.json")
-    control = verify_failures(repo, tmp_path / "clean-cache", tmp_path / "control.json")
-    assert control == (1, ["Test failed: tests/test_ok.py::test_ok"])
-    assert later == control
+    # What a clean cache gives (exit 1, the one broken test): the tampered pytest would pass it.
+    assert later == (1, ["Test failed: tests/test_ok.py::test_ok"])
     tampered = [
         p for p in cache.rglob("_pytest/python.py") if "_verify_dag_original" in p.read_text()
     ]
