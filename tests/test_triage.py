@@ -449,3 +449,43 @@ def test_makefile_targets_that_ci_runs_are_read_for_tool_lines(tmp_path: Path) -
     mypy = one(discover(tmp_path), "typecheck", "mypy")
     assert mypy.argv == ("mypy", "src", "typings")  # `other` is never run
     assert mypy.source == "Makefile target types; Makefile target stubs"
+
+
+ZIPP_LIKE = """\
+[project]
+name = "zipp"
+[project.optional-dependencies]
+test = ["pytest >= 6, != 8.1.*"]
+type = ["pytest-mypy"]
+
+[tool.pytest-enabler.mypy]
+# Disabled due to jaraco/skeleton#143
+"""
+
+
+def test_mypy_turned_off_through_pytest_enabler_is_not_run(tmp_path: Path) -> None:
+    # jaraco's skeleton: mypy is configured, runs only as pytest-mypy, and pytest-enabler's
+    # empty table turns that off. Its maintainers' runs check no types; neither does this one.
+    write(tmp_path, {"pyproject.toml": ZIPP_LIKE, "mypy.ini": "[mypy]\nstrict = True\n"})
+    write(tmp_path, {"zipp/__init__.py": "", "tests/test_zipp.py": "def test_x(): pass\n"})
+    tc = discover(tmp_path)
+    assert argvs(tc, "typecheck") == []
+    assert (
+        "typecheck: mypy is configured (mypy.ini) but runs only as pytest-mypy, which "
+        "pyproject.toml [tool.pytest-enabler.mypy] turns off; not run"
+    ) in tc.notes
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        # pytest-enabler passes --mypy: the plugin runs, and so does mypy here.
+        {"pyproject.toml": ZIPP_LIKE + 'addopts = "--mypy"\n'},
+        # A command line of the project's own runs mypy all the same.
+        {"tox.ini": "[testenv:typing]\ncommands = mypy zipp\n"},
+    ],
+)
+def test_mypy_runs_where_the_project_still_runs_it(tmp_path: Path, extra: dict[str, str]) -> None:
+    write(tmp_path, {"pyproject.toml": ZIPP_LIKE, "mypy.ini": "[mypy]\n", "zipp/__init__.py": ""})
+    write(tmp_path, extra)
+    assert one(discover(tmp_path), "typecheck", "mypy").exists

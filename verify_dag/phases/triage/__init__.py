@@ -87,7 +87,24 @@ def discover(workdir: Path, engineer: EngineerContext | None = None) -> Toolchai
     for hook in invocations.read_precommit(workdir):
         found.invocations.append(hook)
         found.signal(hook.tool, hook.source)
+    _drop_plugins_turned_off(found)
     return _assemble(workdir, found)
+
+
+def _drop_plugins_turned_off(found: Found) -> None:
+    """An analyser whose only way to run is a pytest plugin the project turned off is not run:
+    its configuration file alone (mypy.ini) is no sign that the maintainers run it."""
+    for name, where in found.plugin_off.items():
+        d = discoverable()[name]
+        if name not in found.signals or d.default_source is not None:
+            continue
+        if any(x.tool == name for x in found.invocations):
+            continue  # a command line of the project runs it all the same
+        sources = _join(found.signals.pop(name))
+        found.notes.append(
+            f"{d.kind}: {name} is configured ({sources}) but runs only as pytest-{name}, "
+            f"which {where} turns off; not run"
+        )
 
 
 def _assemble(workdir: Path, found: Found) -> Toolchain:

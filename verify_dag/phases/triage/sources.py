@@ -111,6 +111,10 @@ class Found:
     makefile: tuple[str, dict[str, list[str]], dict[str, list[str]]] | None = None
     made: set[str] = field(default_factory=set)
     make_named: list[str] = field(default_factory=list)
+    # Analysers the project runs as pytest plugins (pytest-mypy) that pytest-enabler turns off:
+    # tool -> where. A table of [tool.pytest-enabler] without addopts passes the plugin nothing,
+    # so its check does not run (jaraco/skeleton pauses pytest-mypy so).
+    plugin_off: dict[str, str] = field(default_factory=dict)
 
     def signal(self, tool: str, source: str) -> None:
         sources = self.signals.setdefault(tool, [])
@@ -161,9 +165,15 @@ def read_pyproject(workdir: Path, found: Found) -> None:
     for name in discoverable():
         if name in tool:
             found.signal(name, f"pyproject.toml [tool.{name}]")
-    for name in _dependency_names(data):
+    names = _dependency_names(data)
+    for name in names:
         if name == "pytest" or name in discoverable():
             found.signal(name, f"pyproject.toml dependencies ({name})")
+    enabler = tool.get("pytest-enabler")
+    for name, table in enabler.items() if isinstance(enabler, dict) else ():
+        plugin = name in discoverable() and f"pytest-{name}" in names
+        if plugin and isinstance(table, dict) and not str(table.get("addopts", "")).strip():
+            found.plugin_off[name] = f"pyproject.toml [tool.pytest-enabler.{name}]"
 
 
 def _dependency_names(data: dict[str, Any]) -> set[str]:
