@@ -28,6 +28,27 @@ def terminal(tmp_path: Path) -> Iterator[Terminal]:
     yield from open_terminal("verify-dag-test", tmp_path)
 
 
+def verify_in(terminal: Terminal, cwd: Path, env: dict[str, str], *flags: str) -> None:
+    """``verify --scope=branch --base=base FLAGS`` in an 80x50 tmux window at ``cwd``, with only
+    the environment a person's shell would give it (``env`` over the defaults); the window
+    stays open after it exits and shows ``EXIT=<code>``."""
+    full = {
+        "PATH": os.environ["PATH"],
+        "HOME": os.environ["HOME"],
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "VERIFY_DAG_STORE": os.environ["VERIFY_DAG_STORE"],
+        "TERM": "xterm-256color",
+        "LANG": "C.UTF-8",
+        **env,
+    }
+    command = " ".join([*CLI, "verify", "--scope=branch", "--base=base", *flags])
+    terminal.tmux(
+        "new-session", "-d", "-s", "vd", "-x", "80", "-y", "50", "-c", str(cwd),
+        "env", "-i", *(f"{k}={v}" for k, v in full.items()),
+        "sh", "-c", f"{command}; echo EXIT=$?; sleep 600",
+    )  # fmt: skip
+
+
 def test_a_batch_of_four_fix_explain_skip_skip_then_restore(
     calc: Repo, tmp_path: Path, terminal: Terminal
 ) -> None:
@@ -40,35 +61,15 @@ def test_a_batch_of_four_fix_explain_skip_skip_then_restore(
         *reviewer_sees(ZERO, DOCSTRING),
     ]
     replies.write_text(json.dumps(entries), encoding="utf-8")
-    env = {
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        "HOME": os.environ["HOME"],
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "VERIFY_DAG_BACKEND": "claude",
-        "FAKE_MODEL_REPLIES": str(replies),
-        "VERIFY_DAG_STORE": os.environ["VERIFY_DAG_STORE"],
-        "TERM": "xterm-256color",
-        "LANG": "C.UTF-8",
-    }
     before = untouched(calc)
-    command = " ".join([*CLI, "verify", "--scope=branch", "--base=base"])
-    terminal.tmux(
-        "new-session",
-        "-d",
-        "-s",
-        "vd",
-        "-x",
-        "80",
-        "-y",
-        "50",
-        "-c",
-        str(calc.path),
-        "env",
-        "-i",
-        *(f"{k}={v}" for k, v in env.items()),
-        "sh",
-        "-c",
-        f"{command}; echo EXIT=$?; sleep 600",
+    verify_in(
+        terminal,
+        calc.path,
+        {
+            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+            "VERIFY_DAG_BACKEND": "claude",
+            "FAKE_MODEL_REPLIES": str(replies),
+        },
     )
     terminal.wait_for("VI-1: what now?")
     terminal.keys("Enter")  # Fix 1: the model's guard
@@ -128,21 +129,8 @@ def test_codex_blocked_is_asked_about_and_stop_ends_the_run_before_triage(
     stored run says why."""
     bin_dir = tmp_path / "bin"
     install(bin_dir, ("codex",))
-    env = {
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        "HOME": os.environ["HOME"],
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "FAKE_MODEL_MODE": "auth",
-        "VERIFY_DAG_STORE": os.environ["VERIFY_DAG_STORE"],
-        "TERM": "xterm-256color",
-        "LANG": "C.UTF-8",
-    }
-    command = " ".join([*CLI, "verify", "--scope=branch", "--base=base"])
-    terminal.tmux(
-        "new-session", "-d", "-s", "vd", "-x", "80", "-y", "50", "-c", str(calc.path),
-        "env", "-i", *(f"{k}={v}" for k, v in env.items()),
-        "sh", "-c", f"{command}; echo EXIT=$?; sleep 600",
-    )  # fmt: skip
+    path = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    verify_in(terminal, calc.path, {"PATH": path, "FAKE_MODEL_MODE": "auth"})
     screen = terminal.wait_for("Codex review was BLOCKED: what now?")
     said = " ".join(screen.split())
     assert "Codex review was BLOCKED (" in said
@@ -178,20 +166,7 @@ def test_an_exerciser_barrier_asks_for_help_and_the_exerciser_runs_again_with_it
     repo.git("checkout", "-q", "-b", "feature")
     repo.write("tool.py", "print('tool ran')\n")
     repo.commit("tool: a script")
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": os.environ["HOME"],
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "VERIFY_DAG_STORE": os.environ["VERIFY_DAG_STORE"],
-        "TERM": "xterm-256color",
-        "LANG": "C.UTF-8",
-    }
-    command = " ".join([*CLI, "verify", "--scope=branch", "--base=base", "--allow-incomplete"])
-    terminal.tmux(
-        "new-session", "-d", "-s", "vd", "-x", "80", "-y", "50", "-c", str(repo.path),
-        "env", "-i", *(f"{k}={v}" for k, v in env.items()),
-        "sh", "-c", f"{command}; echo EXIT=$?; sleep 600",
-    )  # fmt: skip
+    verify_in(terminal, repo.path, {}, "--allow-incomplete")
     screen = terminal.wait_for("Command to exercise the change:")
     said = " ".join(screen.split())
     assert "The exerciser was BLOCKED (NO_EXERCISE_STRATEGY: no START, EXERCISE" in said
