@@ -44,6 +44,7 @@ def test_gates_app_and_issue_checks_reach_the_report(scenario: Repo, tmp_path: P
 ## App
 START: python3 -m http.server {port} --bind 127.0.0.1 --directory site
 HEALTH: curl -fsS http://127.0.0.1:{port}/
+START_TIMEOUT: 5
 EXERCISE: curl -fsS http://127.0.0.1:{port}/index.html
 """,
     )
@@ -64,6 +65,11 @@ EXERCISE: curl -fsS http://127.0.0.1:{port}/index.html
     checked = {e["issue"]: e["status"] for e in doc["exerciserVerification"]}
     by_title = {i["title"]: i["id"] for i in doc["issues"]}
     assert checked[by_title["Test failed: tests/test_calc.py::test_mul"]] == "CONFIRMED"
+    # The base has no site/: its app never gets healthy within START_TIMEOUT, so the debugger
+    # cannot tell whether the failing gate failed there too.
+    (gate,) = [d for d in doc["debugger"] if "The missing page is served" in d["failure"]]
+    assert gate["preExisting"] == "undetermined", gate
+    assert "SERVICE_UNAVAILABLE" in gate["evidence"] and "5s" in gate["evidence"], gate
     text = markdown(doc)
     assert "## Custom Verification Gates" in text and "**Custom Gates: 1/3 passed" in text
     with socket.socket() as s:  # the app was stopped: nothing listens on its port any more
