@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
 import threading
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -708,3 +710,28 @@ def test_a_native_tool_tox_table_in_pyproject_runs_the_testers_commands(tmp_path
     )
     assert outcome.status == "PASSED", outcome.findings
     assert outcome.notes.startswith("1 passed, 0 failed"), outcome.notes
+
+
+def test_a_new_envs_bytecode_is_in_place_and_where_a_prefix_finds_it(tmp_path: Path) -> None:
+    """compile_site compiles once and copies: the prefix tree holds exactly the files, at
+    exactly the paths, that a compile under PYTHONPYCACHEPREFIX writes."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = testenv_base.purelib(python)
+    assert site is not None
+    write(site, {"pkg/__init__.py": "", "pkg/mod.py": "VALUE = 42\n", "top.py": "X = 1\n"})
+    testenv_base.compile_site(python, deadline=time.monotonic() + 120)
+    tree = venv / testenv_base.PYCACHE_TREE
+    mirrored = {p.relative_to(tree): p.read_bytes() for p in tree.rglob("*.pyc")}
+    assert len(mirrored) == 3 and (venv / ".verify-dag-compiled").exists()
+    # What compileall itself writes under a prefix, for comparison.
+    expected_tree = tmp_path / "expected"
+    subprocess.run(
+        [str(python), "-m", "compileall", "-q", str(site)],
+        check=True,
+        env={**os.environ, "PYTHONPYCACHEPREFIX": str(expected_tree)},
+    )
+    expected = {p.relative_to(expected_tree): p.read_bytes() for p in expected_tree.rglob("*.pyc")}
+    assert mirrored == expected
+    assert list(site.rglob("__pycache__/*.pyc"))  # and in place, for runs without a prefix

@@ -23,7 +23,7 @@ from typing import Any
 
 from verify_dag import git, processes, url_secrets
 from verify_dag.files import file_lock, write_atomic
-from verify_dag.phases.tester.env import seal
+from verify_dag.phases.tester.env import pyc_mirror, seal
 from verify_dag.sandbox import Policy
 
 RECIPE = "verify-dag-env-2"  # part of every key: change it when the way envs are built changes
@@ -347,9 +347,14 @@ def compile_site(python: Path, deadline: float) -> None:
     res = processes.run(
         argv, timeout=left(deadline), env=pip_env(), sandbox=Policy(writable=(venv,))
     )
-    tree = {**pip_env(), "PYTHONPYCACHEPREFIX": str(venv / PYCACHE_TREE)}
-    again = processes.run(argv, timeout=left(deadline), env=tree, sandbox=Policy(writable=(venv,)))
-    if not res.timed_out and not again.timed_out:
+    if res.timed_out:
+        return
+    # The same bytecode, copied where a prefix finds it instead of compiled a second time.
+    mirror = [str(python), "-I", "-S", pyc_mirror.__file__, str(site), str(venv / PYCACHE_TREE)]
+    again = processes.run(
+        mirror, timeout=left(deadline), env=pip_env(), sandbox=Policy(writable=(venv,))
+    )
+    if not again.timed_out:
         (venv / _COMPILED).touch()
 
 

@@ -1,0 +1,43 @@
+"""Copy a compiled site-packages' bytecode into a PYTHONPYCACHEPREFIX tree.
+
+Run as a script by the env's own interpreter (``python -I -S pyc_mirror.py SITE TREE``) inside
+the sandbox that may write only the venv: the standard library alone, no site hooks. A ``.pyc``
+holds the source's size, its mtime and the path it was compiled under, never where the
+``.pyc`` itself lies, so the file compileall wrote to ``SITE/pkg/__pycache__/mod.TAG.pyc`` is
+byte for byte the one it would write to ``TREE/SITE/pkg/mod.TAG.pyc`` under a prefix: copying
+it costs a file copy where compiling the whole site-packages again costs seconds of CPU.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import sys
+from pathlib import Path
+
+
+def mirror(site: Path, tree: Path) -> int:
+    """Copy every regular ``__pycache__/*.pyc`` under ``site`` (symlinks neither followed nor
+    copied) to where the prefix ``tree`` looks for it; the number copied."""
+    copied = 0
+    for top, dirs, files in os.walk(site):
+        if Path(top).name != "__pycache__":
+            continue
+        dirs[:] = []
+        source_dir = Path(top).parent
+        dest = tree / source_dir.relative_to(source_dir.anchor)
+        for name in files:
+            if not name.endswith(".pyc"):
+                continue
+            src = Path(top, name)
+            if not stat.S_ISREG(os.lstat(src).st_mode):
+                continue
+            dest.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dest / name, follow_symlinks=False)
+            copied += 1
+    return copied
+
+
+if __name__ == "__main__":
+    mirror(Path(sys.argv[1]), Path(sys.argv[2]))
