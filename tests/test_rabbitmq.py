@@ -9,12 +9,13 @@ import os
 import shutil
 import socket
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Repo, verify_branch
+from conftest import CLI, Repo, make_repo, run_cli, running, verify_branch
 from redis_workers import fresh_db, unavailable, workers
 
 from verify_dag import report
@@ -101,3 +102,44 @@ def test_each_queue_has_an_exchange_of_its_own(vhost: str) -> None:
         for q in bound:
             q.delete()
     assert counts == {name: 1 for name in ("git", "static", "review", "test", "exercise", "fleet")}
+
+
+def test_a_run_a_worker_holds_is_not_called_orphaned(tmp_path: Path, vhost: str) -> None:
+    """On RabbitMQ a delivered message is in no queue and in no list the client can read: only
+    the worker can say it holds the task (query_task), so status says the run goes on."""
+    broker = f"amqp://guest:guest@{AMQP_HOST}:{AMQP_PORT}/{vhost}"
+    repo = make_repo(tmp_path / "repo")
+    repo.write("tests/test_wait.py", "def test_wait():\n    pass\n")
+    repo.commit("base")
+    repo.git("tag", "base")
+    needle = f"sleep 30.{uuid.uuid4().int % 10**6}"
+    repo.write(
+        "tests/test_wait.py",
+        f"import subprocess\n\n\ndef test_wait():\n    subprocess.run({needle.split()!r})\n",
+    )
+    repo.commit("slow")
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("VERIFY_DAG_BROKER", "CELERY_"))
+    }
+    env.update(
+        VERIFY_DAG_RESULT_BACKEND=fresh_db(8),
+        VERIFY_DAG_STORE=str(tmp_path / "store"),
+        VERIFY_DAG_BROKER_URL=broker,
+    )
+    with workers(broker, ["holder"], tmp_path / "workers", env, broker_in_env=True):
+        submitted = subprocess.run(
+            [*CLI, "verify", str(repo.path), "--scope=branch", "--base=base", "--no-wait"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
+        assert submitted.returncode == 0, submitted.stderr
+        run_id = submitted.stdout.strip()
+        deadline = time.monotonic() + 120
+        while not running(needle):
+            assert time.monotonic() < deadline, "the suite never started"
+            time.sleep(0.2)
+        said = run_cli("status", run_id, env=env)
+        assert said.stdout.strip() == f"{run_id} STARTED", (said.stdout, said.stderr)
+        run_cli("cancel", run_id, env=env)

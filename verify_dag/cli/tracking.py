@@ -48,13 +48,28 @@ def unfinished(task_ids: Sequence[str]) -> list[str]:
 def held(task_ids: Sequence[str]) -> str | None:
     """Who holds one of ``task_ids`` now: a worker, a queue with messages in it, or None."""
     wanted = set(task_ids)
+    # The broker's records first: they answer at once, where a broadcast waits its whole timeout.
+    where = _in_broker(wanted)
+    if where is not None:
+        return where
     inspect = app.control.inspect(timeout=INSPECT_TIMEOUT)
-    for kind in ("active", "reserved", "scheduled"):
-        for worker, entries in (getattr(inspect, kind)() or {}).items():
-            for entry in entries or ():
-                tid = entry.get("id") or (entry.get("request") or {}).get("id")
-                if tid in wanted:
-                    return f"{kind} on {worker}"
+    # One broadcast finds a task a worker runs or holds (query_task); a task waiting for its
+    # ETA (a retry's countdown) is found by query_task only from Celery 5.7 on, so the
+    # workers' scheduled lists are asked too.
+    for worker, found in (inspect.query_task(sorted(wanted)) or {}).items():
+        for tid, (kind, _) in (found or {}).items():
+            if tid in wanted:
+                return f"{kind} on {worker}"
+    for worker, entries in (inspect.scheduled() or {}).items():
+        for entry in entries or ():
+            if (entry.get("request") or {}).get("id") in wanted:
+                return f"scheduled on {worker}"
+    # Asked again: a message a worker gave back (restored at its shutdown) while the
+    # broadcasts went round is in the broker now.
+    return _in_broker(wanted)
+
+
+def _in_broker(wanted: set[str]) -> str | None:
     if _unacked(wanted):
         return "delivered to a worker, not yet acknowledged"
     for queue in QUEUES:
