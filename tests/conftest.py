@@ -259,6 +259,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("slow") is not None)
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: two xdist workers per core. Most tests spend much of their time waiting
+    (a Celery worker starting, a visibility timeout, a cron minute, a sandboxed suite's I/O):
+    measured on 2 cores, 4 workers finish the suite in 685 s where 2 take 790 s."""
+    return 2 * len(os.sched_getaffinity(0))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _embedded_worker_shutdown() -> Iterator[None]:
     yield
