@@ -28,7 +28,8 @@ from redis_workers import fresh_db, logs, stop, workers
 from verify_dag import client, store
 from verify_dag.errors import FatalError
 from verify_dag.tasks.app import app, configure
-from verify_dag.tasks.workflow import Expected, Plan
+from verify_dag.tasks.base import RunFailed
+from verify_dag.tasks.workflow import Expected, PhaseRef, Plan
 
 DB = 7
 HEAD = "a" * 40
@@ -92,6 +93,35 @@ def test_check_report_is_one_fatal_line() -> None:
 def in_process() -> Iterator[None]:
     configure(None)  # memory:// and cache+memory://, as verify without a broker
     yield
+
+
+def test_a_report_task_that_ends_between_two_looks_is_the_answer(
+    in_process: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that errored ends its report task FAILED, carrying the report. When that happens
+    after the client's look at the report task and before its look for a failed phase, the
+    failed phase it then finds is the report task itself: the report is still the answer."""
+    carried = {"report": a_report(status="error"), "markdown": "", "stored": ""}
+    p = Plan(
+        run_id="run-1",
+        canvas=None,
+        phases=(PhaseRef("scope", "run-1"), PhaseRef("report", "run-1-final")),
+        final_id="run-1-final",
+        expect=LOCAL,
+    )
+    real = client._meta
+    ended: list[bool] = []
+
+    def meta(task_id: str) -> dict[str, Any]:
+        got = real(task_id)
+        if task_id == p.final_id and not ended:
+            ended.append(True)  # a worker ends the report task right after this look
+            failed = RunFailed("run run-1 error: base ref 'nope' is not a commit", carried)
+            app.backend.store_result(p.final_id, failed, "FAILURE")
+        return got
+
+    monkeypatch.setattr(client, "_meta", meta)
+    assert client._poll(p, None, sweep=True) == carried
 
 
 def lost_plan(run_id: str, where: Path) -> Plan:

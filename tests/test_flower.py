@@ -301,6 +301,7 @@ def test_a_run_that_errored_shows_as_failed_with_its_run_id(
         env=env,
     )
     assert proc.returncode == 3, proc.stderr  # the report still reaches the client
+    assert out.is_file(), proc.stderr
     run_id = json.loads(out.read_text(encoding="utf-8"))["run"]["id"]
     deadline = time.monotonic() + 30
     while True:
