@@ -546,12 +546,16 @@ def test_worker_defaults_without_environment() -> None:
 # --- the image's entrypoint and health check against a real Redis ------------------------------
 
 
-def healthcheck(broker: str, hostname: str) -> subprocess.CompletedProcess[str]:
-    env = {
+def healthcheck_env(broker: str, hostname: str) -> dict[str, str]:
+    return {
         **worker_env(VERIFY_DAG_BROKER_URL=broker),
         "HOSTNAME": hostname,
         "PATH": os.pathsep.join([sysconfig.get_path("scripts"), os.environ["PATH"]]),
     }
+
+
+def healthcheck(broker: str, hostname: str) -> subprocess.CompletedProcess[str]:
+    env = healthcheck_env(broker, hostname)
     return subprocess.run(healthcheck_argv(), env=env, capture_output=True, text=True, timeout=60)
 
 
@@ -578,18 +582,33 @@ def test_entrypoint_serves_the_environment_queues_and_passes_its_health_check(
             stderr=subprocess.STDOUT,
         )
     node = f"celery@{socket.gethostname()}"
+    other: subprocess.Popen[bytes] | None = None
     try:
+        # The check is about this container's worker: another node name is unhealthy. No
+        # worker answers for it, so that check waits its whole timeout: it runs meanwhile.
+        other = subprocess.Popen(
+            healthcheck_argv(),
+            env=healthcheck_env(broker, "no-such-worker"),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        # Checked once the worker says it is ready: a check while it starts waits its whole
+        # timeout for an answer (Docker's start period is for that).
         deadline = time.monotonic() + 90
-        while healthcheck(broker, socket.gethostname()).returncode != 0:
+        while "ready." not in log.read_text(errors="replace"):
             assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "never healthy:\n" + log.read_text()
+            assert time.monotonic() < deadline, "never ready:\n" + log.read_text()
+            time.sleep(0.2)
+        checked = healthcheck(broker, socket.gethostname())
+        assert checked.returncode == 0, checked.stdout + checked.stderr + log.read_text()
         inspect = Celery(broker=broker).control.inspect(destination=[node], timeout=5)
         queues = inspect.active_queues()[node]
         assert sorted(q["name"] for q in queues) == ["review", "static"]
         assert inspect.stats()[node]["pool"]["max-concurrency"] == 1
-        # The check is about this container's worker: another node name is unhealthy.
-        assert healthcheck(broker, "no-such-worker").returncode != 0
+        assert other.wait(timeout=60) != 0
     finally:
+        if other is not None and other.poll() is None:
+            other.kill()
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(timeout=30)
