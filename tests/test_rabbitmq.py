@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import CLI, Repo, make_repo, run_cli, running, verify_branch
+from conftest import Repo, make_repo, run_cli, running, verify_branch
 from redis_workers import fresh_db, unavailable, workers
 
 from verify_dag import report
@@ -128,7 +128,7 @@ def test_a_run_a_worker_holds_is_not_called_orphaned(tmp_path: Path, vhost: str)
     )
     with workers(broker, ["holder"], tmp_path / "workers", env, broker_in_env=True):
         submitted = subprocess.run(
-            [*CLI, "verify", str(repo.path), "--scope=branch", "--base=base", "--no-wait"],
+            verify_branch(repo, "--no-wait"),
             capture_output=True,
             text=True,
             timeout=60,

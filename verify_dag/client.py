@@ -267,11 +267,11 @@ def _poll(p: Plan, progress: Progress | None, *, sweep: bool) -> dict[str, Any] 
         if progress is not None:
             progress.update(p, _meta)
         failed = _first_failure(p)
-        if failed is not None and _meta(p.final_id)["status"] in states.READY_STATES:
-            # The report task ended between the first look and this one (a run that errored
-            # ends it FAILED, carrying its report): that report is the answer.
-            return _poll(p, progress, sweep=False)
         if failed is not None:
+            if _meta(p.final_id)["status"] in states.READY_STATES:
+                # The report task ended between the first look and this one (a run that
+                # errored ends it FAILED, carrying its report): that report is the answer.
+                return _poll(p, progress, sweep=False)
             # A result store that lost the run also lost the state its next phase reads
             # (tasks/stash.py), which fails that phase: the loss is what to tell.
             if lost(p):

@@ -17,10 +17,9 @@ import sys
 from pathlib import Path
 
 
-def mirror(site: Path, tree: Path) -> int:
+def mirror(site: Path, tree: Path) -> None:
     """Copy every regular ``__pycache__/*.pyc`` under ``site`` (symlinks neither followed nor
-    copied) to where the prefix ``tree`` looks for it; the number copied."""
-    copied = 0
+    copied) to where the prefix ``tree`` looks for it."""
     for top, dirs, files in os.walk(site):
         if Path(top).name != "__pycache__":
             continue
@@ -35,8 +34,6 @@ def mirror(site: Path, tree: Path) -> int:
                 continue
             dest.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, dest / name, follow_symlinks=False)
-            copied += 1
-    return copied
 
 
 if __name__ == "__main__":
