@@ -21,8 +21,8 @@ from verify_dag import jsonschemas
 from verify_dag.cli import main
 from verify_dag.contract_tool import render
 from verify_dag.contract_tool.gates_run import CriterionCheck, rewrite
+from verify_dag.errors import ContractError
 from verify_dag.reviewers.contract import oracle, parse, scope
-from verify_dag.reviewers.contract.parse import ContractError
 from verify_dag.reviewers.contract.verify import verify_contract
 
 ROOT = Path(__file__).resolve().parent.parent

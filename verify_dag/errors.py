@@ -49,3 +49,9 @@ class CalledProcessError(FatalError):
         self.argv = argv
         self.returncode = returncode
         self.stderr = stderr
+
+
+class ContractError(FatalError):
+    """A CONTRACT file (docs/contract.md) is missing, unreadable or lacks a required section:
+    verdict ERROR. Here rather than beside the parser so that mapping an error to its exit code
+    imports no reviewer."""

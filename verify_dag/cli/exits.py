@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
-from verify_dag.errors import EXIT_ERROR, EXIT_USAGE, VerifyDagError
+from verify_dag.errors import EXIT_ERROR, EXIT_USAGE, ContractError, VerifyDagError
 from verify_dag.exitcodes import FLOOR_GUARD
 
 EXIT_INTERRUPTED = 130
@@ -51,7 +51,6 @@ def rules() -> tuple[Rule, ...]:
     """The table, first match wins. Built when an error is mapped: the tools' error classes are
     not imported on every call."""
     from verify_dag.arbiter import EXIT_UNAVAILABLE, InputError, Unavailable
-    from verify_dag.reviewers.contract.parse import ContractError
 
     return (
         # The arbiter's own codes (docs/arbiter.md): 3 input, 4 AUDIT_UNAVAILABLE, its lines

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verify_dag import git
-from verify_dag.reviewers.contract.parse import ContractError
+from verify_dag.errors import ContractError
 
 
 @dataclass(frozen=True)

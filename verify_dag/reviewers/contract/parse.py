@@ -16,13 +16,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verify_dag.errors import FatalError
+from verify_dag.errors import ContractError
 
 MAX_CRITERIA = 200  # a runaway file must not become hours of commands
-
-
-class ContractError(FatalError):
-    """The contract is missing, unreadable or lacks a required section: verdict ERROR."""
 
 
 @dataclass(frozen=True)
