@@ -7,9 +7,11 @@ import json
 import os
 import re
 import subprocess
+import time
 import urllib.request
 from pathlib import Path
 
+import redis
 import yaml
 from conftest import BRANCH, CLI, Repo, verify_json
 from prometheus_client.parser import text_string_to_metric_families
@@ -142,6 +144,12 @@ def test_with_a_broker_the_queues_depth_and_the_runs_in_flight(
             env=env,
         )
         assert waited.returncode == 1, waited.stderr
+        # The report is stored a moment before its task's message is acknowledged: the
+        # workers stay up until it is, or stopping them would hand that message back.
+        held = redis.Redis.from_url(broker)
+        deadline = time.monotonic() + 30
+        while held.hlen("unacked") and time.monotonic() < deadline:
+            time.sleep(0.1)
     done = now()
     assert all(v == 0 for (name, _), v in done.items() if name == "verify_dag_queue_depth")
     assert done[("verify_dag_runs_in_flight", ())] == 0
