@@ -735,3 +735,90 @@ def test_a_new_envs_bytecode_is_in_place_and_where_a_prefix_finds_it(tmp_path: P
     expected = {p.relative_to(expected_tree): p.read_bytes() for p in expected_tree.rglob("*.pyc")}
     assert mirrored == expected
     assert list(site.rglob("__pycache__/*.pyc"))  # and in place, for runs without a prefix
+
+
+def _loaded_from_bytecode(prefix: Path, *modules: str) -> set[str]:
+    """The modules of ``modules`` that a new interpreter, its bytecode going to ``prefix``,
+    read compiled from there (``python -v`` says so) rather than compiling them again."""
+    proc = subprocess.run(
+        [sys.executable, "-v", "-c", f"import {', '.join(modules)}"],
+        env={**os.environ, "PYTHONPYCACHEPREFIX": str(prefix)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found = set()
+    for name in modules:
+        spec = importlib.util.find_spec(name)
+        assert spec is not None and spec.origin is not None
+        source = Path(spec.origin)
+        pyc = prefix / source.relative_to(source.anchor).with_suffix(
+            f".{sys.implementation.cache_tag}.pyc"
+        )
+        if f"# code object from '{pyc}'" in proc.stderr:
+            found.add(name)
+    return found
+
+
+def test_a_runs_bytecode_prefix_reads_the_interpreters_own_compiled_modules(
+    tmp_path: Path,
+) -> None:
+    """Under a prefix Python reads bytecode from it alone: a run's prefix links in the
+    interpreter's standard library and site-packages, compiled, so a suite on verify-dag's own
+    interpreter does not compile them again. A bare prefix, for comparison, reads none."""
+    modules = ("json.decoder", "email.parser", "pluggy", "_pytest.python")
+    linked = testenv_base.pycache_prefix(testenv_base.Env(), tmp_path / "pycache")
+    assert _loaded_from_bytecode(linked, *modules) == set(modules)
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    assert _loaded_from_bytecode(bare, *modules) == set()
+
+
+def test_repository_code_cannot_write_the_interpreters_bytecode_tree(
+    tmp_path: Path, sandbox_mode: str
+) -> None:
+    """The run's prefix is writable, the tree linked into it is not: a suite can neither plant
+    a module's bytecode for later runs nor replace one."""
+    from verify_dag import processes
+    from verify_dag.phases.tester.env import bytecode
+    from verify_dag.sandbox import Policy
+
+    dest = testenv_base.pycache_prefix(testenv_base.Env(), tmp_path / "pycache")
+    tree = bytecode.host_tree()
+    assert tree is not None
+    decoder = Path(importlib.util.find_spec("json.decoder").origin)  # type: ignore[union-attr,arg-type]
+    tag = sys.implementation.cache_tag
+    planted = dest / decoder.parent.relative_to("/") / f"planted.{tag}.pyc"
+    replaced = dest / decoder.relative_to("/").with_suffix(f".{tag}.pyc")
+    before = os.readlink(tree / replaced.relative_to(dest))
+    script = (
+        "import os, sys\n"
+        "for target in sys.argv[1:]:\n"
+        "    try:\n"
+        "        with open(target + '.tmp', 'wb') as fh:\n"
+        "            fh.write(b'evil')\n"
+        "        os.replace(target + '.tmp', target)\n"
+        "        print('wrote', target)\n"
+        "    except OSError as exc:\n"
+        "        print('refused', target, exc.errno)\n"
+    )
+    res = processes.run(
+        [sys.executable, "-I", "-c", script, str(planted), str(replaced)],
+        sandbox=Policy(writable=(dest,)),
+        timeout=60,
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.count("refused") == 2, res.stdout
+    assert not (tree / planted.relative_to(dest)).exists()
+    assert os.readlink(tree / replaced.relative_to(dest)) == before
+
+
+def test_the_bytecode_tree_stays_out_of_a_system_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beside the interpreter only when it runs from a venv it may write; an interpreter
+    installed in /usr (no venv) keeps its tree in verify-dag's cache instead."""
+    from verify_dag.paths import cache_root
+    from verify_dag.phases.tester.env import bytecode
+
+    assert bytecode.location() == Path(sys.prefix) / bytecode.IN_VENV
+    monkeypatch.setattr(sys, "prefix", sys.base_prefix)
+    assert bytecode.location() == cache_root() / "bytecode"

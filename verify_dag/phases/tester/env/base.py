@@ -23,7 +23,7 @@ from typing import Any
 
 from verify_dag import git, processes, url_secrets
 from verify_dag.files import file_lock, write_atomic
-from verify_dag.phases.tester.env import pyc_mirror, seal
+from verify_dag.phases.tester.env import bytecode, pyc_mirror, seal
 from verify_dag.sandbox import Policy
 
 RECIPE = "verify-dag-env-2"  # part of every key: change it when the way envs are built changes
@@ -361,12 +361,16 @@ def compile_site(python: Path, deadline: float) -> None:
 def pycache_prefix(env: Env, dest: Path) -> Path:
     """``dest`` made into a run's PYTHONPYCACHEPREFIX: writable for the run's own modules (the
     checkout's), with each venv of ``env`` that has a compiled tree linked in at its own path,
-    so the env's modules are read compiled instead of compiled again."""
+    and the host interpreter's standard library and site-packages (:mod:`.bytecode`), so the
+    modules of both are read compiled instead of compiled again."""
     dest.mkdir(parents=True, exist_ok=True)
-    for bin_dir in env.path_dirs:
-        venv = bin_dir.parent
-        for root in dict.fromkeys((venv, venv.resolve())):
-            tree = venv / PYCACHE_TREE / root.relative_to(root.anchor)
+    trees = [(bin_dir.parent, bin_dir.parent / PYCACHE_TREE) for bin_dir in env.path_dirs]
+    host = bytecode.host_tree()
+    if host is not None:
+        trees += [(source, host) for source in bytecode.sources()]
+    for source, tree_root in trees:
+        for root in dict.fromkeys((source, source.resolve())):
+            tree = tree_root / source.relative_to(source.anchor)
             link = dest / root.relative_to(root.anchor)
             if not tree.is_dir() or link.exists() or link.is_symlink():
                 continue
