@@ -13,6 +13,7 @@ from conftest import Repo, verify_json
 from fakes import logged_calls
 
 from verify_dag import resultcache
+from verify_dag.phases.static import baseline
 from verify_dag.tools import runner
 
 BRANCH = ("--scope=branch", "--base=base")
@@ -52,15 +53,41 @@ def ruff_files(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     return seen
 
 
+@pytest.fixture
+def classified(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many findings each real baseline classification was given."""
+    seen: list[int] = []
+    real = baseline.classify
+
+    def spy(scope: Any, toolchain: Any, findings: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(len(findings))
+        return real(scope, toolchain, findings, *args, **kwargs)
+
+    monkeypatch.setattr(baseline, "classify", spy)
+    return seen
+
+
 def test_an_unchanged_change_is_answered_from_the_cache(
-    scenario: Repo, tmp_path: Path, ruff_files: list[list[str]]
+    scenario: Repo, tmp_path: Path, ruff_files: list[list[str]], classified: list[int]
 ) -> None:
     rc1, first = verify_json(scenario, tmp_path, *BRANCH)
     rc2, again = verify_json(scenario, tmp_path, *BRANCH)
     assert cached(first, "static-analysis") == [] and cached(first, "tester") == []
     # Same verdict, exit code and counts; the parts that were not computed again say so.
     assert (rc2, verdict(again)) == (rc1, verdict(first)) and rc1 == 1
-    assert cached(again, "static-analysis") == ["ruff: 2 of 2 file(s)"]
+    assert cached(again, "static-analysis") == ["ruff: 2 of 2 file(s)", "baseline classification"]
+    # Whether each finding was already there at the merge base: decided once, in run 1.
+    assert classified == [1]
+
+    def static(doc: dict[str, Any]) -> list[tuple[str, Any]]:
+        return [
+            (i["title"], i["baseline"])
+            for i in doc["issues"]
+            if i["sources"] == ["static-analysis"]
+        ]
+
+    assert static(again) == static(first)
+    assert [b for _, b in static(again)] == ["introduced"]
     assert cached(again, "tester") == ["suite"]
     assert "1 passed, 1 failed" in skill(again, "tester")["notes"]
     assert "from the result cache: suite (stored 20" in skill(again, "tester")["notes"]

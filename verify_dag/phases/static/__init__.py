@@ -139,7 +139,7 @@ def run(
     problems: list[str] = []
     if scope.old_commit is not None and any(f.location is not None for f in findings):
         # The workdir is a worktree of the verified repository: its object store has old_commit.
-        findings = baseline.classify(
+        findings = baseline.classify_cached(
             scope, toolchain, findings, str(workdir), timeout, problems, env, run_id, project
         )
     notes = [_note(name, findings[part], dropped, failure) for name, part, dropped, failure in runs]

@@ -21,16 +21,22 @@ old commit) are left unclassified.
 When the baseline cannot be established (the tool fails at the merge base, the checkout fails),
 the findings keep ``baseline=None`` and the reason is appended to ``problems``: unknown is never
 reported as introduced.
+
+A classification established whole is kept in the result cache (:func:`classify_cached`): an
+unchanged re-verify neither checks the merge base out nor reads and compares the two sides again.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from verify_dag import git, tools, workspace
+from pydantic import ValidationError
+
+from verify_dag import git, resultcache, tools, workspace
 from verify_dag.errors import FatalError
 from verify_dag.models.findings import Finding
 from verify_dag.models.scope import Scope
@@ -39,6 +45,47 @@ from verify_dag.tools import runner
 from verify_dag.tools.base import RawFinding
 
 _Key = tuple[str, str]  # (rule, or title when the tool gives none; normalised line text)
+
+
+_KIND = "baseline"
+
+
+def classify_cached(
+    scope: Scope,
+    toolchain: Toolchain,
+    findings: Sequence[Finding],
+    repo: str,
+    timeout: float,
+    problems: list[str],
+    python: Path | Callable[[], tuple[Path | None, bool]] | None = None,
+    run_id: str | None = None,
+    project: str | None = None,
+) -> list[Finding]:
+    """:func:`classify`, answered from the result cache when the same findings of the same
+    change (its two commits and files, the toolchain, verify-dag and its tools) were classified
+    before; only a classification that ``problems`` says nothing about is kept."""
+    entry = resultcache.key(
+        resultcache.host_key(),
+        _KIND,
+        scope.old_commit or "",
+        scope.new_commit,
+        json.dumps([c.model_dump(mode="json") for c in scope.included], sort_keys=True),
+        toolchain.model_dump_json(),
+        json.dumps([f.model_dump(mode="json") for f in findings], sort_keys=True),
+        project or "",
+    )
+    cached = resultcache.get(_KIND, entry, "baseline classification")
+    if isinstance(cached, list) and len(cached) == len(findings):
+        try:
+            return [Finding.model_validate(f) for f in cached]
+        except ValidationError:
+            pass  # an entry of another shape: classified again, and replaced
+    said: list[str] = []
+    out = classify(scope, toolchain, findings, repo, timeout, said, python, run_id, project)
+    problems.extend(said)
+    if not said:
+        resultcache.put(_KIND, entry, [f.model_dump(mode="json") for f in out])
+    return out
 
 
 def classify(
