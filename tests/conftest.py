@@ -100,6 +100,22 @@ def calc(repo: Repo) -> Repo:
     return repo
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _session_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A home of the session's own for what runs outside a test's (module and session
+    fixtures run before ``_isolated_git``): never the developer's real caches and configs.
+    A module fixture that verified in the real home kept its results in ~/.cache/verify-dag,
+    where a later session's identical project (same tmp paths) found them: its suite never ran."""
+    home = tmp_path_factory.mktemp("session-home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(home))
+        for name in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
+            patch.delenv(name, raising=False)
+        patch.delenv("VERIFY_DAG_CACHE", raising=False)
+        patch.delenv("VERIFY_DAG_RESULT_CACHE", raising=False)
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _isolated_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     # A developer's global git config (hooks, signing, templates) must not change test outcomes.
