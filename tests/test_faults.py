@@ -167,14 +167,19 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return expected
 
 
+def stored_metas(broker: str) -> list[dict[str, Any]]:
+    """Every task meta (result_extended) the result backend at ``broker`` holds."""
+    client = redis.Redis.from_url(broker)
+    return [
+        json.loads(raw)
+        for key in client.scan_iter("celery-task-meta-*")
+        if (raw := client.get(key)) is not None
+    ]
+
+
 def task_meta(broker: str, run_id: str, name: str) -> dict[str, Any] | None:
     """The stored meta (result_extended) of the task called ``name`` in run ``run_id``."""
-    client = redis.Redis.from_url(broker)
-    for key in client.scan_iter("celery-task-meta-*"):
-        raw = client.get(key)
-        if raw is None:
-            continue
-        meta: dict[str, Any] = json.loads(raw)
+    for meta in stored_metas(broker):
         args = meta.get("args") or [{}]
         # A phase task is given a reference to the run's state (tasks/stash.py), which names it.
         if meta.get("name") == name and isinstance(args[0], dict) and args[0].get("run") == run_id:
@@ -187,12 +192,7 @@ def reviewed(broker: str, run_id: str | None = None) -> str | None:
     succeeded: the held suite is then all it has in flight, and a fault hits that alone. A
     message a worker had just taken when Redis stopped, before kombu recorded it as unacked, is
     lost (ops/README.md, "Not covered"): a fault must not land on a hand-over by chance."""
-    client = redis.Redis.from_url(broker)
-    metas = [
-        json.loads(raw)
-        for key in client.scan_iter("celery-task-meta-*")
-        if (raw := client.get(key))
-    ]
+    metas = stored_metas(broker)
     if run_id is None:
         running = [
             m["args"][0]["run"]
