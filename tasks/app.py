@@ -33,6 +33,8 @@ CELERY_BROKER_ENV = "CELERY_BROKER_URL"
 CELERY_BACKEND_ENV = "CELERY_RESULT_BACKEND"
 # A host name keeps kombu from warning that none was supplied.
 MEMORY_BROKER = "memory://localhost/"
+# kombu's memory transport, woken by sends instead of polling (imported by kombu on first use).
+MEMORY_TRANSPORT = "verify_dag.tasks.memory_transport:Transport"
 
 QUEUES = ("git", "static", "review", "test", "exercise")
 # The run's sentinel record in the result backend (client.announce) and its state once the run is
@@ -172,8 +174,9 @@ def result_backend_origin(broker: str) -> tuple[str, str]:
 
 def _transport_options(url: str) -> dict[str, float]:
     if url.startswith("memory://"):
-        # The memory transport polls once a second by default; in-process runs would wait on it.
-        return {"polling_interval": 0.002}
+        # Ours wakes on every send and acknowledgement (memory_transport.py): the interval is
+        # only its longest wait, for a message that becomes ready some other way.
+        return {"polling_interval": 0.1}
     if reliability.is_redis(url):
         # A short visibility timeout brings a killed worker's tasks back within seconds; running
         # tasks keep their own messages alive (reliability.py), so a long test suite still runs
@@ -190,7 +193,9 @@ def _fault_settings(url: str) -> dict[str, object]:
     redis = reliability.is_redis(url)
     return {
         # kombu's Redis transport with the two fixes a Redis restart needs (reliability.py).
-        "broker_transport": reliability.broker_transport(url),
+        "broker_transport": (
+            MEMORY_TRANSPORT if url.startswith("memory://") else reliability.broker_transport(url)
+        ),
         "broker_connection_retry_on_startup": True,
         "broker_connection_retry": True,
         # A fleet worker waits for its broker for as long as it takes (kombu: 2, 4, ... 30 s
