@@ -251,9 +251,11 @@ def test_the_task_list_shows_what_an_operator_needs_on_one_screen(
         f"http://{USER}:{PASSWORD}@{flower.base.removeprefix('http://')}/tasks", tmp_path
     )
     columns = re.findall(r'<th data-column="([a-z_]+)"', dom)
-    assert columns == ["name", "args", "state", "result", "started", "runtime", "worker"], dom[
-        :2000
-    ]
+    want = ["name", "args", "state", "result", "started", "runtime", "worker"]
+    # Once DataTables has laid the table out (scrollX), the header row is there twice: its
+    # scrolling head and the table's own. Whether it has by the time the DOM is dumped depends
+    # on the machine's load.
+    assert columns in (want, want + want), dom[:2000]
 
 
 def test_an_operator_reads_the_runs_verdict_where_its_tasks_are_listed(
