@@ -24,6 +24,7 @@ from verify_dag.models import (
 from verify_dag.models.source import parse_source
 from verify_dag.phases import debugger, scope, tester
 from verify_dag.phases.debugger.signature import EVIDENCE_CAP
+from verify_dag.phases.tester.env import host
 
 PYTEST = Toolchain(
     commands=(
@@ -106,7 +107,9 @@ def test_pre_existing_new_and_added_failures(branch: tuple[Repo, Path]) -> None:
     assert new.touched_by_diff == ("src/calc.py",)
     base = repo.git("rev-parse", "base")
     assert f"a scratch worktree of {base}" in new.command
-    assert new.command.split()[1:6] == ["-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    # On verify-dag's interpreter, as the tester ran it: without its dependencies' plugins.
+    head = ["-m", "pytest", *host.not_ours(), "-q", "-p", "no:cacheprovider"]
+    assert new.command.split()[1 : 1 + len(head)] == head
     assert new.command.split("  (cwd:")[0].endswith("--tb=long tests/test_calc.py::test_add")
 
     old = got["tests/test_calc.py::test_sub"]

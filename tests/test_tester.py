@@ -17,6 +17,7 @@ from verify_dag.models.scope import FileChange, LineRange, Scope
 from verify_dag.models.toolchain import Command, EngineerContext, Toolchain
 from verify_dag.phases import tester, triage
 from verify_dag.phases.tester import coverage
+from verify_dag.phases.tester.env import host
 
 PYTEST = Toolchain(
     commands=(
@@ -485,9 +486,10 @@ def test_declared_arguments_after_a_double_dash_stay_paths(tmp_path: Path) -> No
     assert out.status == "PASSED", out.findings
     assert out.notes == "1 passed, 0 failed, 0 errors, 0 skipped (pytest junit)"
     assert out.evidence is not None
-    assert out.evidence.command.endswith(
-        "-p _verify_dag_outcomes -o timeout=300 -- tests/test_a.py"
-    )
+    # verify-dag's own options (and, on its interpreter, its dependencies' plugins turned off)
+    # come before the `--`, the declared paths after it.
+    ours = ["-p", "_verify_dag_outcomes", "-o", "timeout=300", *host.not_ours()]
+    assert out.evidence.command.endswith(" ".join([*ours, "--", "tests/test_a.py"]))
     assert " -q " not in out.evidence.command  # the declared -v stands
 
 

@@ -36,10 +36,11 @@ from verify_dag.phases.claims.anchors import (
 )
 from verify_dag.phases.claims.budget import Budget, BudgetExhausted
 from verify_dag.phases.claims.models import Claim, ClaimVerdict
+from verify_dag.phases.tester.env import host
 from verify_dag.phases.tester.env.base import Runner
 from verify_dag.sandbox import Policy, SandboxRequired
 from verify_dag.tools import runner
-from verify_dag.tools.base import ToolSpec, python_tool_argv
+from verify_dag.tools.base import ToolSpec
 
 Judge = Callable[[Claim, Anchor, "Surface", Budget, "str | None"], ClaimVerdict]
 
@@ -253,11 +254,12 @@ def _test(claim: Claim, s: Surface, budget: Budget) -> ClaimVerdict:
         return cached.model_copy(update={"claim_id": claim.id})
     if s.workdir is None:
         return unverifiable(claim, s, "no checkout to run the test in", method="test")
-    # verify-dag's own interpreter without pytest re-runs with the pytest on PATH, as the
-    # tester ran it (tools.base.python_tool_argv); a project env always has pytest.
+    # verify-dag's own interpreter re-runs as the tester ran it (tester/env/host.py): without
+    # the plugins of verify-dag's own dependencies, with the pytest on PATH when it has none; a
+    # project env always has pytest.
     pytest = [s.python, "-m", "pytest"]
     if s.python == sys.executable and s.runner is None:
-        pytest = python_tool_argv("pytest") or pytest
+        pytest = host.pytest_argv() or pytest
     argv = [
         *pytest,
         "-q",

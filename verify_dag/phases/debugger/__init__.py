@@ -55,9 +55,9 @@ from verify_dag.phases.debugger.signature import (
 from verify_dag.phases.exerciser import exercise
 from verify_dag.phases.tester import env as testenv
 from verify_dag.phases.tester import pytest_command
+from verify_dag.phases.tester.env import host
 from verify_dag.phases.tester.env.base import Runner
 from verify_dag.sandbox import Policy
-from verify_dag.tools.base import python_tool_argv
 
 log = logging.getLogger(__name__)
 
@@ -91,9 +91,9 @@ def pytest_argv() -> list[str] | None:
 
     When the repository declares what its tests need, the provisioned environment's own
     interpreter is used instead (see ``_diagnose``); this is the interpreter otherwise, the same
-    one the tester falls back to.
+    one the tester falls back to, with the same plugins turned off (:mod:`..tester.env.host`).
     """
-    return python_tool_argv("pytest")
+    return host.pytest_argv()
 
 
 def _nodeid(f: Finding) -> str | None:

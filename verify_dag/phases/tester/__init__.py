@@ -42,6 +42,7 @@ from verify_dag.phases.tester import (
 )
 from verify_dag.phases.tester import env as testenv
 from verify_dag.phases.tester.coverage import CoverageData
+from verify_dag.phases.tester.env import host
 from verify_dag.phases.tester.env.base import Env, purelib, pycache_prefix
 from verify_dag.phases.tester.outcome import (
     SKILL,
@@ -251,6 +252,8 @@ def _pytest(
             "-p",
             junit_plugin.PLUGIN,
             *_per_test_limit(env, kept, per_test_timeout),
+            # On verify-dag's own interpreter: without its dependencies' plugins (env/host.py).
+            *(host.not_ours() if env.python is None and base[0] == sys.executable else ()),
         ]
         end = kept.index("--") if "--" in kept else len(kept)  # after `--`, all are paths
         argv = [*base, *quiet, *kept[:end], *ours, *kept[end:]]

@@ -61,17 +61,23 @@ def location() -> Path:
     return cache_root() / "bytecode"
 
 
+def key() -> str:
+    """This interpreter and what is installed in it: its path, its version and the mtimes of
+    :func:`sources`, which change when a package is installed or removed. Raises OSError."""
+    h = hashlib.sha256(f"{FORMAT}\0{sys.version}\0{os.path.realpath(sys.executable)}".encode())
+    for root in sources():
+        h.update(f"\0{root}\0{root.stat().st_mtime_ns}".encode())
+    return h.hexdigest()[:24]
+
+
 def host_tree() -> Path | None:
     """The mirrored tree of :func:`sources`, built on first use; None when it cannot be (the run
     then compiles what it imports). Keyed by the interpreter and the directories' mtimes, which
     change when a package is installed or removed; a new key's tree replaces the older ones."""
     roots = sources()
-    h = hashlib.sha256(f"{FORMAT}\0{sys.version}\0{os.path.realpath(sys.executable)}".encode())
     try:
-        for root in roots:
-            h.update(f"\0{root}\0{root.stat().st_mtime_ns}".encode())
         home = location()
-        tree = home / h.hexdigest()[:24]
+        tree = home / key()
         if tree.is_dir():
             return tree
         home.mkdir(parents=True, exist_ok=True)
@@ -91,8 +97,12 @@ def host_tree() -> Path | None:
             if not tree.is_dir():  # unless another run renamed its own into place first
                 raise
         for old in home.iterdir():
-            if old != tree and not old.name.startswith(".building-"):
-                shutil.rmtree(old, ignore_errors=True)
+            # What else is kept per key (host.py's plugin list) is named after the key too.
+            if not old.name.startswith((tree.name, ".building-")):
+                if old.is_dir():
+                    shutil.rmtree(old, ignore_errors=True)
+                else:
+                    old.unlink(missing_ok=True)
         return tree
     except OSError as exc:
         log.warning("the interpreter's bytecode could not be mirrored: %s", exc)
