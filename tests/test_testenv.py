@@ -372,23 +372,41 @@ def test_node_modules_cached_by_lockfile_and_linked(tmp_path: Path) -> None:
 
 def test_a_nox_test_session_declares_the_env(tmp_path: Path) -> None:
     files = {k: v for k, v in TINYPKG.items() if k != "requirements-test.txt"}
+    # referencing's shape: the session's pytest line names what it runs, as an absolute path
+    # built in the noxfile, after its posargs, with variables of its own; the other test file
+    # is not part of it (collected, it would fail on its import).
+    files["tests/test_elsewhere.py"] = "import not_installed_anywhere\n"
+    files["tests/test_vars.py"] = (
+        "import os\n\ndef test_session_variables():\n    assert os.environ['NOX_SET'] == 'yes'\n"
+    )
     files["noxfile.py"] = (
-        "import nox\n\n\n@nox.session\ndef lint(session):\n    session.install('ruff')\n\n\n"
+        "import pathlib\nimport nox\n\nHERE = pathlib.Path(__file__).parent\n\n\n"
+        "@nox.session\ndef lint(session):\n    session.install('ruff')\n\n\n"
         "@nox.session(python=['3.11'])\ndef tests(session):\n"
-        "    session.install('./vendor/tinypkg')\n    session.run('pytest')\n"
+        "    session.install('./vendor/tinypkg')\n"
+        "    session.run('python', '-c', 'print(1)')\n"
+        "    session.env['NOX_SET'] = 'yes'\n"
+        "    session.run('pytest', *session.posargs, HERE / 'tests' / 'test_tiny.py',"
+        " 'tests/test_vars.py')\n"
         # stamina's shape: the test session notifies a report session, whose venv nox makes
         # in the same run, after the test session's.
         "    session.notify('report')\n\n\n"
         "@nox.session\ndef report(session):\n    session.install('iniconfig')\n"
+        "    session.run('pytest', 'tests/test_elsewhere.py')\n"
     )
     repo = write(tmp_path / "noxrepo", files)
     outcome, _ = tester.run_with_coverage(
         whole("tests/test_tiny.py"), PYTEST, repo, 300, cache_dir=tmp_path / "cache"
     )
     # The package exists only through the nox session's install: the suite ran in that env,
-    # which nox built (the lint session was not chosen: it runs no tests).
-    assert outcome.notes.startswith("4 passed, 1 failed, 0 errors, 1 skipped"), outcome.notes
+    # which nox built (the lint session was not chosen: it runs no tests), with the line its
+    # test session runs (not the notified session's, not its python line), with its variables.
+    assert outcome.notes.startswith("5 passed, 1 failed, 0 errors, 1 skipped"), outcome.notes
     assert outcome.notes.endswith("; env from nox session tests-3.11"), outcome.notes
+    with testenv.runtime(repo, PYTEST, tmp_path / "cache") as env:
+        pass
+    assert env.commands == (("pytest", "tests/test_tiny.py", "tests/test_vars.py"),)
+    assert ("NOX_SET", "yes") in env.variables
 
 
 def test_tox_commands_select_the_same_tests_as_a_venv_built_by_hand(tmp_path: Path) -> None:

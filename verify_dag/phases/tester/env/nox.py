@@ -3,9 +3,11 @@
 A noxfile is Python: what a session installs is whatever its code does, so it is not read, it is
 run. ``nox --list --json`` names the sessions and their interpreters; ``nox -s S --install-only``
 runs the chosen session with every ``session.run`` skipped, which leaves its venv holding exactly
-what the session installs (the project included, built from the checkout). The suite then runs
-on that venv's interpreter with the tester's own pytest line; coverage and pytest-timeout are
-added to the venv by uv, as for every env the tester measures.
+what the session installs (the project included, built from the checkout). The lines those
+skipped ``session.run`` calls would have run are recorded as nox resolved them (posargs, paths,
+``env=``), and the first that runs pytest is the suite's line, as a tox env's ``commands`` are.
+The suite then runs on that venv's interpreter with that line and the tester's own options;
+coverage and pytest-timeout are added to the venv by uv, as for every env the tester measures.
 
 nox's venvs live under verify-dag's cache, one directory per declaration and interpreter, built
 once per checkout and held shared while a run uses them (``--reuse-venv yes``: the session's
@@ -26,6 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from verify_dag import processes
+from verify_dag.phases.tester import pytest_command
 from verify_dag.phases.tester.env.base import (
     Env,
     cache_dir,
@@ -42,6 +45,36 @@ from verify_dag.phases.tester.env.tox import EXTRA_DEPS
 from verify_dag.phases.tester.env.toxchoice import tox_env
 from verify_dag.sandbox import Policy
 
+# nox itself, with ``Session.run`` (the session's public API) wrapped: under --install-only
+# nox skips the call, and the wrapper first writes down the line and the variables it was
+# given, one JSON object per call, to the file named by _LINES_VAR. Run with -c: run as a file,
+# its directory would come first on sys.path, and this module is named nox too.
+_LINES_VAR = "VERIFY_DAG_NOX_LINES"
+_RECORDER = f"""
+import json, os, sys
+import nox.sessions
+from nox.__main__ import main
+
+_run = nox.sessions.Session.run
+
+def run(self, *args, **kwargs):
+    if self._runner.global_config.install_only and args and not callable(args[0]):
+        env = kwargs.get("env") or {{}}
+        line = {{
+            "session": self.name,
+            "args": [os.fspath(a) for a in args],
+            "env": {{
+                k: v for k, v in {{**self.env, **env}}.items() if isinstance(v, str)
+            }},
+        }}
+        with open(os.environ["{_LINES_VAR}"], "a", encoding="utf-8") as out:
+            out.write(json.dumps(line) + "\\n")
+    return _run(self, *args, **kwargs)
+
+nox.sessions.Session.run = run
+sys.argv[0] = "nox"
+sys.exit(main())
+"""
 _TEST_NAME = re.compile(r"^(?:tests?|pytest|unit|unittests?|test[-_].*|tests[-_].*)$")
 NAME = "nox"
 # The files nox reads its configuration from, whose own syntax errors it stops on.
@@ -157,9 +190,13 @@ def _build(
     workdir: Path, cache: Path, envdir: Path, name: str, policy: Policy, deadline: float
 ) -> Env:
     source = f"nox session {name}"
+    lines = envdir / f".lines-{os.getpid()}.jsonl"
+    lines.unlink(missing_ok=True)
     res = processes.run(
         [
-            *_nox(),
+            sys.executable,
+            "-c",
+            _RECORDER,
             "-s",
             name,
             "--install-only",
@@ -172,9 +209,10 @@ def _build(
         ],
         cwd=workdir,
         timeout=left(deadline),
-        env=_env(envdir),
+        env={**_env(envdir), _LINES_VAR: str(lines)},
         sandbox=policy,
     )
+    commands, variables = _pytest_lines(lines, name, workdir)
     if res.returncode != 0 or res.timed_out:
         return Env(
             source=source, error=redacted(f"nox -s {name} --install-only failed: {tail(res)}")
@@ -201,4 +239,43 @@ def _build(
         builder=NAME,
         name=name,
         path_dirs=(bin_dir,),
+        commands=commands,
+        variables=variables,
     )
+
+
+def _pytest_lines(
+    lines: Path, name: str, workdir: Path
+) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, str], ...]]:
+    """The pytest lines session ``name`` would have run (and the variables of the first), from
+    the recorder's file, which goes; paths into the checkout made relative to it, where nox runs
+    its commands, so the line reads as written and holds on a copy of the checkout."""
+    try:
+        text = lines.read_text(encoding="utf-8")
+    except OSError:
+        return (), ()
+    finally:
+        lines.unlink(missing_ok=True)
+    root = workdir.resolve()
+    commands: list[tuple[str, ...]] = []
+    variables: tuple[tuple[str, str], ...] = ()
+    for raw in text.splitlines():
+        try:
+            call = json.loads(raw)
+            argv = tuple(_relative(str(a), root) for a in call["args"])
+            env = call.get("env") or {}
+        except (ValueError, KeyError, TypeError):
+            continue
+        if call.get("session") != name or pytest_command.args(argv) is None:
+            continue
+        if not commands:
+            variables = tuple((str(k), str(v)) for k, v in env.items())
+        commands.append(argv)
+    return tuple(commands), variables
+
+
+def _relative(arg: str, root: Path) -> str:
+    path = Path(arg)
+    if not path.is_absolute() or not path.is_relative_to(root):
+        return arg
+    return path.relative_to(root).as_posix() or "."
