@@ -178,6 +178,65 @@ def test_an_id_pytest_cannot_find_and_the_diff_does_not_define_is_undetermined(
     assert "the diff adds no definition of test_clear in tests/test_calc.py" in d.evidence
 
 
+YAML_COLLECTOR = """import pytest
+
+
+def pytest_collect_file(parent, file_path):
+    if file_path.suffix == ".yml" and file_path.name.startswith("test_"):
+        return YamlFile.from_parent(parent, path=file_path)
+
+
+class YamlFile(pytest.File):
+    def collect(self):
+        for line in self.path.read_text().splitlines():
+            name, _, value = line.partition(":")
+            yield YamlItem.from_parent(self, name=name.strip(), value=value.strip())
+
+
+class YamlItem(pytest.Item):
+    def __init__(self, *, value, **kw):
+        super().__init__(**kw)
+        self.value = value
+
+    def runtest(self):
+        assert self.value == "ok", self.value
+
+    def reportinfo(self):
+        return self.path, 0, self.name
+"""
+
+
+def test_items_the_base_does_not_collect_are_new(repo: Repo) -> None:
+    """attrs 23.2.0's shape: YAML test files are collected by a plugin the head installs and
+    the base does not, so at the base no collector takes the file, which is there all along;
+    and a YAML file the diff adds. Neither holds a test of the base's suite: both are new. A
+    test whose module the base collects but whose id it lacks stays undetermined (above)."""
+    repo.write("pyproject.toml", CONFIG)
+    repo.write("tests/test_items.yml", "case_a: broken\n")
+    repo.write("tests/test_a.py", "def test_a():\n    pass\n")
+    repo.commit("base")
+    repo.git("tag", "base")
+    repo.write("tests/conftest.py", YAML_COLLECTOR)
+    repo.write("tests/test_more.yml", "case_b: broken\n")
+    repo.commit("collect the YAML items")
+    diagnoses = {
+        d.failure: d for d in debugger.run(verify(repo, scope="branch", base="base")).diagnoses
+    }
+    assert sorted(diagnoses) == ["tests/test_items.yml::case_a", "tests/test_more.yml::case_b"]
+    kept = diagnoses["tests/test_items.yml::case_a"]
+    assert kept.pre_existing == "no", kept.evidence
+    assert kept.evidence.startswith(
+        "pytest exited 4: the merge base's own configuration collects no test from "
+        "tests/test_items.yml"
+    )
+    assert "no match in any of [<Dir tests>]" in kept.evidence
+    added = diagnoses["tests/test_more.yml::case_b"]
+    assert added.pre_existing == "no", added.evidence
+    assert added.evidence.startswith(
+        "pytest exited 4: tests/test_more.yml does not exist at the merge base"
+    )
+
+
 def test_usage_error_at_the_base_stays_undetermined(repo: Repo) -> None:
     """pytest's exit 4 is also a usage error: a base whose options pytest rejects says nothing
     about whether the test exists there."""

@@ -10,7 +10,9 @@ Tests. A failing test is re-run alone (under its old path when the diff renamed 
 the base's own env built the way the verified commit's was (the same builder, and the same env
 where the base declares it; through tox when tox builds it). A test that timed out in the
 tester's run is re-run under a short limit (:data:`HANG_LIMIT`), never the full one again. One
-the base lacks is "no" only when the diff adds its definition, else "undetermined". One that
+the base lacks is "no" only when the diff adds its definition or its file, or when the base's
+own configuration collects nothing from its file (no collector there takes a YAML file a
+plugin collects here), else "undetermined". One that
 fails at the base is "yes" only when it fails the same way: the exception class of pytest's
 crash line (``path:line: ExcType``; line numbers move), or without one (``--tb=short``) the
 first line of the failure message.
@@ -71,6 +73,9 @@ _TEST_TITLE = "Test failed: "  # the tester's title for one failing test (nodeid
 _COMMAND_TITLE = "Test command failed: "  # the tester's title for a non-pytest runner
 # pytest's exit 4 when the node id names no file or no test: the test is not at the base.
 _NOT_FOUND = re.compile(r"^ERROR: (?:file or directory )?not found: ", re.MULTILINE)
+# pytest 8's words when an argument's file is never collected: the match stopped at its
+# directory, not at a module (``(no match in any of [<Module test_x.py>])`` is a missing test).
+_UNCOLLECTED = re.compile(r"^\(no match in any of \[<(?:Dir|Package) [^\]]*\]\)$", re.MULTILINE)
 # pytest's exit codes that mean "the test could not be run as asked" at the base.
 _UNRUNNABLE = {
     2: "collection errors at the merge base (or the run was interrupted)",
@@ -355,6 +360,22 @@ def _rerun(
                 "no",
                 "pytest exited 4: the test does not exist at the merge base, so it "
                 "cannot have failed there (the diff adds its definition)",
+            )
+        if base_text is None and at_head(path) is not None:
+            return verdict(
+                "no",
+                f"pytest exited 4: {old or path} does not exist at the merge base, so no test "
+                "of it can have failed there (the diff adds the file)",
+            )
+        if base_text is not None and _UNCOLLECTED.search(output):
+            # pytest matched no node for the file itself: at the base, no collector takes it
+            # (a plugin that collects such files is not installed or not configured there, or
+            # the base's conftest ignores it), so the base's own suite holds none of its tests.
+            return verdict(
+                "no",
+                f"pytest exited 4: the merge base's own configuration collects no test from "
+                f"{old or path} (pytest matched no node for the file), so none of its tests "
+                "can have failed there",
             )
         return verdict(
             "undetermined",
