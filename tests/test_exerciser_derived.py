@@ -38,11 +38,13 @@ MONEY = '''def cents(amount):
 '''
 
 
-def state(repo: Repo, sha: str, *changes: FileChange) -> RunState:
+def state(repo: Repo, sha: str, *changes: FileChange, merge_base: str | None = None) -> RunState:
     return RunState(
         run_id="r",
         request=VerifyRequest(source=parse_source(str(repo.path))),
-        scope=Scope(mode="branch", new_commit=sha, head_sha=sha, included=changes),
+        scope=Scope(
+            mode="branch", new_commit=sha, head_sha=sha, included=changes, merge_base=merge_base
+        ),
         engineer=engineer.run(str(repo.path), sha),
     )
 
@@ -71,6 +73,29 @@ def test_a_console_script_runs_with_help_and_so_does_its_changed_subcommand(repo
     assert "shop --help: ok" in out.notes and "shop checkout --help: ok" in out.notes
     assert "import shop.cli: ok" in out.notes  # the project runs no doctests
     assert not out.findings
+
+
+def test_a_console_script_sees_its_argv_when_its_module_is_imported(repo: Repo) -> None:
+    """pygments' shape: ``def main(args=sys.argv)`` binds sys.argv when the module is
+    imported, as a console script's wrapper has it then; the probe's own arguments there made
+    pygmentize refuse them (a severity-8 false alarm on a clean release)."""
+    repo.write(
+        "pyproject.toml",
+        '[project]\nname = "tool"\nversion = "1"\n[project.scripts]\ntool = "tool.cli:main"\n',
+    )
+    repo.write("tool/__init__.py", "")
+    repo.write(
+        "tool/cli.py",
+        # Its own --help, read after parsing, as pygmentize's: argparse's would exit first.
+        "import argparse\nimport sys\n\n\ndef main(args=sys.argv):\n"
+        "    parser = argparse.ArgumentParser(prog='tool', add_help=False)\n"
+        "    parser.add_argument('-h', '--help', action='store_true')\n"
+        "    parser.parse_args(args[1:])\n    return 0\n",
+    )
+    sha = repo.commit()
+    out = exerciser.run(state(repo, sha, changed("tool/cli.py", 6)))
+    assert out.status == "PASSED", out.notes
+    assert "tool --help: ok" in out.notes and not out.findings
 
 
 def test_changed_modules_are_imported_and_a_failing_doctest_fails_the_exercise(
@@ -112,6 +137,52 @@ def test_a_project_that_runs_no_doctests_has_its_modules_imported_only(repo: Rep
     declared = exerciser.run(state(repo, sha, changed("shop/money.py", 7)))
     assert declared.status == "FAILED"  # declared, the same example is the project's own check
     assert "import shop.money (and its doctests): FAIL" in declared.notes
+
+
+def test_a_probe_that_fails_the_same_way_at_the_merge_base_is_no_check_of_the_change(
+    repo: Repo,
+) -> None:
+    """The corpus' false alarms: findpython's Windows-only module (``assert sys.platform ==
+    "win32"`` at import), execnet's scripts that read their argv at import, semver's doctests
+    that need the project's pytest fixtures. Each failing probe runs again at the merge base,
+    and one that fails there the same way says nothing of the change: told, not a finding.
+    One the change breaks stays a finding, and a change whose every probe fails at the base
+    as here is no pass."""
+    repo.write("shop/__init__.py", "")
+    repo.write("shop/winreg.py", "import sys\n\nassert sys.platform == 'win32'\nVERSION = 1\n")
+    repo.write("shop/cart.py", "TOTAL = 1\n")
+    base = repo.commit("base")
+    repo.write("shop/winreg.py", "import sys\n\nassert sys.platform == 'win32'\nVERSION = 2\n")
+    repo.write("shop/cart.py", "TOTAL = 2\n")
+    head = repo.commit("both changed")
+    both = (changed("shop/winreg.py", 4), changed("shop/cart.py", 1))
+    out = exerciser.run(state(repo, head, *both, merge_base=base))
+    assert out.status == "PASSED", out.notes
+    assert out.notes.startswith(
+        "PASSED: 1 of 2 derived exercise(s) succeeded; 1 fail the same way at the merge base"
+    )
+    assert (
+        "import shop.winreg: exited 1, and the same at the merge base (AssertionError): "
+        "no check of this change" in out.notes
+    )
+    assert "import shop.cart: ok" in out.notes and not out.findings
+    # Without a base to look at, the failure is reported as before, and why is said.
+    alone = exerciser.run(state(repo, head, *both))
+    assert alone.status == "FAILED" and len(alone.findings) == 1
+    assert "the failures were not looked at the merge base: a whole-file scope" in alone.notes
+    # Only the module of another platform changed: nothing shows the change working.
+    only = exerciser.run(state(repo, head, changed("shop/winreg.py", 4), merge_base=base))
+    assert only.status == "BLOCKED" and not only.findings
+    assert only.notes.startswith("NO_EXERCISE_STRATEGY: every exercise derived from the")
+    # The change breaks a module that imports at the base: the change's failure.
+    repo.write("shop/cart.py", "TOTAL = 1 / 0\n")
+    broken = repo.commit("cart broken")
+    bad = exerciser.run(state(repo, broken, *both, merge_base=base))
+    assert bad.status == "FAILED"
+    (finding,) = bad.findings
+    assert finding.title == "Derived exercise failed: import shop.cart"
+    assert "ZeroDivisionError" in finding.description
+    assert "1 fail the same way at the merge base" in bad.notes
 
 
 def test_when_nothing_can_be_derived_it_is_the_specifications_severity_9_finding(

@@ -28,11 +28,13 @@ import re
 import sys
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
-from verify_dag import processes, resultcache
+from verify_dag import processes, resultcache, workspace
+from verify_dag.errors import VerifyDagError
 from verify_dag.models import EngineerContext, Finding, RunState, Scope, Toolchain
+from verify_dag.models.findings import BuiltEnv
 from verify_dag.phases import gates
 from verify_dag.phases.exerciser import probes
 from verify_dag.phases.exerciser.exercise import SKILL, Exercise, failure_finding
@@ -216,9 +218,9 @@ def subcommands(wt: Path, scope: Scope, paths: list[str]) -> list[str]:
 
 def exercise(
     plan: Strategy, wt: Path, env: Env, variables: dict[str, str], entry: str | None = None
-) -> Exercise:
-    """Run the probes in the run's environment, each in the sandbox; PASSED only when every
-    one succeeded. ``entry``: where the result cache keeps their results."""
+) -> list[processes.Result]:
+    """Run the probes in the run's environment, each in the sandbox, and give their results in
+    order. ``entry``: where the result cache keeps them."""
     # No env to install: the suite runs on our interpreter, and so does this.
     python = str(env.python) if env.python is not None else sys.executable
     inner = {**variables, "PYTHONPATH": str(plan.root)}
@@ -244,18 +246,41 @@ def exercise(
     if entry is not None and not any(r.timed_out for r in results):
         kept = [[r.returncode, r.stdout[-probes.KEPT :], r.stderr[-probes.KEPT :]] for r in results]
         resultcache.put(probes.KIND, entry, kept)
-    return judged(plan, results)
+    return results
 
 
-def judged(plan: Strategy, results: list[processes.Result]) -> Exercise:
-    """The exercise the probes' results make: PASSED only when every one succeeded."""
+def failed(res: processes.Result) -> bool:
+    return res.returncode != 0 or res.timed_out
+
+
+def judged(
+    plan: Strategy,
+    results: list[processes.Result],
+    at_base: dict[int, processes.Result] | None = None,
+    unchecked: str = "",
+) -> Exercise:
+    """The exercise the probes' results make: a failing probe is a finding unless the same
+    probe fails the same way at the merge base (``at_base``, by the probe's index): then it
+    says nothing of this change (a module of another platform, a script that reads its argv
+    at import, doctests that need the project's own runner) and is told in the notes only.
+    PASSED when no probe failed for the change and at least one succeeded. ``unchecked``: why
+    the failures could not be looked at the base."""
     ex = Exercise("PASSED", "")
     done: list[str] = []
-    for probe, res in zip(plan.probes, results, strict=True):
+    before = 0
+    for index, (probe, res) in enumerate(zip(plan.probes, results, strict=True)):
         said = _said(probe, res)
-        if res.returncode != 0 or res.timed_out:
+        if failed(res):
             seen = gates.excerpt(res.stderr, tail=True) or gates.excerpt(res.stdout, tail=True)
             got = "timed out" if res.timed_out else f"exited {res.returncode}"
+            there = (at_base or {}).get(index)
+            if there is not None and probes.same_failure(res, there):
+                done.append(
+                    f"{probe.label}: {got}, and the same at the merge base "
+                    f"({probes.last_line(res) or 'no output'}): no check of this change"
+                )
+                before += 1
+                continue
             ex.findings.append(
                 failure_finding(
                     f"Derived exercise failed: {probe.label}",
@@ -265,15 +290,28 @@ def judged(plan: Strategy, results: list[processes.Result]) -> Exercise:
             done.append(f"{probe.label}: FAIL ({got})")
         else:
             done.append(f"{probe.label}: ok{said}")
-    failed = len(ex.findings)
-    if failed:
+    count = len(ex.findings)
+    ok = len(plan.probes) - count - before
+    also = f"; {before} fail the same way at the merge base" if before else ""
+    if count:
         ex.status = "FAILED"
-        ex.note = f"FAILED: {failed} of {len(plan.probes)} derived exercise(s) failed"
+        ex.note = f"FAILED: {count} of {len(plan.probes)} derived exercise(s) failed{also}"
+    elif ok:
+        ex.note = f"PASSED: {ok} of {len(plan.probes)} derived exercise(s) succeeded{also}"
+        if not before:
+            ex.note = f"PASSED: {ok} derived exercise(s) succeeded"
     else:
-        ex.note = f"PASSED: {len(plan.probes)} derived exercise(s) succeeded"
+        # Nothing ran that shows the change working: not a pass.
+        ex.status = "BLOCKED"
+        ex.note = (
+            "NO_EXERCISE_STRATEGY: every exercise derived from the project's declarations "
+            "fails the same way at the merge base, so none shows the change working"
+        )
     ex.details.append(
         "exercised as the project declares it (nothing declared to exercise it): " + "; ".join(done)
     )
+    if count and unchecked:
+        ex.details.append(f"the failures were not looked at the merge base: {unchecked}")
     return ex
 
 
@@ -333,23 +371,62 @@ def instead(state: RunState, wt: Path, declared: Exercise) -> Exercise:
             out = no_strategy(plan.why_none, where)
         else:
             out = Exercise("BLOCKED", f"NO_EXERCISE_STRATEGY: {plan.why_none}: nothing to exercise")
-    elif known := probes.remembered(entry := probes.memo_key(plan, wt), len(plan.probes)):
-        # The same probes on the same code: their results, without building the env to run
-        # them in (the tree declares it, as for the suite's results).
-        out = judged(plan, known)
     else:
-        with testenv.runtime(wt, state.toolchain or Toolchain()) as tenv:
-            if tenv.error is not None:
-                out = Exercise(
-                    "BLOCKED",
-                    "NO_EXERCISE_STRATEGY: the exercise derived from the project's "
-                    f"declarations could not run: its environment failed ({tenv.error})",
-                )
-            else:
-                variables = testenv.suite_env(tenv, {"PYTHONDONTWRITEBYTECODE": "1"})
-                out = exercise(plan, wt, tenv, variables, entry)
+        results, error = _results(state, plan, wt)
+        if results is None:
+            out = Exercise(
+                "BLOCKED",
+                "NO_EXERCISE_STRATEGY: the exercise derived from the project's "
+                f"declarations could not run: its environment failed ({error})",
+            )
+        else:
+            failing = [i for i, res in enumerate(results) if failed(res)]
+            at_base, unchecked = _at_base(state, plan, wt, failing) if failing else ({}, "")
+            out = judged(plan, results, at_base, unchecked)
     # Review gates with a CHECK ran in the declared exercise: their results and failures stand.
     out.gates = [*declared.gates, *out.gates]
     out.findings = [*declared.findings, *out.findings]
     out.details = [*declared.details, *out.details]
     return out
+
+
+def _results(
+    state: RunState, plan: Strategy, wt: Path, want: BuiltEnv | None = None
+) -> tuple[list[processes.Result] | None, str]:
+    """The probes' results in ``wt``'s env (its builder's ``want`` env, when given), from the
+    result cache when the same probes ran on the same code (without building the env: the tree
+    declares it, as for the suite's results); None and why when the env could not be built."""
+    entry = probes.memo_key(plan, wt)
+    known = probes.remembered(entry, len(plan.probes))
+    if known is not None:
+        return known, ""
+    with testenv.runtime(wt, state.toolchain or Toolchain(), want=want) as tenv:
+        if tenv.error is not None:
+            return None, tenv.error
+        variables = testenv.suite_env(tenv, {"PYTHONDONTWRITEBYTECODE": "1"})
+        return exercise(plan, wt, tenv, variables, entry), ""
+
+
+def _at_base(
+    state: RunState, plan: Strategy, wt: Path, failing: list[int]
+) -> tuple[dict[int, processes.Result], str]:
+    """The failing probes run again at the merge base, in its env built as the suite's was
+    (the same builder and env): their results by index, or why they could not be."""
+    assert state.scope is not None
+    base = state.scope.merge_base or state.scope.old_commit
+    if base is None:
+        return {}, f"a whole-file scope ({state.scope.mode}) has no base commit"
+    want = next((o.env for o in state.outcomes if o.skill == "tester" and o.env), None)
+    try:
+        with workspace.checkout(state.run_id, state.request.repo, base) as bwt:
+            there = replace(
+                plan,
+                probes=tuple(plan.probes[i] for i in failing),
+                root=bwt / plan.root.relative_to(wt),
+            )
+            results, error = _results(state, there, bwt, want)
+    except VerifyDagError as exc:
+        return {}, f"could not check out the merge base {base}: {exc.message}"
+    if results is None:
+        return {}, f"the merge base's environment could not be built ({error})"
+    return dict(zip(failing, results, strict=True)), ""

@@ -4,6 +4,7 @@ for all of them, and their results in the result cache (verify_dag/resultcache.p
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -24,15 +25,16 @@ _IMPORT = (
     "sys.exit(1 if r.failed else 0)\n"
 )
 DOCTEST = "doctest"  # the module probe's last argument when its doctests are to run
-# What a console script's wrapper does: the entry point called with the given argv.
+# What a console script's wrapper does: the entry point called with the given argv, which is
+# sys.argv before the module is imported (pygments' `def main(args=sys.argv)` reads it then).
 _SCRIPT = (
     "import importlib, sys\n"
     "name, target, *args = sys.argv[1:]\n"
+    "sys.argv = [name, *args]\n"
     "module, _, attr = target.partition(':')\n"
     "obj = importlib.import_module(module.strip())\n"
     "for part in attr.strip().split('.'):\n"
     "    obj = getattr(obj, part)\n"
-    "sys.argv = [name, *args]\n"
     "sys.exit(obj())\n"
 )
 
@@ -149,3 +151,32 @@ def batched(
             return None
         found.append(processes.Result(int(code), str(out), str(err), timed_out=bool(late)))
     return found if len(found) == len(probes) and not res.timed_out else None
+
+
+# What a probe's failure is compared by, with the run's paths and numbers set aside (the two
+# checkouts differ, and so do line numbers and counts): the last line it printed (the
+# exception a traceback ends with, or doctest's counts) and the doctests that failed.
+_DIRS = re.compile(r"[^\s'\"`(\[<>=,;]*/")
+_NUMBERS = re.compile(r"\d+")
+_DOCTEST_FAILED = re.compile(r'^File "[^"]*", line \d+, in (\S+)$', re.MULTILINE)
+
+
+def last_line(res: processes.Result) -> str:
+    text = res.stderr.strip() or res.stdout.strip()
+    return text.splitlines()[-1].strip() if text else ""
+
+
+def same_failure(here: processes.Result, there: processes.Result) -> bool:
+    """Whether a probe fails at the merge base (``there``) as it does here: both timed out, or
+    the same last line and no doctest failing here that passed there."""
+    if there.returncode == 0 and not there.timed_out:
+        return False
+    if here.timed_out or there.timed_out:
+        return here.timed_out and there.timed_out
+
+    def masked(line: str) -> str:
+        return _NUMBERS.sub("N", _DIRS.sub("", line))
+
+    if masked(last_line(here)) != masked(last_line(there)):
+        return False
+    return set(_DOCTEST_FAILED.findall(here.stdout)) <= set(_DOCTEST_FAILED.findall(there.stdout))
