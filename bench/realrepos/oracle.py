@@ -9,6 +9,8 @@ in the runner's own words, with the timings. Results go to ``results/oracle.json
 Run as root, the suite itself runs as ``nobody``: a maintainer runs their suite as themselves,
 never as root, and verify-dag runs repository code unprivileged too. As root, tests that check
 file permissions skip or fail (filelock's, findpython's), so the oracle would differ from both.
+nobody must be able to reach the interpreter: one under root's own home (pyenv in /root, mode
+700) is refused with the command that opens it.
 """
 
 from __future__ import annotations
@@ -79,6 +81,16 @@ def unprivileged(cmd: list[str], tmp: Path, env: dict[str, str]) -> list[str]:
     handed to it; as it is otherwise."""
     if os.geteuid() != 0:
         return cmd
+    python = Path(os.path.realpath(sys.executable))
+    closed = [d for d in python.parents if not os.stat(d).st_mode & 0o001]
+    if closed:
+        # nobody would get EACCES on every interpreter the suite starts (filelock's 80
+        # subprocess tests), and a maintainer's interpreter is always theirs to run.
+        sys.exit(
+            f"oracle.py: nobody cannot reach this interpreter ({python}): {closed[0]} is not "
+            f"searchable by others; run `chmod o+x {closed[0]}` for the measurement (and back "
+            "afterwards), or use an interpreter outside it"
+        )
     home = tmp / "home"
     home.mkdir(exist_ok=True)
     env["HOME"] = str(home)
