@@ -212,8 +212,6 @@ def _diagnose(state: RunState, sigs: list[Signature], said: list[str]) -> list[D
         why = sig.why_not or unsafe(sig.key) or no_base
         if not why and argv is None:
             why = "pytest is not installed (not importable, not on PATH)"
-        if not why and len(todo) >= MAX_RERUNS:
-            why = f"not re-run: cap of {MAX_RERUNS} re-runs reached"
         if why:
             results[sig.key] = undetermined(sig, why, scoped)
         else:
@@ -257,11 +255,26 @@ def _diagnose(state: RunState, sigs: list[Signature], said: list[str]) -> list[D
                 run_env = testenv.suite_env(env, {"PYTHONDONTWRITEBYTECODE": "1"})
                 assert state.scope is not None
                 repo, head = state.request.repo, state.scope.new_commit
+                # A verdict on a whole test file (absent at the base, or collected by nothing
+                # there) holds for each of its tests: they are not re-run one by one.
+                files: dict[str, Diagnosis] = {}
+                reruns = 0
                 for sig in todo:
                     left = deadline - time.monotonic()
                     limit = _hang_limit(sig)
-                    results[sig.key] = (
-                        _rerun(
+                    assert sig.nodeid is not None
+                    file = files.get(sig.nodeid.partition("::")[0])
+                    if file is not None:
+                        results[sig.key] = _as_file(sig, file, scoped)
+                    elif reruns >= MAX_RERUNS:
+                        why = f"not re-run: cap of {MAX_RERUNS} re-runs reached"
+                        results[sig.key] = undetermined(sig, why, scoped)
+                    elif left <= 1:
+                        why = "not re-run: time budget spent"
+                        results[sig.key] = undetermined(sig, why, scoped)
+                    else:
+                        reruns += 1
+                        results[sig.key] = _rerun(
                             run_argv,
                             run_env,
                             wt,
@@ -273,10 +286,8 @@ def _diagnose(state: RunState, sigs: list[Signature], said: list[str]) -> list[D
                             lambda path: git.read_file(repo, head, path),
                             env.runner,
                             limit,
+                            files,
                         )
-                        if left > 1
-                        else undetermined(sig, "not re-run: time budget spent", scoped)
-                    )
         except VerifyDagError as exc:
             for sig in todo:
                 results.setdefault(
@@ -286,6 +297,18 @@ def _diagnose(state: RunState, sigs: list[Signature], said: list[str]) -> list[D
                     ),
                 )
     return [results[s.key] for s in sigs]
+
+
+def _as_file(sig: Signature, file: Diagnosis, scoped: set[str]) -> Diagnosis:
+    """The verdict a re-run of another test of the same file gave on the whole file."""
+    why = file.evidence.split("\n", 1)[0]
+    return Diagnosis(
+        failure=sig.key,
+        pre_existing=file.pre_existing,
+        command=file.command,
+        evidence=f"{why} (found re-running {file.failure}, a test of the same file)",
+        touched_by_diff=touched(sig, scoped),
+    )
 
 
 def _hang_limit(sig: Signature) -> float | None:
@@ -306,10 +329,12 @@ def _rerun(
     at_head: Callable[[str], str | None],
     runner: Runner | None = None,
     limit: float | None = None,
+    files: dict[str, Diagnosis] | None = None,
 ) -> Diagnosis:
     """``sig``'s test re-run at the base; ``at_head`` reads a file of the verified commit.
     ``runner``: tox built the base's env, and the test runs through tox as the suite did.
-    ``limit``: the test timed out in the tester's run; pytest-timeout's limit on this re-run."""
+    ``limit``: the test timed out in the tester's run; pytest-timeout's limit on this re-run.
+    ``files``: where a verdict on the test's whole file is kept, by the file's path."""
     assert sig.nodeid is not None
     path, sep, rest = sig.nodeid.partition("::")
     old = renamed.get(path)
@@ -361,22 +386,27 @@ def _rerun(
                 "pytest exited 4: the test does not exist at the merge base, so it "
                 "cannot have failed there (the diff adds its definition)",
             )
+        whole: Diagnosis | None = None
         if base_text is None and at_head(path) is not None:
-            return verdict(
+            whole = verdict(
                 "no",
                 f"pytest exited 4: {old or path} does not exist at the merge base, so no test "
                 "of it can have failed there (the diff adds the file)",
             )
-        if base_text is not None and _UNCOLLECTED.search(output):
+        elif base_text is not None and _UNCOLLECTED.search(output):
             # pytest matched no node for the file itself: at the base, no collector takes it
             # (a plugin that collects such files is not installed or not configured there, or
             # the base's conftest ignores it), so the base's own suite holds none of its tests.
-            return verdict(
+            whole = verdict(
                 "no",
                 f"pytest exited 4: the merge base's own configuration collects no test from "
                 f"{old or path} (pytest matched no node for the file), so none of its tests "
                 "can have failed there",
             )
+        if whole is not None:
+            if files is not None:
+                files[path] = whole
+            return whole
         return verdict(
             "undetermined",
             f"pytest exited 4: no test {nodeid} at the merge base, and the diff adds no "
