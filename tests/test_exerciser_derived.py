@@ -139,17 +139,17 @@ def test_a_project_that_runs_no_doctests_has_its_modules_imported_only(repo: Rep
     assert "import shop.money (and its doctests): FAIL" in declared.notes
 
 
-def test_a_probe_that_fails_the_same_way_at_the_merge_base_is_no_check_of_the_change(
+def test_a_probe_that_fails_at_the_merge_base_too_is_no_check_of_the_change(
     repo: Repo,
 ) -> None:
-    """The corpus' false alarms: findpython's Windows-only module (``assert sys.platform ==
-    "win32"`` at import), execnet's scripts that read their argv at import, semver's doctests
-    that need the project's pytest fixtures. Each failing probe runs again at the merge base,
-    and one that fails there the same way says nothing of the change: told, not a finding.
-    One the change breaks stays a finding, and a change whose every probe fails at the base
-    as here is no pass."""
+    """The corpus' false alarms: findpython's Windows-only module (at the base it fails on
+    ``import _winreg``, at the head on ``assert sys.platform == "win32"``), execnet's scripts
+    that read their argv at import, semver's doctests that need the project's pytest fixtures.
+    Each failing probe runs again at the merge base, and one that fails there too says nothing
+    of the change: told, not a finding. One the change breaks stays a finding, and a change
+    whose every probe fails at the base as here is no pass."""
     repo.write("shop/__init__.py", "")
-    repo.write("shop/winreg.py", "import sys\n\nassert sys.platform == 'win32'\nVERSION = 1\n")
+    repo.write("shop/winreg.py", "import _winreg\n\nVERSION = 1\n")
     repo.write("shop/cart.py", "TOTAL = 1\n")
     base = repo.commit("base")
     repo.write("shop/winreg.py", "import sys\n\nassert sys.platform == 'win32'\nVERSION = 2\n")
@@ -159,11 +159,12 @@ def test_a_probe_that_fails_the_same_way_at_the_merge_base_is_no_check_of_the_ch
     out = exerciser.run(state(repo, head, *both, merge_base=base))
     assert out.status == "PASSED", out.notes
     assert out.notes.startswith(
-        "PASSED: 1 of 2 derived exercise(s) succeeded; 1 fail the same way at the merge base"
+        "PASSED: 1 of 2 derived exercise(s) succeeded; 1 fail at the merge base too"
     )
     assert (
-        "import shop.winreg: exited 1, and the same at the merge base (AssertionError): "
-        "no check of this change" in out.notes
+        "import shop.winreg: exited 1, and fails at the merge base too (AssertionError here; "
+        "ModuleNotFoundError: No module named '_winreg' there): no check of this change"
+        in out.notes
     )
     assert "import shop.cart: ok" in out.notes and not out.findings
     # Without a base to look at, the failure is reported as before, and why is said.
@@ -182,7 +183,37 @@ def test_a_probe_that_fails_the_same_way_at_the_merge_base_is_no_check_of_the_ch
     (finding,) = bad.findings
     assert finding.title == "Derived exercise failed: import shop.cart"
     assert "ZeroDivisionError" in finding.description
-    assert "1 fail the same way at the merge base" in bad.notes
+    assert "1 fail at the merge base too" in bad.notes
+
+
+def test_doctests_failing_at_the_merge_base_too_are_no_check_but_a_new_failing_one_is(
+    repo: Repo,
+) -> None:
+    """Where the module imports on both sides and only its doctests fail, the examples are
+    compared: those failing at the base too (semver's, which need the project's fixtures) say
+    nothing of the change; one that fails only here is the change's."""
+    repo.write("pytest.ini", "[pytest]\naddopts = --doctest-modules\n")
+    repo.write("shop/__init__.py", "")
+    broken = MONEY.replace("    150", "    151")  # an example that never passed
+    repo.write("shop/money.py", broken)
+    base = repo.commit("base")
+    repo.write("shop/money.py", broken + "\nRATE = 2\n")
+    head = repo.commit("unrelated")
+    out = exerciser.run(state(repo, head, changed("shop/money.py", 9), merge_base=base))
+    assert out.status == "BLOCKED" and not out.findings, out.notes
+    assert "import shop.money (and its doctests): exited 1, and fails at the merge base too" in (
+        out.notes
+    )
+    second = (
+        '\n\ndef dollars(cents):\n    """\n    >>> dollars(150)\n    2\n    """\n'
+        "    return cents // 100\n"
+    )
+    repo.write("shop/money.py", broken + second)
+    worse = repo.commit("a second example, failing")
+    bad = exerciser.run(state(repo, worse, changed("shop/money.py", 12), merge_base=base))
+    assert bad.status == "FAILED"
+    (finding,) = bad.findings
+    assert finding.title == "Derived exercise failed: import shop.money (and its doctests)"
 
 
 def test_when_nothing_can_be_derived_it_is_the_specifications_severity_9_finding(

@@ -260,9 +260,10 @@ def judged(
     unchecked: str = "",
 ) -> Exercise:
     """The exercise the probes' results make: a failing probe is a finding unless the same
-    probe fails the same way at the merge base (``at_base``, by the probe's index): then it
-    says nothing of this change (a module of another platform, a script that reads its argv
-    at import, doctests that need the project's own runner) and is told in the notes only.
+    probe fails at the merge base too (``at_base``, by the probe's index;
+    :func:`~verify_dag.phases.exerciser.probes.fails_there_too`): then it says nothing of this
+    change (a module of another platform, a script that reads its argv at import, doctests
+    that need the project's own runner) and is told in the notes only.
     PASSED when no probe failed for the change and at least one succeeded. ``unchecked``: why
     the failures could not be looked at the base."""
     ex = Exercise("PASSED", "")
@@ -274,10 +275,17 @@ def judged(
             seen = gates.excerpt(res.stderr, tail=True) or gates.excerpt(res.stdout, tail=True)
             got = "timed out" if res.timed_out else f"exited {res.returncode}"
             there = (at_base or {}).get(index)
-            if there is not None and probes.same_failure(res, there):
+            if there is not None and probes.fails_there_too(res, there):
+                said_here = probes.last_line(res) or "no output"
+                said_there = probes.last_line(there) or "no output"
+                seen_there = (
+                    f"{said_here}"
+                    if said_here == said_there
+                    else f"{said_here} here; {said_there} there"
+                )
                 done.append(
-                    f"{probe.label}: {got}, and the same at the merge base "
-                    f"({probes.last_line(res) or 'no output'}): no check of this change"
+                    f"{probe.label}: {got}, and fails at the merge base too ({seen_there}): "
+                    "no check of this change"
                 )
                 before += 1
                 continue
@@ -292,7 +300,7 @@ def judged(
             done.append(f"{probe.label}: ok{said}")
     count = len(ex.findings)
     ok = len(plan.probes) - count - before
-    also = f"; {before} fail the same way at the merge base" if before else ""
+    also = f"; {before} fail at the merge base too" if before else ""
     if count:
         ex.status = "FAILED"
         ex.note = f"FAILED: {count} of {len(plan.probes)} derived exercise(s) failed{also}"
@@ -305,7 +313,7 @@ def judged(
         ex.status = "BLOCKED"
         ex.note = (
             "NO_EXERCISE_STRATEGY: every exercise derived from the project's declarations "
-            "fails the same way at the merge base, so none shows the change working"
+            "fails at the merge base too, so none shows the change working"
         )
     ex.details.append(
         "exercised as the project declares it (nothing declared to exercise it): " + "; ".join(done)
