@@ -14,7 +14,7 @@ from verify_dag import resultcache
 from verify_dag.models import FileChange, LineRange, RunState, Scope, VerifyRequest
 from verify_dag.models.source import parse_source
 from verify_dag.phases import engineer, exerciser, triage
-from verify_dag.phases.exerciser import derived
+from verify_dag.phases.exerciser import strategy
 from verify_dag.phases.tester import env as testenv
 
 CLI = """import argparse
@@ -248,7 +248,7 @@ def test_what_counts_as_a_module_and_a_subcommand(tmp_path: Path) -> None:
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text("")
     names = {
-        p: derived.module_name(tmp_path, p)
+        p: strategy.module_name(tmp_path, p)
         for p in (
             "pkg/a.py",
             "pkg/sub/b.py",
@@ -279,7 +279,7 @@ def test_what_counts_as_a_module_and_a_subcommand(tmp_path: Path) -> None:
         '@cli.command("pay")\ndef p():\n    pass\n\nsub.add_parser("list")\n'
     )
     scope = Scope(mode="all", new_commit="x", included=(changed("pkg/cli.py", 1, 5, 9),))
-    assert derived.subcommands(tmp_path, scope, ["pkg/cli.py"]) == ["make-cart", "pay", "list"]
+    assert strategy.subcommands(tmp_path, scope, ["pkg/cli.py"]) == ["make-cart", "pay", "list"]
 
 
 def test_a_tox_project_runs_the_probes_through_tox(repo: Repo, tmp_path: Path) -> None:

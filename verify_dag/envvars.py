@@ -48,6 +48,7 @@ ENV: dict[str, tuple[str, str]] = {
     # Set by verify-dag itself in the processes it starts, never by a user.
     "VERIFY_DAG_SANDBOX_OWNER": ("internal", "which worker process owns a sandboxed process"),
     "VERIFY_DAG_WORKER_PID": ("internal", "the worker process a sandbox reports to"),
+    "VERIFY_DAG_NOX_LINES": ("internal", "where nox's recorder writes a session's run lines"),
 }
 
 
