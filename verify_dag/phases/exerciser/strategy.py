@@ -54,12 +54,19 @@ def strategy(wt: Path, scope: Scope) -> Strategy:
     root = wt / "src" if (wt / "src").is_dir() else wt
     modules = {m: p for p in code if (m := module_name(wt, p)) is not None}
     probes: list[Probe] = []
-    for name, target in scripts(wt):
-        package = target.partition(":")[0].strip().split(".")[0]
+    declared = scripts(wt)
+    # A changed module that is a script's own module defines subcommands of that script only
+    # (black's and blackd's); any other changed module may define them for any script of its
+    # package.
+    owners = {t.partition(":")[0].strip() for _, t in declared}
+    for name, target in declared:
+        own = target.partition(":")[0].strip()
+        package = own.split(".")[0]
         if not any(m == package or m.startswith(package + ".") for m in modules):
             continue
         probes.append(Probe(f"{name} --help", (name, target, "--help"), "command"))
-        for sub in subcommands(wt, scope, [modules[m] for m in modules]):
+        defining = [p for m, p in modules.items() if m == own or m not in owners]
+        for sub in subcommands(wt, scope, defining):
             probes.append(Probe(f"{name} {sub} --help", (name, target, sub, "--help"), "command"))
     if runs_doctests(wt):
         probes += [
