@@ -230,7 +230,7 @@ SLOW_MODULES = frozenset(
         "test_rabbitmq.py",  # a run on RabbitMQ in a virtual host of its own
         "test_concurrency.py",  # twenty runs from two clients on two workers
         "test_faults.py",  # workers killed with SIGKILL mid-run
-        "test_ci_examples.py",  # pre-commit try-repo installs the hook every time
+        "test_ci_examples.py",  # pre-commit installs the hook once, tens of seconds
         "test_plugin_suites.py",  # tox builds jaraco-style suites' envs
         "test_ops.py",  # the worker image's entrypoint and health check, run for real
     }

@@ -2,7 +2,8 @@
 
 No GitHub or GitLab runs here: actionlint lints the workflow and check-jsonschema validates the
 GitLab job against GitLab's schema, each also shown a bad file so a mute linter cannot pass. The
-hook runs for real, through `pre-commit try-repo`, on repositories made in tmp_path.
+hook runs for real, through `pre-commit run` with a `.pre-commit-config.yaml` naming this
+project's work tree at a commit, as a project adopts it, on repositories made in tmp_path.
 """
 
 from __future__ import annotations
@@ -266,10 +267,9 @@ def _git(cwd: Path, *args: str, env: dict[str, str]) -> bytes:
 
 @pytest.fixture(scope="session")
 def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """This project as its work tree stands, committed in a repository of its own. try-repo on
-    the project itself would take HEAD plus the tracked files' changes only (pre-commit's
-    try_repo.py commits `git add -u` to a shadow clone): a file not yet committed, the hook
-    manifest included, would be missing."""
+    """This project as its work tree stands, committed in a repository of its own: a project's
+    configuration names a repository and a commit, and the work tree's files not yet committed
+    (the hook manifest among them, while it is being changed) must be in that commit."""
     base = tmp_path_factory.mktemp("hook-repo")
     dest = base / "verify-dag"
     # Session fixtures are made before the per-test isolation: git must not read the user's
@@ -303,33 +303,44 @@ def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def pip_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    # try-repo installs the hook's environment into a store of its own every time (a temporary
-    # directory, whatever PRE_COMMIT_HOME says), so each test pays for one install; a pip cache
-    # shared by the session makes the second one download nothing again.
-    return tmp_path_factory.mktemp("pip-cache")
+def hook_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """pre-commit's store (PRE_COMMIT_HOME) and pip's cache, shared by the hook's tests: the
+    hook's environment is installed once per repository and rev, as on a developer's machine,
+    and the second test uses it (this module's tests share one xdist worker, tests/conftest.py)."""
+    return tmp_path_factory.mktemp("pre-commit-store")
 
 
-def try_repo(
-    fixture: Repo, hook_repo: Path, pip_cache: Path, tmp_path: Path
-) -> subprocess.CompletedProcess[str]:
+def run_hook(fixture: Repo, hook_store: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """``pre-commit run`` of the hook on the fixture's staged change, as a commit runs it."""
     env = {
         **os.environ,
-        # pre-commit's own store (its log, its config registry) is made here, never in ~/.cache.
-        "PRE_COMMIT_HOME": str(tmp_path / "pre-commit"),
-        "PIP_CACHE_DIR": str(pip_cache),
-        # The temporary store with the hook's virtualenv lives here too.
+        # pre-commit's own store (its log, its repositories, the hook's virtualenv), never in
+        # ~/.cache.
+        "PRE_COMMIT_HOME": str(hook_store / "pre-commit"),
+        "PIP_CACHE_DIR": str(hook_store / "pip"),
         "TMPDIR": str(tmp_path),
         "NO_COLOR": "1",
     }
     return subprocess.run(
-        [tool("pre-commit"), "try-repo", str(hook_repo), HOOK_ID, "--verbose"],
+        [tool("pre-commit"), "run", HOOK_ID, "--verbose"],
         cwd=fixture.path,
         env=env,
         capture_output=True,
         text=True,
         timeout=840,
     )
+
+
+def with_the_hook(repo: Repo, hook_repo: Path) -> Repo:
+    """``repo`` with a committed .pre-commit-config.yaml using the hook from ``hook_repo`` at its
+    commit, as a project adopts it (``repo:`` and ``rev:``)."""
+    rev = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=hook_repo, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    config = {"repos": [{"repo": str(hook_repo), "rev": rev, "hooks": [{"id": HOOK_ID}]}]}
+    repo.write(".pre-commit-config.yaml", yaml.safe_dump(config, sort_keys=False))
+    repo.commit("pre-commit: verify-dag")
+    return repo
 
 
 def staged_change(repo: Repo, test_mul: str) -> Repo:
@@ -347,8 +358,8 @@ def staged_change(repo: Repo, test_mul: str) -> Repo:
     return repo
 
 
-# Each try-repo installs verify-dag and its dependencies into a new virtualenv: about 25 s with a
-# package index nearby, minutes without one; pytest's default limit is 300 s.
+# The first run installs verify-dag and its dependencies into the hook's virtualenv: about 25 s
+# with a package index nearby, minutes without one; pytest's default limit is 300 s.
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize(
     ("assertion", "rc", "status", "said"),
@@ -373,14 +384,14 @@ def staged_change(repo: Repo, test_mul: str) -> Repo:
 def test_the_hook_on_a_staged_change(
     tmp_path: Path,
     hook_repo: Path,
-    pip_cache: Path,
+    hook_store: Path,
     assertion: str,
     rc: int,
     status: str,
     said: tuple[str, ...],
 ) -> None:
-    fixture = staged_change(make_repo(tmp_path / "fixture"), assertion)
-    proc = try_repo(fixture, hook_repo, pip_cache, tmp_path)
+    fixture = staged_change(with_the_hook(make_repo(tmp_path / "fixture"), hook_repo), assertion)
+    proc = run_hook(fixture, hook_store, tmp_path)
     output = proc.stdout + proc.stderr
     assert proc.returncode == rc, output
     assert re.search(rf"^{HOOK_ID}\.+{status}$", output, re.M), output
