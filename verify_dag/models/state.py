@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from verify_dag.models.base import Frozen
-from verify_dag.models.findings import SkillOutcome
+from verify_dag.models.findings import BuiltEnv, SkillOutcome
 from verify_dag.models.request import VerifyRequest
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import EngineerContext, Toolchain
@@ -46,3 +46,20 @@ class RunState(Frozen):
         """Later phases skip themselves when scope failed or found nothing."""
         nothing = self.scope is not None and self.scope.nothing_to_verify
         return self.error_code is not None or nothing
+
+    def base_commit(self) -> tuple[str | None, str]:
+        """The commit the change is compared with (the merge base for a branch, the commit
+        before a snapshot), or None and why there is none."""
+        if self.scope is None:
+            return None, "no scope was resolved"
+        base = self.scope.merge_base or self.scope.old_commit
+        if base is None:
+            return None, (
+                f"a whole-file scope ({self.scope.mode}) has no base commit to compare with"
+            )
+        return base, ""
+
+    def tested_env(self) -> BuiltEnv | None:
+        """The env the verified commit's suite ran in (its builder and name), for building the
+        merge base's alike."""
+        return next((o.env for o in self.outcomes if o.skill == "tester" and o.env), None)

@@ -32,8 +32,6 @@ import time
 from verify_dag import git, skills, workspace
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import Diagnosis, Finding, RunState, SkillOutcome
-from verify_dag.models.findings import BuiltEnv
-from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Toolchain
 from verify_dag.phases.debugger import exercise as debugger_exercise
 from verify_dag.phases.debugger import rerun
@@ -157,24 +155,10 @@ def run(state: RunState) -> SkillOutcome:
     )
 
 
-def _base(scope: Scope | None) -> tuple[str | None, str]:
-    if scope is None:
-        return None, "no scope was resolved"
-    base = scope.merge_base or scope.old_commit
-    if base is None:
-        return None, f"a whole-file scope ({scope.mode}) has no base commit to compare with"
-    return base, ""
-
-
-def _head_env(state: RunState) -> BuiltEnv | None:
-    """The env the verified commit's suite ran in, to build the merge base's alike."""
-    return next((o.env for o in state.outcomes if o.skill == "tester" and o.env), None)
-
-
 def _diagnose(state: RunState, sigs: list[Signature], said: list[str]) -> list[Diagnosis]:
     included = state.scope.included if state.scope is not None else ()
     scoped = {f.path for f in included if f.status != "deleted"}
-    base, no_base = _base(state.scope)
+    base, no_base = state.base_commit()
     exercised = [s for s in sigs if s.exercised]
     results = debugger_exercise.diagnose(state, exercised, base, no_base, scoped)
     # A test file the diff renamed (or copied) is found at the base under its old path.
@@ -203,7 +187,7 @@ def _diagnose(state: RunState, sigs: list[Signature], said: list[str]) -> list[D
             # Built the way the verified commit's was: the same builder, the same env where the
             # base declares it (another env of the base's, a pip install into a uv venv, once
             # made every failure "undetermined").
-            want = _head_env(state)
+            want = state.tested_env()
             with (
                 workspace.checkout(state.run_id, state.request.repo, base) as wt,
                 testenv.runtime(wt, toolchain, want=want) as env,

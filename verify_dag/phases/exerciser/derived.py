@@ -99,7 +99,7 @@ def judged(
                 said_here = probes.last_line(res) or "no output"
                 said_there = probes.last_line(there) or "no output"
                 seen_there = (
-                    f"{said_here}"
+                    said_here
                     if said_here == said_there
                     else f"{said_here} here; {said_there} there"
                 )
@@ -125,9 +125,11 @@ def judged(
         ex.status = "FAILED"
         ex.note = f"FAILED: {count} of {len(plan.probes)} derived exercise(s) failed{also}"
     elif ok:
-        ex.note = f"PASSED: {ok} of {len(plan.probes)} derived exercise(s) succeeded{also}"
-        if not before:
-            ex.note = f"PASSED: {ok} derived exercise(s) succeeded"
+        ex.note = (
+            f"PASSED: {ok} of {len(plan.probes)} derived exercise(s) succeeded{also}"
+            if before
+            else f"PASSED: {ok} derived exercise(s) succeeded"
+        )
     else:
         # Nothing ran that shows the change working: not a pass.
         ex.status = "BLOCKED"
@@ -240,11 +242,9 @@ def _at_base(
 ) -> tuple[dict[int, processes.Result], str]:
     """The failing probes run again at the merge base, in its env built as the suite's was
     (the same builder and env): their results by index, or why they could not be."""
-    assert state.scope is not None
-    base = state.scope.merge_base or state.scope.old_commit
+    base, why = state.base_commit()
     if base is None:
-        return {}, f"a whole-file scope ({state.scope.mode}) has no base commit"
-    want = next((o.env for o in state.outcomes if o.skill == "tester" and o.env), None)
+        return {}, why
     try:
         with workspace.checkout(state.run_id, state.request.repo, base) as bwt:
             there = replace(
@@ -252,7 +252,7 @@ def _at_base(
                 probes=tuple(plan.probes[i] for i in failing),
                 root=bwt / plan.root.relative_to(wt),
             )
-            results, error = _results(state, there, bwt, want)
+            results, error = _results(state, there, bwt, state.tested_env())
     except VerifyDagError as exc:
         return {}, f"could not check out the merge base {base}: {exc.message}"
     if results is None:
