@@ -258,6 +258,9 @@ def _shares_a_fixture(item: pytest.Item) -> bool:
     )
 
 
+# First: xdist's own hook (on each worker) turns the xdist_group marker into the node id's
+# ``@group`` suffix its scheduler reads, so the marker must be on the item before that hook runs.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.name in SLOW_MODULES:

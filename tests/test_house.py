@@ -467,3 +467,49 @@ def test_the_command_line_starts_without_the_report_package() -> None:
         "print(sorted(m for m in ('pydantic', 'verify_dag.models.report') if m in sys.modules))",
     )
     assert said.stdout.strip() == "[]", said.stderr
+
+
+_SHARED_MODULE = """
+import os
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def server():
+    return os.getpid()
+
+
+@pytest.mark.parametrize("i", range(6))
+def test_uses_the_server(server, i):
+    pass
+"""
+
+
+def test_a_module_sharing_a_fixture_runs_on_one_xdist_worker(tmp_path: Path) -> None:
+    """The suite's own hook (tests/conftest.py) groups a module whose tests share a module or
+    session fixture (a server, an installed hook), and xdist's loadgroup keeps the group on one
+    worker: else each worker sets the fixture up again. A pytest/xdist pairing that drops the
+    group (structured node ids) fails here, not as a slow CI run."""
+    tests = ROOT / "tests"
+    (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    (tmp_path / "conftest.py").write_text(
+        "import importlib.util\nimport sys\n\n"
+        f"sys.path.insert(0, {str(tests)!r})\n"
+        "_spec = importlib.util.spec_from_file_location("
+        f"'suite_conftest', {str(tests / 'conftest.py')!r})\n"
+        "_suite = importlib.util.module_from_spec(_spec)\n"
+        "_spec.loader.exec_module(_suite)\n"
+        "pytest_collection_modifyitems = _suite.pytest_collection_modifyitems\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "test_shared.py").write_text(_SHARED_MODULE, encoding="utf-8")
+    proc = _run(
+        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist",
+        "loadgroup", "-v", cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    workers = re.findall(
+        r"^\[(gw\d+)\].*PASSED test_shared\.py::test_uses_the_server", proc.stdout, re.M
+    )
+    assert len(workers) == 6 and len(set(workers)) == 1, proc.stdout
