@@ -241,6 +241,10 @@ def workers(
     # A result cache of this group's own: a result an earlier test (or test session) stored
     # for the same repository content would otherwise stand in for the run a test is about.
     env = {"VERIFY_DAG_RESULT_CACHE": str(log_dir / "result-cache"), **env}
+    # The workers' temporary files in the test's own directory: a worker a test kills with
+    # SIGKILL leaves its steps' scratch directories behind, and they must not pile up in /tmp.
+    (log_dir / "tmp").mkdir(exist_ok=True)
+    env["TMPDIR"] = str(log_dir / "tmp")
     if broker_in_env:
         env["VERIFY_DAG_BROKER_URL"] = broker
     procs: list[subprocess.Popen[bytes]] = []

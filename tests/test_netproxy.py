@@ -56,3 +56,16 @@ def test_a_host_that_is_no_index_is_refused_and_the_error_says_so(tmp_path: Path
     )
     assert res.returncode != 0 and "403" in res.stderr, res.stderr
     assert "refused example.com:443" in res.stderr and netproxy.HOSTS_ENV in res.stderr
+
+
+def test_under_a_deep_temporary_directory_the_proxy_still_serves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Unix socket's path holds at most 107 bytes: a worker whose $TMPDIR is deeper than that
+    leaves still makes its provisioning proxy (in /tmp then), and steps reach the index."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    monkeypatch.setattr("tempfile.tempdir", str(deep))
+    with netproxy.serving({}) as (sock, refused):
+        assert sock.is_socket() and len(str(sock)) <= 107
+        assert not sock.is_relative_to(deep) and refused == []

@@ -197,11 +197,21 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         super().__init__(path, _Handler)
 
 
+# A Unix socket's path holds at most 107 bytes (sun_path): under a long $TMPDIR (a deep work
+# directory) binding would fail, so the socket's directory is then made in /tmp.
+_SOCKET_ROOM = 107 - len("/vd-net-XXXXXXXX/proxy.sock")
+
+
+def _socket_parent() -> str:
+    tmp = tempfile.gettempdir()
+    return tmp if len(os.fsencode(tmp)) <= _SOCKET_ROOM else "/tmp"
+
+
 @contextlib.contextmanager
 def serving(env: Mapping[str, str]) -> Iterator[tuple[Path, list[str]]]:
     """A proxy to the indexes ``env`` names, on a Unix socket in a private directory, for the
     block; yields the socket's path and the destinations it refused so far."""
-    with tempfile.TemporaryDirectory(prefix="vd-net-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="vd-net-", dir=_socket_parent()) as tmp:
         path = Path(tmp) / "proxy.sock"
         server = _Server(str(path), allowed(env))
         thread = threading.Thread(target=server.serve_forever, args=(0.2,), daemon=True)
