@@ -14,6 +14,8 @@ from verify_dag import resultcache
 from verify_dag.models import FileChange, LineRange, RunState, Scope, VerifyRequest
 from verify_dag.models.source import parse_source
 from verify_dag.phases import engineer, exerciser, triage
+from verify_dag.phases.debugger import signatures
+from verify_dag.phases.debugger.exercise import diagnose
 from verify_dag.phases.exerciser import strategy
 from verify_dag.phases.tester import env as testenv
 
@@ -175,6 +177,16 @@ def test_a_probe_that_fails_at_the_merge_base_too_is_no_check_of_the_change(
     assert finding.title == "Derived exercise failed: import shop.cart"
     assert "ZeroDivisionError" in finding.description
     assert "1 fail at the merge base too" in bad.notes
+    # The debugger answers from the exerciser's own run at the base: new, nothing run again;
+    # without that run, undetermined.
+    new = diagnose(
+        state(repo, broken, *both, merge_base=base), signatures(list(bad.findings)), base, "", set()
+    )
+    assert new[finding.title].pre_existing == "no", new
+    assert new[finding.title].command == f"import shop.cart  (the derived exercise at {base})"
+    (unlooked,) = alone.findings
+    said = diagnose(state(repo, head, *both), signatures(list(alone.findings)), base, "", set())
+    assert said[unlooked.title].pre_existing == "undetermined", said
 
 
 def test_doctests_failing_at_the_merge_base_too_are_no_check_but_a_new_failing_one_is(

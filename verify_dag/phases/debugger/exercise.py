@@ -24,6 +24,7 @@ from verify_dag.phases.debugger.signature import (
     undetermined,
 )
 from verify_dag.phases.exerciser import sandboxed
+from verify_dag.phases.exerciser.derived import FAILED_TITLE, NEW_AT_BASE
 from verify_dag.phases.exerciser.exercise import COMPLETION_CHECKER, Exercise, failure_finding
 
 # Exerciser evidence: the exit codes it names, a timeout, and what the rest is compared without.
@@ -36,11 +37,40 @@ _NUMBERS = re.compile(r"\d+")  # ports, pids, timings, line numbers
 def diagnose(
     state: RunState, sigs: list[Signature], base: str | None, no_base: str, scoped: set[str]
 ) -> dict[str, Diagnosis]:
-    """Exerciser failures: the exerciser's exercise, run once at the base, checks them all."""
-    if not sigs:
-        return {}
+    """Exerciser failures: the exerciser's exercise, run once at the base, checks them all;
+    a derived exercise's failure was already run at the base by the exerciser itself."""
     if base is None:
         return {s.key: undetermined(s, no_base, scoped) for s in sigs}
+    found = {s.key: _derived(s, base, scoped) for s in sigs if s.key.startswith(FAILED_TITLE)}
+    sigs = [s for s in sigs if s.key not in found]
+    if not sigs:
+        return found
+    return {**found, **_declared(state, sigs, base, scoped)}
+
+
+def _derived(sig: Signature, base: str, scoped: set[str]) -> Diagnosis:
+    """The exerciser ran a failing derived probe again at the merge base (exerciser/derived.py):
+    its finding says when the probe did not fail so there; one failing there too is no
+    finding at all."""
+    if NEW_AT_BASE not in sig.findings[0].description:
+        return undetermined(
+            sig,
+            "the derived exercise could not run this probe at the merge base "
+            "(the exerciser's notes say why)",
+            scoped,
+        )
+    return Diagnosis(
+        failure=sig.key,
+        pre_existing="no",
+        command=f"{sig.key.removeprefix(FAILED_TITLE)}  (the derived exercise at {base})",
+        evidence="does not fail this way at the merge base",
+        touched_by_diff=touched(sig, scoped),
+    )
+
+
+def _declared(
+    state: RunState, sigs: list[Signature], base: str, scoped: set[str]
+) -> dict[str, Diagnosis]:
     eng = state.engineer or EngineerContext()
     criterion = state.request.completion
     env = processes.scrubbed_env({"PYTHONDONTWRITEBYTECODE": "1"})  # as the exerciser's

@@ -73,6 +73,13 @@ def failed(res: processes.Result) -> bool:
     return res.returncode != 0 or res.timed_out
 
 
+# A derived failure's title, and what its description says when the same probe ran at the merge
+# base and did not fail so there: the debugger answers such a failure from it ("no") without
+# running anything again.
+FAILED_TITLE = "Derived exercise failed: "
+NEW_AT_BASE = "Run at the merge base, the same probe does not fail this way: this change's failure."
+
+
 def judged(
     plan: Strategy,
     results: list[processes.Result],
@@ -109,10 +116,11 @@ def judged(
                 )
                 before += 1
                 continue
+            new = f"\n{NEW_AT_BASE}" if there is not None else ""
             ex.findings.append(
                 failure_finding(
-                    f"Derived exercise failed: {probe.label}",
-                    f"`{probe.label}` {got}: {seen or 'no output'}",
+                    f"{FAILED_TITLE}{probe.label}",
+                    f"`{probe.label}` {got}: {seen or 'no output'}{new}",
                 )
             )
             done.append(f"{probe.label}: FAIL ({got})")
