@@ -33,15 +33,14 @@ from verify_dag import git, skills, workspace
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import Diagnosis, Finding, RunState, SkillOutcome
 from verify_dag.models.toolchain import Toolchain
-from verify_dag.phases.debugger import exercise as debugger_exercise
-from verify_dag.phases.debugger import rerun
+from verify_dag.phases.debugger import exercise, rerun
 from verify_dag.phases.debugger.signature import (
     Signature,
     excerpt,
     undetermined,
     unsafe,
 )
-from verify_dag.phases.exerciser import exercise
+from verify_dag.phases.exerciser.exercise import SKILL as EXERCISER
 from verify_dag.phases.tester import env as testenv
 from verify_dag.phases.tester import pytest_command
 from verify_dag.phases.tester.env import host
@@ -88,7 +87,7 @@ def signatures(found: list[Finding]) -> list[Signature]:
     out: dict[str, Signature] = {}
     for f in found:
         nodeid = _nodeid(f)
-        if f.source == exercise.SKILL:
+        if f.source == EXERCISER:
             sig = out.setdefault(f.title, Signature(f.title, None, exercised=True))
         elif nodeid is not None:
             sig = out.setdefault(nodeid, Signature(nodeid, nodeid))
@@ -160,7 +159,7 @@ def _diagnose(state: RunState, sigs: list[Signature], said: list[str]) -> list[D
     scoped = {f.path for f in included if f.status != "deleted"}
     base, no_base = state.base_commit()
     exercised = [s for s in sigs if s.exercised]
-    results = debugger_exercise.diagnose(state, exercised, base, no_base, scoped)
+    results = exercise.diagnose(state, exercised, base, no_base, scoped)
     # A test file the diff renamed (or copied) is found at the base under its old path.
     renamed = {
         f.path: f.old_path for f in included if f.status in ("renamed", "copied") and f.old_path
