@@ -469,6 +469,20 @@ def test_the_command_line_starts_without_the_report_package() -> None:
     assert said.stdout.strip() == "[]", said.stderr
 
 
+def test_the_client_starts_without_the_phases_or_the_secret_scanner() -> None:
+    """What every command that submits a run imports before it knows the answer: not the
+    exerciser (the completion models once reached it for a two-word Literal) and not
+    detect-secrets (redaction loads it when a gate finds a token's shape)."""
+    said = _run(
+        sys.executable,
+        "-c",
+        "import sys, verify_dag.client, verify_dag.cli.verify; "
+        "print(sorted(m for m in sys.modules if m.startswith(("
+        "'verify_dag.phases.exerciser', 'detect_secrets', 'requests'))))",
+    )
+    assert said.stdout.strip() == "[]", said.stderr
+
+
 _SHARED_MODULE = """
 import os
 

@@ -16,23 +16,19 @@ evidence they exist for.
 from __future__ import annotations
 
 import base64
+import functools
+import importlib.metadata
 import re
 import threading
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, quote_plus
-
-from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-from detect_secrets.plugins.base import RegexBasedDetector
-from detect_secrets.plugins.cloudant import CloudantDetector
-from detect_secrets.plugins.ibm_cloud_iam import IbmCloudIamDetector
-from detect_secrets.plugins.ibm_cos_hmac import IbmCosHmacDetector
-from detect_secrets.plugins.ip_public import IPPublicDetector
-from detect_secrets.plugins.private_key import PrivateKeyDetector
-from detect_secrets.plugins.softlayer import SoftlayerDetector
 
 from verify_dag import credentials, url_secrets
 from verify_dag.credentials import MIN_LEN
+
+if TYPE_CHECKING:
+    from detect_secrets.plugins.base import RegexBasedDetector
 
 MASK = "[REDACTED]"
 
@@ -130,19 +126,18 @@ def _emit(node: dict[str, Any]) -> str:
 # assignments in source like the keyword plugin and, starting with a look-behind, cost re a try
 # at every character: 400 ms on 1 MB of test output between them.
 _SKIPPED = (
-    IPPublicDetector,
-    PrivateKeyDetector,
-    CloudantDetector,
-    IbmCloudIamDetector,
-    IbmCosHmacDetector,
-    SoftlayerDetector,
+    "IPPublicDetector",
+    "PrivateKeyDetector",
+    "CloudantDetector",
+    "IbmCloudIamDetector",
+    "IbmCosHmacDetector",
+    "SoftlayerDetector",
 )
-_PLUGINS: list[type[Any]] = list(get_mapping_from_secret_type_to_class().values())
-_DETECTORS: list[RegexBasedDetector] = [
-    plugin()
-    for plugin in _PLUGINS
-    if issubclass(plugin, RegexBasedDetector) and plugin not in _SKIPPED
-]
+# The releases whose detectors all have gates below. detect-secrets is imported only once a gate
+# finds something (its package imports requests and every plugin: 0.2 s in every process that
+# redacts, where almost no text holds a secret shape); under any other release it is imported
+# at the first redaction, so that a detector it added, which has no gate here, scans every text.
+_GATED_RELEASES = ("1.5.0",)
 
 # What every match of the detector contains, found in separate passes, each starting with a
 # literal that re finds at memchr speed: one gate pass finds the few lines worth the detector's
@@ -189,12 +184,40 @@ def _gate(pattern: str) -> tuple[re.Pattern[str], bool]:
     return re.compile(pattern if "\\" in pattern else re.escape(pattern)), False
 
 
-_GATED = [
-    (d, [_gate(g) for g in _GATES[type(d).__name__]])
-    for d in _DETECTORS
-    if type(d).__name__ in _GATES
-]
-_UNGATED = [d for d in _DETECTORS if type(d).__name__ not in _GATES]
+_GATE_PATTERNS = {name: [_gate(g) for g in gates] for name, gates in _GATES.items()}
+_detectors_lock = threading.Lock()
+_detectors: tuple[list[tuple[RegexBasedDetector, str]], list[RegexBasedDetector]] | None = None
+
+
+def _loaded() -> tuple[list[tuple[RegexBasedDetector, str]], list[RegexBasedDetector]]:
+    """detect-secrets' regex detectors, imported on first use: (gated, with their class name),
+    and the ungated ones (those a release after _GATED_RELEASES added)."""
+    global _detectors
+    with _detectors_lock:
+        if _detectors is None:
+            from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+            from detect_secrets.plugins.base import RegexBasedDetector
+
+            plugins: list[type[Any]] = list(get_mapping_from_secret_type_to_class().values())
+            found = [
+                plugin()
+                for plugin in plugins
+                if issubclass(plugin, RegexBasedDetector) and plugin.__name__ not in _SKIPPED
+            ]
+            _detectors = (
+                [(d, type(d).__name__) for d in found if type(d).__name__ in _GATES],
+                [d for d in found if type(d).__name__ not in _GATES],
+            )
+        return _detectors
+
+
+@functools.cache
+def _all_gated() -> bool:
+    """Whether the installed detect-secrets is a release whose detectors all have gates."""
+    try:
+        return importlib.metadata.version("detect-secrets") in _GATED_RELEASES
+    except importlib.metadata.PackageNotFoundError:
+        return False
 
 
 def _shapes(text: str) -> str:
@@ -204,19 +227,23 @@ def _shapes(text: str) -> str:
     lowered = text.lower()
     if len(lowered) != len(text):  # a character whose lower case is longer: offsets would drift
         lowered = ""
-    spans: list[tuple[int, int]] = []
-    for detector, gates in _GATED:
-        starts: set[int] = set()
+    hits: dict[str, set[int]] = {}
+    for name, gates in _GATE_PATTERNS.items():
         for gate, on_lowered in gates:
             if on_lowered and not lowered:
                 gate = re.compile(gate.pattern, re.IGNORECASE)
             for m in gate.finditer(lowered if on_lowered and lowered else text):
-                starts.add(text.rfind("\n", 0, m.start()) + 1)
-        for start in starts:
+                hits.setdefault(name, set()).add(text.rfind("\n", 0, m.start()) + 1)
+    if not hits and _all_gated():
+        return text
+    gated, ungated = _loaded()
+    spans: list[tuple[int, int]] = []
+    for detector, name in gated:
+        for start in hits.get(name, ()):
             end = text.find("\n", start)
             line = text[start : end if end >= 0 else len(text)]
             spans.extend((start + a, start + b) for a, b in _found(detector, line))
-    for detector in _UNGATED:
+    for detector in ungated:
         spans.extend(_found(detector, text))
     if not spans:
         return text

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Literal
 
 from verify_dag.models.base import Frozen
-from verify_dag.phases.exerciser.criterion import Verdict
+from verify_dag.models.findings import CriterionVerdict as Verdict
 
 Mode = Literal["full", "quick"]
 # How a run's mode was chosen by the mode gate (verify_dag/completion/gate.py): given with

@@ -11,6 +11,9 @@ from verify_dag.models.carry import Deferred, Reaffirmed, Reopened
 from verify_dag.models.evidence import SuiteEvidence
 
 Status = Literal["COMPLETED", "PASSED", "FAILED", "BLOCKED", "SKIPPED", "NOT_RUN"]
+# A completion criterion's verdict: the exerciser's check of --completion and the completion
+# verifier's artifacts give the same two.
+CriterionVerdict = Literal["pass", "fail"]
 IssueClass = Literal[
     "correctness",
     "security",
