@@ -110,8 +110,14 @@ def checkout_into(repo: str | Path, sha: str, path: Path) -> Path:
         str(Path(repo).resolve()),
         str(path),
     )
-    # No post-checkout hook or smudge filter runs here either (core._no_programs).
-    run_git(path, "-c", "advice.detachedHead=false", "checkout", "--detach", "--quiet", sha)
+    # No post-checkout hook or smudge filter runs here either (core._no_programs). Git's parallel
+    # checkout, one worker per core, from 100 files up (checkout.thresholdForParallelism):
+    # tomlkit's 1,112 files in 0.07-0.09 s instead of 0.11-0.12 s here.
+    run_git(
+        path,
+        *("-c", "advice.detachedHead=false", "-c", "checkout.workers=0"),
+        *("checkout", "--detach", "--quiet", sha),
+    )
     return path
 
 
