@@ -175,8 +175,18 @@ def need_mode(wanted: str = "bubblewrap") -> None:
 
 
 @pytest.fixture(scope="module")
-def broker() -> str:
-    return fresh_db(12)
+def _reserved_db() -> int:
+    # Module-scoped: the module's tests share database 12, so they stay on one xdist worker
+    # (tests/conftest.py) and never use it at the same time.
+    return 12
+
+
+@pytest.fixture
+def broker(_reserved_db: int) -> str:
+    """Database 12, emptied for each test: a test that SIGKILLs a worker leaves its run's
+    unacknowledged task to be delivered again (a suite that sleeps for an hour), and the next
+    test's worker must not be the one that gets it."""
+    return fresh_db(_reserved_db)
 
 
 def test_a_suite_cannot_read_the_worker_reach_the_broker_or_forge_a_result(
