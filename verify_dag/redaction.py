@@ -185,30 +185,30 @@ def _gate(pattern: str) -> tuple[re.Pattern[str], bool]:
 
 
 _GATE_PATTERNS = {name: [_gate(g) for g in gates] for name, gates in _GATES.items()}
-_detectors_lock = threading.Lock()
 _detectors: tuple[list[tuple[RegexBasedDetector, str]], list[RegexBasedDetector]] | None = None
 
 
 def _loaded() -> tuple[list[tuple[RegexBasedDetector, str]], list[RegexBasedDetector]]:
     """detect-secrets' regex detectors, imported on first use: (gated, with their class name),
-    and the ungated ones (those a release after _GATED_RELEASES added)."""
+    and the ungated ones (those a release after _GATED_RELEASES added). No lock: two threads that
+    both get here build the same lists, and a lock held by another thread when a prefork pool
+    forks would stay held in the child."""
     global _detectors
-    with _detectors_lock:
-        if _detectors is None:
-            from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-            from detect_secrets.plugins.base import RegexBasedDetector
+    if _detectors is None:
+        from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+        from detect_secrets.plugins.base import RegexBasedDetector
 
-            plugins: list[type[Any]] = list(get_mapping_from_secret_type_to_class().values())
-            found = [
-                plugin()
-                for plugin in plugins
-                if issubclass(plugin, RegexBasedDetector) and plugin.__name__ not in _SKIPPED
-            ]
-            _detectors = (
-                [(d, type(d).__name__) for d in found if type(d).__name__ in _GATES],
-                [d for d in found if type(d).__name__ not in _GATES],
-            )
-        return _detectors
+        plugins: list[type[Any]] = list(get_mapping_from_secret_type_to_class().values())
+        found = [
+            plugin()
+            for plugin in plugins
+            if issubclass(plugin, RegexBasedDetector) and plugin.__name__ not in _SKIPPED
+        ]
+        _detectors = (
+            [(d, type(d).__name__) for d in found if type(d).__name__ in _GATES],
+            [d for d in found if type(d).__name__ not in _GATES],
+        )
+    return _detectors
 
 
 @functools.cache

@@ -17,7 +17,7 @@ from typing import Literal
 
 from verify_dag import processes
 from verify_dag.models.base import Frozen
-from verify_dag.models.findings import CriterionVerdict
+from verify_dag.models.findings import CriterionVerdict as Verdict
 from verify_dag.sandbox import Policy
 
 MAX_LENGTH = 500  # characters, after stripping
@@ -26,7 +26,6 @@ OUTPUT_CAP = 100_000  # bytes kept per stream
 FIELD = "completion"
 
 
-Verdict = CriterionVerdict
 ErrorCode = Literal[
     "missing_file",
     "malformed_json",
