@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -66,7 +67,11 @@ def test_a_purged_run_is_orphaned_and_wait_stops(
     run_id = submit(scenario, env)
     assert run_cli("status", run_id, env=env).stdout.strip() == f"{run_id} PENDING"
     purge = subprocess.run(
-        ["celery", "-A", "verify_dag", "purge", "-f"], capture_output=True, text=True, env=env
+        # This interpreter's celery, as the other tests start it: the venv's bin may not be on PATH.
+        [sys.executable, "-m", "celery", "-A", "verify_dag", "purge", "-f"],
+        capture_output=True,
+        text=True,
+        env=env,
     )
     assert purge.returncode == 0, purge.stderr
     said = run_cli("status", run_id, env=env).stdout.strip()
