@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import Repo
 
-from verify_dag import git
+from verify_dag import git, settings
 from verify_dag.backends.sources import file_layer
 from verify_dag.errors import UsageError
 from verify_dag.models.findings import Finding
@@ -170,16 +170,16 @@ def test_density_over_and_under_threshold(repo: Repo, monkeypatch: pytest.Monkey
     scope = change(
         repo, {"dense.py": '"""A docstring is not counted."""\n' + body}, {"keep.py": "x = 1\n"}
     )
-    monkeypatch.delenv(comments.DENSITY_ENV, raising=False)
+    monkeypatch.delenv(settings.DENSITY_ENV, raising=False)
     (dense,) = by_rule(comments.run(scope, repo.path), "comment-density")  # default 10%
     assert dense.location is None and dense.severity == 5 and dense.issue_class == "comment"
     assert dense.title == "Comment density 100% of added code lines (threshold 10%)"
     assert "5 added comment lines against 5 added code lines" in dense.description
     assert "dense.py (5)" in dense.description and "Rewrite:" in dense.description
     assert not by_rule(comments.run(scope, repo.path, threshold=1.0), "comment-density")
-    monkeypatch.setenv(comments.DENSITY_ENV, "150%")
+    monkeypatch.setenv(settings.DENSITY_ENV, "150%")
     assert not by_rule(comments.run(scope, repo.path), "comment-density")
-    monkeypatch.setenv(comments.DENSITY_ENV, "0.5")
+    monkeypatch.setenv(settings.DENSITY_ENV, "0.5")
     assert by_rule(comments.run(scope, repo.path), "comment-density")
 
 
@@ -195,9 +195,9 @@ def test_density_threshold_sources(tmp_path: Path) -> None:
     assert comments.density_threshold(tmp_path, env={}) == comments.DEFAULT_DENSITY
     (tmp_path / "pyproject.toml").write_text('[tool.verify-dag]\ncomment-density = "25%"\n')
     assert comments.density_threshold(tmp_path, env={}) == 0.25
-    assert comments.density_threshold(tmp_path, env={comments.DENSITY_ENV: "0.05"}) == 0.05
+    assert comments.density_threshold(tmp_path, env={settings.DENSITY_ENV: "0.05"}) == 0.05
     with pytest.raises(UsageError, match="expected a fraction"):
-        comments.density_threshold(tmp_path, env={comments.DENSITY_ENV: "10"})
+        comments.density_threshold(tmp_path, env={settings.DENSITY_ENV: "10"})
     # The backends' validator of the same table accepts the key.
     file_layer({"comment-density": 0.2, "backend": "claude"}, "pyproject", trusted=False, notes=[])
 
@@ -229,7 +229,7 @@ def test_the_clients_density_setting_travels_with_the_run(
 
     body = "".join(f"# step {n} explained at length\nx{n} = {n}\n" for n in range(5))
     scope = change(repo, {"dense.py": body}, {"keep.py": "x = 1\n"})
-    monkeypatch.setenv(comments.DENSITY_ENV, "0.05")  # the worker's own environment
+    monkeypatch.setenv(settings.DENSITY_ENV, "0.05")  # the worker's own environment
 
     def density(setting: str | None) -> list[Finding]:
         state = RunState(

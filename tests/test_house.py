@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TypeGuard
 
 import pytest
+from conftest import calc_base, make_repo
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = {"verify_dag": ROOT / "verify_dag", "verify_dag.tasks": ROOT / "tasks"}
@@ -481,6 +482,28 @@ def test_the_client_starts_without_the_phases_or_the_secret_scanner() -> None:
         "'verify_dag.phases.exerciser', 'detect_secrets', 'requests'))))",
     )
     assert said.stdout.strip() == "[]", said.stderr
+
+
+def test_verify_checks_its_request_without_loading_the_reviewers(tmp_path: Path) -> None:
+    """A comment-density setting in the environment is checked when the request is built, by
+    the run settings: the reviewers' package (its backends, prompts, contract reviewer: 0.15 s)
+    is the worker's to load, not every client's."""
+    repo = calc_base(make_repo(tmp_path / "repo"))
+    script = (
+        "import sys\n"
+        "from verify_dag.cli import build_parser\n"
+        "from verify_dag.cli.verify_request import build_request\n"
+        f"args = build_parser().parse_args(['verify', {str(repo.path)!r}, '--scope=branch',"
+        " '--base=base'])\n"
+        "print(build_request(args).comment_density)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('verify_dag.reviewers')))\n"
+    )
+    env = {**os.environ, "VERIFY_DAG_COMMENT_DENSITY": "15%"}
+    said = _run(sys.executable, "-c", script, env=env)
+    assert said.stdout.split("\n")[:2] == ["15%", "[]"], said.stderr
+    # A bad value is still a usage error at the same place.
+    bad = _run(sys.executable, "-c", script, env={**env, "VERIFY_DAG_COMMENT_DENSITY": "10"})
+    assert "expected a fraction such as 0.1" in bad.stderr, bad.stdout + bad.stderr
 
 
 _SHARED_MODULE = """

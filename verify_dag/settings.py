@@ -10,6 +10,7 @@ them). A key neither knows is refused up front, with the file and the key: a mis
 
 from __future__ import annotations
 
+import math
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -64,6 +65,32 @@ REPO_SETTINGS: dict[str, Spec] = {
 # Keys the table may hold that others read: the model keys (the worker notes and drops them, or
 # keeps `timeout`), comment-review's density.
 OTHER_KEYS = ("backend", "command", "model", "effort", "timeout", "skills", "comment-density")
+
+
+# comment-review's density threshold, which the worker's environment may set too: here, beside
+# the other settings, so that ``verify`` checks a value up front without loading the reviewers.
+DENSITY_ENV = "VERIFY_DAG_COMMENT_DENSITY"
+DENSITY_KEY = "comment-density"
+
+
+def parse_density(value: object, where: str) -> float:
+    """A fraction (0.1) or a percentage string ("10%"); a bare 10 is refused as ambiguous."""
+    share: float | None = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        share = float(value) if 0 <= value <= 1 else None
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            share = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError:
+            share = None
+        if share is not None and not text.endswith("%") and share > 1:
+            share = None
+    if share is None or not math.isfinite(share) or share < 0:
+        raise UsageError(
+            f'{where}: expected a fraction such as 0.1 or a percentage such as "10%", got {value!r}'
+        )
+    return share
 
 
 @dataclass(frozen=True)

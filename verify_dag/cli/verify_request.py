@@ -20,12 +20,12 @@ if TYPE_CHECKING:
 def _comment_density() -> str | None:
     """$VERIFY_DAG_COMMENT_DENSITY, checked here so a bad value is a usage error, not a
     comment-review that did not run on some worker."""
-    from verify_dag.reviewers import comments
+    from verify_dag import settings
 
-    text = os.environ.get(comments.DENSITY_ENV, "").strip()
+    text = os.environ.get(settings.DENSITY_ENV, "").strip()
     if not text:
         return None
-    comments.parse_density(text, f"environment {comments.DENSITY_ENV}")
+    settings.parse_density(text, f"environment {settings.DENSITY_ENV}")
     return text
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from verify_dag import backends, skills, workspace
+from verify_dag import backends, settings, skills, workspace
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import RunState, SkillOutcome
 from verify_dag.reviewers import comments, contract, runner
@@ -44,7 +44,7 @@ def comment_review(state: RunState) -> list[SkillOutcome]:
             state.run_id, state.request.repo, state.scope.new_commit
         ) as workdir:
             setting = state.request.comment_density
-            env = {**os.environ, comments.DENSITY_ENV: setting} if setting else None
+            env = {**os.environ, settings.DENSITY_ENV: setting} if setting else None
             found = comments.run(state.scope, workdir, env=env)
         rules = SkillOutcome(
             skill=skill,

@@ -17,7 +17,6 @@ pragmas (``type: ignore``, ``noqa``, ``eslint-disable``, ...) are not prose and 
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import tomllib
@@ -28,11 +27,10 @@ from verify_dag.errors import UsageError
 from verify_dag.models.findings import Finding, Location
 from verify_dag.models.scope import Scope
 from verify_dag.reviewers.comment_syntax import Comment, extract
+from verify_dag.settings import DENSITY_ENV, DENSITY_KEY, parse_density
 
 SKILL = "comment-review"
 DEFAULT_DENSITY = 0.10
-DENSITY_ENV = "VERIFY_DAG_COMMENT_DENSITY"
-DENSITY_KEY = "comment-density"
 SEVERITY_REVIEW_ID = 6
 SEVERITY_NARRATION = 5
 SEVERITY_DENSITY = 5
@@ -202,26 +200,6 @@ def density_threshold(workdir: Path, env: Mapping[str, str] | None = None) -> fl
         if isinstance(table, dict) and DENSITY_KEY in table:
             return parse_density(table[DENSITY_KEY], f"{pyproject} [tool.verify-dag] {DENSITY_KEY}")
     return DEFAULT_DENSITY
-
-
-def parse_density(value: object, where: str) -> float:
-    """A fraction (0.1) or a percentage string ("10%"); a bare 10 is refused as ambiguous."""
-    share: float | None = None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        share = float(value) if 0 <= value <= 1 else None
-    elif isinstance(value, str):
-        text = value.strip()
-        try:
-            share = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-        except ValueError:
-            share = None
-        if share is not None and not text.endswith("%") and share > 1:
-            share = None
-    if share is None or not math.isfinite(share) or share < 0:
-        raise UsageError(
-            f'{where}: expected a fraction such as 0.1 or a percentage such as "10%", got {value!r}'
-        )
-    return share
 
 
 def _density(counts: dict[str, tuple[int, int]], threshold: float) -> Finding | None:
