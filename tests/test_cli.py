@@ -7,6 +7,7 @@ import os
 import pty
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -231,3 +232,51 @@ def test_status_with_redis_unreachable_is_one_line_within_the_outage_limit(
     assert res.returncode == 3 and res.stderr.count("\n") == 1, res.stderr
     assert "unreachable for 1 s in a row" in res.stderr and "Traceback" not in res.stderr
     assert time.monotonic() - start < 20
+
+
+LEAVING = """\
+import sys, tempfile, threading, time
+from pathlib import Path
+from verify_dag.cli import exits
+
+class Loud:
+    def __del__(self):
+        print("torn down", flush=True)
+
+kept = Loud()
+scratch = tempfile.TemporaryDirectory()  # removed by its finalizer, an exit function
+late = Path(sys.argv[1])
+threading.Thread(target=lambda: (time.sleep(0.5), late.write_text("done"))).start()
+sys.stdout.write(scratch.name + "\\n")  # buffered: a pipe is not a terminal
+exits.leave(3)
+"""
+
+
+def test_the_command_line_ends_as_python_would_less_its_teardown(tmp_path: Path) -> None:
+    """``verify-dag`` ends with main's code after what a normal exit does first: the thread
+    that is not a daemon finishes, the exit functions run (a temporary directory's finalizer),
+    buffered output is flushed; only the freeing of every object (a ``__del__``) is skipped."""
+    late = tmp_path / "late.txt"
+    proc = subprocess.run(
+        [sys.executable, "-c", LEAVING, str(late)], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 3, proc.stderr
+    scratch = Path(proc.stdout.splitlines()[0])
+    assert scratch.name.startswith("tmp") and not scratch.exists()
+    assert late.read_text() == "done"
+    assert "torn down" not in proc.stdout, proc.stdout
+
+
+def test_the_console_script_and_python_m_end_with_mains_code(tmp_path: Path) -> None:
+    for argv in (
+        [sys.executable, "-m", "verify_dag.cli"],
+        [str(Path(sys.executable).with_name("verify-dag"))],
+    ):
+        said = subprocess.run(
+            [*argv, "verify", str(tmp_path / "nowhere")], capture_output=True, text=True, timeout=60
+        )
+        assert said.returncode == 2 and said.stderr.startswith(
+            "verify-dag: error: not a git repository"
+        ), said.stderr
+        version = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=60)
+        assert version.returncode == 0 and version.stdout.startswith("verify-dag "), version.stderr

@@ -1,4 +1,5 @@
-"""The ``verify-dag`` command line: ``main(argv) -> int``.
+"""The ``verify-dag`` command line: ``main(argv) -> int``, and ``entry()``, the console script's
+way in, which ends the process with main's code.
 
 One module per command group, each building its own parser and holding its handlers; what they
 share is in ``args``; every error that ends a command is mapped to its exit code by ``exits``.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from verify_dag.cli import exits
 from verify_dag.errors import UsageError
@@ -81,6 +83,12 @@ def _version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     return exits.run(argv[0] if argv else None, lambda: _dispatch(argv))
+
+
+def entry() -> NoReturn:
+    """``verify-dag`` and ``python -m verify_dag.cli``: main() on the process's arguments, then
+    the process ends without Python's teardown (:func:`exits.leave`). Tests call main()."""
+    exits.leave(main())
 
 
 def _dispatch(argv: list[str]) -> int:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
+from verify_dag.cli import entry
 
-from verify_dag.cli import main
-
-sys.exit(main())
+entry()

@@ -9,11 +9,14 @@ tool's docs/*.md.
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
+from typing import NoReturn
 
 from verify_dag.errors import EXIT_ERROR, EXIT_USAGE, ContractError, VerifyDagError
 from verify_dag.exitcodes import FLOOR_GUARD
@@ -107,3 +110,31 @@ def report(command: str | None, exc: BaseException) -> int:
         return rule.code
     assert isinstance(exc, VerifyDagError)  # the rules without a code match only these
     return exc.exit_code
+
+
+# Python's own exit status when flushing stdout or stderr fails at exit (a reader gone early).
+EXIT_FLUSH_FAILED = 120
+
+
+def leave(code: int) -> NoReturn:
+    """End the process with ``code`` as Python's own exit would, less its teardown: after a
+    ``verify`` (about 900 modules and their objects) freeing everything one by one took 0.3 s
+    of CPU, for a process that is about to end anyway. mypy's fast exit does the same.
+
+    What a normal exit does first is done here, in its order: the threads that are not daemons
+    are waited for (and what ``threading`` runs at exit, such as an executor finishing its
+    queued work), every exit function runs (logging's flush, the finalizers of temporary
+    directories), and the standard streams are flushed. Where this Python lacks the hooks for
+    the first two, the exit is Python's own."""
+    shutdown = getattr(threading, "_shutdown", None)
+    exit_functions = getattr(atexit, "_run_exitfuncs", None)
+    if shutdown is None or exit_functions is None:
+        sys.exit(code)
+    shutdown()
+    exit_functions()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        os._exit(EXIT_FLUSH_FAILED)
+    os._exit(code)
