@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -280,10 +279,17 @@ def _source(st: RunState) -> Callable[[str], list[str]] | None:
         repo = repos.localize(st).request.repo
     except VerifyDagError:
         return None  # fingerprints then go by rule and path alone
-    commit, read = st.scope.new_commit, functools.cache(git.read_file)
+    commit = st.scope.new_commit
+    touched = [f.path for f in st.scope.included if f.status != "deleted"]
+    texts: dict[str, str | None] = {}
 
     def lines(path: str) -> list[str]:
-        return (read(repo, commit, path) or "").split("\n")
+        if path not in texts:
+            # Issues lie on the files the change touched: the first one brings them all, in
+            # one git process instead of one each.
+            wanted = [path, *(p for p in touched if p not in texts)]
+            texts.update(git.read_files(repo, commit, wanted))
+        return (texts[path] or "").split("\n")
 
     return lines
 

@@ -294,3 +294,27 @@ def test_only_files_that_lost_a_like_line_are_linted_at_the_base(
     out = baseline.classify(sc, RUFF, found, str(repo.path), 60)
     assert seen == [["b.py"]]
     assert baselines(out)[("F401", 1)] == "pre-existing"
+
+
+def test_the_changed_files_are_read_in_one_git_process_per_commit(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Classifying findings on five changed files reads the new commit's files in one
+    ``cat-file --batch`` (and the base's in another), not one process per file."""
+    files = {f"mod{n}.py": OLD for n in range(5)}
+    sc = branch(repo, files, {path: NEW for path in files})
+    found = static_findings(repo, sc)
+    reads: list[tuple[str, ...]] = []
+    real = git.core.run_git
+
+    def counted(where: Any, *args: str, **kwargs: Any) -> Any:
+        if args[:1] == ("cat-file",):
+            reads.append(args)
+        return real(where, *args, **kwargs)
+
+    monkeypatch.setattr(git.core, "run_git", counted)
+    monkeypatch.setattr(git.tree, "run_git", counted)
+    out = baseline.classify(sc, RUFF, found, str(repo.path), 60)
+    assert {b for b in baselines(out).values()} == {"introduced", "pre-existing"}
+    # One batch for each commit: the new one's changed files, the base's candidates.
+    assert reads == [("cat-file", "--batch")] * 2, reads
