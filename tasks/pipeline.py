@@ -279,17 +279,12 @@ def _source(st: RunState) -> Callable[[str], list[str]] | None:
         repo = repos.localize(st).request.repo
     except VerifyDagError:
         return None  # fingerprints then go by rule and path alone
-    commit = st.scope.new_commit
+    # Issues lie on the files the change touched: asking for one reads them all.
     touched = [f.path for f in st.scope.included if f.status != "deleted"]
-    texts: dict[str, str | None] = {}
+    read = git.reader(repo, st.scope.new_commit, touched)
 
     def lines(path: str) -> list[str]:
-        if path not in texts:
-            # Issues lie on the files the change touched: the first one brings them all, in
-            # one git process instead of one each.
-            wanted = [path, *(p for p in touched if p not in texts)]
-            texts.update(git.read_files(repo, commit, wanted))
-        return (texts[path] or "").split("\n")
+        return (read(path) or "").split("\n")
 
     return lines
 

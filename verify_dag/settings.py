@@ -53,6 +53,12 @@ class Spec:
     check: Callable[[object], Any]
 
 
+# comment-review's density threshold, which the worker's environment may set too: here, beside
+# the other settings, so that ``verify`` checks a value up front without loading the reviewers.
+DENSITY_ENV = "VERIFY_DAG_COMMENT_DENSITY"
+DENSITY_KEY = "comment-density"
+
+
 # key in [tool.verify-dag] -> the flag and default it stands for.
 REPO_SETTINGS: dict[str, Spec] = {
     "depth": Spec("--depth", "light", _depth),
@@ -64,13 +70,7 @@ REPO_SETTINGS: dict[str, Spec] = {
 }
 # Keys the table may hold that others read: the model keys (the worker notes and drops them, or
 # keeps `timeout`), comment-review's density.
-OTHER_KEYS = ("backend", "command", "model", "effort", "timeout", "skills", "comment-density")
-
-
-# comment-review's density threshold, which the worker's environment may set too: here, beside
-# the other settings, so that ``verify`` checks a value up front without loading the reviewers.
-DENSITY_ENV = "VERIFY_DAG_COMMENT_DENSITY"
-DENSITY_KEY = "comment-density"
+OTHER_KEYS = ("backend", "command", "model", "effort", "timeout", "skills", DENSITY_KEY)
 
 
 def parse_density(value: object, where: str) -> float:

@@ -69,6 +69,7 @@ from verify_dag.git.tree import (
     ls_tree,
     read_file,
     read_files,
+    reader,
     untracked,
 )
 
@@ -117,6 +118,7 @@ __all__ = [
     "pathspec_matches",
     "read_file",
     "read_files",
+    "reader",
     "recommit",
     "remote_exists",
     "remote_head",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from verify_dag.git.core import pathspec, run_git
@@ -67,6 +67,20 @@ def read_files(repo: str | Path, commit: str, paths: Sequence[str]) -> dict[str,
         if "\n" in path:
             out[path] = read_file(repo, commit, path)
     return out
+
+
+def reader(repo: str | Path, commit: str, likely: Sequence[str]) -> Callable[[str], str | None]:
+    """``path -> its content at commit`` (None: not a file there), each file read once. The first
+    miss brings ``likely`` along in the same ``cat-file --batch``: the files a caller is about to
+    ask for (a change's files) cost one git process, not one each."""
+    texts: dict[str, str | None] = {}
+
+    def read(path: str) -> str | None:
+        if path not in texts:
+            texts.update(read_files(repo, commit, [path, *(p for p in likely if p not in texts)]))
+        return texts[path]
+
+    return read
 
 
 def blobs(repo: str | Path, commit: str) -> dict[str, str]:

@@ -188,6 +188,9 @@ class _Texts:
 
     def __init__(self, repo: str, scope: Scope) -> None:
         self.repo, self.scope = repo, scope
+        # Findings lie on the files the change touched: asking for one reads them all.
+        touched = [f.path for f in scope.included if f.status != "deleted"]
+        self._read_new = git.reader(repo, scope.new_commit, touched)
         self._new: dict[str, list[str]] = {}
         self._old: dict[str, list[str]] = {}
 
@@ -195,12 +198,7 @@ class _Texts:
         if path is None:
             return []
         if path not in self._new:
-            # Findings lie on the files the change touched: the first one asked for brings
-            # them all, in one git process instead of one each.
-            touched = (f.path for f in self.scope.included if f.status != "deleted")
-            wanted = [path, *(p for p in touched if p not in self._new)]
-            found = git.read_files(self.repo, self.scope.new_commit, wanted)
-            self._new.update({p: _lines(text) for p, text in found.items()})
+            self._new[path] = _lines(self._read_new(path))
         return self._new[path]
 
     def old(self, paths: Sequence[str]) -> dict[str, list[str]]:
