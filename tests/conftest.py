@@ -84,6 +84,24 @@ def calc_base(repo: Repo) -> Repo:
     return repo
 
 
+def venv_by_hand(venv: Path, *requirements: str, cwd: Path) -> str:
+    """A venv built by hand as a test's oracle: ``python -m venv`` with ``requirements`` installed
+    (pip's arguments, run in ``cwd``); returns its interpreter. uv installs what pip would resolve
+    (the index's newest matches, editable installs included) without ensurepip and pip's own
+    start-up: about 20 s of CPU less for each oracle on a 2-core machine."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    installed = subprocess.run(
+        [sys.executable, "-m", "uv", "pip", "install", "-q", "--python", python, *requirements],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert installed.returncode == 0, installed.stderr
+    return python
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Repo:
     return make_repo(tmp_path / "repo")

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from conftest import make_repo
+from conftest import make_repo, venv_by_hand
 
 from verify_dag.models.scope import Scope
 from verify_dag.phases import tester, triage
@@ -61,15 +60,7 @@ def test_a_jaraco_style_suite_counts_as_pytest_counts_it(tmp_path: Path) -> None
     )
 
     # By hand as jaraco's tox env does it (usedevelop): the project installed editable.
-    venv = tmp_path / "by-hand"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    python = str(venv / "bin" / "python")
-    subprocess.run(
-        [python, "-m", "pip", "install", "-q", "-e", ".[test]"],
-        cwd=repo.path,
-        check=True,
-        capture_output=True,
-    )
+    python = venv_by_hand(tmp_path / "by-hand", "-e", ".[test]", cwd=repo.path)
     report = tmp_path / "junit.xml"
     by_hand = subprocess.run(
         [

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import make_repo, write
+from conftest import make_repo, venv_by_hand, write
 
 from verify_dag.models.findings import SkillOutcome
 from verify_dag.models.scope import FileChange, Scope
@@ -152,22 +152,7 @@ def test_same_counts_as_a_venv_built_by_hand(
     repo, cache, _ = tiny
     assert importlib.util.find_spec("verify_dag_tinypkg") is None  # not in our interpreter
     venv = tmp_path / "by-hand"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run(
-        [
-            str(venv / "bin/python"),
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "pytest",
-            "-r",
-            "requirements-test.txt",
-        ],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-    )
+    venv_by_hand(venv, "pytest", "-r", "requirements-test.txt", cwd=repo)
     shutil.rmtree(repo / "vendor/tinypkg/build", ignore_errors=True)
     for info in (repo / "vendor/tinypkg").glob("*.egg-info"):
         shutil.rmtree(info)
@@ -439,13 +424,7 @@ def test_tox_commands_select_the_same_tests_as_a_venv_built_by_hand(tmp_path: Pa
     )
 
     venv = tmp_path / "by-hand"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run(
-        [str(venv / "bin/python"), "-m", "pip", "install", "-q", "pytest", "./vendor/tinypkg"],
-        cwd=repo.path,
-        check=True,
-        capture_output=True,
-    )
+    venv_by_hand(venv, "pytest", "./vendor/tinypkg", cwd=repo.path)
     by_hand = subprocess.run(
         [
             str(venv / "bin/pytest"),
