@@ -32,7 +32,10 @@ def _version(name: str, prefix: Path) -> str | None:
     ]
     if not sites:
         return None
-    for dist in importlib.metadata.distributions(path=[str(s) for s in sites]):
+    # Found by its .dist-info directory's normalised name (what ``name=`` matches), so only the
+    # one distribution's METADATA is parsed: reading every one's to compare names parsed the 146
+    # of verify-dag's own env for each lookup, most of a CLI run's time in importlib.metadata.
+    for dist in importlib.metadata.distributions(name=name, path=[str(s) for s in sites]):
         if re.sub(r"[-_.]+", "-", dist.metadata["Name"] or "").lower() == wanted:
             return dist.version
     return None
