@@ -60,9 +60,13 @@ def test_a_runaway_allocation_hits_the_memory_limit(monkeypatch: pytest.MonkeyPa
     assert ok.returncode == 0 and "allocated" in ok.stdout
 
 
+@pytest.mark.parametrize("launcher", ["prlimit", "hook"])
 def test_a_runaway_writer_hits_the_file_size_limit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, launcher: str
 ) -> None:
+    """Through prlimit(1), and through Popen's hook on a host without it: the same limit."""
+    if launcher == "hook":
+        monkeypatch.setattr(processes, "_prlimit", lambda: None)
     monkeypatch.setenv(processes.FILE_SIZE_ENV, "1")
     write = "open('big', 'wb').write(b'x' * 3 * 1024 * 1024)"
     res = processes.run(
@@ -110,3 +114,24 @@ def test_stopping_a_run_ends_its_commands_and_no_other_runs(tmp_path: Path) -> N
     processes.stop_run("run-b")
     threads["run-b"].join(30)
     assert got["run-b"].returncode != 0
+
+
+def test_a_command_is_spawned_with_no_python_between_fork_and_exec(tmp_path: Path) -> None:
+    """prlimit sets the limits, so Popen needs no preexec_fn and spawns with vfork: a hook makes
+    it fork the whole worker for every git call."""
+    limits = processes.resource_limits()
+    argv, hook = processes._launch(["git", "--version"], limits, processes.git_env(), tmp_path)
+    assert hook is None and argv[-3:] == ["--", "git", "--version"]
+    res = processes.run(["git", "--version"], cwd=tmp_path)
+    assert res.returncode == 0 and res.stdout.startswith("git version")
+
+
+def test_a_missing_program_is_not_found_whichever_way_it_is_spawned(tmp_path: Path) -> None:
+    for argv in (["no-such-program-here"], ["./no-such-script"], [str(tmp_path / "gone")]):
+        res = processes.run(argv, cwd=tmp_path)
+        assert res.not_found and res.returncode == 127, (argv, res)
+        assert res.stderr.startswith(argv[0] + ":"), res.stderr
+    script = tmp_path / "not-executable"
+    script.write_text("#!/bin/sh\necho hi\n")
+    res = processes.run(["./not-executable"], cwd=tmp_path)
+    assert res.not_found and "Permission denied" in res.stderr, res.stderr

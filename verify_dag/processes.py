@@ -10,6 +10,7 @@ runs in its own process group so a time-out kills the whole tree, and its output
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import resource
 import shutil
@@ -144,6 +145,62 @@ def limit_settings() -> dict[str, str]:
     return {name: os.environ[name] for name in names if name in os.environ}
 
 
+# Limits are set by prlimit(1) (util-linux, on every Linux host this runs on), which execs the
+# command once they hold, and a step's cgroups are joined by sh before it execs prlimit: with no
+# Python to run between fork and exec, Popen spawns with vfork. A ``preexec_fn`` makes it fork
+# the whole worker instead, page tables and all: 73 ms a `git --version` from a process of
+# 300 MB, against 4 ms through prlimit (200 each, side by side). Without prlimit, or for a
+# program that will not be found (Popen's own error then says so), the hook does the same.
+_RLIMIT_FLAGS = {
+    resource.RLIMIT_CORE: "--core",
+    resource.RLIMIT_DATA: "--data",
+    resource.RLIMIT_FSIZE: "--fsize",
+}
+# $1: how many cgroup.procs files follow; each is written "0" (the writer itself), as
+# limits.Step.join does, a failed write ignored as there; then the command.
+_JOIN = (
+    'n=$1; shift; while [ "$n" -gt 0 ]; do echo 0 >"$1"; shift; n=$((n - 1)); done 2>/dev/null; '
+    'exec "$@"'
+)
+
+
+@functools.cache
+def _prlimit() -> str | None:
+    return shutil.which("prlimit")
+
+
+def _findable(program: str, env: Mapping[str, str], cwd: str | Path | None) -> bool:
+    if "/" in program:
+        path = Path(cwd or ".", program) if not Path(program).is_absolute() else Path(program)
+        return os.access(path, os.X_OK) and path.is_file()
+    return shutil.which(program, path=env.get("PATH", os.defpath)) is not None
+
+
+def _launch(
+    argv: list[str],
+    rlimits: dict[int, int],
+    env: Mapping[str, str],
+    cwd: str | Path | None,
+    step: limits.Step | None = None,
+) -> tuple[list[str], Callable[[], None] | None]:
+    """``argv`` as spawned under ``rlimits`` (and in ``step``'s cgroups), and the hook Popen
+    must run in the child, when one is still needed."""
+    prlimit = _prlimit()
+    if prlimit is None or not _findable(argv[0], env, cwd) or set(rlimits) - set(_RLIMIT_FLAGS):
+        return argv, _limiter(rlimits, step)
+    flags = []
+    for which, value in rlimits.items():
+        hard = resource.getrlimit(which)[1]
+        # Never above a hard limit the worker itself was started under.
+        cap = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        flags.append(f"{_RLIMIT_FLAGS[which]}={cap}:{cap}")
+    out = [prlimit, *flags, "--", *argv]
+    if step is not None and step.dirs:
+        procs = [str(path / "cgroup.procs") for path in dict.fromkeys(step.dirs.values())]
+        out = ["/bin/sh", "-c", _JOIN, "sh", str(len(procs)), *procs, *out]
+    return out, None
+
+
 def _limiter(rlimits: dict[int, int], step: limits.Step | None = None) -> Callable[[], None]:
     def apply() -> None:  # pragma: no cover - runs in the child between fork and exec
         if step is not None:
@@ -223,18 +280,23 @@ def run(
         )
     # Repository code gets a cgroup of its own: its process and memory limits, and what it hit.
     cgroup = limits.open_step(step) if sandbox is not None else None
+    spawned, hook = _launch(
+        argv,
+        resource_limits(cgroup is not None and "memory" in cgroup.dirs),
+        child_env,
+        cwd,
+        cgroup,
+    )
     try:
         proc = subprocess.Popen(
-            argv,
+            spawned,
             cwd=cwd,
             env=child_env,
             stdin=subprocess.PIPE if input_data is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            preexec_fn=_limiter(
-                resource_limits(cgroup is not None and "memory" in cgroup.dirs), cgroup
-            ),
+            preexec_fn=hook,
         )
     except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
         if cgroup is not None:
@@ -442,15 +504,16 @@ def start_background(
         if missing is not None:
             raise FileNotFoundError(missing)
         argv, child_env = _sandbox.wrap(argv, sandbox, cwd=cwd, env=child_env, step=step)
+    spawned, hook = _launch(argv, resource_limits(), child_env, cwd)
     proc = subprocess.Popen(
-        argv,
+        spawned,
         cwd=cwd,
         env=child_env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
-        preexec_fn=_limiter(resource_limits()),
+        preexec_fn=hook,
     )
     _started(proc)
     log = bytearray()
