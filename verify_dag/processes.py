@@ -169,13 +169,6 @@ def _prlimit() -> str | None:
     return shutil.which("prlimit")
 
 
-def _findable(program: str, env: Mapping[str, str], cwd: str | Path | None) -> bool:
-    if "/" in program:
-        path = Path(cwd or ".", program) if not Path(program).is_absolute() else Path(program)
-        return os.access(path, os.X_OK) and path.is_file()
-    return shutil.which(program, path=env.get("PATH", os.defpath)) is not None
-
-
 def _launch(
     argv: list[str],
     rlimits: dict[int, int],
@@ -186,14 +179,11 @@ def _launch(
     """``argv`` as spawned under ``rlimits`` (and in ``step``'s cgroups), and the hook Popen
     must run in the child, when one is still needed."""
     prlimit = _prlimit()
-    if prlimit is None or not _findable(argv[0], env, cwd) or set(rlimits) - set(_RLIMIT_FLAGS):
+    unknown = set(rlimits) - set(_RLIMIT_FLAGS)
+    if prlimit is None or unknown or _missing(argv[0], env, cwd) is not None:
         return argv, _limiter(rlimits, step)
-    flags = []
-    for which, value in rlimits.items():
-        hard = resource.getrlimit(which)[1]
-        # Never above a hard limit the worker itself was started under.
-        cap = value if hard == resource.RLIM_INFINITY else min(value, hard)
-        flags.append(f"{_RLIMIT_FLAGS[which]}={cap}:{cap}")
+    caps = {which: _capped(which, value) for which, value in rlimits.items()}
+    flags = [f"{_RLIMIT_FLAGS[which]}={cap}:{cap}" for which, cap in caps.items()]
     out = [prlimit, *flags, "--", *argv]
     if step is not None and step.dirs:
         procs = [str(path / "cgroup.procs") for path in dict.fromkeys(step.dirs.values())]
@@ -201,14 +191,18 @@ def _launch(
     return out, None
 
 
+def _capped(which: int, value: int) -> int:
+    """Never above a hard limit the worker itself was started under."""
+    hard = resource.getrlimit(which)[1]
+    return value if hard == resource.RLIM_INFINITY else min(value, hard)
+
+
 def _limiter(rlimits: dict[int, int], step: limits.Step | None = None) -> Callable[[], None]:
     def apply() -> None:  # pragma: no cover - runs in the child between fork and exec
         if step is not None:
             step.join()
         for which, value in rlimits.items():
-            hard = resource.getrlimit(which)[1]
-            # Never above a hard limit the worker itself was started under.
-            cap = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            cap = _capped(which, value)
             resource.setrlimit(which, (cap, cap))
 
     return apply
