@@ -60,6 +60,8 @@ def broken(root: Path) -> str | None:
             added.append(rel)
         elif kept[:-1] != list(_stat(st)) and kept[-1] != _digest(path, st):
             changed.append(rel)
+    added.sort()
+    changed.sort()
     removed = sorted(set(files) - seen)
     parts = [
         f"{what} {', '.join(names[:_SHOWN])}{' ...' if len(names) > _SHOWN else ''}"
@@ -81,29 +83,43 @@ def _stat(st: os.stat_result) -> tuple[int, int, int, int, int]:
     return (st.st_size, st.st_mode, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _digest(path: Path, st: os.stat_result) -> str:
+def _digest(path: str, st: os.stat_result) -> str:
     """The sha256 of a file's bytes, of a symlink's target, or "" for a directory."""
     if stat.S_ISLNK(st.st_mode):
         return "link:" + os.readlink(path)
     if not stat.S_ISREG(st.st_mode):
         return ""
     h = hashlib.sha256()
-    with path.open("rb") as fh:
+    with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
 
 
-def _walk(root: Path, skip: frozenset[str]) -> Iterator[tuple[str, Path, os.stat_result]]:
-    """(relative path, path, lstat) of everything under ``root``, symlinks not followed."""
-    for dirpath, dirnames, filenames in os.walk(root):
-        here = Path(dirpath)
-        dirnames[:] = [d for d in dirnames if d not in skip]
-        filenames = [f for f in filenames if f not in skip and not (here == root and f == RECORD)]
-        for name in [*dirnames, *filenames]:
-            path = here / name
-            try:
-                st = path.lstat()
-            except OSError:
-                continue
-            yield path.relative_to(root).as_posix(), path, st
+def _walk(root: Path, skip: frozenset[str]) -> Iterator[tuple[str, str, os.stat_result]]:
+    """(relative path, path, lstat) of everything under ``root``, symlinks not followed.
+    os.scandir on plain strings: an env holds ten thousand files and more, checked by every
+    phase of every run that uses it, and a Path object per file cost most of the walk."""
+    top = os.fspath(root)
+    cut = len(top) + 1
+    pending = [top]
+    while pending:
+        here = pending.pop()
+        try:
+            entries = os.scandir(here)
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                name = entry.name
+                if name in skip:
+                    continue
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if stat.S_ISDIR(st.st_mode):
+                    pending.append(entry.path)
+                elif here == top and name == RECORD:
+                    continue
+                yield entry.path[cut:], entry.path, st
