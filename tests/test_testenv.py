@@ -626,7 +626,15 @@ def test_a_tox_uv_lock_runner_env_keeps_coverage_through_its_sync(tmp_path: Path
         # unless told not to sync (the env is read-only to the run).
         "package = wheel\ndependency_groups = test\ncommands = pytest {posargs}\n",
     )
-    repo.write("tests/test_l.py", "import iniconfig  # noqa: F401\n\ndef test_l():\n    pass\n")
+    # The suite leaves pytest's cache at the env's root, as platformdirs' nested pytest runs do:
+    # no change of the env that the next run would rebuild it for.
+    repo.write(
+        "tests/test_l.py",
+        "import os, pathlib\nimport iniconfig  # noqa: F401\n\ndef test_l():\n"
+        "    cache = pathlib.Path(os.environ['TOX_ENV_DIR'], '.pytest_cache', 'v', 'cache')\n"
+        "    cache.mkdir(parents=True, exist_ok=True)\n"
+        "    (cache / 'nodeids').write_text('[]')\n",
+    )
     subprocess.run([uv_bin(), "lock", "-q"], cwd=repo.path, check=True, capture_output=True)
     repo.commit("locked")
 
