@@ -717,29 +717,46 @@ def test_a_native_tool_tox_table_in_pyproject_runs_the_testers_commands(tmp_path
     assert outcome.notes.startswith("1 passed, 0 failed"), outcome.notes
 
 
-def test_a_new_envs_bytecode_is_in_place_and_where_a_prefix_finds_it(tmp_path: Path) -> None:
-    """compile_site compiles once and copies: the prefix tree holds exactly the files, at
-    exactly the paths, that a compile under PYTHONPYCACHEPREFIX writes."""
+def test_an_envs_bytecode_is_in_place_and_where_a_prefix_finds_it_after_each_build(
+    tmp_path: Path,
+) -> None:
+    """compile_site compiles and copies: the prefix tree holds exactly the files, at exactly
+    the paths, that a compile under PYTHONPYCACHEPREFIX writes; and again after a later build
+    reinstalled a module (a tox env's package, the merge base's after the head's), copying
+    only what changed."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
     site = testenv_base.purelib(python)
     assert site is not None
+    tree = venv / testenv_base.PYCACHE_TREE
+
+    def mirrored() -> dict[Path, bytes]:
+        return {p.relative_to(tree): p.read_bytes() for p in tree.rglob("*.pyc")}
+
+    def expected(name: str) -> dict[Path, bytes]:
+        """What compileall itself writes under a prefix."""
+        prefix = tmp_path / name
+        subprocess.run(
+            [str(python), "-m", "compileall", "-q", str(site)],
+            check=True,
+            env={**os.environ, "PYTHONPYCACHEPREFIX": str(prefix)},
+        )
+        return {p.relative_to(prefix): p.read_bytes() for p in prefix.rglob("*.pyc")}
+
     write(site, {"pkg/__init__.py": "", "pkg/mod.py": "VALUE = 42\n", "top.py": "X = 1\n"})
     testenv_base.compile_site(python, deadline=time.monotonic() + 120)
-    tree = venv / testenv_base.PYCACHE_TREE
-    mirrored = {p.relative_to(tree): p.read_bytes() for p in tree.rglob("*.pyc")}
-    assert len(mirrored) == 3 and (venv / ".verify-dag-compiled").exists()
-    # What compileall itself writes under a prefix, for comparison.
-    expected_tree = tmp_path / "expected"
-    subprocess.run(
-        [str(python), "-m", "compileall", "-q", str(site)],
-        check=True,
-        env={**os.environ, "PYTHONPYCACHEPREFIX": str(expected_tree)},
-    )
-    expected = {p.relative_to(expected_tree): p.read_bytes() for p in expected_tree.rglob("*.pyc")}
-    assert mirrored == expected
+    assert len(mirrored()) == 3 and mirrored() == expected("first")
     assert list(site.rglob("__pycache__/*.pyc"))  # and in place, for runs without a prefix
+    (top,) = [p for p in tree.rglob("top.*.pyc")]
+    kept = top.stat().st_mtime_ns
+
+    # A reinstall: the package's directory replaced, its module changed, no bytecode.
+    shutil.rmtree(site / "pkg")
+    write(site, {"pkg/__init__.py": "", "pkg/mod.py": "VALUE = 43  # the base's\n"})
+    testenv_base.compile_site(python, deadline=time.monotonic() + 120)
+    assert mirrored() == expected("second")
+    assert top.stat().st_mtime_ns == kept  # unchanged, not copied again
 
 
 def _loaded_from_bytecode(prefix: Path, *modules: str) -> set[str]:

@@ -31,7 +31,9 @@ def mirror(
 ) -> None:
     """Copy every regular ``__pycache__/*.pyc`` under ``site`` (symlinks neither followed nor
     copied) to where the prefix ``tree`` looks for it; ``link``: a symlink to it instead.
-    Directories named in ``skip`` are not entered; only names ending in ``suffix`` are taken."""
+    Directories named in ``skip`` are not entered; only names ending in ``suffix`` are taken.
+    A copy whose size and mtime are its source's is left as it is: mirroring again after a
+    rebuild of the env copies what compileall wrote anew, not the whole site-packages."""
     for top, dirs, files in os.walk(site):
         if Path(top).name != "__pycache__":
             dirs[:] = [d for d in dirs if d not in skip]
@@ -48,8 +50,16 @@ def mirror(
             dest.mkdir(parents=True, exist_ok=True)
             if link:
                 os.symlink(src, dest / name)
-            else:
-                shutil.copyfile(src, dest / name, follow_symlinks=False)
+            elif not _same(src, dest / name):
+                shutil.copy2(src, dest / name, follow_symlinks=False)
+
+
+def _same(src: Path, copy: Path) -> bool:
+    try:
+        a, b = os.lstat(src), os.lstat(copy)
+    except OSError:
+        return False
+    return stat.S_ISREG(b.st_mode) and (a.st_size, a.st_mtime_ns) == (b.st_size, b.st_mtime_ns)
 
 
 if __name__ == "__main__":
