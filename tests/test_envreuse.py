@@ -6,11 +6,15 @@ path, is what an env without an editable install holds."""
 from __future__ import annotations
 
 import subprocess
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Repo, make_repo
 
+from verify_dag.files import file_lock
 from verify_dag.phases.tester.env import base, tox
 from verify_dag.phases.tester.env.toxchoice import Choice, ToxEnv
 
@@ -130,3 +134,63 @@ def test_no_commit_no_sharing(tmp_path: Path) -> None:
     assert base.portable_id(f"{workdir.resolve()}@", workdir) is None
     assert base.portable_id(f"{workdir.resolve()}@\0typing", workdir) is None
     assert base.portable_id(f"{workdir.resolve()}@abc\0typing", workdir) == "@abc\0typing"
+
+
+def test_a_phase_that_found_no_env_uses_the_one_another_phase_built_while_its_suite_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The static tools and the suite of one checkout both find the env not built for it; the
+    suite's phase builds it and holds it for its whole run. The static phase takes the built env
+    as soon as the build ends, not when the suite does."""
+    env_dir = tmp_path / "tox" / "key"
+    env_dir.mkdir(parents=True)
+    want = f"{tmp_path}/tree@0123abcd"
+    builds: list[str] = []
+
+    def build() -> base.Env:
+        builds.append(threading.current_thread().name)
+        time.sleep(0.5)
+        python = env_dir / "py311" / "bin" / "python"
+        python.parent.mkdir(parents=True, exist_ok=True)
+        python.write_text("", encoding="utf-8")
+        return base.Env(python=python, bin_dir=python.parent)
+
+    # Both look before either builds (as the two phases of a run do, started together), and the
+    # suite's phase takes the exclusive lock first.
+    looked = threading.Barrier(2)
+    first = {"suite", "static"}
+    installed = base._installed
+
+    def looking(*args: object, **kwargs: object) -> tuple[base.Env | None, str | None]:
+        found = installed(*args, **kwargs)  # type: ignore[arg-type]
+        name = threading.current_thread().name
+        if name in first:
+            first.discard(name)
+            looked.wait(timeout=10)
+        return found
+
+    def locking(path: Path, deadline: float | None = None, *, shared: bool = False) -> Any:
+        if not shared and threading.current_thread().name == "static" and not builds:
+            time.sleep(0.2)
+        return file_lock(path, deadline, shared=shared)
+
+    monkeypatch.setattr(base, "_installed", looking)
+    monkeypatch.setattr(base, "file_lock", locking)
+    got: dict[str, float] = {}
+
+    def phase(hold: float) -> None:
+        with base.shared(env_dir, want, build, time.monotonic() + 60) as env:
+            assert env.error is None and env.python is not None
+            got[threading.current_thread().name] = time.monotonic()
+            time.sleep(hold)
+
+    suite = threading.Thread(target=phase, args=(4.0,), name="suite")
+    static = threading.Thread(target=phase, args=(0.0,), name="static")
+    suite.start()
+    static.start()
+    static.join(timeout=30)
+    static_done = time.monotonic()
+    suite.join(timeout=30)
+    assert builds == ["suite"]
+    assert got["static"] - got["suite"] < 2.0  # not the suite's 4 s
+    assert static_done < got["suite"] + 4.0

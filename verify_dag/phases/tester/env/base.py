@@ -228,6 +228,9 @@ def refers_to(env: Env, workdir: Path) -> bool:
 
 
 _INSTALLED = "verify-dag-installed.json"
+# How long a phase that found the env not built for its checkout waits for the exclusive lock
+# before it looks again whether another has built it meanwhile (see shared).
+_BUILD_WAIT = 1.0
 
 
 @contextlib.contextmanager
@@ -256,14 +259,21 @@ def shared(
             if not got:
                 yield Env(error="timed out waiting for another run using the same env")
                 return
-            env, _ = _installed(marker, want, portable)
+            env, _ = _installed(marker, want, portable, why_too=False)
             if env is not None:
                 yield replace(env, notes=(*env.notes, *notes))
                 return
-        with file_lock(lock, deadline) as got:
+        # The exclusive lock, to build. Waited for briefly, then the shared one is looked at
+        # again: another phase of this checkout may be building the same env (it then holds the
+        # shared lock for its whole suite, right after the build, and a blocking wait for the
+        # exclusive one here would last until that suite ended: click's and platformdirs' static
+        # tools waited so for the suite they should run beside).
+        with file_lock(lock, min(deadline, time.monotonic() + _BUILD_WAIT)) as got:
             if not got:
-                yield Env(error="timed out waiting for another run using the same env")
-                return
+                if time.monotonic() >= deadline:
+                    yield Env(error="timed out waiting for another run using the same env")
+                    return
+                continue
             failed: Env | None = None
             env, why = _installed(marker, want, portable)
             if env is None:
@@ -312,21 +322,24 @@ RUNNER_WRITES = frozenset(
 
 
 def _installed(
-    marker: Path, want: str, portable: str | None = None
+    marker: Path, want: str, portable: str | None = None, *, why_too: bool = True
 ) -> tuple[Env | None, str | None]:
     """The env the marker records for checkout ``want`` (or, ``portable``, for its commit in
     any checkout, when the env does not point at the one it was built from); None when there is
-    none or it holds another checkout, and why when the work directory is not what was sealed
-    after its build, whichever checkout it holds (the runner would build the next one on top of
-    it)."""
+    none or it holds another checkout, and (``why_too``) why when the work directory is not what
+    was sealed after its build, whichever checkout it holds (the runner would build the next
+    one on top of it)."""
     try:
         record = json.loads(marker.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None, None
+    ours = isinstance(record, dict) and holds(record, want, portable)
+    if not ours and not why_too:
+        return None, None  # the seal is not walked for an env that is not ours anyway
     why = seal.broken(marker.parent)
     if why is not None:
         return None, why
-    if not isinstance(record, dict) or not holds(record, want, portable):
+    if not ours:
         return None, None
     env = env_from_json(record["env"])
     return (env, None) if env.python is not None and env.python.exists() else (None, None)
