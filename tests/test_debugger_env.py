@@ -124,3 +124,28 @@ def test_which_install_commands_need_pip(command: str, pip: bool) -> None:
     from verify_dag.phases.tester.env.toxchoice import ToxEnv
 
     assert ToxEnv("py", "pytest", "", install_command=command).installs_with_pip is pip
+
+
+def test_the_base_env_has_a_directory_of_its_own_beside_the_heads(tmp_path: Path) -> None:
+    """Head and base declare the same tox env: the base's is built beside the head's, not over
+    it, so the next run's suite finds the head's package still installed (one directory for
+    both had the two commits' packages replace each other in every such run)."""
+    repo = make_repo(tmp_path / "repo")
+    repo.write("pyproject.toml", PYPROJECT)
+    repo.write("src/calc/__init__.py", "def add(a, b):\n    return a + b\n")
+    repo.write("tests/test_calc.py", TESTS)
+    repo.write(
+        "tox.ini", f"[tox]\nenv_list = {PY}\n\n[testenv]\ndeps = pytest\ncommands = pytest\n"
+    )
+    repo.commit("base")
+    repo.git("tag", "base")
+    repo.write("src/calc/__init__.py", "def add(a, b):\n    return b + a\n")
+    repo.commit("head")
+    state = _state(repo)
+    out = debugger.run(state)
+    assert by_failure(out)["tests/test_calc.py::test_old_bug"].pre_existing == "yes", out.notes
+    tox_dirs = sorted(p.name for p in (tmp_path / "home/.cache/verify-dag/tox").iterdir())
+    head_dir, base_dir = [n for n in tox_dirs if not n.endswith((".lock", "-tools"))]
+    assert base_dir == f"{head_dir}-base"
+    installed = tmp_path / "home/.cache/verify-dag/tox" / head_dir / "verify-dag-installed.json"
+    assert installed.read_text(encoding="utf-8").count(repo.git("rev-parse", "HEAD").strip()) == 2

@@ -490,10 +490,16 @@ def _files(path: Path) -> Iterator[Path]:
             yield Path(dirpath) / name
 
 
-def cache_dir(workdir: Path, cache: Path, kind: str, declaring: tuple[str, ...]) -> Path:
+def cache_dir(
+    workdir: Path, cache: Path, kind: str, declaring: tuple[str, ...], *, base: bool = False
+) -> Path:
     """``cache/kind/KEY``: one directory per declaration (the bytes of the ``declaring`` files
     present in ``workdir``, and of what the build reads, :func:`build_inputs`) and interpreter,
-    for the envs a runner (tox, nox) builds there."""
+    for the envs a runner (tox, nox, hatch) builds there. ``base``: ``KEY-base``, for the env of
+    the merge base the debugger and the exerciser re-run failures at. One directory for both had
+    the two commits' packages replace each other in every run that re-ran something at the base
+    (platformdirs: 2.8 s to rebuild the base's in the exerciser, then 1.7 s for the head's at
+    the start of the next run, its static tools waiting meanwhile)."""
     h = hashlib.sha256(
         f"{RECIPE}\0{kind}\0{sys.version}\0{os.path.realpath(sys.executable)}".encode()
     )
@@ -503,7 +509,7 @@ def cache_dir(workdir: Path, cache: Path, kind: str, declaring: tuple[str, ...])
             h.update(name.encode() + b"\0" + path.read_bytes())
     for rel in build_inputs(workdir):
         hash_tree(h, workdir, rel)
-    return cache / kind / h.hexdigest()[:24]
+    return cache / kind / (h.hexdigest()[:24] + ("-base" if base else ""))
 
 
 def left(deadline: float) -> float:

@@ -173,8 +173,8 @@ def _env(hatch_dir: Path) -> dict[str, str]:
     return env
 
 
-def _dir(workdir: Path, cache: Path) -> Path:
-    return cache_dir(workdir, cache, "hatch", _DECLARING)
+def _dir(workdir: Path, cache: Path, *, base: bool = False) -> Path:
+    return cache_dir(workdir, cache, "hatch", _DECLARING, base=base)
 
 
 def choose(envs: dict[str, dict[str, Any]], test_declared: bool, want: str | None) -> str | None:
@@ -228,7 +228,7 @@ def runtime(
     """The chosen hatch env, built by hatch for this checkout and held shared for the block; an
     Env with neither python nor error when hatch declares no env that runs tests here."""
     deadline = time.monotonic() + timeout
-    hatch_dir = _dir(workdir, cache)
+    hatch_dir = _dir(workdir, cache, base=want is not None)  # want: the head's env, at the base
     hatch_dir.parent.mkdir(parents=True, exist_ok=True)
 
     def build_env() -> Env:
@@ -255,7 +255,7 @@ def runtime(
         name = choose(envs, _TEST_ENV in _envs_table(workdir), want)
         if name is None:
             return Env(source="hatch", notes=("hatch declares no env that runs tests here",))
-        env = _build(workdir, cache, hatch, (name, envs[name]), policy, deadline)
+        env = _build(workdir, cache, hatch_dir, hatch, (name, envs[name]), policy, deadline)
         if want is not None and name != want:
             said = f"hatch declares no env {want!r} here: built {name!r}, its own choice"
             env = replace(env, notes=(*env.notes, said))
@@ -269,6 +269,7 @@ def runtime(
 def _build(
     workdir: Path,
     cache: Path,
+    hatch_dir: Path,
     hatch: list[str],
     chosen: tuple[str, dict[str, Any]],
     policy: Policy,
@@ -276,7 +277,6 @@ def _build(
 ) -> Env:
     name, body = chosen
     source = f"hatch env {name}"
-    hatch_dir = _dir(workdir, cache)
     env = _env(hatch_dir)
     res = processes.run(
         [*hatch, "env", "create", name],

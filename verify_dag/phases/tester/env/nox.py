@@ -107,9 +107,9 @@ def _env(envdir: Path) -> dict[str, str]:
     return env
 
 
-def _dir(workdir: Path, cache: Path) -> Path:
-    """nox's work directory for this declaration and interpreter."""
-    return cache_dir(workdir, cache, "nox", _DECLARING)
+def _dir(workdir: Path, cache: Path, *, base: bool = False) -> Path:
+    """nox's work directory for this declaration and interpreter (``base``: the merge base's)."""
+    return cache_dir(workdir, cache, "nox", _DECLARING, base=base)
 
 
 def _runs_tests(workdir: Path) -> set[str]:
@@ -153,7 +153,7 @@ def runtime(
     block (as tox's: :func:`~verify_dag.phases.tester.env.base.shared`); an Env with neither
     python nor error when the noxfile has no test session for this interpreter."""
     deadline = time.monotonic() + timeout
-    envdir = _dir(workdir, cache)
+    envdir = _dir(workdir, cache, base=want is not None)  # want: the head's session, at the base
     envdir.parent.mkdir(parents=True, exist_ok=True)
 
     def build_env() -> Env:

@@ -104,9 +104,9 @@ def _ini(path: Path) -> configparser.ConfigParser | None:
     return cfg
 
 
-def work_dir(workdir: Path, cache: Path) -> Path:
-    """tox's work directory for this declaration and interpreter."""
-    return cache_dir(workdir, cache, "tox", _DECLARING)
+def work_dir(workdir: Path, cache: Path, *, base: bool = False) -> Path:
+    """tox's work directory for this declaration and interpreter (``base``: the merge base's)."""
+    return cache_dir(workdir, cache, "tox", _DECLARING, base=base)
 
 
 @contextlib.contextmanager
@@ -120,7 +120,8 @@ def runtime(
     means tox declares nothing that runs tests (the caller falls back to what else the
     project declares)."""
     deadline = time.monotonic() + timeout
-    tox_dir = work_dir(workdir, cache)
+    # ``want`` names the env of the verified commit, asked for at its merge base.
+    tox_dir = work_dir(workdir, cache, base=want is not None)
     tox_dir.parent.mkdir(parents=True, exist_ok=True)
 
     def build_env() -> Env:
