@@ -365,9 +365,8 @@ def compile_site(python: Path, deadline: float) -> None:
     ``__pycache__`` directories: 1.3 s of tomlkit's 3.3 s suite). Every build, not the first
     alone: a later one reinstalls the package (another commit's wheel, in a tox env shared by the
     head and its merge base), and modules whose bytecode no longer matches are compiled from
-    source on every import of every run (platformdirs' suite, which imports its package anew
-    in hundreds of tests: 13 s instead of 6 s). compileall compiles only what is missing or
-    stale (0.25 s over an up-to-date site-packages of 10,000 files) and the tree takes only what
+    source on every import of every run. compileall compiles only what is missing or stale
+    (0.25 s over an up-to-date site-packages of 10,000 files) and the tree takes only what
     changed. Best effort: a file that does not compile is the suite's to report when it imports
     it."""
     venv = python.parent.parent
