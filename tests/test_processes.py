@@ -116,6 +116,19 @@ def test_stopping_a_run_ends_its_commands_and_no_other_runs(tmp_path: Path) -> N
     assert got["run-b"].returncode != 0
 
 
+def test_prlimit_is_found_whatever_path_said_at_the_first_spawn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The answer is kept for the process's life: a PATH narrowed at the first spawn must not
+    leave every later one on the hook."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    processes._prlimit.cache_clear()
+    try:
+        assert processes._prlimit() is not None
+    finally:
+        processes._prlimit.cache_clear()
+
+
 def test_a_command_is_spawned_with_no_python_between_fork_and_exec(tmp_path: Path) -> None:
     """prlimit sets the limits, so Popen needs no preexec_fn and spawns with vfork: a hook makes
     it fork the whole worker for every git call."""

@@ -164,9 +164,17 @@ _JOIN = (
 )
 
 
+# Where a system keeps util-linux's programs, looked at before PATH (see _prlimit).
+_SYSTEM_BIN = ("/usr/bin", "/bin", "/usr/sbin", "/sbin")
+
+
 @functools.cache
 def _prlimit() -> str | None:
-    return shutil.which("prlimit")
+    # Kept for the process's life, so not looked for on PATH alone: a caller that had narrowed
+    # PATH at the first spawn (a test, a tool's own environment) left every later spawn of the
+    # process on the hook, forking the whole worker.
+    path = os.pathsep.join([*_SYSTEM_BIN, os.environ.get("PATH", "")])
+    return shutil.which("prlimit", path=path)
 
 
 def _launch(
