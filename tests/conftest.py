@@ -355,6 +355,19 @@ def running(needle: str) -> list[int]:
     return found
 
 
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` of this host still runs (a zombie is dead, only unreaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 # --- the command line -------------------------------------------------------------------------
 
 CLI = (sys.executable, "-m", "verify_dag.cli")

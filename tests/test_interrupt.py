@@ -9,17 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import Repo, calc_base, verify_branch
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A killed child of a process that is gone is reaped by init; until then it is a zombie.
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().split(") ", 1)[-1].split()[0] != "Z"
+from conftest import Repo, alive, calc_base, verify_branch
 
 
 def test_ctrl_c_stops_the_suite_it_started(repo: Repo, tmp_path: Path) -> None:
@@ -47,7 +37,7 @@ def test_ctrl_c_stops_the_suite_it_started(repo: Repo, tmp_path: Path) -> None:
             assert cli.poll() is None, cli.communicate()
             time.sleep(0.1)
         suite = int(pid_file.read_text())
-        assert _alive(suite)
+        assert alive(suite)
         cli.send_signal(signal.SIGINT)
         _, err = cli.communicate(timeout=30)
     finally:
@@ -56,6 +46,6 @@ def test_ctrl_c_stops_the_suite_it_started(repo: Repo, tmp_path: Path) -> None:
     assert cli.returncode == 130
     assert err.strip().endswith("verify-dag: interrupted")
     deadline = time.monotonic() + 10
-    while _alive(suite) and time.monotonic() < deadline:
+    while alive(suite) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _alive(suite), "the suite outlived the interrupted run"
+    assert not alive(suite), "the suite outlived the interrupted run"

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import redis
-from conftest import Repo, make_repo, run_cli, running, verify_branch
+from conftest import Repo, alive, make_repo, run_cli, running, verify_branch
 from redis_workers import fresh_db, workers
 
 import verify_dag
@@ -381,7 +381,7 @@ def test_a_killed_workers_suite_does_not_outlive_it(
                 # Nothing ties the suite to the dead worker: it is still there, looked at by pid
                 # at once (a worker that starts on this host, another test's too, ends it, so a
                 # scan of /proc after the worker was reaped left another test's worker a window).
-                assert [pid for pid in suite if _exists(pid)]
+                assert [pid for pid in suite if alive(pid)]
             proc.wait(timeout=10)
         if mode != "none":
             # A sandbox dies with its parent.
@@ -398,14 +398,6 @@ def test_a_killed_workers_suite_does_not_outlive_it(
     finally:
         for pid in running(needle):
             os.kill(pid, signal.SIGKILL)
-
-
-def _exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_a_worker_set_to_require_the_sandbox_refuses_to_start_without_it(broker: str) -> None:
