@@ -674,3 +674,68 @@ def test_the_unshare_fallback_gives_the_same_view_as_bubblewrap(
     assert view[str(home / ".ssh" / "id_rsa")]["exists"] is False
     assert view["/etc/shadow"]["read"] == "Permission denied"  # the host's /dev/null, nodev
     assert view[str(paths.tools_root())]["list"] == []
+
+
+TMP_PROBE = """\
+import json, os, stat, sys
+
+tmp = os.stat("/tmp")
+mine = "/tmp/" + sys.argv[1]
+with open(mine, "w") as fh:
+    fh.write("x")
+print(json.dumps({
+    "tmp": [tmp.st_uid, stat.S_IMODE(tmp.st_mode)],
+    "me": os.geteuid(),
+    "mine": os.stat(mine).st_uid,
+    "home": os.stat(os.environ["HOME"]).st_uid,
+    "others": sorted(n for n in os.listdir("/tmp") if n.startswith("verify-dag-tmp-probe")),
+}))
+sys.exit(int(sys.argv[2]))
+"""
+
+
+def test_a_root_workers_sandbox_has_a_sticky_tmp_of_another_account_as_any_machine_has(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A suite runs as an ordinary user under a sticky /tmp root owns (filelock tests what a
+    lock does under such a parent): a root worker maps a second uid for it. /tmp is still
+    private to each command and size-limited, its mount shows nowhere on the host, and the
+    command's exit code comes through the extra launcher."""
+    from verify_dag import paths, processes
+    from verify_dag.sandbox import Policy
+
+    if os.geteuid() != 0:
+        pytest.skip("only a root worker can map a second uid; this one is not root")
+    monkeypatch.setenv(sandbox.MODE_ENV, "bubblewrap")
+    need_mode("bubblewrap")
+    monkeypatch.setenv(paths.CACHE_VAR, str(tmp_path / "cache"))
+    seen = []
+    for name, code in (("verify-dag-tmp-probe-a", 0), ("verify-dag-tmp-probe-b", 3)):
+        res = processes.run(
+            [sys.executable, "-I", "-c", TMP_PROBE, name, str(code)],
+            cwd=tmp_path,
+            env=processes.scrubbed_env(),
+            sandbox=Policy(),
+        )
+        assert res.returncode == code, res.stderr
+        seen.append(json.loads(res.stdout))
+    first, second = seen
+    assert first["me"] == sandbox.SANDBOX_UID
+    assert first["tmp"] == [0, 0o1777]  # root's, sticky, as on the host
+    assert first["mine"] == first["home"] == first["me"]  # what it writes and HOME stay its own
+    assert first["others"] == ["verify-dag-tmp-probe-a"]
+    assert second["others"] == ["verify-dag-tmp-probe-b"]  # the first one's /tmp went with it
+    mounts = Path("/proc/self/mounts").read_text(encoding="utf-8")
+    assert "sandbox-tmp" not in mounts
+    assert not list((tmp_path / "cache" / "sandbox-tmp").iterdir())
+    assert not list(Path("/tmp").glob("verify-dag-tmp-probe-*"))
+    # The size limit holds on this /tmp as on bubblewrap's own.
+    monkeypatch.setenv(sandbox.TMP_LIMIT_ENV, "1")
+    fill = "open('/tmp/fill', 'wb').write(b'x' * 2 * 2**20)"
+    res = processes.run(
+        [sys.executable, "-I", "-c", fill],
+        cwd=tmp_path,
+        env=processes.scrubbed_env(),
+        sandbox=Policy(),
+    )
+    assert res.returncode == 1 and "No space left on device" in res.stderr, res.stderr

@@ -299,7 +299,61 @@ def _bwrap_prefix(
         argv += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
     if not policy.network or proxy is not None:
         argv.append("--unshare-net")
-    return [*argv, *view.bwrap_args(view.plan(policy, workdir, path_var, proxy)), "--"]
+    tmp = _foreign_tmp()
+    ops = view.plan(policy, workdir, path_var, proxy, tmp=tmp)
+    if tmp is None:
+        return [*argv, *view.bwrap_args(ops), "--"]
+    return [*_roottmp(tmp), *argv, *view.bwrap_args(ops), "--"]
+
+
+def _roottmp(mountpoint: Path) -> list[str]:
+    """The launcher that gives a root worker's sandbox a /tmp of another account's
+    (:mod:`verify_dag.sandbox.roottmp`), in front of bubblewrap's command line."""
+    script = Path(__file__).resolve().parent / "roottmp.py"
+    size = str(tmp_limit_mb() * 2**20)
+    return [sys.executable, "-I", "-S", str(script), str(mountpoint), size, "--"]
+
+
+def _foreign_tmp() -> Path | None:
+    """Where a root worker mounts the sandbox's /tmp, or None where bubblewrap's own tmpfs
+    serves: a worker that is not root cannot map a second uid, so its sandbox's /tmp is the
+    sandbox's own (docs/security.md says what that changes)."""
+    mountpoint = cache_root() / "sandbox-tmp"
+    return mountpoint if _maps_root(mountpoint) else None
+
+
+@functools.cache
+def _maps_root(mountpoint: Path) -> bool:
+    """Whether this root worker's launcher works here (a container may refuse it a mount
+    namespace): probed once per process and mount point."""
+    if os.geteuid() != 0 or not _user_namespaces():
+        return False
+    probe = [
+        *_roottmp(mountpoint),
+        "bwrap",
+        "--unshare-user",
+        "--uid",
+        str(SANDBOX_UID),
+        "--gid",
+        str(SANDBOX_UID),
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--bind",
+        str(mountpoint),
+        "/tmp",
+        "--",
+        "test",
+        "-k",
+        "/tmp",
+        "-a",
+        "!",
+        "-O",
+        "/tmp",
+    ]
+    return _works(probe)
 
 
 @functools.cache

@@ -47,6 +47,7 @@ VERSION_MANAGERS = (
 )
 # The scratch directories: writable, private, size-limited (VERIFY_DAG_TMP_LIMIT_MB).
 _SCRATCH = frozenset(Path(p).resolve() for p in ("/tmp", "/var/tmp", "/dev/shm"))
+_TMP = Path("/tmp").resolve()
 
 
 @dataclass(frozen=True)
@@ -77,9 +78,16 @@ def tmp_limit_mb() -> int:
 
 
 def plan(
-    policy: Policy, workdir: Path | None, path_var: str, proxy: Path | None = None
+    policy: Policy,
+    workdir: Path | None,
+    path_var: str,
+    proxy: Path | None = None,
+    *,
+    tmp: Path | None = None,
 ) -> list[Op]:
-    """The mount operations, in order, that make a step's view of the host."""
+    """The mount operations, in order, that make a step's view of the host. ``tmp``: a
+    directory the launcher has mounted a size-limited tmpfs on, bound as /tmp instead of a
+    tmpfs of the sandbox's own (:mod:`verify_dag.sandbox.roottmp`)."""
     ops: list[Op] = [("ro-bind", "/", "/"), ("dev", "/dev"), ("proc", "/proc")]
     hidden = hidden_dirs()
     home = policy.home.resolve() if policy.home is not None else None
@@ -88,7 +96,10 @@ def plan(
     scratch = _SCRATCH | {h for h in hidden if home is not None and home.is_relative_to(h)}
     scratch_size = str(tmp_limit_mb() * 2**20)
     for path in hidden:
-        ops.append(("tmpfs", str(path), scratch_size if path in scratch else ""))
+        if tmp is not None and path == _TMP:
+            ops.append(("bind", str(tmp), str(path)))
+        else:
+            ops.append(("tmpfs", str(path), scratch_size if path in scratch else ""))
     for secret in secret_files():
         ops.append(("ro-bind", "/dev/null", secret))
     ops.append(("dir", PRIVATE_HOME))
