@@ -4,7 +4,8 @@ Repository code (build backends, test suites, linters' plugins, exercisers, comp
 contract oracles) is hostile until proven otherwise. :func:`wrap` turns a command into one that
 runs inside Linux namespaces, built from what Linux offers without root. Both launchers give the
 same view of the file system (:mod:`verify_dag.sandbox.view`): the whole of it read-only, the
-worker's homes, /run and service state hidden, a private HOME and size-limited /tmp, the host's
+worker's homes, /run and service state hidden, a private HOME and size-limited /tmp (sticky and
+root's, as on any machine, where the worker is root: :mod:`verify_dag.sandbox.roottmp`), the host's
 secret files empty, and only the step's own checkout and scratch writable; its own PID namespace
 and /proc (no other process's environment or command line is readable), its own network
 namespace with loopback only (a step that needs the package index reaches it, and nothing else,
