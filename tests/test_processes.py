@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import alive
 
 from verify_dag import credentials, processes
 
@@ -148,3 +149,21 @@ def test_a_missing_program_is_not_found_whichever_way_it_is_spawned(tmp_path: Pa
     script.write_text("#!/bin/sh\necho hi\n")
     res = processes.run(["./not-executable"], cwd=tmp_path)
     assert res.not_found and "Permission denied" in res.stderr, res.stderr
+
+
+def test_the_chokepoint_sees_a_commands_end_its_code_and_its_time_limit() -> None:
+    """processes.run waits on a pidfd, not on Popen's polling: the exit code and the output of a
+    command that ended come back as they were, and one that outlives its limit is stopped,
+    marked timed out, and its descendants go with its group."""
+    ended = processes.run([sys.executable, "-c", "print('out'); raise SystemExit(3)"])
+    assert (ended.returncode, ended.stdout, ended.timed_out) == (3, "out\n", False)
+    slow = (
+        "import subprocess, time; child = subprocess.Popen(['sleep', '30']); "
+        "print(child.pid, flush=True); time.sleep(30)"
+    )
+    stopped = processes.run([sys.executable, "-c", slow], timeout=1)
+    assert stopped.timed_out and stopped.returncode == -9
+    assert 1 <= stopped.duration < 10
+    assert not alive(int(stopped.stdout))
+    waited = processes.run(["sleep", "0.2"], timeout=None)
+    assert waited.returncode == 0 and not waited.timed_out
