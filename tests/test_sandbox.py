@@ -739,3 +739,38 @@ def test_a_root_workers_sandbox_has_a_sticky_tmp_of_another_account_as_any_machi
         sandbox=Policy(),
     )
     assert res.returncode == 1 and "No space left on device" in res.stderr, res.stderr
+
+
+def test_a_verify_dag_started_from_a_home_or_tmp_exposes_neither(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sandbox_mode: str
+) -> None:
+    """``python -m verify_dag.cli`` puts its working directory first on sys.path, and the
+    directories verify-dag's own imports need are exposed read-only: started from a home, the
+    whole home (its secrets) was readable inside, and started from /tmp, the host's /tmp lay
+    read-only over the sandbox's own, so that nothing could write there (uv: "Read-only file
+    system" for its cache under HOME)."""
+    from verify_dag import paths, processes
+    from verify_dag.sandbox import Policy
+
+    monkeypatch.setenv(paths.CACHE_VAR, str(tmp_path / "cache"))
+    home = Path(os.environ["HOME"])
+    secret = home / ".netrc"
+    secret.write_text(f"{CANARY}\n", encoding="utf-8")
+    monkeypatch.setattr(sys, "path", [str(home), "/tmp", *sys.path])
+    probe = (
+        "import os, sys\n"
+        "try:\n    print(open(sys.argv[1]).read().strip())\nexcept OSError as exc:\n"
+        "    print(exc.strerror)\n"
+        "os.makedirs(os.path.expanduser('~/.cache/uv'))\nprint('wrote')\n"
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    res = processes.run(
+        [sys.executable, "-I", "-c", probe, str(secret)],
+        cwd=work,
+        env=processes.scrubbed_env(),
+        sandbox=Policy(),
+    )
+    assert res.returncode == 0, res.stderr
+    assert CANARY not in res.stdout
+    assert res.stdout.splitlines() == ["No such file or directory", "wrote"]

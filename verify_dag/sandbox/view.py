@@ -168,15 +168,19 @@ def private_config() -> list[str]:
 
 def hidden_dirs() -> list[Path]:
     """Replaced by empty ones: where the worker's secrets and other runs' files live."""
+    out = _hidden_candidates()
+    # A directory inside another hidden one is already gone; keep the outermost of each.
+    return sorted({p for p in out if not any(q != p and p.is_relative_to(q) for q in out)})
+
+
+def _hidden_candidates() -> list[Path]:
     candidates = [
         *homes(),
         *private_config(),
         *sorted(str(p) for p in _SCRATCH),
         *SERVICE_STATE,
     ]
-    out = [Path(c).resolve() for c in candidates if c and Path(c).is_dir()]
-    # A directory inside another hidden one is already gone; keep the outermost of each.
-    return sorted({p for p in out if not any(q != p and p.is_relative_to(q) for q in out)})
+    return [Path(c).resolve() for c in candidates if c and Path(c).is_dir()]
 
 
 def secret_files() -> list[str]:
@@ -212,7 +216,14 @@ def _wanted(
         package,
         cache_root(),
     ]
-    wanted += [Path(p) for p in sys.path if p and Path(p).is_dir()]
+    # Neither a hidden directory nor one that holds one: ``python -m`` puts the working
+    # directory first on sys.path, and a verify-dag started so from a home or from /tmp would
+    # expose all of it (a home's secrets, the host's /tmp over the sandbox's own).
+    hidden = _hidden_candidates()
+    for entry in sys.path:
+        path = Path(entry).resolve() if entry else None
+        if path is not None and path.is_dir() and not any(h.is_relative_to(path) for h in hidden):
+            wanted.append(path)
     for entry in path_var.split(os.pathsep):
         if entry:
             # A venv's bin/ is nothing without its site-packages: the whole venv.
