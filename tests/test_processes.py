@@ -167,3 +167,6 @@ def test_the_chokepoint_sees_a_commands_end_its_code_and_its_time_limit() -> Non
     assert not alive(int(stopped.stdout))
     waited = processes.run(["sleep", "0.2"], timeout=None)
     assert waited.returncode == 0 and not waited.timed_out
+    # A limit of years, as a deadline far off gives: poll takes a C int of milliseconds.
+    far = processes.run(["sleep", "0.2"], timeout=1e12)
+    assert far.returncode == 0 and not far.timed_out

@@ -367,6 +367,9 @@ def run(
     return res
 
 
+_DAY_MS = 86_400_000
+
+
 def _ended(proc: subprocess.Popen[bytes], timeout: float | None) -> bool:
     """Wait for ``proc`` to end; False when ``timeout`` passed first. A pidfd wakes this thread
     the moment the process ends: Popen.wait(timeout) polls with sleeps that double up to 50 ms,
@@ -387,7 +390,11 @@ def _ended(proc: subprocess.Popen[bytes], timeout: float | None) -> bool:
         poller = select.poll()
         poller.register(fd, select.POLLIN)
         deadline = time.monotonic() + timeout
-        while not poller.poll(max(0, math.ceil((deadline - time.monotonic()) * 1000))):
+        # One wait is at most a day: poll takes a C int of milliseconds, and a caller may
+        # give a limit of years (an infinite one is None).
+        while not poller.poll(
+            min(_DAY_MS, max(0, math.ceil((deadline - time.monotonic()) * 1000)))
+        ):
             if time.monotonic() >= deadline:
                 return False
     finally:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 # Only what the interpreter has built in, and ctypes: this runs in front of every sandboxed
 # command of a root worker, where subprocess, json and re took 12-26 ms more to import.
-import _signal
 import ctypes
 import os
 import sys
@@ -122,8 +121,10 @@ def main(argv: list[str]) -> int:
     _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):
         # Killed: end the same way, so that the caller sees the signal, not a number.
+        import signal  # only here: it costs every other command 3 ms
+
         sig = os.WTERMSIG(status)
-        _signal.signal(sig, _signal.SIG_DFL)
+        signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
     return os.waitstatus_to_exitcode(status)
 
