@@ -235,7 +235,26 @@ def test_what_is_installed_follows_the_declarations(tmp_path: Path) -> None:
     assert not (tmp_path / "cache").exists()
 
 
-def test_a_src_layout_project_is_installed_per_run_never_stale(tmp_path: Path) -> None:
+def test_a_src_layout_project_is_installed_per_run_never_stale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The project goes into each run's layer from the checkout, editable, in one install that
+    needs no index: no dependencies, its build requirements already in the cached env (read by
+    name, wherever the cache lives: from a cache outside $VERIFY_DAG_CACHE the layer saw no
+    setuptools and fell back to an isolated build, 1.5 s a run), so the index's proxy is not
+    started for it."""
+    from verify_dag import processes
+
+    editable: list[bool] = []
+    run = processes.run
+
+    def recording(argv: list[str], **kw: object) -> processes.Result:
+        if "install" in argv and "-e" in argv:
+            sandbox = kw.get("sandbox")
+            editable.append(getattr(sandbox, "network", None))
+        return run(argv, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(processes, "run", recording)
     repo = write(
         tmp_path / "proj",
         {
@@ -262,6 +281,7 @@ def test_a_src_layout_project_is_installed_per_run_never_stale(tmp_path: Path) -
     second, _ = tester.run_with_coverage(scope, PYTEST, repo, 120, cache_dir=cache)
     assert second.status == "PASSED", second.findings
     assert second.notes.endswith("(cached)")
+    assert editable == [False, False]  # one install per run, each without the network
     # The cached env keeps the dependencies, never the project itself.
     (env_dir,) = (cache / "envs").glob("*/")
     check = subprocess.run(

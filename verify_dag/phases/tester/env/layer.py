@@ -65,27 +65,45 @@ def layer(env: Env, workdir: Path, dest: Path, timeout: float = 900) -> Env:
     # --no-deps: the dependencies are in the cached env already. The build files an editable
     # install leaves in the checkout (egg-info, build/) are the run's own. The project's build
     # backend runs here: sandboxed, with the index but no credentials.
-    build = Policy(network=True, writable=(dest,))
+    # The cached env is read by name: the layer sees its site-packages (the build requirements
+    # among them) through the .pth above, wherever the cache lives.
+    cached = (env.bin_dir.parent,)
+    offline = Policy(writable=(dest,), readable=cached)
+    build = Policy(network=True, writable=(dest,), readable=cached)
     tries = [
         # uv first: no pip start-up, and no isolated build when the cached env holds the
         # project's build requirements (it does, see _build); pip where uv cannot (a backend
-        # without PEP 660 editable hooks, which only pip's legacy path installs).
-        [uv_bin(), "pip", "install", "--python", str(python), "--no-deps", "--no-build-isolation"],
-        [uv_bin(), "pip", "install", "--python", str(python), "--no-deps"],
-        [*pip(python), "install", "--no-deps", "--no-build-isolation"],
-        [*pip(python), "install", "--no-deps"],
+        # without PEP 660 editable hooks, which only pip's legacy path installs). The first
+        # needs no index (no dependencies, no build env to fetch), so it goes without the
+        # index's proxy and its relay: 0.44 s against 0.61 s for tomlkit's; an install that
+        # needed it after all is tried again, with it, by the next.
+        (
+            [
+                uv_bin(),
+                "pip",
+                "install",
+                "--python",
+                str(python),
+                "--no-deps",
+                "--no-build-isolation",
+            ],
+            offline,
+        ),
+        ([uv_bin(), "pip", "install", "--python", str(python), "--no-deps"], build),
+        ([*pip(python), "install", "--no-deps", "--no-build-isolation"], build),
+        ([*pip(python), "install", "--no-deps"], build),
     ]
     # uv's cache a private one in the run venv (the build runs the project's code), removed
     # with the install.
     with throwaway_uv(dest) as uv_cache:
-        for argv in tries:
+        for argv, policy in tries:
             uv = argv[0] == uv_bin()
             res = processes.run(
                 [*argv, "-e", str(workdir)],
                 cwd=workdir,
                 timeout=timeout,
                 env=uv_env(uv_cache) if uv else pip_env(),
-                sandbox=build,
+                sandbox=policy,
             )
             if res.returncode == 0 or res.timed_out:
                 break
