@@ -245,7 +245,7 @@ def test_a_src_layout_project_is_installed_per_run_never_stale(
     started for it."""
     from verify_dag import processes
 
-    editable: list[bool] = []
+    editable: list[bool | None] = []
     run = processes.run
 
     def recording(argv: list[str], **kw: object) -> processes.Result:
