@@ -301,10 +301,9 @@ def _bwrap_prefix(
     if not policy.network or proxy is not None:
         argv.append("--unshare-net")
     tmp = _foreign_tmp()
+    launcher = _roottmp(tmp) if tmp is not None else []
     ops = view.plan(policy, workdir, path_var, proxy, tmp=tmp)
-    if tmp is None:
-        return [*argv, *view.bwrap_args(ops), "--"]
-    return [*_roottmp(tmp), *argv, *view.bwrap_args(ops), "--"]
+    return [*launcher, *argv, *view.bwrap_args(ops), "--"]
 
 
 def _roottmp(mountpoint: Path) -> list[str]:
@@ -323,58 +322,37 @@ def _foreign_tmp() -> Path | None:
     return mountpoint if _maps_root(mountpoint) else None
 
 
+# bubblewrap in a user namespace as the sandbox's uid, over the host's root: what both probes run.
+_USERNS_PROBE = (
+    "bwrap",
+    "--unshare-user",
+    "--uid",
+    str(SANDBOX_UID),
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+)
+
+
 @functools.cache
 def _maps_root(mountpoint: Path) -> bool:
     """Whether this root worker's launcher works here (a container may refuse it a mount
     namespace): probed once per process and mount point."""
     if os.geteuid() != 0 or not _user_namespaces():
         return False
-    probe = [
-        *_roottmp(mountpoint),
-        "bwrap",
-        "--unshare-user",
-        "--uid",
-        str(SANDBOX_UID),
-        "--gid",
-        str(SANDBOX_UID),
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--bind",
-        str(mountpoint),
-        "/tmp",
-        "--",
-        "test",
-        "-k",
-        "/tmp",
-        "-a",
-        "!",
-        "-O",
-        "/tmp",
-    ]
-    return _works(probe)
+    # /tmp sticky and not the sandbox user's own.
+    sticky = ["test", "-k", "/tmp", "-a", "!", "-O", "/tmp"]
+    bind = ["--gid", str(SANDBOX_UID), "--bind", str(mountpoint), "/tmp", "--"]
+    return _works([*_roottmp(mountpoint), *_USERNS_PROBE, *bind, *sticky])
 
 
 @functools.cache
 def _user_namespaces() -> bool:
     """Whether bubblewrap can make a user namespace here (a container's seccomp profile may
     refuse it): then repository code runs as nobody, not as the worker's uid."""
-    return _works(
-        [
-            "bwrap",
-            "--unshare-user",
-            "--uid",
-            str(SANDBOX_UID),
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "true",
-        ]
-    )
+    return _works([*_USERNS_PROBE, "true"])
 
 
 # --- what a killed worker left behind ---------------------------------------------------------
