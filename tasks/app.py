@@ -70,6 +70,8 @@ ROUTES = {
     "verify_dag.test": "test",
     "verify_dag.debugger": "test",
     "verify_dag.exerciser": "exercise",
+    # The derived exercise's probes, run beside the suite: where the exerciser runs.
+    "verify_dag.probe": "exercise",
     # The completion verifier (docs/completion.md): only its execute step runs the criterion.
     "verify_dag.completion.extract": "git",
     "verify_dag.completion.execute": "exercise",

@@ -8,10 +8,11 @@ with status "error".
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from celery import states
@@ -83,6 +84,22 @@ def isolated(outcome: SkillOutcome, used: set[str], hit: list[str] | None = None
     return outcome.model_copy(update={"isolation": sandbox.joined(used)})
 
 
+@contextlib.contextmanager
+def tracked(st: RunState) -> Iterator[tuple[set[str], list[str], list[CacheHit]]]:
+    """What a phase's block runs under, for run ``st``: its processes known as the run's, the
+    sandbox it requires, and what its commands ran under (the sandbox modes), the limits they
+    hit and the result cache entries it took."""
+    with (
+        processes.for_run(st.run_id),
+        sandbox.tracking(
+            required=st.request.require_sandbox, unsandboxed=st.request.no_sandbox
+        ) as used,
+        limits.tracking() as hit,
+        resultcache.session(enabled=not st.request.no_cache) as hits,
+    ):
+        yield used, hit, hits
+
+
 def stop_if_cancelled(run_id: str) -> None:
     """A run cancelled with ``verify-dag cancel`` goes no further, even on a worker that started
     after the revocation was broadcast (workers keep revoked ids in memory only): Celery's
@@ -122,14 +139,7 @@ def state_phase(phase: Phase) -> Callable[[StatePhase], Callable[..., dict[str, 
             progress(task, st.run_id, phase)
             try:
                 began = time.monotonic()
-                with (
-                    processes.for_run(st.run_id),
-                    sandbox.tracking(
-                        required=st.request.require_sandbox, unsandboxed=st.request.no_sandbox
-                    ) as used,
-                    limits.tracking() as hit,
-                    resultcache.session(enabled=not st.request.no_cache) as hits,
-                ):
+                with tracked(st) as (used, hit, hits):
                     out = fn(repos.localize(st))
                 took = round(time.monotonic() - began, 3)
                 # The localized request names this host's copy of the repository; the next
@@ -181,15 +191,7 @@ def header_phase(skill: str) -> Callable[[HeaderPhase], Callable[..., Any]]:
             progress(task, st.run_id, skill)
             began = time.monotonic()
             try:
-                with (
-                    processes.for_run(st.run_id),
-                    sandbox.tracking(
-                        required=st.request.require_sandbox, unsandboxed=st.request.no_sandbox
-                    ) as used,
-                    limits.tracking() as hit,
-                    resultcache.session(enabled=not st.request.no_cache) as hits,
-                    budget.counting(ResultBackendTally()),
-                ):
+                with tracked(st) as (used, hit, hits), budget.counting(ResultBackendTally()):
                     outcomes = [
                         cached(isolated(o, used, hit if i == 0 else None), hits)
                         for i, o in enumerate(fn(repos.localize(st)))

@@ -21,10 +21,11 @@ from verify_dag.tasks.app import FLEET_QUEUE, QUEUES, app
 
 log = logging.getLogger(__name__)
 
-# Wide enough for the widest chord: the tester beside static analysis, then every review-queue
-# skill at once (at deep all of them can be due). Model calls wait on the network, not on a core,
-# so a thread each costs nothing; a narrower pool would queue them one behind another. Fleet
-# workers size their own pools: the review queue's consumers stay the fleet-wide cap.
+# Wide enough for the widest chord: the tester and the derived probes beside static analysis,
+# then beside every review-queue skill at once (at deep all of them can be due). Model calls wait
+# on the network, not on a core, so a thread each costs nothing; a narrower pool would queue them
+# one behind another. Fleet workers size their own pools: the review queue's consumers stay the
+# fleet-wide cap.
 CONCURRENCY = 2 + sum(1 for s in skills.SKILLS.values() if s.queue == "review")
 START_TIMEOUT = 30.0
 

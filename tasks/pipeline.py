@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +15,9 @@ from verify_dag import evidence, git, report, repos, store, workspace
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import Report, ReportResult, RunState, SkillOutcome
 from verify_dag.models.findings import ChangedCoverage
+from verify_dag.models.state import EarlyProbes, ProbeResult
 from verify_dag.phases import debugger, engineer, exerciser, scope, static, tester, triage
+from verify_dag.phases.exerciser import derived
 from verify_dag.phases.tester import coverage, suite_cache
 from verify_dag.phases.tester import env as testenv
 from verify_dag.phases.triage import gating
@@ -29,7 +32,11 @@ from verify_dag.tasks.base import (
     previous_result,
     progress,
     state_phase,
+    stop_if_cancelled,
+    tracked,
 )
+
+log = logging.getLogger(__name__)
 
 
 @state_phase("scope")
@@ -173,21 +180,59 @@ def _debugger(st: RunState) -> RunState:
     return st.model_copy(update={"outcomes": (*st.outcomes, debugger.run(st))})
 
 
+def _probe(task: Any, state: dict[str, Any]) -> Any:
+    """The derived exercise's probes, run beside the suite for the exerciser to judge
+    (derived.early). Never raises into the chord: probes that could not run ahead are run by
+    the exerciser itself, which then says why."""
+    done = previous_result(task)
+    if done is not None:
+        return done
+    st = stash.state(state)
+    if st.stopped:
+        return None
+    stop_if_cancelled(st.run_id)
+    progress(task, st.run_id, "probes")
+    try:
+        with tracked(st) as (used, hit, _):
+            ran = derived.early(repos.localize(st))
+    except Exception:
+        log.exception("the derived probes could not run ahead")
+        return None
+    if ran is None:
+        return None
+    key, results = ran
+    early = EarlyProbes(
+        key=key,
+        results=tuple(
+            ProbeResult(
+                returncode=r.returncode, stdout=r.stdout, stderr=r.stderr, timed_out=r.timed_out
+            )
+            for r in results
+        ),
+        isolation=tuple(sorted(used)),
+        limits=tuple(hit),
+    )
+    return stash.put_probes(st.run_id, early.model_dump(mode="json"))
+
+
 def collect(st: RunState, results: list[Any]) -> RunState:
     """The fan-in: the tester's outcomes, then the reviewers' in their order, then the
     composition's skips. A part that is not a list of outcomes (static's own state, when no
-    reviewer followed it) carries none.
+    reviewer followed it) carries none; the derived probes run ahead become the state's.
 
     A skill can arrive in two parts (qa's deterministic coverage from the tester task, its
     judgement from the review task): they become one outcome with both parts' findings.
     """
     merged: dict[str, SkillOutcome] = {}
+    probed = None
     for part in results:
         for raw in stash.outcomes(part):
             o = SkillOutcome.model_validate(raw)
             merged[o.skill] = merged[o.skill].combine(o) if o.skill in merged else o
+        found = stash.probes(part)
+        probed = EarlyProbes.model_validate(found) if found is not None else probed
     outcomes = [*merged.values(), *composition_skips(st)]
-    return st.model_copy(update={"outcomes": tuple(outcomes)})
+    return st.model_copy(update={"outcomes": tuple(outcomes), "probed": probed})
 
 
 @app.task(name="verify_dag.scope", bind=True)
@@ -236,6 +281,11 @@ def collect_task(self: Any, results: list[Any], context_id: str) -> dict[str, An
         return dict(ctx)
     progress(self, st.run_id, "collect")
     return stash.put_state(collect(st, results), "collect")
+
+
+@app.task(name="verify_dag.probe", bind=True)
+def probe_task(self: Any, state: dict[str, Any]) -> Any:
+    return _probe(self, state)
 
 
 @app.task(name="verify_dag.exerciser", bind=True)

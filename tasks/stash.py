@@ -95,3 +95,19 @@ def outcomes(part: Any) -> list[dict[str, Any]]:
     if isinstance(part, list):
         return [o for p in part for o in (outcomes(p) if is_ref(p) else [p]) if isinstance(o, dict)]
     return []
+
+
+def put_probes(run_id: str, probes: dict[str, Any]) -> Ref:
+    """Store the derived probes run ahead (models/state.py, EarlyProbes); the reference says
+    how many ran."""
+    key, ref = reference(run_id, "probes")
+    put(key, probes)
+    return {**ref, "probes": len(probes.get("results", ()))}
+
+
+def probes(part: Any) -> dict[str, Any] | None:
+    """The derived probes a chord header part carries, if it is their reference."""
+    if not is_ref(part) or "probes" not in part:
+        return None
+    got = _get(part)
+    return got if isinstance(got, dict) else None

@@ -3,11 +3,13 @@
 The DAG (docs/verify.md, "Phase order")::
 
     scope -> engineer -> triage
-      -> chord([test, static -> chord([review.<skill> ...], reviews)], collect)
+      -> chord([test, static -> chord([review.<skill> ...], reviews), probe], collect)
       -> exerciser -> debugger -> report
 
 Static analysis runs beside the suite, and the judgement reviewers, which read its summary, after
-it: the run takes as long as the longer of the two branches, not their sum. The reviewers' own
+it: the run takes as long as the longer of the two branches, not their sum. The probes of an
+exercise derived from the project's declarations need nothing the suite or the reviewers make,
+so they run beside them too (``probe``), and the exerciser judges their results. The reviewers' own
 fan-in is a chord too (``reviews`` flattens their outcomes into one list): a plain group at the
 end of a chain inside a chord header makes Celery join it with a 0.5 s poll, a chord does not
 (measured on the memory and Redis backends, Celery 5.7). The debugger comes after the exerciser:
@@ -133,12 +135,21 @@ def plan(request: VerifyRequest, run_id: str | None = None) -> Plan:
         if (reviews)
         else static
     )
+    # Last in the header: on a pool narrower than the header, the suite and static analysis
+    # are taken first.
+    probe = sig("verify_dag.probe", label="probes")
     collect = sig("verify_dag.collect", label="collect", context_id=static_id)
     exerciser = sig("verify_dag.exerciser", label="exerciser")
     debugger = sig("verify_dag.debugger", label="debugger")
     report = sig("verify_dag.report", label="report")
     canvas = chain(
-        scope, engineer, triage, chord([tester, analysis], collect), exerciser, debugger, report
+        scope,
+        engineer,
+        triage,
+        chord([tester, analysis, probe], collect),
+        exerciser,
+        debugger,
+        report,
     )
     head = request.snapshot.head if request.snapshot is not None else None
     if request.head is not None and head is not None:

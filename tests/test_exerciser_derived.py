@@ -5,7 +5,9 @@ be derived."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Repo
@@ -343,3 +345,119 @@ def test_the_same_probes_on_the_same_code_come_from_the_result_cache(
     with resultcache.session() as changed_hits:
         bad = exerciser.run(state(repo, sha, changed("shop/money.py", 5)))
     assert bad.status == "FAILED" and not changed_hits
+
+
+def test_the_probes_run_beside_the_suite_once_and_the_exerciser_judges_them(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The derived probes need nothing the suite makes, so they run beside it (the chord's
+    ``probe`` task): this suite passes only if a probe imports the module while the suite is
+    still running. The exerciser judges what they gave without running them again, and names
+    the sandbox they ran in."""
+    from conftest import BRANCH, verify_json
+
+    from verify_dag import sandbox
+    from verify_dag.phases.exerciser import probes
+
+    batches: list[int] = []
+    real = probes.batched
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        batches.append(len(args[0]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(probes, "batched", counted)  # the embedded worker runs in this process
+    repo.write("pytest.ini", "[pytest]\ntestpaths = tests\n")
+    repo.write("shop/__init__.py", "")
+    repo.write("shop/money.py", MONEY)
+    repo.write("tests/test_money.py", "def test_nothing_yet():\n    pass\n")
+    repo.commit("base")
+    repo.git("tag", "base")
+    # Imported by a probe (no pytest in that process), the module leaves a mark in the checkout.
+    repo.write(
+        "shop/money.py",
+        "import sys\nfrom pathlib import Path\n\nif 'pytest' not in sys.modules:\n"
+        "    Path('probed').touch()\n\n\n" + MONEY,
+    )
+    repo.write(
+        "tests/test_money.py",
+        "import time\nfrom pathlib import Path\n\nfrom shop.money import cents\n\n\n"
+        "def test_a_probe_ran_while_the_suite_runs():\n"
+        "    deadline = time.monotonic() + 60\n"
+        "    while not Path('probed').exists():\n"
+        "        assert time.monotonic() < deadline, 'no probe ran beside the suite'\n"
+        "        time.sleep(0.05)\n"
+        "    assert cents(1.5) == 150\n",
+    )
+    repo.commit("branch: money leaves a mark")
+    _, doc = verify_json(repo, tmp_path, *BRANCH)
+    tester = next(s for s in doc["skillResults"] if s["skill"] == "tester")
+    assert tester["status"] == "PASSED", tester["notes"]
+    ex = next(s for s in doc["skillResults"] if s["skill"] == "exerciser")
+    assert ex["status"] == "PASSED", ex["notes"]
+    assert "import shop.money: ok" in ex["notes"]
+    assert "from the result cache" not in ex["notes"]  # this run's, not an earlier one's
+    assert batches == [1]  # run once, beside the suite; the exerciser ran none
+    (detail,) = [d for d in doc["skillDetails"] if d["skill"] == "exerciser"]
+    assert detail["isolation"] == sandbox.mode()
+
+
+def test_a_probe_run_through_tox_leaves_the_env_dirs_of_a_run_beside_it_alone(
+    repo: Repo, tmp_path: Path
+) -> None:
+    """tox empties an env's tmp and log dirs as a run of it starts. The probes run through tox
+    beside the suite's run of the same env, so theirs are a scratch of their own: the file the
+    suite's run keeps in its env_tmp_dir is still there after the probes' run."""
+    import threading
+
+    from verify_dag import processes
+    from verify_dag.phases.exerciser import probes
+
+    repo.write(
+        "tox.ini",
+        "[tox]\nenv_list = py\n\n[testenv]\nskip_install = true\ndeps = pytest\n"
+        "set_env =\n    SHOP_TMP = {env_tmp_dir}\ncommands = pytest\n",
+    )
+    repo.write("tests/test_ok.py", "def test_ok():\n    pass\n")
+    repo.commit()
+    keeps = (
+        "import os, sys, time\nfrom pathlib import Path\n"
+        "mine = Path(os.environ['SHOP_TMP'], 'mine')\nmine.write_text('kept')\n"
+        "deadline = time.monotonic() + 60\n"
+        "while not Path('go').exists() and time.monotonic() < deadline:\n"
+        "    time.sleep(0.05)\n"
+        "sys.exit(0 if mine.exists() else 3)\n"
+    )
+    with testenv.runtime(repo.path, triage.discover(repo.path)) as env:
+        assert env.error is None and env.python is not None and env.runner is not None
+        kept: list[processes.Result] = []
+
+        def beside() -> None:
+            kept.append(
+                processes.run(
+                    # tox reads each line as a command of its own: the script as one line.
+                    env.command([str(env.python), "-c", probes.one_line(keeps)]),
+                    cwd=repo.path,
+                    timeout=120,
+                    sandbox=env.policy(),
+                )
+            )
+
+        suite = threading.Thread(target=beside)
+        suite.start()
+        mine = env.runner.work_dir / env.runner.name / "tmp" / "mine"
+        deadline = time.monotonic() + 60
+        while not mine.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        scratch = tmp_path / "scratch"
+        scratch.mkdir()
+        probe = processes.run(
+            env.command([str(env.python), "-c", "open('go', 'w').close()"], scratch=scratch),
+            cwd=repo.path,
+            timeout=120,
+            sandbox=env.policy(scratch),
+        )
+        suite.join(timeout=120)
+    assert probe.returncode == 0, probe.stderr[-2000:]
+    (res,) = kept
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]

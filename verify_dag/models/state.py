@@ -17,6 +17,27 @@ from verify_dag.models.triage import TriageResult
 Phase = Literal["scope", "engineer", "triage", "static", "review", "exerciser", "debugger"]
 
 
+class ProbeResult(Frozen):
+    """One derived probe's process as it ended: its exit code and the kept ends of its output."""
+
+    returncode: int
+    stdout: str = ""
+    stderr: str = ""
+    timed_out: bool = False
+
+
+class EarlyProbes(Frozen):
+    """The derived exercise's probes, run beside the suite (verify_dag/phases/exerciser/
+    derived.py, ``early``) for the exerciser to judge: good only for the plan and tree of
+    ``key`` (probes.memo_key). ``isolation`` and ``limits`` are what their commands ran under
+    and hit, which the exerciser's outcome then names as its own."""
+
+    key: str
+    results: tuple[ProbeResult, ...]
+    isolation: tuple[str, ...] = ()
+    limits: tuple[str, ...] = ()
+
+
 class RunState(Frozen):
     run_id: str
     request: VerifyRequest
@@ -26,6 +47,7 @@ class RunState(Frozen):
     triage: TriageResult | None = None
     static: SkillOutcome | None = None
     outcomes: tuple[SkillOutcome, ...] = ()  # chord results, then exerciser and debugger
+    probed: EarlyProbes | None = None  # the derived probes' results, when they ran early
     # A phase that could not proceed (status: error): which one, and why in its own words.
     failed_phase: Phase | None = None
     error_code: str | None = None

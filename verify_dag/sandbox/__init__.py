@@ -97,6 +97,14 @@ def tracking(*, required: bool = False, unsandboxed: bool = False) -> Iterator[s
         _unsandboxed.reset(loose)
 
 
+def record(modes: Sequence[str]) -> None:
+    """Count ``modes`` as used by the block being tracked: commands another task ran for it
+    (the derived probes run beside the suite), whose results it reports as its own."""
+    used = _used.get()
+    if used is not None:
+        used.update(modes)
+
+
 def require_setting() -> bool:
     return os.environ.get(REQUIRE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 

@@ -17,17 +17,18 @@ import contextvars
 import json
 import os
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from verify_dag import processes, resultcache, workspace
+from verify_dag import limits, processes, resultcache, sandbox, workspace
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import EngineerContext, Finding, RunState, Toolchain
 from verify_dag.models.findings import BuiltEnv
 from verify_dag.phases import gates
 from verify_dag.phases.exerciser import probes
-from verify_dag.phases.exerciser.exercise import SKILL, Exercise, failure_finding
+from verify_dag.phases.exerciser.exercise import SKILL, Exercise, declares, failure_finding
 from verify_dag.phases.exerciser.probes import DOCTEST, Probe
 from verify_dag.phases.exerciser.strategy import Strategy, strategy
 from verify_dag.phases.tester import env as testenv
@@ -44,25 +45,33 @@ def exercise(
     # No env to install: the suite runs on our interpreter, and so does this.
     python = str(env.python) if env.python is not None else sys.executable
     inner = {**variables, "PYTHONPATH": str(plan.root)}
+    with tempfile.TemporaryDirectory(prefix="verify-dag-probes-") as tmp:
+        scratch = Path(tmp)
 
-    def probed(probe: Probe) -> processes.Result:
-        return processes.run(
-            env.command([python, "-c", probes.one_line(probes.script(probe)), *probe.argv]),
-            cwd=wt,
-            env=inner,
-            timeout=probes.PROBE_TIMEOUT,
-            sandbox=env.policy(),
-        )
+        def probed(probe: Probe, scratch: Path) -> processes.Result:
+            scratch.mkdir()
+            script = probes.one_line(probes.script(probe))
+            return processes.run(
+                env.command([python, "-c", script, *probe.argv], scratch=scratch),
+                cwd=wt,
+                env=inner,
+                timeout=probes.PROBE_TIMEOUT,
+                sandbox=env.policy(scratch),
+            )
 
-    results = probes.batched(plan.probes, wt, env, python, inner)
-    if results is None:
-        # The batch said nothing readable: each probe alone, as many at once as there are
-        # cores, so what failed is told apart from what did not; each in a copy of this
-        # context, which holds the sandbox the run requires.
-        workers = max(1, min(len(plan.probes), os.cpu_count() or 1))
-        contexts = [contextvars.copy_context() for _ in plan.probes]
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="exercise") as pool:
-            results = list(pool.map(lambda c, p: c.run(probed, p), contexts, plan.probes))
+        (scratch / "batch").mkdir()
+        results = probes.batched(plan.probes, wt, env, python, inner, scratch / "batch")
+        if results is None:
+            # The batch said nothing readable: each probe alone, as many at once as there are
+            # cores, so what failed is told apart from what did not; each in a copy of this
+            # context, which holds the sandbox the run requires, and with a scratch of its own.
+            workers = max(1, min(len(plan.probes), os.cpu_count() or 1))
+            contexts = [contextvars.copy_context() for _ in plan.probes]
+            own = [scratch / str(i) for i in range(len(plan.probes))]
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="exercise") as pool:
+                results = list(
+                    pool.map(lambda c, p, d: c.run(probed, p, d), contexts, plan.probes, own)
+                )
     if entry is not None and not any(r.timed_out for r in results):
         kept = [[r.returncode, r.stdout[-probes.KEPT :], r.stderr[-probes.KEPT :]] for r in results]
         resultcache.put(probes.KIND, entry, kept)
@@ -235,6 +244,17 @@ def _results(
     result cache when the same probes ran on the same code (without building the env: the tree
     declares it, as for the suite's results); None and why when the env could not be built."""
     entry = probes.memo_key(plan, wt)
+    ahead = state.probed
+    if want is None and ahead is not None and entry is not None and ahead.key == entry:
+        # Run beside the suite (:func:`early`), on this plan and tree, in this run: what they
+        # ran under and hit is this phase's as if it had run them. (They are in the result
+        # cache too, which would call them an earlier run's.)
+        sandbox.record(ahead.isolation)
+        limits.record(ahead.limits)
+        return [
+            processes.Result(r.returncode, r.stdout, r.stderr, timed_out=r.timed_out)
+            for r in ahead.results
+        ], ""
     known = probes.remembered(entry, len(plan.probes))
     if known is not None:
         return known, ""
@@ -243,6 +263,35 @@ def _results(
             return None, tenv.error
         variables = testenv.suite_env(tenv, {"PYTHONDONTWRITEBYTECODE": "1"})
         return exercise(plan, wt, tenv, variables, entry), ""
+
+
+def early(state: RunState) -> tuple[str, list[processes.Result]] | None:
+    """The derived probes of the verified commit run ahead of the exerciser, beside the suite
+    (its result cache entry and their results), when the exerciser would derive its exercise
+    (nothing declared) and the results are not already in the result cache. The exerciser
+    judges them (:func:`instead`): nothing here decides a status. They run in the env the
+    suite holds, as the exerciser would run them, and the suite's machine time that a
+    single-process suite leaves idle is theirs. None when there is nothing to run ahead."""
+    scope = state.scope
+    if scope is None or not scope.new_commit or state.stopped:
+        return None
+    if declares(state.engineer or EngineerContext(), state.request.completion):
+        return None
+    with workspace.checkout(state.run_id, state.request.repo, scope.new_commit) as wt:
+        plan = strategy(wt, scope)
+        entry = probes.memo_key(plan, wt)
+        if not plan.probes or entry is None:
+            return None
+        if probes.remembered(entry, len(plan.probes)) is not None:
+            return None
+        with testenv.runtime(wt, state.toolchain or Toolchain()) as tenv:
+            if tenv.error is not None:
+                return None  # the exerciser tells why, as it does without this
+            variables = testenv.suite_env(tenv, {"PYTHONDONTWRITEBYTECODE": "1"})
+            # Nobody waits for them yet: the suite beside them is what the run waits for. The
+            # env is held first, at full priority, since the suite may be waiting on its build.
+            with processes.in_background():
+                return entry, exercise(plan, wt, tenv, variables, entry)
 
 
 def _at_base(

@@ -40,12 +40,20 @@ class Exercise:
     details: list[str] = field(default_factory=list)
 
 
+def declares(eng: EngineerContext, criterion: str | None = None) -> bool:
+    """Whether the run has an exercise of its own to run (an app, EXERCISE commands, an
+    exerciser gate, the completion criterion); without one, the exercise is derived from the
+    project's declarations (:mod:`~verify_dag.phases.exerciser.derived`)."""
+    parsed = gates.parse(eng.verification_md or "")
+    return bool(eng.start or eng.exercise or parsed.exerciser or criterion)
+
+
 def exercise(
     eng: EngineerContext, wt: Path, env: dict[str, str], criterion: str | None = None
 ) -> Exercise:
     """START and HEALTH, the EXERCISE commands, then every gate, in ``wt``."""
     parsed = gates.parse(eng.verification_md or "")
-    declared = bool(eng.start or eng.exercise or parsed.exerciser or criterion)
+    declared = declares(eng, criterion)
     app: processes.Background | None = None
     try:
         if eng.start:

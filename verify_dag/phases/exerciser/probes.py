@@ -126,20 +126,26 @@ _MARK = "verify-dag-probe:"
 
 
 def batched(
-    probes: tuple[Probe, ...], wt: Path, env: Env, python: str, variables: dict[str, str]
+    probes: tuple[Probe, ...],
+    wt: Path,
+    env: Env,
+    python: str,
+    variables: dict[str, str],
+    scratch: Path,
 ) -> list[processes.Result] | None:
     """Every probe's result from one run in the env: each probe is still a process of its own,
     but the env's runner (tox, with its set_env and commands_pre) starts once instead of once
-    per probe, a second or more each. None when the batch's output does not give one result
-    per probe (the runner itself failed, or the output was cut)."""
+    per probe, a second or more each. ``scratch``: the runner's own tmp and log dirs
+    (``Env.command``). None when the batch's output does not give one result per probe (the
+    runner itself failed, or the output was cut)."""
     todo = json.dumps([[script(p), *p.argv] for p in probes])
     driver = one_line(_BATCH.replace("_MARK", repr(_MARK)))
     res = processes.run(
-        env.command([python, "-c", driver, str(PROBE_TIMEOUT), todo]),
+        env.command([python, "-c", driver, str(PROBE_TIMEOUT), todo], scratch=scratch),
         cwd=wt,
         env=variables,
         timeout=PROBE_TIMEOUT * len(probes) + 30,
-        sandbox=env.policy(),
+        sandbox=env.policy(scratch),
     )
     found = []
     for line in res.stdout.splitlines():

@@ -77,11 +77,18 @@ class Runner:
         return [*self.tox, *self.no_install]
 
     def command(
-        self, argv: Sequence[str], pycache: Path | None = None, passed: Sequence[str] = ()
+        self,
+        argv: Sequence[str],
+        pycache: Path | None = None,
+        passed: Sequence[str] = (),
+        scratch: Path | None = None,
     ) -> list[str]:
         """``argv`` run by tox as the env's commands; ``pycache``: where their bytecode goes
         (set by tox for the commands alone, not for tox itself); ``passed``: more variables
-        of the caller's that the commands see (tox passes only what pass_env names)."""
+        of the caller's that the commands see (tox passes only what pass_env names);
+        ``scratch``: a directory of the caller's in place of the env's tmp and log dirs, which
+        tox empties as it starts: a run beside another of the same env (the derived probes
+        beside the suite) must not empty the other's."""
         line = _escaped(shlex.join(argv))
         section = self.section or f"testenv:{self.name}"
         prefix = (
@@ -89,6 +96,9 @@ class Runner:
             if pycache is not None
             else []
         )
+        if scratch is not None:
+            for key, name in (("env_tmp_dir", "tmp"), ("env_log_dir", "log")):
+                prefix += ["-x", f"{section}.{key}={_escaped(str(scratch / name))}"]
         # The tester's plugin directory (PYTHONPATH) and the env's own variables.
         names = ["PYTHONPATH", *passed]
         return [
@@ -143,11 +153,14 @@ class Env:
         )
         return replace(policy, readonly=(*policy.readonly, *self.readable))
 
-    def command(self, argv: Sequence[str], pycache: Path | None = None) -> list[str]:
-        """``argv`` as it runs in this env: through tox when tox built it, else as it is."""
+    def command(
+        self, argv: Sequence[str], pycache: Path | None = None, scratch: Path | None = None
+    ) -> list[str]:
+        """``argv`` as it runs in this env: through tox when tox built it, else as it is
+        (``scratch``: :meth:`Runner.command`'s)."""
         if self.runner is None:
             return list(argv)
-        return self.runner.command(argv, pycache, [name for name, _ in self.variables])
+        return self.runner.command(argv, pycache, [name for name, _ in self.variables], scratch)
 
 
 def env_json(env: Env) -> dict[str, Any]:
