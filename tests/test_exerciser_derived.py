@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from conftest import Repo
 
-from verify_dag import resultcache
+from verify_dag import resultcache, workspace
 from verify_dag.models import FileChange, LineRange, RunState, Scope, VerifyRequest
 from verify_dag.models.source import parse_source
 from verify_dag.phases import engineer, exerciser, triage
@@ -313,6 +313,11 @@ def test_a_tox_project_runs_the_probes_through_tox(repo: Repo, tmp_path: Path) -
     (finding,) = out.findings
     assert finding.title == "Derived exercise failed: import shop.broken (and its doctests)"
     assert "broken at import" in finding.description
+    # The probes run beside the suite in its checkout: their bytecode goes where the suite's
+    # does (the run's prefix), never into the checkout, which holds what was committed.
+    tree = workspace.ensure("r", repo.path, sha)
+    assert not list(tree.rglob("__pycache__"))
+    assert list((tree.parent / "pycache").rglob("money*.pyc"))
 
 
 def test_the_same_probes_on_the_same_code_come_from_the_result_cache(

@@ -47,20 +47,13 @@ def exercise(
     inner = {**variables, "PYTHONPATH": str(plan.root)}
     with tempfile.TemporaryDirectory(prefix="verify-dag-probes-") as tmp:
         scratch = Path(tmp)
+        where = probes.Where(wt, env, python, inner, testenv.run_pycache(wt, scratch, env))
 
-        def probed(probe: Probe, scratch: Path) -> processes.Result:
-            scratch.mkdir()
+        def probed(probe: Probe, own: Path) -> processes.Result:
             script = probes.one_line(probes.script(probe))
-            return processes.run(
-                env.command([python, "-c", script, *probe.argv], scratch=scratch),
-                cwd=wt,
-                env=inner,
-                timeout=probes.PROBE_TIMEOUT,
-                sandbox=env.policy(scratch),
-            )
+            return where.run(["-c", script, *probe.argv], own, probes.PROBE_TIMEOUT)
 
-        (scratch / "batch").mkdir()
-        results = probes.batched(plan.probes, wt, env, python, inner, scratch / "batch")
+        results = probes.batched(plan.probes, where, scratch / "batch")
         if results is None:
             # The batch said nothing readable: each probe alone, as many at once as there are
             # cores, so what failed is told apart from what did not; each in a copy of this

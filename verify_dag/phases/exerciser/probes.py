@@ -14,12 +14,14 @@ from verify_dag.phases.tester.env.base import Env
 
 PROBE_TIMEOUT = 60.0
 # Imports one module and, given "doctest" after its name, runs its doctests; prints one JSON
-# line: what doctest counted.
+# line: what doctest counted. doctest and json are imported only then: doctest alone costs
+# about three times a bare interpreter's start, once per probe.
 _IMPORT = (
-    "import doctest, importlib, json, sys\n"
+    "import importlib, sys\n"
     "m = importlib.import_module(sys.argv[1])\n"
     "if sys.argv[2:] != ['doctest']:\n"
     "    sys.exit(0)\n"
+    "import doctest, json\n"
     "r = doctest.testmod(m, verbose=False, report=True)\n"
     "print(json.dumps({'attempted': r.attempted, 'failed': r.failed}))\n"
     "sys.exit(1 if r.failed else 0)\n"
@@ -125,27 +127,48 @@ _BATCH = (
 _MARK = "verify-dag-probe:"
 
 
+@dataclass(frozen=True)
+class Where:
+    """Where the probes run: the checkout, the env and its interpreter, their variables, and
+    the run's bytecode prefix, which they share with the suite (the checkout's modules are
+    compiled once for all of them, not once per probe, and the checkout holds only what was
+    committed)."""
+
+    wt: Path
+    env: Env
+    python: str
+    variables: dict[str, str]
+    pycache: Path
+
+    def run(self, args: list[str], scratch: Path, timeout: float) -> processes.Result:
+        """``python ARGS`` in the env, in the sandbox; ``scratch``: the runner's own tmp and
+        log dirs (``Env.command``), made here."""
+        scratch.mkdir(parents=True, exist_ok=True)
+        through_runner = self.env.runner is not None
+        variables = {**self.variables}
+        variables.pop("PYTHONDONTWRITEBYTECODE", None)
+        if not through_runner:
+            variables["PYTHONPYCACHEPREFIX"] = str(self.pycache)
+        return processes.run(
+            self.env.command([self.python, *args], self.pycache, scratch),
+            cwd=self.wt,
+            env=variables,
+            timeout=timeout,
+            sandbox=self.env.policy(scratch, self.pycache),
+        )
+
+
 def batched(
-    probes: tuple[Probe, ...],
-    wt: Path,
-    env: Env,
-    python: str,
-    variables: dict[str, str],
-    scratch: Path,
+    probes: tuple[Probe, ...], where: Where, scratch: Path
 ) -> list[processes.Result] | None:
     """Every probe's result from one run in the env: each probe is still a process of its own,
     but the env's runner (tox, with its set_env and commands_pre) starts once instead of once
-    per probe, a second or more each. ``scratch``: the runner's own tmp and log dirs
-    (``Env.command``). None when the batch's output does not give one result per probe (the
-    runner itself failed, or the output was cut)."""
+    per probe, a second or more each. None when the batch's output does not give one result
+    per probe (the runner itself failed, or the output was cut)."""
     todo = json.dumps([[script(p), *p.argv] for p in probes])
     driver = one_line(_BATCH.replace("_MARK", repr(_MARK)))
-    res = processes.run(
-        env.command([python, "-c", driver, str(PROBE_TIMEOUT), todo], scratch=scratch),
-        cwd=wt,
-        env=variables,
-        timeout=PROBE_TIMEOUT * len(probes) + 30,
-        sandbox=env.policy(scratch),
+    res = where.run(
+        ["-c", driver, str(PROBE_TIMEOUT), todo], scratch, PROBE_TIMEOUT * len(probes) + 30
     )
     found = []
     for line in res.stdout.splitlines():

@@ -25,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from verify_dag import processes, workspace
+from verify_dag import processes
 from verify_dag.files import write_atomic
 from verify_dag.models.findings import BuiltEnv, Finding, SkillOutcome
 from verify_dag.models.scope import Scope
@@ -43,7 +43,7 @@ from verify_dag.phases.tester import (
 from verify_dag.phases.tester import env as testenv
 from verify_dag.phases.tester.coverage import CoverageData
 from verify_dag.phases.tester.env import host
-from verify_dag.phases.tester.env.base import Env, purelib, pycache_prefix
+from verify_dag.phases.tester.env.base import Env, purelib
 from verify_dag.phases.tester.outcome import (
     SKILL,
     blocked,
@@ -257,7 +257,7 @@ def _pytest(
         ]
         end = kept.index("--") if "--" in kept else len(kept)  # after `--`, all are paths
         argv = [*base, *quiet, *kept[:end], *ours, *kept[end:]]
-        pycache = _pycache(workdir, Path(tmp), env)
+        pycache = testenv.run_pycache(workdir, Path(tmp), env)
         res = processes.run(
             env.command(argv, pycache),
             cwd=workdir,
@@ -321,14 +321,6 @@ def _pytest(
         evidence=pytest_evidence.record(root, workdir, base, env, shown, res.returncode),
     )
     return outcome, measured
-
-
-def _pycache(workdir: Path, scratch: Path, env: Env) -> Path:
-    """Where the suite's bytecode goes: beside the run's checkout (gone with the run), or in the
-    scratch directory of a checkout that is not a run's; the env's own modules are read from
-    its compiled tree, linked in (env/base.py, pycache_prefix)."""
-    home = workspace.home(workdir)
-    return pycache_prefix(env, (home if home is not None else scratch) / "pycache")
 
 
 _EDITABLE = re.compile(r'"editable"\s*:\s*true')

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from verify_dag import declarations, processes
+from verify_dag import declarations, processes, workspace
 from verify_dag.models.findings import BuiltEnv
 from verify_dag.models.toolchain import Toolchain
 from verify_dag.paths import cache_root
@@ -30,7 +30,7 @@ from verify_dag.phases.tester.env import registry
 from verify_dag.phases.tester.env import tools as testenv_tools
 from verify_dag.phases.tester.env import venv as testenv_venv
 from verify_dag.phases.tester.env import wheelhouse as testenv_wheelhouse
-from verify_dag.phases.tester.env.base import PY_LEAKS, Env, redacted
+from verify_dag.phases.tester.env.base import PY_LEAKS, Env, pycache_prefix, redacted
 from verify_dag.tools import pinned
 
 
@@ -76,6 +76,15 @@ def suite_env(env: Env, extra: Mapping[str, str] | None = None) -> dict[str, str
         out.update(env.runner.variables)
     out.update(env.variables)
     return out
+
+
+def run_pycache(workdir: Path, scratch: Path, env: Env) -> Path:
+    """Where the bytecode of a run's commands in ``env`` goes (PYTHONPYCACHEPREFIX): beside
+    the run's checkout (gone with the run; the suite and the derived probes share it), or in
+    the scratch directory of a checkout that is not a run's; the env's own modules are read
+    from its compiled tree, linked in (env/base.py, pycache_prefix)."""
+    home = workspace.home(workdir)
+    return pycache_prefix(env, (home if home is not None else scratch) / "pycache")
 
 
 @contextlib.contextmanager

@@ -414,7 +414,9 @@ def pycache_prefix(env: Env, dest: Path) -> Path:
             if not tree.is_dir() or link.exists() or link.is_symlink():
                 continue
             link.parent.mkdir(parents=True, exist_ok=True)
-            link.symlink_to(tree, target_is_directory=True)
+            # The suite and the derived probes beside it make the same run's prefix at once.
+            with contextlib.suppress(FileExistsError):
+                link.symlink_to(tree, target_is_directory=True)
     return dest
 
 
