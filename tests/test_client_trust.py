@@ -11,6 +11,7 @@ instead, and has SLOW seconds to act before the real report can land.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import os
 import re
@@ -122,6 +123,30 @@ def test_a_report_task_that_ends_between_two_looks_is_the_answer(
 
     monkeypatch.setattr(client, "_meta", meta)
     assert client._poll(p, None, sweep=True) == carried
+
+
+def test_the_wait_looks_less_often_as_a_run_goes_on(
+    in_process: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each look at the run takes the interpreter's lock from the embedded worker's phases in
+    the same process: a quick run is seen to end within the 5 ms interval, a longer one is
+    looked at no more often than a fiftieth of its time so far (at most 50 ms apart)."""
+    p = Plan(run_id="run-w", canvas=None, phases=(), final_id="run-w-final", expect=LOCAL)
+    looks: list[float] = []
+    start = time.monotonic()
+
+    def poll(plan: Plan, progress: object, *, sweep: bool) -> dict[str, Any] | None:
+        looks.append(time.monotonic() - start)
+        return {"done": True} if looks[-1] >= 1.5 else None
+
+    monkeypatch.setattr(client, "_poll", poll)
+    assert client.wait(p, timeout=30, interval=0.005, lost_check=3600) == {"done": True}
+    gaps = [(b - a, a) for a, b in itertools.pairwise(looks)]
+    early = sorted(g for g, at in gaps if at < 0.2)
+    late = sorted(g for g, at in gaps if at >= 1.0)
+    assert early[len(early) // 2] < 0.02, early  # about the interval at the start
+    assert late and min(late) >= 0.019, late  # 2% of a second and more, later on
+    assert len(looks) < 150, len(looks)  # every 5 ms would be about 300 in 1.5 s
 
 
 def lost_plan(run_id: str, where: Path) -> Plan:

@@ -248,7 +248,20 @@ def wait(
         if now >= next_sweep:
             next_sweep = now + sweep
         _check_timeout(p, start, timeout)
-        time.sleep(interval)
+        time.sleep(_pause(interval, now - start))
+
+
+# The wait's polls grow apart as the run goes on, up to POLL_MAX apart: a run is seen to end at
+# most POLL_SHARE of its time late, a quick one (an unchanged re-verify) within ``interval``,
+# and a long one is not asked about 200 times a second. Each look costs the client's thread
+# the interpreter's lock, which the embedded worker's phases in the same process need: polled
+# every 5 ms, they were a sixth of that process's Python time in an 8 s run.
+POLL_SHARE = 0.02
+POLL_MAX = 0.05
+
+
+def _pause(interval: float, elapsed: float) -> float:
+    return max(interval, min(POLL_MAX, elapsed * POLL_SHARE))
 
 
 def _poll(p: Plan, progress: Progress | None, *, sweep: bool) -> dict[str, Any] | None:
