@@ -78,16 +78,18 @@ def test_run_ids_cannot_name_other_directories(repo: Repo) -> None:
 
 
 def test_static_runs_beside_the_suite_and_the_reviewers_after_static() -> None:
-    """The canvas: the collecting chord's header is the tester and a chain of static analysis
-    then the reviewers' own chord; nothing the reviewers read is missing when they start."""
+    """The canvas: the collecting chord's header is the tester, a chain of static analysis
+    then the reviewers' own chord, and last the derived probes; nothing the reviewers read is
+    missing when they start."""
     for depth in ("light", "deep"):
         plan = workflow.plan(VerifyRequest(source=parse_source("/r"), depth=depth))
         tasks = plan.canvas.tasks
         names = [getattr(t, "task", None) for t in tasks]
         assert names[:3] == ["verify_dag.scope", "verify_dag.engineer", "verify_dag.triage"]
         fan = tasks[3]
-        tester, analysis = fan.tasks
+        tester, analysis, probe = fan.tasks
         assert tester.task == "verify_dag.test"
+        assert probe.task == "verify_dag.probe"
         static, reviews = analysis.tasks
         assert static.task == "verify_dag.static"
         assert reviews.body.task == "verify_dag.reviews"
