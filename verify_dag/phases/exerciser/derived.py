@@ -38,13 +38,14 @@ NO_STRATEGY_SEVERITY = 9
 
 
 def exercise(
-    plan: Strategy, wt: Path, env: Env, variables: dict[str, str], entry: str | None = None
+    plan: Strategy, wt: Path, env: Env, entry: str | None = None
 ) -> list[processes.Result]:
-    """Run the probes in the run's environment, each in the sandbox, and give their results in
-    order. ``entry``: where the result cache keeps them."""
+    """Run the probes in the run's environment (the suite's variables, bytecode in the run's
+    prefix: ``probes.Where``), each in the sandbox, and give their results in order.
+    ``entry``: where the result cache keeps them."""
     # No env to install: the suite runs on our interpreter, and so does this.
     python = str(env.python) if env.python is not None else sys.executable
-    inner = {**variables, "PYTHONPATH": str(plan.root)}
+    inner = {**testenv.suite_env(env), "PYTHONPATH": str(plan.root)}
     with tempfile.TemporaryDirectory(prefix="verify-dag-probes-") as tmp:
         scratch = Path(tmp)
         where = probes.Where(wt, env, python, inner, testenv.run_pycache(wt, scratch, env))
@@ -254,8 +255,7 @@ def _results(
     with testenv.runtime(wt, state.toolchain or Toolchain(), want=want) as tenv:
         if tenv.error is not None:
             return None, tenv.error
-        variables = testenv.suite_env(tenv, {"PYTHONDONTWRITEBYTECODE": "1"})
-        return exercise(plan, wt, tenv, variables, entry), ""
+        return exercise(plan, wt, tenv, entry), ""
 
 
 def early(state: RunState) -> tuple[str, list[processes.Result]] | None:
@@ -280,11 +280,10 @@ def early(state: RunState) -> tuple[str, list[processes.Result]] | None:
         with testenv.runtime(wt, state.toolchain or Toolchain()) as tenv:
             if tenv.error is not None:
                 return None  # the exerciser tells why, as it does without this
-            variables = testenv.suite_env(tenv, {"PYTHONDONTWRITEBYTECODE": "1"})
             # Nobody waits for them yet: the suite beside them is what the run waits for. The
             # env is held first, at full priority, since the suite may be waiting on its build.
             with processes.in_background():
-                return entry, exercise(plan, wt, tenv, variables, entry)
+                return entry, exercise(plan, wt, tenv, entry)
 
 
 def _at_base(

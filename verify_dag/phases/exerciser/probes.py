@@ -144,10 +144,10 @@ class Where:
         """``python ARGS`` in the env, in the sandbox; ``scratch``: the runner's own tmp and
         log dirs (``Env.command``), made here."""
         scratch.mkdir(parents=True, exist_ok=True)
-        through_runner = self.env.runner is not None
-        variables = {**self.variables}
-        variables.pop("PYTHONDONTWRITEBYTECODE", None)
-        if not through_runner:
+        # The host's own PYTHONDONTWRITEBYTECODE would keep each probe compiling the checkout.
+        variables = {k: v for k, v in self.variables.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        if self.env.runner is None:
+            # Through tox, tox sets the prefix for the commands alone (``Env.command``).
             variables["PYTHONPYCACHEPREFIX"] = str(self.pycache)
         return processes.run(
             self.env.command([self.python, *args], self.pycache, scratch),
