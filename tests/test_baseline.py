@@ -318,3 +318,33 @@ def test_the_changed_files_are_read_in_one_git_process_per_commit(
     assert {b for b in baselines(out).values()} == {"introduced", "pre-existing"}
     # One batch for each commit: the new one's changed files, the base's candidates.
     assert reads == [("cat-file", "--batch")] * 2, reads
+
+
+def test_a_file_is_aligned_once_by_git_however_many_findings_sit_on_its_edited_lines(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three import lines edited in place, each keeping its old unused name and adding a new one:
+    git's diff of the file's two versions is asked once, not once per finding, and its hunk
+    tells each old name (pre-existing) from each added one (introduced)."""
+    old = "from typing import List\nfrom os import path\nfrom json import dumps\n"
+    new = "from typing import List, Dict\nfrom os import path, sep\nfrom json import dumps, loads\n"
+    sc = branch(repo, {"app.py": old}, {"app.py": new})
+    found = static_findings(repo, sc)
+    aligned: list[tuple[str, ...]] = []
+    real = git.diff.run_git
+
+    def counted(where: Any, *args: str, **kwargs: Any) -> Any:
+        aligned.append(args)
+        return real(where, *args, **kwargs)
+
+    monkeypatch.setattr(git.diff, "run_git", counted)
+    out = baseline.classify(sc, RUFF, found, str(repo.path), 60)
+    assert {f.title.split("`")[1]: f.baseline for f in out} == {
+        "typing.List": "pre-existing",
+        "os.path": "pre-existing",
+        "json.dumps": "pre-existing",
+        "typing.Dict": "introduced",
+        "os.sep": "introduced",
+        "json.loads": "introduced",
+    }
+    assert [a[:3] for a in aligned] == [("diff", "-U0", "--text")], aligned

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from verify_dag.git.contract import changed_paths, pathspec_matches, unified_diff
 from verify_dag.git.core import FETCH_TIMEOUT, GIT_TIMEOUT
-from verify_dag.git.diff import binary_paths, diff_stat, line_ranges, name_status, patch
+from verify_dag.git.diff import (
+    binary_paths,
+    diff_stat,
+    file_hunks,
+    line_ranges,
+    name_status,
+    patch,
+)
 from verify_dag.git.fixes import (
     apply_to_texts,
     backup_commit,
@@ -95,6 +102,7 @@ __all__ = [
     "empty_tree",
     "fetch",
     "fetch_mirror",
+    "file_hunks",
     "grep_word",
     "has_commits",
     "head",

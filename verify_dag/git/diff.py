@@ -6,7 +6,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from verify_dag.git.core import DIFF_OPTS, pathspec, run_git
-from verify_dag.git.parse import Delta, parse_hunks, parse_name_status, parse_numstat_binary
+from verify_dag.git.parse import (
+    Delta,
+    parse_hunk_pairs,
+    parse_hunks,
+    parse_name_status,
+    parse_numstat_binary,
+)
 from verify_dag.git.tree import empty_tree
 
 
@@ -73,3 +79,16 @@ def patch(repo: str | Path, old: str | None, new: str, paths: Sequence[str]) -> 
     return run_git(
         repo, "diff", "--binary", "--full-index", "-M", *DIFF_OPTS, base, new, *pathspec(paths)
     ).stdout
+
+
+def file_hunks(
+    repo: str | Path, old: str, old_path: str, new: str, new_path: str
+) -> list[tuple[int, int, int, int]]:
+    """``(old_start, old_count, new_start, new_count)`` of every ``-U0`` hunk between
+    ``old_path`` at ``old`` and ``new_path`` at ``new``: git's alignment of the two files' lines,
+    the one the scope's changed lines come from, whatever their names (a rename is compared with
+    its source). Both are compared as text (``--text``), as their lines are read."""
+    out = run_git(
+        repo, "diff", "-U0", "--text", *DIFF_OPTS, f"{old}:{old_path}", f"{new}:{new_path}"
+    ).stdout
+    return parse_hunk_pairs(out)

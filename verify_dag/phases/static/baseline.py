@@ -28,7 +28,6 @@ unchanged re-verify neither checks the merge base out nor reads and compares the
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -193,6 +192,7 @@ class _Texts:
         self._read_new = git.reader(repo, scope.new_commit, touched)
         self._new: dict[str, list[str]] = {}
         self._old: dict[str, list[str]] = {}
+        self._hunks: dict[tuple[str, str], list[tuple[int, int, int, int]]] = {}
 
     def new(self, path: str | None) -> list[str]:
         if path is None:
@@ -208,6 +208,25 @@ class _Texts:
             self._old.update({p: _lines(text) for p, text in found.items()})
         return {p: self._old.get(p, []) for p in paths}
 
+    def hunks(self, old_path: str, new_path: str) -> list[tuple[int, int, int, int]]:
+        """git's ``-U0`` hunks from ``old_path`` at the old commit to ``new_path`` at the new one,
+        asked once per pair. git aligns click's 3,000-line core.py in 6 ms where difflib took
+        116 ms, and difflib ran again for every finding on an edited line."""
+        pair = (old_path, new_path)
+        if pair not in self._hunks:
+            assert self.scope.old_commit is not None  # only a two-commit scope is classified
+            self._hunks[pair] = git.file_hunks(
+                self.repo, self.scope.old_commit, old_path, self.scope.new_commit, new_path
+            )
+        return self._hunks[pair]
+
+    def gone(self, old_path: str, new_path: str | None) -> set[int]:
+        """1-based lines of ``old_path`` that are not carried unchanged into ``new_path`` (all of
+        them when the file is gone)."""
+        if new_path is None:
+            return set(range(1, len(self.old([old_path])[old_path]) + 1))
+        return {n for a, b, _, _ in self.hunks(old_path, new_path) for n in range(a, a + b)}
+
 
 def _key(f: Finding, texts: _Texts) -> _Key:
     lines = texts.new(_path(f))
@@ -221,8 +240,8 @@ def _candidates(sources: dict[str, str | None], texts: _Texts, wanted: set[str])
     for path, lines in texts.old(sorted(sources)).items():
         if not lines:
             continue
-        new = texts.new(sources[path])
-        if any(_norm(lines[n - 1]) in wanted for n in _not_surviving(lines, new)):
+        gone = texts.gone(path, sources[path])
+        if any(_norm(lines[n - 1]) in wanted for n in gone if n <= len(lines)):
             out.append(path)
     return out
 
@@ -321,20 +340,18 @@ def _classify_tool(
 
 
 def _edited(scope: Scope, texts: _Texts, f: Finding) -> tuple[str, set[int]] | None:
-    """When ``f`` sits on a line the change edited in place (a replaced run of lines, as
-    difflib aligns the file's two versions): the file's old path and the 1-based old lines that
-    run replaced."""
+    """When ``f`` sits on a line the change edited in place (a hunk of git's diff of the file's
+    two versions that replaced old lines with new ones): the file's old path and the 1-based old
+    lines that hunk replaced."""
     if f.location is None or not f.location.line:
         return None
     old_path = _own_old_path(scope, f.location.path)
     if old_path is None:
         return None
-    old, new = texts.old([old_path])[old_path], texts.new(f.location.path)
-    at = f.location.line - 1
-    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
-    for tag, a0, a1, b0, b1 in matcher.get_opcodes():
-        if tag == "replace" and b0 <= at < b1:
-            return old_path, set(range(a0 + 1, a1 + 1))
+    at = f.location.line
+    for a, b, c, d in texts.hunks(old_path, f.location.path):
+        if b and d and c <= at < c + d:
+            return old_path, set(range(a, a + b))
     return None
 
 
@@ -356,26 +373,13 @@ def _old_keys(
     old_text = texts.old(sorted({r.path for _, r in old_raw}))
     for command, r in old_raw:
         if r.path not in gone:
-            gone[r.path] = _not_surviving(old_text[r.path], texts.new(sources[r.path]))
+            gone[r.path] = texts.gone(r.path, sources[r.path])
         if r.line is None or r.line not in gone[r.path]:
             continue
         # Tools that give no rule code are matched on the title static would give the finding.
         rule = r.code or runner.title(tools.spec_for(command), r)
         keys[(r.path, (rule, _norm(old_text[r.path][r.line - 1])))] += 1
     return keys
-
-
-def _not_surviving(old: list[str], new: list[str]) -> set[int]:
-    """1-based old line numbers that are not carried unchanged into ``new``."""
-    # autojunk off: with it, frequent lines (blank, "}") are ignored when aligning.
-    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
-    kept = {
-        n + 1
-        for tag, a0, a1, _, _ in matcher.get_opcodes()
-        if tag == "equal"
-        for n in range(a0, a1)
-    }
-    return set(range(1, len(old) + 1)) - kept
 
 
 def _path(f: Finding) -> str:
