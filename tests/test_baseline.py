@@ -331,7 +331,7 @@ def test_a_file_is_aligned_once_by_git_however_many_findings_sit_on_its_edited_l
     sc = branch(repo, {"app.py": old}, {"app.py": new})
     found = static_findings(repo, sc)
     aligned: list[tuple[str, ...]] = []
-    real = git.diff.run_git
+    real = git.core.run_git
 
     def counted(where: Any, *args: str, **kwargs: Any) -> Any:
         aligned.append(args)

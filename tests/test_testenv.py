@@ -11,6 +11,7 @@ import threading
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import make_repo, venv_by_hand, write
@@ -23,6 +24,7 @@ from verify_dag.phases.tester import env as testenv
 from verify_dag.phases.tester.coverage import CoverageData
 from verify_dag.phases.tester.env import base as testenv_base
 from verify_dag.phases.tester.env import plan as testenv_plan
+from verify_dag.phases.tester.env import seal
 
 PYTEST = Toolchain(
     commands=(
@@ -144,6 +146,54 @@ def test_a_cached_env_written_after_its_build_is_rebuilt_not_used(tmp_path: Path
     assert "# planted" not in target.read_text(encoding="utf-8")
     assert not (site / "planted.pth").exists()
     assert testenv.provision(repo, PYTEST, cache).reused
+
+
+def test_phases_asking_for_a_finished_env_at_once_share_one_walk_of_its_seal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's tester, static analysis and probes ask for the cached env at the same moment: the
+    first walk of its seal answers all three (a shared lock lets them in together), where an
+    exclusive lock made them walk ten thousand files one after another."""
+    repo = write(tmp_path / "repo", TINYPKG)
+    cache = tmp_path / "cache"
+    assert not testenv.provision(repo, PYTEST, cache).reused
+    walks: list[str] = []
+    waiting = threading.Semaphore(0)
+    real_walk, real_check = seal._walk, seal._Check
+
+    class Counted(real_check):  # type: ignore[misc,valid-type]
+        def __post_init__(self) -> None:
+            wait = self.done.wait
+
+            def counted(timeout: float | None = None) -> bool:
+                waiting.release()
+                return wait(timeout)
+
+            self.done.wait = counted
+
+    def walk(root: Path, skip: frozenset[str]) -> Any:
+        walks.append(str(root))
+        # The first walk goes on once the two other phases wait for its answer (or 20 s pass:
+        # then they were kept out, and walk on their own after it).
+        for _ in range(2):
+            waiting.acquire(timeout=10)
+        return real_walk(root, skip)
+
+    monkeypatch.setattr(seal, "_Check", Counted)
+    monkeypatch.setattr(seal, "_walk", walk)
+    got: list[testenv_base.Env] = []
+    phases = [
+        threading.Thread(target=lambda: got.append(testenv.provision(repo, PYTEST, cache)))
+        for _ in range(3)
+    ]
+    for t in phases:
+        t.start()
+    for t in phases:
+        t.join(60)
+    assert [(e.error, e.reused) for e in got] == [(None, True)] * 3
+    assert len(walks) == 1, walks
+    # A later ask walks again: the shared answer was the one walk under way, not a memory.
+    assert testenv.provision(repo, PYTEST, cache).reused and len(walks) == 2
 
 
 def test_same_counts_as_a_venv_built_by_hand(

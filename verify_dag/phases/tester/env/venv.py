@@ -110,7 +110,14 @@ def build(workdir: Path, plan: InstallPlan, envs: Path, deadline: float) -> Env:
     key = testenv_plan.key(workdir, plan)
     env_dir = envs / key[:24]
     envs.mkdir(parents=True, exist_ok=True)
-    with file_lock(envs / f"{key[:24]}.lock", deadline) as got:
+    lock = envs / f"{key[:24]}.lock"
+    # A finished env is checked under a shared lock, so the phases of a run asking for it at
+    # once share one walk of its seal (seal.broken); only a build takes the lock alone.
+    with file_lock(lock, deadline, shared=True) as got:
+        done = _ready(env_dir) if got else None
+        if done is not None and seal.broken(env_dir) is None:
+            return _env(env_dir, key, plan.source, reused=True, project=done)
+    with file_lock(lock, deadline) as got:
         if not got:
             return Env(
                 key=key,
