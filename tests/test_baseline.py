@@ -320,15 +320,16 @@ def test_the_changed_files_are_read_in_one_git_process_per_commit(
     assert reads == [("cat-file", "--batch")] * 2, reads
 
 
-def test_a_file_is_aligned_once_by_git_however_many_findings_sit_on_its_edited_lines(
+def test_the_change_is_aligned_by_one_git_diff_however_many_findings_and_files(
     repo: Repo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Three import lines edited in place, each keeping its old unused name and adding a new one:
-    git's diff of the file's two versions is asked once, not once per finding, and its hunk
-    tells each old name (pre-existing) from each added one (introduced)."""
+    """Import lines edited in place in two files, each keeping its old unused name and adding a
+    new one: git's diff of the two commits is asked once for both files, not once per finding
+    or per file, and its hunks tell each old name (pre-existing) from each added one
+    (introduced)."""
     old = "from typing import List\nfrom os import path\nfrom json import dumps\n"
     new = "from typing import List, Dict\nfrom os import path, sep\nfrom json import dumps, loads\n"
-    sc = branch(repo, {"app.py": old}, {"app.py": new})
+    sc = branch(repo, {"app.py": old, "lib.py": old}, {"app.py": new, "lib.py": new})
     found = static_findings(repo, sc)
     aligned: list[tuple[str, ...]] = []
     real = git.core.run_git
@@ -339,12 +340,21 @@ def test_a_file_is_aligned_once_by_git_however_many_findings_sit_on_its_edited_l
 
     monkeypatch.setattr(git.diff, "run_git", counted)
     out = baseline.classify(sc, RUFF, found, str(repo.path), 60)
-    assert {f.title.split("`")[1]: f.baseline for f in out} == {
-        "typing.List": "pre-existing",
-        "os.path": "pre-existing",
-        "json.dumps": "pre-existing",
-        "typing.Dict": "introduced",
-        "os.sep": "introduced",
-        "json.loads": "introduced",
-    }
+    by_name = sorted(
+        (f.location.path if f.location else "", f.title.split("`")[1], f.baseline) for f in out
+    )
+    assert by_name == [
+        (path, name, verdict)
+        for path in ("app.py", "lib.py")
+        for name, verdict in sorted(
+            {
+                "json.dumps": "pre-existing",
+                "json.loads": "introduced",
+                "os.path": "pre-existing",
+                "os.sep": "introduced",
+                "typing.Dict": "introduced",
+                "typing.List": "pre-existing",
+            }.items()
+        )
+    ]
     assert [a[:3] for a in aligned] == [("diff", "-U0", "--text")], aligned

@@ -189,40 +189,51 @@ def test_name_status_renames_binary_and_odd_names(repo: Repo) -> None:
     assert no_renames["old.py"] == "D" and no_renames["new.py"] == "A"
 
 
+# A -U0 patch: pure deletions, a header-like line inside a body, a quoted path, a deleted file.
+_PATCH = "\n".join(
+    [
+        "diff --git a/x b/x",
+        "index 1..2 100644",
+        "--- a/x",
+        "+++ b/x",
+        "@@ -1,2 +0,0 @@",
+        "-gone",
+        "-gone",
+        "@@ -10 +8 @@",
+        "-old",
+        "+++ b/fake header inside a body",
+        "@@ -20,0 +19,3 @@ def f():",
+        "+a",
+        "+b",
+        "+c",
+        "\\ No newline at end of file",
+        'diff --git "a/n\\303\\274 x" "b/n\\303\\274 x"',
+        '--- "a/n\\303\\274 x"',
+        '+++ "b/n\\303\\274 x"',
+        "@@ -1 +1 @@",
+        "-a",
+        "+b",
+        "diff --git a/d b/d",
+        "deleted file mode 100644",
+        "--- a/d",
+        "+++ /dev/null",
+        "@@ -1 +0,0 @@",
+        "-x",
+        "",
+    ]
+)
+
+
 def test_parse_hunks_counts_bodies_and_pure_deletions() -> None:
-    patch = "\n".join(
-        [
-            "diff --git a/x b/x",
-            "index 1..2 100644",
-            "--- a/x",
-            "+++ b/x",
-            "@@ -1,2 +0,0 @@",
-            "-gone",
-            "-gone",
-            "@@ -10 +8 @@",
-            "-old",
-            "+++ b/fake header inside a body",
-            "@@ -20,0 +19,3 @@ def f():",
-            "+a",
-            "+b",
-            "+c",
-            "\\ No newline at end of file",
-            'diff --git "a/n\\303\\274 x" "b/n\\303\\274 x"',
-            '--- "a/n\\303\\274 x"',
-            '+++ "b/n\\303\\274 x"',
-            "@@ -1 +1 @@",
-            "-a",
-            "+b",
-            "diff --git a/d b/d",
-            "deleted file mode 100644",
-            "--- a/d",
-            "+++ /dev/null",
-            "@@ -1 +0,0 @@",
-            "-x",
-            "",
-        ]
-    )
-    assert gitparse.parse_hunks(patch) == {"x": [(8, 8), (19, 21)], "nü x": [(1, 1)]}
+    assert gitparse.parse_hunks(_PATCH) == {"x": [(8, 8), (19, 21)], "nü x": [(1, 1)]}
+
+
+def test_parse_file_hunks_keeps_both_sides_of_every_hunk_per_path() -> None:
+    assert gitparse.parse_file_hunks(_PATCH) == {
+        "x": [(1, 2, 0, 0), (10, 1, 8, 1), (20, 0, 19, 3)],
+        "nü x": [(1, 1, 1, 1)],
+        "d": [(1, 1, 0, 0)],
+    }
 
 
 def test_parse_z_records() -> None:

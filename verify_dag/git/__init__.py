@@ -17,6 +17,7 @@ from verify_dag.git.diff import (
     line_ranges,
     name_status,
     patch,
+    path_hunks,
 )
 from verify_dag.git.fixes import (
     apply_to_texts,
@@ -123,6 +124,7 @@ __all__ = [
     "patch",
     "patch_applies",
     "patched_files",
+    "path_hunks",
     "pathspec_matches",
     "read_file",
     "read_files",

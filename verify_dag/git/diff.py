@@ -8,6 +8,7 @@ from pathlib import Path
 from verify_dag.git.core import DIFF_OPTS, pathspec, run_git
 from verify_dag.git.parse import (
     Delta,
+    parse_file_hunks,
     parse_hunk_pairs,
     parse_hunks,
     parse_name_status,
@@ -92,3 +93,27 @@ def file_hunks(
         repo, "diff", "-U0", "--text", *DIFF_OPTS, f"{old}:{old_path}", f"{new}:{new_path}"
     ).stdout
     return parse_hunk_pairs(out)
+
+
+def path_hunks(
+    repo: str | Path, old: str, new: str, paths: Sequence[str]
+) -> dict[str, list[tuple[int, int, int, int]]]:
+    """The ``-U0`` hunks of each of ``paths`` between two commits, each compared with itself
+    (no renames) as text, in one git process: ``file_hunks`` for every path at once."""
+    if not paths:
+        return {}
+    out = run_git(
+        repo,
+        "diff",
+        "-U0",
+        "--text",
+        "--no-renames",
+        *DIFF_OPTS,
+        "--src-prefix=a/",
+        "--dst-prefix=b/",
+        old,
+        new,
+        *pathspec(paths),
+    ).stdout
+    found = parse_file_hunks(out)
+    return {p: found.get(p, []) for p in paths}

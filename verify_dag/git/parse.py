@@ -144,6 +144,34 @@ def parse_hunks(patch: str) -> dict[str, list[tuple[int, int]]]:
     return ranges
 
 
+_HUNK_PAIR = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def parse_file_hunks(patch: str) -> dict[str, list[tuple[int, int, int, int]]]:
+    """``(old_start, old_count, new_start, new_count)`` of every hunk of a ``git diff -U0
+    --no-renames`` patch, per path (the new side's name; a deleted file's old one). Bodies are
+    skipped by their counts, as in :func:`parse_hunks`."""
+    out: dict[str, list[tuple[int, int, int, int]]] = {}
+    path: str | None = None
+    body = 0
+    for line in patch.split("\n"):  # not splitlines(): content may hold \r or \x0c
+        if body:
+            if not line.startswith("\\"):
+                body -= 1
+        elif line.startswith("diff --git "):
+            path = None
+        elif line.startswith(("--- ", "+++ ")):
+            name = _unquote(line[4:].rstrip("\t"))
+            if name[:2] in ("a/", "b/"):
+                path = name[2:]
+        elif line.startswith("@@ ") and (m := _HUNK_PAIR.match(line)):
+            a, b, c, d = int(m.group(1)), _count(m.group(2)), int(m.group(3)), _count(m.group(4))
+            body = b + d
+            if path is not None:
+                out.setdefault(path, []).append((a, b, c, d))
+    return out
+
+
 def parse_hunk_pairs(patch: str) -> list[tuple[int, int, int, int]]:
     """The ``@@ -a[,b] +c[,d] @@`` headers of a one-path ``-U0`` patch. A body line starts with
     "+", "-", " " or "\\", so it is never mistaken for a header."""

@@ -40,6 +40,7 @@ from verify_dag.errors import FatalError
 from verify_dag.models.findings import Finding
 from verify_dag.models.scope import Scope
 from verify_dag.models.toolchain import Command, Toolchain
+from verify_dag.phases.static.texts import Texts, sources_of
 from verify_dag.tools import runner
 from verify_dag.tools.base import RawFinding
 
@@ -106,7 +107,7 @@ def classify(
     if scope.old_commit is None:
         return out
     changes = {f.path: f for f in scope.included}
-    sources = _sources(scope)
+    sources = sources_of(scope)
     pending: dict[str, list[int]] = {}  # tool -> indexes of findings to compare with the base
     for i, f in enumerate(out):
         change = changes.get(f.location.path) if f.location is not None else None
@@ -119,7 +120,7 @@ def classify(
     if not pending:
         return out
     notes = problems if problems is not None else []
-    texts = _Texts(repo, scope)
+    texts = Texts(repo, scope)
     wanted: dict[str, list[str]] = {}  # tool -> old files that could hold an origin
     for tool, indexes in pending.items():
         keys = {i: _key(out[i], texts) for i in indexes}
@@ -169,72 +170,13 @@ def classify(
     return out
 
 
-def _sources(scope: Scope) -> dict[str, str | None]:
-    """Old paths the change touched -> the path that code has now (None: the file was deleted)."""
-    out: dict[str, str | None] = {}
-    for c in scope.included:
-        if c.status == "deleted":
-            out[c.path] = None
-        elif c.status == "copied" and c.old_path:
-            out.setdefault(c.old_path, c.old_path)  # the source stays (a rename of it wins)
-        elif c.status != "added":
-            out[c.old_path or c.path] = c.path
-    return out
-
-
-class _Texts:
-    """File contents at the change's two commits, read from git without a checkout, once."""
-
-    def __init__(self, repo: str, scope: Scope) -> None:
-        self.repo, self.scope = repo, scope
-        # Findings lie on the files the change touched: asking for one reads them all.
-        touched = [f.path for f in scope.included if f.status != "deleted"]
-        self._read_new = git.reader(repo, scope.new_commit, touched)
-        self._new: dict[str, list[str]] = {}
-        self._old: dict[str, list[str]] = {}
-        self._hunks: dict[tuple[str, str], list[tuple[int, int, int, int]]] = {}
-
-    def new(self, path: str | None) -> list[str]:
-        if path is None:
-            return []
-        if path not in self._new:
-            self._new[path] = _lines(self._read_new(path))
-        return self._new[path]
-
-    def old(self, paths: Sequence[str]) -> dict[str, list[str]]:
-        missing = [p for p in paths if p not in self._old]
-        if missing and self.scope.old_commit is not None:
-            found = git.read_files(self.repo, self.scope.old_commit, missing)
-            self._old.update({p: _lines(text) for p, text in found.items()})
-        return {p: self._old.get(p, []) for p in paths}
-
-    def hunks(self, old_path: str, new_path: str) -> list[tuple[int, int, int, int]]:
-        """git's ``-U0`` hunks from ``old_path`` at the old commit to ``new_path`` at the new one,
-        asked once per pair. git aligns click's 3,000-line core.py in 6 ms where difflib took
-        116 ms, and difflib ran again for every finding on an edited line."""
-        pair = (old_path, new_path)
-        if pair not in self._hunks:
-            assert self.scope.old_commit is not None  # only a two-commit scope is classified
-            self._hunks[pair] = git.file_hunks(
-                self.repo, self.scope.old_commit, old_path, self.scope.new_commit, new_path
-            )
-        return self._hunks[pair]
-
-    def gone(self, old_path: str, new_path: str | None) -> set[int]:
-        """1-based lines of ``old_path`` that are not carried unchanged into ``new_path`` (all of
-        them when the file is gone)."""
-        if new_path is None:
-            return set(range(1, len(self.old([old_path])[old_path]) + 1))
-        return {n for a, b, _, _ in self.hunks(old_path, new_path) for n in range(a, a + b)}
-
-
-def _key(f: Finding, texts: _Texts) -> _Key:
+def _key(f: Finding, texts: Texts) -> _Key:
     lines = texts.new(_path(f))
     line = f.location.line if f.location is not None else None
     return (f.rule or f.title, _norm(lines[line - 1] if line and line <= len(lines) else ""))
 
 
-def _candidates(sources: dict[str, str | None], texts: _Texts, wanted: set[str]) -> list[str]:
+def _candidates(sources: dict[str, str | None], texts: Texts, wanted: set[str]) -> list[str]:
     """Old files the change touched that lost a line whose text is one of ``wanted``."""
     out = []
     for path, lines in texts.old(sorted(sources)).items():
@@ -252,7 +194,7 @@ def _classify_tool(
     indexes: list[int],
     out: list[Finding],
     sources: dict[str, str | None],
-    texts: _Texts,
+    texts: Texts,
     candidates: list[str],
     old_dir: Path,
     timeout: float,
@@ -339,7 +281,7 @@ def _classify_tool(
         out[i] = out[i].model_copy(update={"baseline": verdict})
 
 
-def _edited(scope: Scope, texts: _Texts, f: Finding) -> tuple[str, set[int]] | None:
+def _edited(scope: Scope, texts: Texts, f: Finding) -> tuple[str, set[int]] | None:
     """When ``f`` sits on a line the change edited in place (a hunk of git's diff of the file's
     two versions that replaced old lines with new ones): the file's old path and the 1-based old
     lines that hunk replaced."""
@@ -365,7 +307,7 @@ def _own_old_path(scope: Scope, path: str) -> str | None:
 def _old_keys(
     old_raw: list[tuple[Command, RawFinding]],
     sources: dict[str, str | None],
-    texts: _Texts,
+    texts: Texts,
 ) -> Counter[tuple[str | None, _Key]]:
     """Old findings that could be the origin of a new one, by old path and key."""
     keys: Counter[tuple[str | None, _Key]] = Counter()
@@ -385,10 +327,6 @@ def _old_keys(
 def _path(f: Finding) -> str:
     assert f.location is not None  # only findings with a location are pending
     return f.location.path
-
-
-def _lines(text: str | None) -> list[str]:
-    return text.split("\n") if text else []
 
 
 def _norm(text: str) -> str:
