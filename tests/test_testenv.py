@@ -162,7 +162,8 @@ def test_phases_asking_for_a_finished_env_at_once_share_one_walk_of_its_seal(
     real_walk, real_check = seal._walk, seal._Check
 
     class Counted(real_check):  # type: ignore[misc,valid-type]
-        def __post_init__(self) -> None:
+        def __init__(self) -> None:
+            super().__init__()
             wait = self.done.wait
 
             def counted(timeout: float | None = None) -> bool:
@@ -173,10 +174,11 @@ def test_phases_asking_for_a_finished_env_at_once_share_one_walk_of_its_seal(
 
     def walk(root: Path, skip: frozenset[str]) -> Any:
         walks.append(str(root))
-        # The first walk goes on once the two other phases wait for its answer (or 20 s pass:
-        # then they were kept out, and walk on their own after it).
-        for _ in range(2):
-            waiting.acquire(timeout=10)
+        if len(walks) == 1:
+            # The first walk goes on once the two other phases wait for its answer (or 20 s
+            # pass: then they were kept out, and walk on their own after it).
+            for _ in range(2):
+                waiting.acquire(timeout=10)
         return real_walk(root, skip)
 
     monkeypatch.setattr(seal, "_Check", Counted)
