@@ -560,6 +560,39 @@ def test_the_mypy_the_projects_environment_installed_runs(tmp_path: Path) -> Non
     assert f"--python-executable={python}" in pinned.description
 
 
+def test_the_mypy_a_layered_env_installed_runs(tmp_path: Path) -> None:
+    """A project installed per run over its cached env (the layer) is checked by the mypy that
+    env installed, the version its declarations pin, as a plain env's is: the layer's bin lists
+    the cached env's commands, so the tool is seen beside the interpreter the static tools get.
+    Before, verify-dag's own mypy ran there."""
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": '[build-system]\nrequires = ["setuptools>=61"]\n'
+            'build-backend = "setuptools.build_meta"\n\n'
+            '[project]\nname = "verify-dag-layered"\nversion = "0.1"\n',
+            "requirements-test.txt": "./pinned\n",
+            "src/verify_dag_layered/__init__.py": "",
+            "pinned/pyproject.toml": '[build-system]\nrequires = ["setuptools>=61"]\n'
+            'build-backend = "setuptools.build_meta"\n\n'
+            '[project]\nname = "mypy"\nversion = "0.0.1"\n\n'
+            '[project.scripts]\nmypy = "mypy:main"\n',
+            "pinned/mypy/__init__.py": "def main():\n    pass\n",
+            "pinned/mypy/__main__.py": _PINNED_MYPY,
+            "mypy.ini": "[mypy]\n",
+            "a.py": BAD,
+        },
+    )
+    from verify_dag.phases.tester import env as testenv
+
+    with testenv.interpreter(tmp_path, mypy_only(tmp_path), tmp_path / "cache") as (python, bad):
+        assert python is not None and not bad
+        assert (python.parent.parent / "pyvenv.cfg").is_file()  # the layer, not the cached env
+        scope = scope_of(FileChange(path="a.py", status="added"))
+        (found,) = static.run(scope, mypy_only(tmp_path), tmp_path, 60, python=python).findings
+    assert found.title.startswith("mypy misc: pinned mypy ran with --show-column-numbers")
+
+
 CASCADE = """\
 from missing_star import *
 from missing_lib import Base, deco

@@ -7,6 +7,7 @@ the suite and the exerciser.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.metadata
 import json
@@ -114,9 +115,24 @@ def layer(env: Env, workdir: Path, dest: Path, timeout: float = 900) -> Env:
                 f"installing the project into the run venv failed ({env.source}): {tail(res)}"
             ),
         )
+    _link_commands(env.bin_dir, python.parent)
     return replace(
         env, python=python, bin_dir=python.parent, path_dirs=(python.parent, *env.path_dirs)
     )
+
+
+def _link_commands(cached: Path, own: Path) -> None:
+    """The cached env's commands listed in the layer's bin too, after the project's own: a tool
+    the env installed (the mypy or ruff the project pins) is then beside the interpreter the
+    static tools are given, which is how they tell it is there (``tools.base.python_tool_argv``);
+    without it they ran verify-dag's own copy over a layered env (tomlkit's pinned mypy 1.19.1
+    was passed over for 2.4.1). On PATH nothing changes: the cached env's bin is right behind
+    the layer's."""
+    for entry in cached.iterdir():
+        link = own / entry.name
+        if not link.exists() and not link.is_symlink():
+            with contextlib.suppress(OSError):  # a tool not seen there runs as before
+                link.symlink_to(entry)
 
 
 @functools.cache
