@@ -72,16 +72,24 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[tes
     half = cache / "envs" / testenv_plan.key(repo, plan)[:24]
     (half / "bin").mkdir(parents=True)
     (half / "bin" / "python").write_text("a run that died here", encoding="utf-8")
+    return repo, cache, provisioned_at_once(repo, cache, 2)
+
+
+def provisioned_at_once(
+    repo: Path, cache: Path, phases: int, timeout: float | None = None
+) -> list[testenv_base.Env]:
+    """What ``phases`` threads provisioning ``repo``'s env at the same moment got (each waited
+    for up to ``timeout`` seconds)."""
     envs: list[testenv_base.Env] = []
     threads = [
         threading.Thread(target=lambda: envs.append(testenv.provision(repo, PYTEST, cache)))
-        for _ in range(2)
+        for _ in range(phases)
     ]
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
-    return repo, cache, envs
+        t.join(timeout)
+    return envs
 
 
 def junit_counts(path: Path) -> str:
@@ -183,15 +191,7 @@ def test_phases_asking_for_a_finished_env_at_once_share_one_walk_of_its_seal(
 
     monkeypatch.setattr(seal, "_Check", Counted)
     monkeypatch.setattr(seal, "_walk", walk)
-    got: list[testenv_base.Env] = []
-    phases = [
-        threading.Thread(target=lambda: got.append(testenv.provision(repo, PYTEST, cache)))
-        for _ in range(3)
-    ]
-    for t in phases:
-        t.start()
-    for t in phases:
-        t.join(60)
+    got = provisioned_at_once(repo, cache, 3, timeout=60)
     assert [(e.error, e.reused) for e in got] == [(None, True)] * 3
     assert len(walks) == 1, walks
     # A later ask walks again: the shared answer was the one walk under way, not a memory.

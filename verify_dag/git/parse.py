@@ -81,7 +81,6 @@ def parse_numstat_binary(out: str) -> set[str]:
     return found
 
 
-_HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _CQUOTE = {
     "n": "\n",
     "t": "\t",
@@ -119,38 +118,25 @@ def _count(group: str | None) -> int:
 
 
 def parse_hunks(patch: str) -> dict[str, list[tuple[int, int]]]:
-    """New-side (start, end) line ranges per new path from a ``git diff -U0`` patch.
-
-    Hunk bodies are skipped by their counts, so added lines that look like headers ("+++ x")
-    are never mistaken for one. A pure deletion hunk (``+a,0``) contributes no range.
-    """
-    ranges: dict[str, list[tuple[int, int]]] = {}
-    path: str | None = None
-    body = 0
-    for line in patch.split("\n"):  # not splitlines(): content may hold \r or \x0c
-        if body:
-            if not line.startswith("\\"):
-                body -= 1
-        elif line.startswith("diff --git "):
-            path = None
-        elif line.startswith("+++ "):
-            name = _unquote(line[4:].rstrip("\t"))
-            path = name[2:] if name.startswith("b/") else None
-        elif line.startswith("@@ ") and (m := _HUNK.match(line)):
-            old_n, start, new_n = _count(m.group(1)), int(m.group(2)), _count(m.group(3))
-            body = old_n + new_n
-            if path is not None and new_n:
-                ranges.setdefault(path, []).append((start, start + new_n - 1))
-    return ranges
+    """New-side (start, end) line ranges per new path from a ``git diff -U0`` patch. A pure
+    deletion hunk (``+a,0``) contributes no range, so a deleted file has none."""
+    ranges = {
+        path: [(c, c + d - 1) for _, _, c, d in hunks if d]
+        for path, hunks in parse_file_hunks(patch).items()
+    }
+    return {path: found for path, found in ranges.items() if found}
 
 
-_HUNK_PAIR = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
 def parse_file_hunks(patch: str) -> dict[str, list[tuple[int, int, int, int]]]:
-    """``(old_start, old_count, new_start, new_count)`` of every hunk of a ``git diff -U0
-    --no-renames`` patch, per path (the new side's name; a deleted file's old one). Bodies are
-    skipped by their counts, as in :func:`parse_hunks`."""
+    """``(old_start, old_count, new_start, new_count)`` of every hunk of a ``git diff -U0``
+    patch, per path (the new side's name; a deleted file's old one).
+
+    Hunk bodies are skipped by their counts, so added lines that look like headers ("+++ x")
+    are never mistaken for one.
+    """
     out: dict[str, list[tuple[int, int, int, int]]] = {}
     path: str | None = None
     body = 0
@@ -164,7 +150,7 @@ def parse_file_hunks(patch: str) -> dict[str, list[tuple[int, int, int, int]]]:
             name = _unquote(line[4:].rstrip("\t"))
             if name[:2] in ("a/", "b/"):
                 path = name[2:]
-        elif line.startswith("@@ ") and (m := _HUNK_PAIR.match(line)):
+        elif line.startswith("@@ ") and (m := _HUNK.match(line)):
             a, b, c, d = int(m.group(1)), _count(m.group(2)), int(m.group(3)), _count(m.group(4))
             body = b + d
             if path is not None:
