@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -373,6 +374,18 @@ def alive(pid: int) -> bool:
 CLI = (sys.executable, "-m", "verify_dag.cli")
 # Most runs verify a branch against the commit its tests tagged ``base``.
 BRANCH = ("--scope=branch", "--base=base")
+
+
+def gone_within(pid: int, seconds: float = 5.0) -> bool:
+    """Whether process ``pid`` is dead within ``seconds``: a SIGKILL sent to its group is
+    delivered asynchronously, and on a loaded host a grandchild reparented away from the killed
+    leader can still be seen running for a moment after the leader was reaped."""
+    deadline = time.monotonic() + seconds
+    while alive(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 def run_cli(

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import alive
+from conftest import gone_within
 
 from verify_dag import credentials, processes
 
@@ -164,7 +164,7 @@ def test_the_chokepoint_sees_a_commands_end_its_code_and_its_time_limit() -> Non
     stopped = processes.run([sys.executable, "-c", slow], timeout=1)
     assert stopped.timed_out and stopped.returncode == -9
     assert 1 <= stopped.duration < 10
-    assert not alive(int(stopped.stdout))
+    assert gone_within(int(stopped.stdout))
     waited = processes.run(["sleep", "0.2"], timeout=None)
     assert waited.returncode == 0 and not waited.timed_out
     # A limit of years, as a deadline far off gives: poll takes a C int of milliseconds.
