@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -25,10 +26,12 @@ def test_a_run_checks_out_each_commit_once_and_removes_it_at_the_end(
     scenario: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     made: list[tuple[str, Path]] = []
+    by: dict[str, str] = {}  # commit: the thread that checked it out
     real = git.checkout_into
 
     def spy(repo: Any, sha: str, path: Path) -> Path:
         made.append((sha, path))
+        by[sha] = threading.current_thread().name
         return real(repo, sha, path)
 
     monkeypatch.setattr(git, "checkout_into", spy)
@@ -36,6 +39,11 @@ def test_a_run_checks_out_each_commit_once_and_removes_it_at_the_end(
     assert rc == 1  # a failing test: the debugger checks the merge base out too
     head, base = scenario.head(), scenario.git("rev-parse", "base")
     assert sorted(sha for sha, _ in made) == sorted([head, base])
+    # A branch scope's commit is known before the scope phase runs: the client checked it out
+    # while its worker started (workspace.prefetch), and triage found it made. The merge base
+    # is the debugger's to check out, when it needs it.
+    assert by[head] == f"checkout-{head[:12]}"
+    assert not by[base].startswith("checkout-")
     run_dir = workspace.run_dir(doc["run"]["id"])
     assert all(path.is_relative_to(run_dir) for _, path in made)
     assert not run_dir.exists()
@@ -43,6 +51,31 @@ def test_a_run_checks_out_each_commit_once_and_removes_it_at_the_end(
     # The phases that read the checkout did run on it: triage, static, tester, debugger.
     tester = next(s for s in doc["skillResults"] if s["skill"] == "tester")
     assert "1 passed, 1 failed" in tester["notes"]
+
+
+def test_a_snapshot_scope_is_checked_out_by_its_phases_not_ahead_of_them(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A staged scope verifies a snapshot of the index that the scope phase makes: nothing is
+    checked out ahead of the phases (HEAD would be the wrong commit), the snapshot once."""
+    repo.write("a.py", "x = 1\n")
+    repo.commit("one")
+    repo.write("a.py", "x = 2\n")
+    repo.git("add", "a.py")
+    made: list[tuple[str, str]] = []
+    real = git.checkout_into
+
+    def spy(where: Any, sha: str, path: Path) -> Path:
+        made.append((sha, threading.current_thread().name))
+        return real(where, sha, path)
+
+    monkeypatch.setattr(git, "checkout_into", spy)
+    rc, doc = verify_json(repo, tmp_path, "--scope=staged")
+    assert doc["scope"]["mode"] == "staged", rc
+    assert made and not any(thread.startswith("checkout-") for _, thread in made), made
+    # Triage's, the first: the snapshot, not HEAD (which the static baseline may check out).
+    snapshot = made[0][0]
+    assert snapshot != repo.head() and [sha for sha, _ in made].count(snapshot) == 1, made
 
 
 def test_a_checkout_is_made_once_and_shared(repo: Repo) -> None:

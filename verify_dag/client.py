@@ -81,7 +81,9 @@ def submit(request: VerifyRequest) -> Plan:
     from verify_dag import git, repos
 
     if embedded():
-        built = plan(request)
+        run_id = uuid()
+        _check_out_early(request, run_id)
+        built = plan(request, run_id)
         if built.expect is not None and not request.source.remote:
             # The in-process worker reads the repository where it is, just after this; a range's
             # end (--head) is the commit the request names.
@@ -94,6 +96,25 @@ def submit(request: VerifyRequest) -> Plan:
         app.backend.store_result(built.run_id, None, states.PENDING)
         built = announce(built)
     return _send(built)
+
+
+def _check_out_early(request: VerifyRequest, run_id: str) -> None:
+    """The checkout of the commit a branch scope verifies, begun while this process starts its
+    worker (``workspace.prefetch``). Only there is the commit known before the scope phase
+    runs: HEAD or ``--head``, where every other scope verifies a snapshot the phase makes."""
+    from verify_dag import git, workspace
+
+    if request.source.remote or request.scope != "branch" or request.files:
+        return
+    if request.module is not None:
+        return
+    # None for a repository without commits, or a base that names none: the scope phase says
+    # so, in its own words, and nothing need be checked out.
+    sha = git.verify_commit(request.repo, request.head or "HEAD")
+    if request.base is not None and git.verify_commit(request.repo, request.base) is None:
+        return
+    if sha is not None:
+        workspace.prefetch(run_id, request.repo, sha)
 
 
 def fix_options(job: FixJob, issues: Sequence[ReportIssue], *, timeout: float) -> list[Proposals]:
