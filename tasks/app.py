@@ -18,18 +18,19 @@ from kombu.entity import Exchange, Queue
 from kombu.transport import TRANSPORT_ALIASES
 
 from verify_dag import credentials
+from verify_dag.envvars import BROKER_ENV as BROKER_ENV
+from verify_dag.envvars import BROKER_FILE_ENV as BROKER_FILE_ENV
+from verify_dag.envvars import CELERY_BROKER_ENV as CELERY_BROKER_ENV
 from verify_dag.errors import UsageError
 from verify_dag.git import display_source
 from verify_dag.tasks import reliability
 
-BROKER_ENV = "VERIFY_DAG_BROKER_URL"
-# A file holding the broker URL: a password in it stays out of every process's environment.
-BROKER_FILE_ENV = "VERIFY_DAG_BROKER_URL_FILE"
 BACKEND_ENV = "VERIFY_DAG_RESULT_BACKEND"
 # Celery's own: `celery --broker URL` and `--result-backend URL` set them before the app loads,
 # and inside Celery they win over the app's configuration. Read here too, so that the broker
-# and the result backend always come from one place (ops/README.md, "Starting workers").
-CELERY_BROKER_ENV = "CELERY_BROKER_URL"
+# and the result backend always come from one place (ops/README.md, "Starting workers"), as is
+# CELERY_BROKER_URL (envvars.py names the broker's settings; a file holding the URL keeps a
+# password out of every process's environment).
 CELERY_BACKEND_ENV = "CELERY_RESULT_BACKEND"
 # A host name keeps kombu from warning that none was supplied.
 MEMORY_BROKER = "memory://localhost/"

@@ -16,7 +16,8 @@ import pytest
 from conftest import Repo, verify_json
 
 from verify_dag import git, workspace
-from verify_dag.errors import FatalError
+from verify_dag.cli import main
+from verify_dag.errors import EXIT_USAGE, FatalError
 from verify_dag.models import VerifyRequest
 from verify_dag.models.source import parse_source
 from verify_dag.tasks import workflow
@@ -51,6 +52,26 @@ def test_a_run_checks_out_each_commit_once_and_removes_it_at_the_end(
     # The phases that read the checkout did run on it: triage, static, tester, debugger.
     tester = next(s for s in doc["skillResults"] if s["skill"] == "tester")
     assert "1 passed, 1 failed" in tester["notes"]
+
+
+def test_an_early_checkout_of_a_run_never_sent_is_removed(
+    scenario: Repo, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI begins a branch scope's checkout before it builds the request; a request that
+    is then refused (a bad setting) sends no run, and the checkout goes with the error."""
+    made: list[str] = []
+    real = git.checkout_into
+
+    def spy(where: Any, sha: str, path: Path) -> Path:
+        made.append(threading.current_thread().name)
+        return real(where, sha, path)
+
+    monkeypatch.setattr(git, "checkout_into", spy)
+    monkeypatch.setenv("VERIFY_DAG_COMMENT_DENSITY", "lots")
+    rc = main(["verify", str(scenario.path), "--scope=branch", "--base=base"])
+    assert rc == EXIT_USAGE, capsys.readouterr().err
+    assert made == [f"checkout-{scenario.head()[:12]}"]
+    assert not workspace.root().exists() or not any(workspace.root().iterdir())
 
 
 def test_a_snapshot_scope_is_checked_out_by_its_phases_not_ahead_of_them(

@@ -68,7 +68,7 @@ def run_plan(
         raise FatalError(_first_failure(p) or exc.message, hint=exc.hint) from exc
 
 
-def submit(request: VerifyRequest) -> Plan:
+def submit(request: VerifyRequest, run_id: str | None = None) -> Plan:
     """Send a verify run with the records that let a client follow and trust it.
 
     With a broker, a local repository is first pinned and bundled into the store
@@ -77,12 +77,16 @@ def submit(request: VerifyRequest) -> Plan:
     id the backend never saw also reads PENDING, and ``status`` could not tell a queued run from
     a mistyped id. Either way its sentinel (``announce``) is left beside it, so that a result
     store that loses the run can be told from one still running it.
+
+    ``run_id``: the in-process run's id when the caller began its checkout already
+    (``workspace.prefetch``); else the checkout of a branch scope is begun here.
     """
     from verify_dag import git, repos
 
     if embedded():
-        run_id = uuid()
-        _check_out_early(request, run_id)
+        if run_id is None:
+            run_id = uuid()
+            _check_out_early(request, run_id)
         built = plan(request, run_id)
         if built.expect is not None and not request.source.remote:
             # The in-process worker reads the repository where it is, just after this; a range's

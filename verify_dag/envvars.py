@@ -4,6 +4,12 @@ listed here fails that test)."""
 
 from __future__ import annotations
 
+# The settings that name a broker, read in this order by tasks/app.py (broker_origin). With none
+# of them set, runs go to the in-process worker: the CLI looks before it imports Celery.
+BROKER_ENV = "VERIFY_DAG_BROKER_URL"
+BROKER_FILE_ENV = "VERIFY_DAG_BROKER_URL_FILE"
+CELERY_BROKER_ENV = "CELERY_BROKER_URL"
+
 # name -> (who reads it, what it does). Per-skill forms are written with <SKILL>.
 ENV: dict[str, tuple[str, str]] = {
     "VERIFY_DAG_BROKER_URL": ("client, worker", "the Celery broker (else in-process)"),

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from verify_dag import envvars, exitcodes
@@ -13,7 +15,9 @@ from verify_dag.errors import EXIT_ERROR, EXIT_INCOMPLETE, UsageError
 from verify_dag.report import formats
 
 if TYPE_CHECKING:  # the parser is built on every call, before pydantic is needed
-    from verify_dag.models import Report
+    from verify_dag.models import Report, VerifyRequest
+    from verify_dag.progress import Progress
+    from verify_dag.tasks.workflow import Plan
 
 MODE_NOTE = (
     "interactive (default): after the report, triage every issue at the terminal, then plan and "
@@ -223,9 +227,54 @@ def add_parsers(sub: Any) -> None:
     cli_args.add_store(v)
 
 
+def _early_checkout(args: argparse.Namespace) -> str | None:
+    """The id of a run whose checkout is already being made, or None. A branch scope on the
+    in-process worker verifies HEAD (or --head), known before anything else: its checkout is
+    begun here, before this process imports Celery and the phases, and written while it does
+    (``workspace.prefetch``; the client would otherwise begin it only as its worker starts).
+    Anything else, or anything unsure (a broker named anywhere, a path that is not a
+    repository, a ref that names no commit), is left to the run, which says why in its words."""
+    from verify_dag import git, workspace
+
+    broker = (envvars.BROKER_ENV, envvars.BROKER_FILE_ENV, envvars.CELERY_BROKER_ENV)
+    if args.broker or any(os.environ.get(name, "").strip() for name in broker):
+        return None
+    if args.scope != "branch" or args.files or args.module is not None or args.no_wait:
+        return None
+    if not os.path.isdir(args.path):
+        return None
+    try:
+        repo = git.toplevel(args.path)
+    except UsageError:
+        return None
+    sha = git.verify_commit(repo, args.head or "HEAD")
+    if sha is None or (args.base is not None and git.verify_commit(repo, args.base) is None):
+        return None
+    run_id = str(uuid.uuid4())
+    workspace.prefetch(run_id, repo, sha)
+    return run_id
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
-    from verify_dag import client, report
-    from verify_dag.fixes import flow
+    early = _early_checkout(args)
+    try:
+        sent, request, progress, report_on_stdout = _submit(args, early)
+    except BaseException:
+        if early is not None:
+            from verify_dag import workspace
+
+            workspace.release(early)  # nothing was sent that will
+        raise
+    return _finish(args, sent, request, progress, report_on_stdout)
+
+
+def _submit(
+    args: argparse.Namespace, early: str | None
+) -> tuple[Plan | None, VerifyRequest, Progress | None, bool]:
+    """The request built and sent (with the id of its early checkout, if any); what the rest of
+    the command needs: the plan sent, the request, the progress display, and whether the report
+    goes to stdout."""
+    from verify_dag import client
     from verify_dag.tasks.app import configure
 
     configure(args.broker)
@@ -240,7 +289,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         submitted = client.submit(request)
         client.release(submitted)
         print(submitted.run_id)
-        return 0
+        return None, request, None, False
     if embedded_run:
         from verify_dag import sandbox
 
@@ -253,7 +302,21 @@ def cmd_verify(args: argparse.Namespace) -> int:
     report_on_stdout = request.output == "-" or (
         not request.output and formats.for_machines_on_stdout(request.format)
     )
-    sent = client.submit(request)
+    return client.submit(request, run_id=early), request, progress, report_on_stdout
+
+
+def _finish(
+    args: argparse.Namespace,
+    sent: Plan | None,
+    request: VerifyRequest,
+    progress: Progress | None,
+    report_on_stdout: bool,
+) -> int:
+    from verify_dag import client, report
+    from verify_dag.fixes import flow
+
+    if sent is None or progress is None:  # --no-wait: the run id is printed, nothing waited for
+        return 0
     try:
         raw = client.collect(sent, timeout=args.timeout, progress=progress)
     finally:
