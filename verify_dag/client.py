@@ -81,12 +81,17 @@ def submit(request: VerifyRequest, run_id: str | None = None) -> Plan:
     ``run_id``: the in-process run's id when the caller began its checkout already
     (``workspace.prefetch``); else the checkout of a branch scope is begun here.
     """
-    from verify_dag import git, repos
+    from verify_dag import git, repos, workspace
 
     if embedded():
         if run_id is None:
             run_id = uuid()
-            _check_out_early(request, run_id)
+            if not request.source.remote:
+                workspace.check_out_ahead(
+                    run_id, request.repo, scope=request.scope,
+                    narrowed=bool(request.files) or request.module is not None,
+                    head=request.head, base=request.base,
+                )  # fmt: skip
         built = plan(request, run_id)
         if built.expect is not None and not request.source.remote:
             # The in-process worker reads the repository where it is, just after this; a range's
@@ -100,25 +105,6 @@ def submit(request: VerifyRequest, run_id: str | None = None) -> Plan:
         app.backend.store_result(built.run_id, None, states.PENDING)
         built = announce(built)
     return _send(built)
-
-
-def _check_out_early(request: VerifyRequest, run_id: str) -> None:
-    """The checkout of the commit a branch scope verifies, begun while this process starts its
-    worker (``workspace.prefetch``). Only there is the commit known before the scope phase
-    runs: HEAD or ``--head``, where every other scope verifies a snapshot the phase makes."""
-    from verify_dag import git, workspace
-
-    if request.source.remote or request.scope != "branch" or request.files:
-        return
-    if request.module is not None:
-        return
-    # None for a repository without commits, or a base that names none: the scope phase says
-    # so, in its own words, and nothing need be checked out.
-    sha = git.verify_commit(request.repo, request.head or "HEAD")
-    if request.base is not None and git.verify_commit(request.repo, request.base) is None:
-        return
-    if sha is not None:
-        workspace.prefetch(run_id, request.repo, sha)
 
 
 def fix_options(job: FixJob, issues: Sequence[ReportIssue], *, timeout: float) -> list[Proposals]:

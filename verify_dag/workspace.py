@@ -78,12 +78,12 @@ def ensure(run_id: str, repo: str | Path, sha: str) -> Path:
 def prefetch(run_id: str, repo: str | Path, sha: str) -> threading.Thread:
     """Start making the run's checkout of ``sha`` (:func:`ensure`) in a thread of its own.
 
-    For a caller that knows the commit a run will check out before any phase runs: the
-    in-process client of a branch scope, while its worker starts. git writes the files while
-    this process imports the phases (on tomlkit's 1,112 files, 0.1-0.8 s of a re-verify that
-    takes 2-3 s), and the first phase that needs the checkout finds it made, or waits for it
-    under ``ensure``'s lock, instead of making it then. A checkout that fails here is left to
-    that phase, which meets the same error where it is reported."""
+    For a caller that knows the commit a run will check out before any phase runs
+    (:func:`check_out_ahead`): the CLI of an in-process run, before it imports Celery. git
+    writes the files while this process imports the phases (on tomlkit's 1,112 files, 0.1-0.8 s
+    of a re-verify that takes 2-3 s), and the first phase that needs the checkout finds it made,
+    or waits for it under ``ensure``'s lock, instead of making it then. A checkout that fails
+    here is left to that phase, which meets the same error where it is reported."""
 
     def make() -> None:
         try:
@@ -96,6 +96,29 @@ def prefetch(run_id: str, repo: str | Path, sha: str) -> threading.Thread:
         _EARLY.setdefault(run_id, []).append(thread)
     thread.start()
     return thread
+
+
+def check_out_ahead(
+    run_id: str,
+    repo: str | Path,
+    *,
+    scope: str | None,
+    narrowed: bool,
+    head: str | None,
+    base: str | None,
+) -> bool:
+    """Begin the checkout a run of this request makes first (:func:`prefetch`) when it is known
+    before the scope phase runs, and say whether it was begun. Only a branch scope's is: HEAD
+    or ``head`` (scope.run's dispatch), where the other scopes, and a scope ``narrowed`` to
+    files or a module, verify a snapshot that phase makes. A ref that names no commit (a
+    repository without any, a mistyped base) begins nothing: the scope phase says why."""
+    if scope != "branch" or narrowed:
+        return False
+    sha = git.verify_commit(repo, head or "HEAD")
+    if sha is None or (base is not None and git.verify_commit(repo, base) is None):
+        return False
+    prefetch(run_id, repo, sha)
+    return True
 
 
 def home(workdir: Path) -> Path | None:

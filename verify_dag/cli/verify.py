@@ -15,9 +15,7 @@ from verify_dag.errors import EXIT_ERROR, EXIT_INCOMPLETE, UsageError
 from verify_dag.report import formats
 
 if TYPE_CHECKING:  # the parser is built on every call, before pydantic is needed
-    from verify_dag.models import Report, VerifyRequest
-    from verify_dag.progress import Progress
-    from verify_dag.tasks.workflow import Plan
+    from verify_dag.models import Report
 
 MODE_NOTE = (
     "interactive (default): after the report, triage every issue at the terminal, then plan and "
@@ -239,84 +237,59 @@ def _early_checkout(args: argparse.Namespace) -> str | None:
     broker = (envvars.BROKER_ENV, envvars.BROKER_FILE_ENV, envvars.CELERY_BROKER_ENV)
     if args.broker or any(os.environ.get(name, "").strip() for name in broker):
         return None
-    if args.scope != "branch" or args.files or args.module is not None or args.no_wait:
-        return None
-    if not os.path.isdir(args.path):
+    if args.no_wait or not os.path.isdir(args.path):
         return None
     try:
         repo = git.toplevel(args.path)
     except UsageError:
         return None
-    sha = git.verify_commit(repo, args.head or "HEAD")
-    if sha is None or (args.base is not None and git.verify_commit(repo, args.base) is None):
-        return None
     run_id = str(uuid.uuid4())
-    workspace.prefetch(run_id, repo, sha)
-    return run_id
+    ahead = workspace.check_out_ahead(
+        run_id, repo, scope=args.scope, narrowed=bool(args.files) or args.module is not None,
+        head=args.head, base=args.base,
+    )  # fmt: skip
+    return run_id if ahead else None
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     early = _early_checkout(args)
     try:
-        sent, request, progress, report_on_stdout = _submit(args, early)
+        from verify_dag import client, report
+        from verify_dag.fixes import flow
+        from verify_dag.tasks.app import configure
+
+        configure(args.broker)
+        embedded_run = client.embedded()
+        if args.no_wait and embedded_run:
+            raise UsageError(
+                "--no-wait needs a broker: the in-process default worker would die with "
+                "this process; pass --broker URL or set VERIFY_DAG_BROKER_URL"
+            )
+        request = build_request(args)
+        if args.no_wait:
+            submitted = client.submit(request)
+            client.release(submitted)
+            print(submitted.run_id)
+            return 0
+        if embedded_run:
+            from verify_dag import sandbox
+
+            # This host runs the repository's code: refuse now rather than half-way through.
+            sandbox.check_required(request.require_sandbox, request.no_sandbox)
+        if request.mode == "auto-fix" and request.source.remote:
+            raise UsageError("--mode=auto-fix needs a local checkout to fix, not a URL")
+        progress = client.verify_progress(args.quiet)
+        # Phase 9 talks to the person on stdout unless the report itself goes there.
+        report_on_stdout = request.output == "-" or (
+            not request.output and formats.for_machines_on_stdout(request.format)
+        )
+        sent = client.submit(request, run_id=early)
     except BaseException:
         if early is not None:
             from verify_dag import workspace
 
             workspace.release(early)  # nothing was sent that will
         raise
-    return _finish(args, sent, request, progress, report_on_stdout)
-
-
-def _submit(
-    args: argparse.Namespace, early: str | None
-) -> tuple[Plan | None, VerifyRequest, Progress | None, bool]:
-    """The request built and sent (with the id of its early checkout, if any); what the rest of
-    the command needs: the plan sent, the request, the progress display, and whether the report
-    goes to stdout."""
-    from verify_dag import client
-    from verify_dag.tasks.app import configure
-
-    configure(args.broker)
-    embedded_run = client.embedded()
-    if args.no_wait and embedded_run:
-        raise UsageError(
-            "--no-wait needs a broker: the in-process default worker would die with "
-            "this process; pass --broker URL or set VERIFY_DAG_BROKER_URL"
-        )
-    request = build_request(args)
-    if args.no_wait:
-        submitted = client.submit(request)
-        client.release(submitted)
-        print(submitted.run_id)
-        return None, request, None, False
-    if embedded_run:
-        from verify_dag import sandbox
-
-        # This host runs the repository's code: refuse now rather than half-way through.
-        sandbox.check_required(request.require_sandbox, request.no_sandbox)
-    if request.mode == "auto-fix" and request.source.remote:
-        raise UsageError("--mode=auto-fix needs a local checkout to fix, not a URL")
-    progress = client.verify_progress(args.quiet)
-    # Phase 9 talks to the person on stdout unless the report itself goes there.
-    report_on_stdout = request.output == "-" or (
-        not request.output and formats.for_machines_on_stdout(request.format)
-    )
-    return client.submit(request, run_id=early), request, progress, report_on_stdout
-
-
-def _finish(
-    args: argparse.Namespace,
-    sent: Plan | None,
-    request: VerifyRequest,
-    progress: Progress | None,
-    report_on_stdout: bool,
-) -> int:
-    from verify_dag import client, report
-    from verify_dag.fixes import flow
-
-    if sent is None or progress is None:  # --no-wait: the run id is printed, nothing waited for
-        return 0
     try:
         raw = client.collect(sent, timeout=args.timeout, progress=progress)
     finally:
