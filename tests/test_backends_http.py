@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from fakes.fake_api import FakeAPI, Step
 
-from verify_dag import processes
+from verify_dag import outside, processes
 from verify_dag.backends import Backend, Reply, invoke, load_config, parse_reply, resolve
 from verify_dag.backends import http as http_backend
 from verify_dag.errors import UsageError
@@ -44,6 +44,19 @@ def ask(b: Backend, tmp_path: Path) -> tuple[Reply, float]:
     began = time.monotonic()
     reply = invoke(b, PROMPT, cwd=tmp_path)
     return reply, time.monotonic() - began
+
+
+def test_every_call_is_counted_as_work_beyond_the_commits(
+    api: FakeAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A run that asked a model is never kept as an answer to replay (verify_dag/cli/replay.py):
+    # its reply is the service's, whether it came back or not.
+    monkeypatch.setenv(http_backend.KEY_ENV["openai"], KEY)
+    before = outside.calls()
+    assert ask(backend("openai", api), tmp_path)[0].status == "ok"
+    monkeypatch.delenv(http_backend.KEY_ENV["openai"])
+    assert ask(backend("openai", api), tmp_path)[0].status == "auth"
+    assert outside.calls() == before + 2
 
 
 @pytest.mark.parametrize("kind", ["anthropic", "openai"])

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import gone_within
 
-from verify_dag import credentials, processes
+from verify_dag import credentials, outside, processes
 
 
 def test_repository_code_gets_an_allow_list_of_the_environment(
@@ -170,3 +170,12 @@ def test_the_chokepoint_sees_a_commands_end_its_code_and_its_time_limit() -> Non
     # A limit of years, as a deadline far off gives: poll takes a C int of milliseconds.
     far = processes.run(["sleep", "0.2"], timeout=1e12)
     assert far.returncode == 0 and not far.timed_out
+
+
+def test_commands_other_than_git_are_counted_and_git_is_not() -> None:
+    # verify_dag/cli/replay.py keeps a run's answer only when it started git alone.
+    before = outside.calls()
+    assert processes.run(["git", "--version"]).returncode == 0
+    assert outside.calls() == before
+    assert processes.run(["true"]).returncode == 0
+    assert outside.calls() == before + 1

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from verify_dag import credentials, limits, netproxy
+from verify_dag import credentials, limits, netproxy, outside
 from verify_dag import sandbox as _sandbox
 from verify_dag.errors import CalledProcessError
 from verify_dag.sandbox import Policy
@@ -48,8 +48,7 @@ _GIT_LEAKS = (
 
 
 def scrubbed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment repository code runs in: the allow-listed part of ours
-    (credentials.passed), and what verify-dag itself sets for the step (``extra``)."""
+    """Repository code's environment: ours as credentials.passed allows, and ``extra``."""
     env = {k: v for k, v in os.environ.items() if credentials.passed(k, v)}
     env.setdefault("PATH", os.defpath)
     if extra:
@@ -188,6 +187,7 @@ def _launch(
 ) -> tuple[list[str], Callable[[], None] | None]:
     """``argv`` as spawned under ``rlimits`` (and in ``step``'s cgroups), and the hook Popen
     must run in the child, when one is still needed."""
+    outside.command(argv)  # git or not: verify_dag/cli/replay.py keeps only runs of git alone
     prlimit = _prlimit()
     unknown = set(rlimits) - set(_RLIMIT_FLAGS)
     if prlimit is None or unknown or _missing(argv[0], env, cwd) is not None:

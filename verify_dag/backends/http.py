@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from verify_dag import processes
+from verify_dag import outside, processes
 from verify_dag.backends.config import Backend
 from verify_dag.backends.reply import Reply, ReplyStatus
 from verify_dag.models.findings import TokenUsage
@@ -111,6 +111,7 @@ def _request(backend: Backend, prompt: str, key: str | None) -> tuple[str, dict[
 
 def call(backend: Backend, prompt: str, *, timeout: float | None = None) -> Reply:
     """Ask ``backend`` once (retries included) and say what came back."""
+    outside.call()  # its answer is the service's, not the commits' (cli/replay.py)
     limit = timeout if timeout is not None else backend.timeout
     key, missing = _key(backend)
     if missing is not None:

@@ -252,6 +252,14 @@ def _early_checkout(args: argparse.Namespace) -> str | None:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from verify_dag import outside
+    from verify_dag.cli import replay
+
+    entry = replay.key(args)
+    answered = replay.lookup(entry) if entry is not None else None
+    if answered is not None:
+        return replay.answer(args, answered)
+    calls = outside.calls()
     early = _early_checkout(args)
     try:
         from verify_dag import client, report
@@ -298,17 +306,31 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if result.store_errors:
         print(f"verify-dag: warning: {'; '.join(result.store_errors)}", file=sys.stderr)
     doc = result.report
-    if doc.scope.nothing_to_verify and request.format == formats.DEFAULT and not request.output:
-        # Nothing to verify is one line and a stop, not a report of skills that all SKIPPED.
-        notes = "; ".join(doc.scope.notes) or "no changes in the selected scope"
-        print(f"Nothing to verify: {notes}")
-        return _verdict(doc, request.fail_on)
-    if not flow.wanted(request):
-        if args.quiet and not request.output and request.format == formats.DEFAULT:
-            sys.stdout.write(report.summary_lines(doc, request.fail_on))
+    # Nothing to verify is one line and a stop, not a report of skills that all SKIPPED.
+    nothing = doc.scope.nothing_to_verify and request.format == formats.DEFAULT
+    if (nothing and not request.output) or not flow.wanted(request):
+        wrote: tuple[str, bool, str]
+        if nothing and not request.output:
+            notes = "; ".join(doc.scope.notes) or "no changes in the selected scope"
+            wrote = (f"Nothing to verify: {notes}\n", False, "")
+            sys.stdout.write(wrote[0])
+        elif args.quiet and not request.output and request.format == formats.DEFAULT:
+            wrote = (report.summary_lines(doc, request.fail_on), False, "")
+            sys.stdout.write(wrote[0])
         else:
-            _emit(request, doc, result.markdown)
-        return _verdict(doc, request.fail_on)
+            wrote = _emit(request, doc, result.markdown)
+        code, said = _verdict_line(doc, request.fail_on)
+        if said:
+            print(said, file=sys.stderr)
+        # A run that started nothing but git and called no model was decided by its commits,
+        # its settings and the result cache: the next identical request is answered with it.
+        settled = outside.calls() == calls and not result.store_errors
+        if entry is not None and embedded_run and settled and doc.status != "error":
+            replay.remember(
+                entry,
+                replay.Answer(doc.run.id, replay.now(), code, *wrote, said=(said,) if said else ()),
+            )
+        return code
     # Phase 9: the person reads the report first, then triage (or auto-fix) and its summary.
     if not request.output:
         _emit(request, doc, result.markdown)
@@ -339,6 +361,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def _verdict(doc: Report, fail_on: int | None) -> int:
     """The run's exit code, and for 3 and 4 the one line on stderr that says why: a CI log
     shows it even when the report went to a file."""
+    code, said = _verdict_line(doc, fail_on)
+    if said:
+        print(said, file=sys.stderr)
+    return code
+
+
+def _verdict_line(doc: Report, fail_on: int | None) -> tuple[int, str | None]:
     from verify_dag import report
     from verify_dag.report.verdict import not_run
 
@@ -346,22 +375,24 @@ def _verdict(doc: Report, fail_on: int | None) -> int:
     if code == EXIT_ERROR:
         why = doc.error.message if doc.error is not None else "no analysis completed"
         said = "failed" if doc.status == "error" else doc.status
-        print(f"verify-dag: error: verification {said}: {why}", file=sys.stderr)
-    elif code == EXIT_INCOMPLETE:
+        return code, f"verify-dag: error: verification {said}: {why}"
+    if code == EXIT_INCOMPLETE:
         missing = ", ".join(f"{skill} ({status})" for skill, status, _ in not_run(doc))
-        print(
+        return code, (
             f"verify-dag: incomplete: no issue fails the run, but these checks did not run: "
-            f"{missing}; --allow-incomplete accepts that (exit 0)",
-            file=sys.stderr,
+            f"{missing}; --allow-incomplete accepts that (exit 0)"
         )
-    return code
+    return code, None
 
 
-def _emit(request: Any, doc: Report, markdown: str) -> None:
+def _emit(request: Any, doc: Report, markdown: str) -> tuple[str, bool, str]:
+    """Write the report where the request says: what was written, whether into a file, and
+    the format's name for it."""
     # The worker's Markdown is the one it stored; any other format is rendered here from the model.
     fmt = formats.FORMATS[request.format]
     text = markdown if fmt.name == formats.DEFAULT else fmt.render(doc)
     if not request.output:
         sys.stdout.write(text)
-        return
-    cli_args.write_report(request.output, text, fmt.what)
+    else:
+        cli_args.write_report(request.output, text, fmt.what)
+    return text, bool(request.output) and request.output != cli_args.STDOUT, fmt.what

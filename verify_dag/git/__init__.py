@@ -40,6 +40,7 @@ from verify_dag.git.history import grep_word, hunk_pairs, last_change
 from verify_dag.git.parse import Delta, valid_ref, valid_ref_name
 from verify_dag.git.refs import (
     check_ref,
+    fetched_base,
     has_commits,
     head,
     is_bare,
@@ -47,6 +48,7 @@ from verify_dag.git.refs import (
     merge_base,
     remote_exists,
     rev_parse,
+    state,
     symbolic_ref,
     toplevel,
     verify_commit,
@@ -103,6 +105,7 @@ __all__ = [
     "empty_tree",
     "fetch",
     "fetch_mirror",
+    "fetched_base",
     "file_hunks",
     "grep_word",
     "has_commits",
@@ -139,6 +142,7 @@ __all__ = [
     "snapshot_index",
     "snapshot_worktree",
     "stage_texts",
+    "state",
     "symbolic_ref",
     "toplevel",
     "unified_diff",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from verify_dag.errors import FatalError, UsageError
 from verify_dag.git.core import run_git
-from verify_dag.git.parse import valid_ref
+from verify_dag.git.parse import valid_ref, valid_ref_name
 
 
 def check_ref(ref: str, what: str = "ref") -> str:
@@ -70,3 +70,25 @@ def symbolic_ref(repo: str | Path, name: str) -> str | None:
 
 def is_bare(repo: str | Path) -> bool:
     return run_git(repo, "rev-parse", "--is-bare-repository").stdout.strip() == "true"
+
+
+def fetched_base(repo: str | Path, base: str) -> tuple[str, str] | None:
+    """(remote, refspec) a branch scope fetches before it compares with ``base``: the branch of
+    a remote the repository has (``origin/main``), brought up to date first; None for a base
+    that is only read (a local branch, a tag, a commit)."""
+    remote, _, branch = base.partition("/")
+    if branch and valid_ref_name(branch) and remote_exists(repo, remote):
+        return remote, f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}"
+    return None
+
+
+def state(repo: str | Path) -> str | None:
+    """Every ref with the object it names, the branch HEAD is on (or its commit when detached),
+    and the repository's configuration: what a ref or a setting given to a run can resolve to
+    (None where git cannot say, e.g. a repository without commits)."""
+    refs = run_git(repo, "show-ref", "--head", check=False)
+    if refs.returncode != 0:
+        return None
+    on = run_git(repo, "symbolic-ref", "--quiet", "HEAD", check=False).stdout
+    config = run_git(repo, "config", "--list", "--show-origin", "-z", check=False).stdout
+    return "\0".join((refs.stdout, on, config))

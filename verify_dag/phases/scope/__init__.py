@@ -200,10 +200,9 @@ def _explicit_branch(repo: str, head: str, base: str | None) -> Scope:
             return _error(head, None, "NO_BASE", _NO_BASE, notes)
         base = resolved
     else:
-        remote, _, branch = base.partition("/")
-        if branch and git.valid_ref_name(branch) and git.remote_exists(repo, remote):
-            refspec = f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}"
-            ok, why = git.fetch(repo, remote, refspec)
+        fetched = git.fetched_base(repo, base)
+        if fetched is not None:
+            ok, why = git.fetch(repo, *fetched)
             if not ok:
                 notes.append(f"fetching {base} failed ({why}); using the local ref")
     if git.verify_commit(repo, base) is None:
