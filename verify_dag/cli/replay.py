@@ -59,12 +59,13 @@ def key(args: argparse.Namespace) -> str | None:
     if not _answerable(args):
         return None
     try:
+        cwd = os.getcwd()
         repo = git.toplevel(args.path)
         if git.fetched_base(repo, args.base) is not None:
             return None  # the base moves with the fetch the run makes first
         refs = git.state(repo)
-    except (UsageError, FatalError):
-        return None
+    except (UsageError, FatalError, OSError):
+        return None  # the run says what is wrong, in its words
     if refs is None:
         return None
     given = {k: v for k, v in vars(args).items() if k != "handler"}
@@ -73,7 +74,7 @@ def key(args: argparse.Namespace) -> str | None:
     parts = [
         f"format {FORMAT}",
         json.dumps(given, sort_keys=True, default=repr),
-        os.getcwd(),
+        cwd,
         str(repo),
         refs,
         _read(repo / "pyproject.toml"),
