@@ -69,6 +69,17 @@ def test_an_unchanged_reverify_is_answered_before_a_run_is_built(
     assert "[1/" not in third.stderr  # and no phase reported progress
 
 
+def test_a_kept_answer_that_cannot_be_read_builds_the_run_and_is_replaced(calc: Repo) -> None:
+    verify(calc)
+    second = verify(calc)
+    (entry,) = kept()
+    entry.write_text('{"format": 1, "key": "not its name"', encoding="utf-8")
+    rebuilt = verify(calc)
+    assert _REPLAYED not in rebuilt.stderr and "IMPORTED celery" in rebuilt.stderr
+    assert (rebuilt.returncode, rebuilt.stdout) == (second.returncode, second.stdout)
+    assert _REPLAYED in verify(calc).stderr  # kept again by the run that was built
+
+
 def test_a_report_file_is_written_again_to_a_new_path_never_over_one(
     calc: Repo, tmp_path: Path
 ) -> None:
