@@ -69,6 +69,15 @@ def test_an_unchanged_reverify_is_answered_before_a_run_is_built(
     assert "[1/" not in third.stderr  # and no phase reported progress
 
 
+def test_a_failing_change_is_answered_once_its_reruns_are_kept(scenario: Repo) -> None:
+    # The exerciser re-runs the failing test alone and the debugger at the merge base; from the
+    # second run on both come from the result cache, so the third is answered.
+    first, second, third = verify(scenario), verify(scenario), verify(scenario)
+    assert first.returncode == second.returncode == third.returncode == 1
+    assert _REPLAYED not in second.stderr and _REPLAYED in third.stderr
+    assert third.stdout == second.stdout and "test_mul" in third.stdout
+
+
 def test_a_kept_answer_that_cannot_be_read_builds_the_run_and_is_replaced(calc: Repo) -> None:
     verify(calc)
     second = verify(calc)

@@ -94,6 +94,30 @@ def test_an_unchanged_change_is_answered_from_the_cache(
     entry = detail(again, "tester")["cached"][0]
     assert len(entry["key"]) == 64 and entry["stored"].endswith("Z")
     assert ruff_files == [["src/calc.py", "tests/test_calc.py"]]  # ruff ran once, in run 1
+    # The failing test's re-runs: alone at the head (the exerciser's reproduction) and at the
+    # merge base (the debugger's), each kept with the answer it gave.
+    assert cached(first, "debugger") == [] and "re-runs" not in str(cached(first, "exerciser"))
+    assert cached(again, "debugger") == ["re-runs at the merge base"]
+    assert "re-runs of the reported issues" in cached(again, "exerciser")
+    assert again["debugger"] == first["debugger"] and first["debugger"]
+    assert again["exerciserVerification"] == first["exerciserVerification"]
+    assert "CONFIRMED" in {v["status"] for v in again["exerciserVerification"]}
+
+
+def test_a_rerun_that_settled_nothing_is_tried_again(repo: Repo, tmp_path: Path) -> None:
+    # The test fails at the base too, but another way: the debugger cannot say "yes", and its
+    # "undetermined" is not kept; the exerciser's reproduction (CONFIRMED) is.
+    repo.write("pyproject.toml", '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
+    repo.write("tests/test_x.py", "def test_x():\n    assert 1 == 2\n")
+    repo.commit("x fails")
+    repo.git("tag", "base")
+    repo.write("tests/test_x.py", "def test_x():\n    raise ValueError('another way')\n")
+    repo.commit("x fails another way")
+    verify_json(repo, tmp_path, *BRANCH)
+    _, again = verify_json(repo, tmp_path, *BRANCH)
+    assert [d["preExisting"] for d in again["debugger"]] == ["undetermined"]
+    assert cached(again, "debugger") == []
+    assert "re-runs of the reported issues" in cached(again, "exerciser")
 
 
 def test_a_one_file_edit_reruns_that_files_lint_and_the_suite(

@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 from verify_dag import git, skills, workspace
 from verify_dag.errors import VerifyDagError
 from verify_dag.models import Diagnosis, Finding, RunState, SkillOutcome
 from verify_dag.models.toolchain import Toolchain
+from verify_dag.phases import rerun_cache
 from verify_dag.phases.debugger import exercise, rerun
 from verify_dag.phases.debugger.signature import (
     Signature,
@@ -131,8 +133,15 @@ def run(state: RunState) -> SkillOutcome:
         )
     reason = f"{len(found)} failure(s) of severity 7+ to investigate"
     said: list[str] = []  # what holds for every re-run (the merge base's env), said once
+    entry: str | None = None
     try:
-        diagnoses = _diagnose(state, signatures(found), said)
+        sigs = signatures(found)
+        entry = _entry(state, sigs, state.base_commit()[0])
+        kept = rerun_cache.get(rerun_cache.DEBUGGER, entry, "re-runs at the merge base", _kept)
+        if kept is not None:
+            diagnoses, said = kept
+        else:
+            diagnoses = _diagnose(state, sigs, said)
     except Exception as exc:  # the report must still be written: never raise into the chain
         log.exception("debugger crashed")
         return SkillOutcome(
@@ -141,6 +150,11 @@ def run(state: RunState) -> SkillOutcome:
             reason=reason,
             notes=f"debugger could not run: {type(exc).__name__}: {exc}",
         )
+    if kept is None and all(d.pre_existing != "undetermined" for d in diagnoses):
+        # Settled answers only: an undetermined one (a time-out, an env that could not be
+        # built, a cap) is tried again.
+        value = {"diagnoses": rerun_cache.dump(diagnoses), "said": said}
+        rerun_cache.put(rerun_cache.DEBUGGER, entry, value)
     tally = {k: sum(d.pre_existing == k for d in diagnoses) for k in ("yes", "no", "undetermined")}
     n = len(diagnoses)
     notes = (
@@ -151,6 +165,25 @@ def run(state: RunState) -> SkillOutcome:
     )
     return SkillOutcome(
         skill=SKILL, status="COMPLETED", notes=notes, reason=reason, diagnoses=tuple(diagnoses)
+    )
+
+
+def _entry(state: RunState, sigs: list[Signature], base: str | None) -> str | None:
+    """The re-runs' entry in the result cache; None for an exerciser failure (the exercise at
+    the base is not kept) or a scope without both commits."""
+    if base is None or state.scope is None or any(s.exercised for s in sigs):
+        return None
+    env = state.tested_env()
+    asked = [[s.key, s.nodeid, s.why_not, rerun_cache.dump(s.findings)] for s in sigs] + [
+        env.model_dump(mode="json") if env is not None else None
+    ]
+    return rerun_cache.key(rerun_cache.DEBUGGER, state, (base, state.scope.new_commit), asked)
+
+
+def _kept(value: Any) -> tuple[list[Diagnosis], list[str]]:
+    return (
+        [Diagnosis.model_validate(d) for d in value["diagnoses"]],
+        [str(n) for n in value["said"]],
     )
 
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from verify_dag import processes, workspace
 from verify_dag.models import EngineerContext, RunState, SkillOutcome, Toolchain, VerifyRequest
-from verify_dag.phases import gates
-from verify_dag.phases.exerciser import derived, sandboxed
+from verify_dag.phases import gates, rerun_cache
+from verify_dag.phases.exerciser import derived, reproduce, sandboxed
 from verify_dag.phases.exerciser.exercise import (
     COMPLETION_CHECKER,
     SKILL,
@@ -86,7 +86,13 @@ def _run(state: RunState) -> SkillOutcome:
         # A failing test is re-run where the tester ran it: in the provisioned environment (the
         # run's own build of it). Static findings are not re-run, so they need none.
         rerun = (f for o in state.outcomes for f in o.findings if f.timed_out is None)
-        if not any(f.source != STATIC for f in rerun):
+        key = reproduce.entry(state)
+        kept = rerun_cache.get(
+            rerun_cache.REPRODUCTION, key, "re-runs of the reported issues", reproduce.kept
+        )
+        if kept is not None:
+            verified, vnote = kept
+        elif not any(f.source != STATIC for f in rerun):
             verified, vnote = verify_issues(state, wt, env)
         else:
             with testenv.runtime(wt, state.toolchain or Toolchain()) as tenv:
@@ -97,6 +103,8 @@ def _run(state: RunState) -> SkillOutcome:
                     )
                 else:
                     verified, vnote = verify_issues(state, wt, env)
+        if kept is None:
+            reproduce.keep(state, key, verified, vnote)
         ex = sandboxed.exercise(eng, wt, env, state.request.completion)
         # Nothing declared: what the project's own declarations say to run (004 7c).
         ex = derived.instead(state, wt, ex)

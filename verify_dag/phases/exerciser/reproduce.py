@@ -18,11 +18,11 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from verify_dag import processes
 from verify_dag.models import Finding, RunState, Verification
-from verify_dag.phases import gates
+from verify_dag.phases import gates, rerun_cache
 from verify_dag.phases.claims import phrasing, verifiers
 from verify_dag.phases.claims.budget import Budget
 from verify_dag.phases.claims.models import ClaimVerdict
@@ -58,15 +58,7 @@ def verify_issues(
     runner: Runner | None = None,
 ) -> tuple[list[Verification], str]:
     """Try each reported issue once, deterministically; returns the entries and a summary."""
-    seen: dict[tuple[str | None, int | None, str], Finding] = {}
-    earlier = [
-        *(state.static.findings if state.static else ()),
-        # Reproduction is part of the exerciser: its own findings are not re-tried.
-        *(f for o in state.outcomes if o.skill != SKILL for f in o.findings),
-    ]
-    for f in earlier:
-        loc = f.location
-        seen.setdefault((loc.path if loc else None, loc.line if loc else None, f.title), f)
+    seen = reported(state)
     request, deadline = state.request, time.monotonic() + VERIFY_BUDGET
     assert state.scope is not None
     # One surface for every issue: an analyser runs once per file, a test once per node id.
@@ -84,7 +76,7 @@ def verify_issues(
         test_cap=min(request.test_timeout, TEST_CAP),
     )
     out: list[Verification] = []
-    for n, f in enumerate(list(seen.values())[:MAX_ATTEMPTS], start=1):
+    for n, f in enumerate(seen[:MAX_ATTEMPTS], start=1):
         left = deadline - time.monotonic()
         if left <= 0:
             break
@@ -112,6 +104,40 @@ def verify_issues(
     if len(out) < len(seen):
         note += f"; {len(seen) - len(out)} not attempted (cap {MAX_ATTEMPTS} or time budget)"
     return out, note
+
+
+def reported(state: RunState) -> list[Finding]:
+    """The issues the earlier phases reported, one per path, line and title."""
+    seen: dict[tuple[str | None, int | None, str], Finding] = {}
+    earlier = [
+        *(state.static.findings if state.static else ()),
+        # Reproduction is part of the exerciser: its own findings are not re-tried.
+        *(f for o in state.outcomes if o.skill != SKILL for f in o.findings),
+    ]
+    for f in earlier:
+        loc = f.location
+        seen.setdefault((loc.path if loc else None, loc.line if loc else None, f.title), f)
+    return list(seen.values())
+
+
+def entry(state: RunState) -> str | None:
+    """The reproduction's entry in the result cache (verify_dag/phases/rerun_cache.py)."""
+    if state.scope is None or not state.scope.new_commit:
+        return None
+    asked = rerun_cache.dump(reported(state))
+    return rerun_cache.key(rerun_cache.REPRODUCTION, state, (state.scope.new_commit,), asked)
+
+
+def kept(value: Any) -> tuple[list[Verification], str]:
+    return [Verification.model_validate(v) for v in value["verified"]], str(value["note"])
+
+
+def keep(state: RunState, key: str | None, verified: list[Verification], note: str) -> None:
+    """Keep a reproduction that settled every issue: none BLOCKED (a time-out, no env, a
+    question for judgement), none left unattempted."""
+    if len(verified) == len(reported(state)) and all(v.status != "BLOCKED" for v in verified):
+        value = {"verified": rerun_cache.dump(verified), "note": note}
+        rerun_cache.put(rerun_cache.REPRODUCTION, key, value)
 
 
 def status_of(f: Finding, v: ClaimVerdict) -> tuple[VStatus, str]:
