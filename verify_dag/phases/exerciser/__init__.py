@@ -16,8 +16,17 @@ reproduction
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from verify_dag import processes, workspace
-from verify_dag.models import EngineerContext, RunState, SkillOutcome, Toolchain, VerifyRequest
+from verify_dag.models import (
+    EngineerContext,
+    RunState,
+    SkillOutcome,
+    Toolchain,
+    Verification,
+    VerifyRequest,
+)
 from verify_dag.phases import gates, rerun_cache
 from verify_dag.phases.exerciser import derived, reproduce, sandboxed
 from verify_dag.phases.exerciser.exercise import (
@@ -70,6 +79,25 @@ def _counts(state: RunState, ex: Exercise) -> list[str]:
     return gates.counts(gates.settled([*mine, *judged]))
 
 
+def _rerun_issues(state: RunState, wt: Path, env: dict[str, str]) -> tuple[list[Verification], str]:
+    """Issues not all static analysis's (a failing test among them): tried in the env the tester
+    ran the suite in, or their settled answer taken from the result cache
+    (verify_dag/phases/rerun_cache.py)."""
+    key = reproduce.entry(state)
+    what = "re-runs of the reported issues"
+    kept = rerun_cache.get(rerun_cache.REPRODUCTION, key, what, reproduce.kept)
+    if kept is not None:
+        return kept
+    with testenv.runtime(wt, state.toolchain or Toolchain()) as tenv:
+        if tenv.error is None and tenv.python is not None:
+            test_env = testenv.suite_env(tenv, {"PYTHONDONTWRITEBYTECODE": "1"})
+            out = verify_issues(state, wt, test_env, str(tenv.python), tenv.runner)
+        else:
+            out = verify_issues(state, wt, env)
+    reproduce.keep(state, key, *out)
+    return out
+
+
 def _run(state: RunState) -> SkillOutcome:
     scope = state.scope
     if scope is None or not scope.new_commit:
@@ -86,25 +114,10 @@ def _run(state: RunState) -> SkillOutcome:
         # A failing test is re-run where the tester ran it: in the provisioned environment (the
         # run's own build of it). Static findings are not re-run, so they need none.
         rerun = (f for o in state.outcomes for f in o.findings if f.timed_out is None)
-        key = reproduce.entry(state)
-        kept = rerun_cache.get(
-            rerun_cache.REPRODUCTION, key, "re-runs of the reported issues", reproduce.kept
-        )
-        if kept is not None:
-            verified, vnote = kept
-        elif not any(f.source != STATIC for f in rerun):
+        if not any(f.source != STATIC for f in rerun):
             verified, vnote = verify_issues(state, wt, env)
         else:
-            with testenv.runtime(wt, state.toolchain or Toolchain()) as tenv:
-                if tenv.error is None and tenv.python is not None:
-                    test_env = testenv.suite_env(tenv, {"PYTHONDONTWRITEBYTECODE": "1"})
-                    verified, vnote = verify_issues(
-                        state, wt, test_env, str(tenv.python), tenv.runner
-                    )
-                else:
-                    verified, vnote = verify_issues(state, wt, env)
-        if kept is None:
-            reproduce.keep(state, key, verified, vnote)
+            verified, vnote = _rerun_issues(state, wt, env)
         ex = sandboxed.exercise(eng, wt, env, state.request.completion)
         # Nothing declared: what the project's own declarations say to run (004 7c).
         ex = derived.instead(state, wt, ex)
