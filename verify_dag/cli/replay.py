@@ -87,6 +87,7 @@ def key(args: argparse.Namespace) -> str | None:
         json.dumps(_distributions()),
         json.dumps(_own_source()),
     ]
+    # Length-prefixed as resultcache.key's parts are; that module imports pydantic's models.
     h = hashlib.sha256()
     for part in parts:
         data = part.encode("utf-8", "surrogateescape")
