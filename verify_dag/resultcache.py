@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import functools
-import hashlib
 import importlib.metadata
 import json
 import logging
@@ -40,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from verify_dag import tools
+from verify_dag.digest import key as key
 from verify_dag.files import write_atomic
 from verify_dag.models.findings import CacheHit
 from verify_dag.paths import RESULT_CACHE_VAR, results_root
@@ -99,16 +99,6 @@ def host_key() -> str:
         except importlib.metadata.PackageNotFoundError:
             parts.append(f"{name} none")
     return key(*parts)
-
-
-def key(*parts: str) -> str:
-    """The sha256 of ``parts``, each length-prefixed so that no two lists collide."""
-    h = hashlib.sha256()
-    for part in parts:
-        data = part.encode("utf-8", "surrogateescape")
-        h.update(f"{len(data)}:".encode())
-        h.update(data)
-    return h.hexdigest()
 
 
 def get(kind: str, entry: str, what: str) -> Any | None:

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import hashlib
 import json
 import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from verify_dag import envvars, git, paths
+from verify_dag import digest, envvars, git, paths
 from verify_dag.errors import FatalError, UsageError
 from verify_dag.files import write_atomic
 
@@ -87,13 +86,7 @@ def key(args: argparse.Namespace) -> str | None:
         json.dumps(_distributions()),
         json.dumps(_own_source()),
     ]
-    # Length-prefixed as resultcache.key's parts are; that module imports pydantic's models.
-    h = hashlib.sha256()
-    for part in parts:
-        data = part.encode("utf-8", "surrogateescape")
-        h.update(f"{len(data)}:".encode())
-        h.update(data)
-    return h.hexdigest()
+    return digest.key(*parts)
 
 
 def _answerable(args: argparse.Namespace) -> bool:

@@ -133,7 +133,6 @@ def run(state: RunState) -> SkillOutcome:
         )
     reason = f"{len(found)} failure(s) of severity 7+ to investigate"
     said: list[str] = []  # what holds for every re-run (the merge base's env), said once
-    entry: str | None = None
     try:
         sigs = signatures(found)
         entry = _entry(state, sigs, state.base_commit()[0])
